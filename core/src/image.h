@@ -1,0 +1,18 @@
+/* Host images: allocation with overflow and pixel-limit checks. */
+#ifndef IMGPIPE_IMAGE_H
+#define IMGPIPE_IMAGE_H
+#include <stdint.h>
+#include "imgpipe/plugin.h"
+
+#define IMG_DEFAULT_MAX_PIXELS ((uint64_t)1 << 30)   /* 1 Gpixel */
+
+/* Bytes of one tightly packed row, or 0 on overflow / invalid shape. */
+size_t img_row_bytes(const ip_shape *shape);
+/* Total bytes of a tightly packed image; returns IP_ELIMIT with a message when
+ * width*height exceeds max_pixels or the size overflows, IP_EINVAL for a bad shape. */
+int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, char *err, size_t errlen);
+/* Allocates a tightly packed host image (stride = row bytes). */
+int img_alloc(ip_image *img, const ip_shape *shape, uint64_t max_pixels, char *err, size_t errlen);
+void img_free(ip_image *img);
+const char *img_dtype_name(ip_dtype dtype);   /* "u8", "u16", "f32" */
+#endif

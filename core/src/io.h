@@ -1,0 +1,34 @@
+/* Image files: format detection by magic bytes, decoding and encoding. */
+#ifndef IMGPIPE_IO_H
+#define IMGPIPE_IO_H
+#include <stdint.h>
+#include "imgpipe/plugin.h"
+
+typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
+
+typedef struct {
+    int png_level;       /* 0..9, default 6 */
+    int jpeg_quality;    /* 1..100, default 90 */
+    uint64_t max_pixels; /* refuse larger images before allocating */
+} io_options;
+
+void io_default_options(io_options *opt);
+io_format io_detect(const unsigned char *head, size_t n);
+/* Reads the file's first bytes; IO_FMT_UNKNOWN when unreadable or not an image. */
+io_format io_detect_file(const char *path);
+io_format io_format_from_ext(const char *path);
+const char *io_format_name(io_format fmt);
+
+/* Decodes any supported file into a freshly allocated packed host image (free with
+ * img_free). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
+ * unsupported), IP_ELIMIT (too many pixels). The message does not repeat the path. */
+int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
+
+/* Whether the format (from the output's extension) can hold this shape; the message says
+ * what to change. */
+int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t errlen);
+
+/* Encodes to path by writing a temporary file in the same folder and renaming it;
+ * on any failure no file at path (nor the temporary) is left. */
+int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen);
+#endif
