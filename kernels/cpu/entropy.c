@@ -1,0 +1,220 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ipk.h"
+#include "pixels.h"
+#include "threads.h"
+
+/* sum n_i log n_i is kept in 64-bit fixed point (2^-40 units): integer updates are exact,
+ * so the sum never drifts as the window slides and cannot depend on the path taken to a
+ * pixel; (2R+1)^2 log (2R+1)^2 < 2^15 leaves ample headroom. */
+#define ENT_FIX_SCALE 1099511627776.0   /* 2^40 */
+
+typedef struct {
+    int width, height, radius, bins;
+    int64_t *delta;        /* delta[k] = T(k+1) - T(k), T(k) = k log k in fixed point */
+    int64_t *t_n;          /* T(n) = n log n in fixed point, for every window size n */
+    double *inv_n;         /* 1 / (n 2^40) */
+    uint16_t *bin_of;      /* value -> bin, for values < levels */
+    double out_scale;      /* natural-log entropy -> output units */
+    int out_u8;
+} ent_ctx;
+
+static int ent_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p)
+{
+    return src->channels == 1 && dst->channels == 1 && (src->dtype == IPK_U8 || src->dtype == IPK_U16) &&
+           (dst->dtype == IPK_F32 || dst->dtype == IPK_U8) && src->width == dst->width &&
+           src->height == dst->height && p->radius >= 1 && p->radius <= 30 && p->levels >= 2 &&
+           p->levels <= 65536 && p->bins >= 1 && p->bins <= p->levels && isfinite(p->log_scale);
+}
+
+/* First value >= levels in raster order, so the report is the same for any thread count. */
+static int ent_find_bad_value(const ipk_img *src, int levels, int threads, int64_t *bad_value)
+{
+    if (levels >= (src->dtype == IPK_U8 ? 256 : 65536)) return 0;
+    int64_t first = INT64_MAX;
+    const int w = src->width;
+    #pragma omp parallel for schedule(static) reduction(min : first) num_threads(ipk_threads(threads))
+    for (int y = 0; y < src->height; y++) {
+        const void *row = ipk_row(src, y);
+        for (int x = 0; x < w; x++) {
+            int v = src->dtype == IPK_U8 ? ((const uint8_t *)row)[x] : ((const uint16_t *)row)[x];
+            if (v >= levels) {
+                first = (int64_t)y * w + x < first ? (int64_t)y * w + x : first;
+                break;
+            }
+        }
+    }
+    if (first == INT64_MAX) return 0;
+    const void *row = ipk_row(src, (int)(first / w));
+    int x = (int)(first % w);
+    *bad_value = src->dtype == IPK_U8 ? ((const uint8_t *)row)[x] : ((const uint16_t *)row)[x];
+    return 1;
+}
+
+static void ent_ctx_free(ent_ctx *c)
+{
+    free(c->delta);
+    free(c->t_n);
+    free(c->inv_n);
+    free(c->bin_of);
+}
+
+static int ent_ctx_init(ent_ctx *c, const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p)
+{
+    const int side = 2 * p->radius + 1, nmax = side * side;
+    const int nvalues = src->dtype == IPK_U8 && p->levels > 256 ? 256 : p->levels;
+    c->width = src->width;
+    c->height = src->height;
+    c->radius = p->radius;
+    c->bins = p->bins;
+    c->delta = malloc(sizeof *c->delta * (size_t)nmax);
+    c->t_n = malloc(sizeof *c->t_n * (size_t)(nmax + 1));
+    c->inv_n = malloc(sizeof *c->inv_n * (size_t)(nmax + 1));
+    c->bin_of = malloc(sizeof *c->bin_of * (size_t)nvalues);
+    if (!c->delta || !c->t_n || !c->inv_n || !c->bin_of) return IPK_ENOMEM;
+
+    c->t_n[0] = 0;
+    c->inv_n[0] = 0;
+    for (int n = 1; n <= nmax; n++) {
+        c->t_n[n] = llround((double)n * log((double)n) * ENT_FIX_SCALE);
+        c->delta[n - 1] = c->t_n[n] - c->t_n[n - 1];
+        c->inv_n[n] = 1.0 / ((double)n * ENT_FIX_SCALE);
+    }
+    for (int v = 0; v < nvalues; v++)
+        c->bin_of[v] = (uint16_t)((int64_t)v * p->bins / p->levels);
+
+    c->out_u8 = dst->dtype == IPK_U8;
+    double hmax = log((double)(p->bins < nmax ? p->bins : nmax));
+    c->out_scale = c->out_u8 ? (hmax > 0 ? 255.0 / hmax : 0.0) : p->log_scale;
+    return IPK_OK;
+}
+
+/* Maps source row y to bins, stored in the ring slot y % (2R+1). */
+static void ent_map_row(const ent_ctx *c, const ipk_img *src, int y, uint16_t *ring)
+{
+    uint16_t *dst = ring + (size_t)(y % (2 * c->radius + 1)) * (size_t)c->width;
+    const void *row = ipk_row(src, y);
+    if (src->dtype == IPK_U8) {
+        const uint8_t *s = row;
+        for (int x = 0; x < c->width; x++) dst[x] = c->bin_of[s[x]];
+    } else {
+        const uint16_t *s = row;
+        for (int x = 0; x < c->width; x++) dst[x] = c->bin_of[s[x]];
+    }
+}
+
+static void ent_store(const ent_ctx *c, void *out, int x, int64_t sum, int n)
+{
+    /* H = (n log n - sum n_i log n_i) / n: the difference is exact, and 0 for a flat window */
+    double h = (double)(c->t_n[n] - sum) * c->inv_n[n] * c->out_scale;
+    if (c->out_u8) ((uint8_t *)out)[x] = (uint8_t)(h >= 255.0 ? 255 : (int)(h + 0.5));
+    else ((float *)out)[x] = (float)h;
+}
+
+/* Adds (+1) or removes (-1) window column x, keeping sum = sum T(n_i) exact. */
+static inline int64_t ent_column(const ent_ctx *c, uint16_t *const *rows, int nrows, int x, int add,
+                                 uint16_t *counts, int64_t sum)
+{
+    for (int k = 0; k < nrows; k++) {
+        uint16_t b = rows[k][x];
+        if (add) sum += c->delta[counts[b]++];
+        else sum -= c->delta[--counts[b]];
+    }
+    return sum;
+}
+
+/* One output row: the window enters from the left, slides, and leaves on the right, so the
+ * counts are all zero again afterwards (no per-row clearing of up to 65536 bins). */
+static void ent_row(const ent_ctx *c, uint16_t *const *rows, int nrows, uint16_t *counts, void *out)
+{
+    const int w = c->width, r = c->radius;
+    int64_t sum = 0;
+    int x = 0;
+    for (int k = 0; k < r && k < w; k++) sum = ent_column(c, rows, nrows, k, 1, counts, sum);
+    for (; x <= r && x < w; x++) {
+        if (x + r < w) sum = ent_column(c, rows, nrows, x + r, 1, counts, sum);
+        int cols = (x + r < w ? x + r : w - 1) + 1;
+        ent_store(c, out, x, sum, cols * nrows);
+    }
+    const int n_full = (2 * r + 1) * nrows;
+    for (; x + r < w; x++) {
+        for (int k = 0; k < nrows; k++) {
+            uint16_t bin_in = rows[k][x + r], bin_out = rows[k][x - r - 1];
+            sum += c->delta[counts[bin_in]++];
+            sum -= c->delta[--counts[bin_out]];
+        }
+        ent_store(c, out, x, sum, n_full);
+    }
+    for (; x < w; x++) {
+        sum = ent_column(c, rows, nrows, x - r - 1, 0, counts, sum);
+        ent_store(c, out, x, sum, (w - (x - r)) * nrows);
+    }
+    for (int k = w - r - 1 > 0 ? w - r - 1 : 0; k < w; k++) sum = ent_column(c, rows, nrows, k, 0, counts, sum);
+}
+
+/* Rows [y_begin, y_end) with the bins of the window's rows in a ring of 2R+1 rows. */
+static void ent_strip(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int y_begin, int y_end,
+                      uint16_t *ring, uint16_t *counts)
+{
+    const int r = c->radius, h = c->height, side = 2 * r + 1;
+    uint16_t *rows[61];
+    for (int y = y_begin - r > 0 ? y_begin - r : 0; y < y_begin + r && y < h; y++) ent_map_row(c, src, y, ring);
+    for (int y = y_begin; y < y_end; y++) {
+        if (y + r < h) ent_map_row(c, src, y + r, ring);
+        int y0 = y - r > 0 ? y - r : 0, y1 = y + r < h ? y + r : h - 1;
+        for (int yy = y0; yy <= y1; yy++) rows[yy - y0] = ring + (size_t)(yy % side) * (size_t)c->width;
+        ent_row(c, rows, y1 - y0 + 1, counts, ipk_row(dst, y));
+    }
+}
+
+/* Per thread: a ring of 2R+1 binned rows and the window's bin counts (zeroed). */
+static size_t ent_thread_bytes(const ent_ctx *c, size_t *ring_elems)
+{
+    size_t side = (size_t)(2 * c->radius + 1), w = (size_t)c->width;
+    if (w > SIZE_MAX / sizeof(uint16_t) / side / 2) return 0;
+    *ring_elems = side * w;
+    return (*ring_elems + (size_t)c->bins) * sizeof(uint16_t);
+}
+
+static int ent_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int threads)
+{
+    const int nt = ipk_threads(threads);
+    size_t ring_elems, per_thread = ent_thread_bytes(c, &ring_elems);
+    if (per_thread == 0 || per_thread > SIZE_MAX / (size_t)nt) return IPK_ENOMEM;
+    uint16_t *work = calloc((size_t)nt, per_thread);
+    if (!work) return IPK_ENOMEM;
+    size_t per_thread_elems = per_thread / sizeof(uint16_t);
+
+    #pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), used = omp_get_num_threads();
+        int y_begin = (int)((int64_t)c->height * t / used), y_end = (int)((int64_t)c->height * (t + 1) / used);
+        uint16_t *ring = work + (size_t)t * per_thread_elems;
+        ent_strip(c, src, dst, y_begin, y_end, ring, ring + ring_elems);
+    }
+    free(work);
+    return IPK_OK;
+}
+
+/* Entropy of each pixel's window: the window's bin counts slide along a row (a column
+ * enters, a column leaves) and sum n_i log n_i follows from a k log k table, touching only
+ * the bins that changed. Rows are cut into one strip per thread; a pixel's value depends
+ * only on its window, so the result does not depend on the thread count. */
+int ipk_entropy_cpu(const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
+                    int threads, int64_t *bad_value)
+{
+    if (!ent_args_ok(src, dst, p)) return IPK_EINVAL;
+    if (src->width == 0 || src->height == 0) return IPK_OK;
+    int64_t bad = 0;
+    if (ent_find_bad_value(src, p->levels, threads, &bad)) {
+        if (bad_value) *bad_value = bad;
+        return IPK_ERANGE;
+    }
+    ent_ctx c;
+    memset(&c, 0, sizeof c);
+    int rc = ent_ctx_init(&c, src, dst, p);
+    if (rc == IPK_OK) rc = ent_run(&c, src, dst, threads);
+    ent_ctx_free(&c);
+    return rc;
+}

@@ -1,0 +1,116 @@
+#include <stdlib.h>
+#include "imgpipe/plugin.h"
+#include "../common/adapt.h"
+
+typedef struct {
+    ipk_entropy_params p;
+    int out_u8;
+} entropy_state;
+
+static const ip_param entropy_params[] = {
+    { "radius", IP_INT, "2", 1, 30, NULL, "window is (2*radius+1)^2, cut at the image border" },
+    { "levels", IP_INT, "256", 2, 65536, NULL,
+      "number of possible input values (256 for 8-bit, 65536 for 16-bit images)" },
+    { "bins", IP_INT, "16", 1, 65536, NULL, "histogram bins: bin = value * bins / levels (at most levels)" },
+    { "base", IP_ENUM, "e", 0, 0, "e|2|10", "logarithm base: e (nats), 2 (bits) or 10" },
+    { "output", IP_ENUM, "f32", 0, 0, "f32|u8",
+      "f32: the entropy itself; u8: 0..log(min(bins, window)) scaled to 0..255" },
+};
+
+static int entropy_create(const ip_value *args, void **state, char *err, size_t errlen)
+{
+    if (args[2].i > args[1].i) {
+        snprintf(err, errlen, "entropy: bins=%lld is more than levels=%lld", (long long)args[2].i,
+                 (long long)args[1].i);
+        return IP_EINVAL;
+    }
+    entropy_state *s = malloc(sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    static const double log_scales[] = { 1.0, 1.4426950408889634, 0.43429448190325176 };
+    s->p.radius = (int)args[0].i;
+    s->p.levels = (int)args[1].i;
+    s->p.bins = (int)args[2].i;
+    s->p.log_scale = log_scales[args[3].i];
+    s->out_u8 = args[4].i == 1;
+    *state = s;
+    return IP_OK;
+}
+
+static int entropy_plan(const void *state, const ip_shape *in, ip_shape *out, ip_needs *needs,
+                        char *err, size_t errlen)
+{
+    const entropy_state *s = state;
+    if (in->channels != 1) {
+        snprintf(err, errlen, "entropy needs one channel, got %d: add 'grayscale' before it", (int)in->channels);
+        return IP_EINVAL;
+    }
+    if (in->dtype != IP_U8 && in->dtype != IP_U16) {
+        snprintf(err, errlen, "entropy needs 8- or 16-bit integer pixels, got %s: entropy of float "
+                 "values is not defined here", adapt_dtype_name(in->dtype));
+        return IP_EUNSUPPORTED;
+    }
+    *out = *in;
+    out->dtype = s->out_u8 ? IP_U8 : IP_F32;
+    needs->halo = s->p.radius;
+#ifdef IMGPIPE_HAVE_CUDA
+    needs->gpu_scratch_bytes = ipk_entropy_gpu_scratch(in->width, in->height, &s->p);
+#endif
+    return IP_OK;
+}
+
+static int entropy_range_error(const entropy_state *s, const ip_image *in, int64_t bad, const ip_exec *ex)
+{
+    int full = in->shape.dtype == IP_U8 ? 256 : 65536;
+    if (ex->err && ex->errlen)
+        snprintf(ex->err, ex->errlen, "entropy: pixel value %lld is >= levels=%d (set levels=%d for %s images)",
+                 (long long)bad, s->p.levels, full, adapt_dtype_name(in->shape.dtype));
+    return IP_EINVAL;
+}
+
+static int entropy_run_cpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
+{
+    const entropy_state *s = state;
+    ipk_img src = adapt_img(in), dst = adapt_img(out);
+    int64_t bad = 0;
+    int rc = ipk_entropy_cpu(&src, &dst, &s->p, ex->threads, &bad);
+    if (rc == IPK_ERANGE) return entropy_range_error(s, in, bad, ex);
+    return adapt_status(rc, "entropy", ex);
+}
+
+#ifdef IMGPIPE_HAVE_CUDA
+static int entropy_run_gpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
+{
+    const entropy_state *s = state;
+    ipk_img src = adapt_img(in), dst = adapt_img(out);
+    int rc = ipk_entropy_gpu(&src, &dst, &s->p, ex->scratch, ex->scratch_bytes, ex->stream);
+    if (rc == IPK_ERANGE) {
+        if (ex->err && ex->errlen)
+            snprintf(ex->err, ex->errlen, "entropy: a pixel value is >= levels=%d (set levels=%d for %s images)",
+                     s->p.levels, in->shape.dtype == IP_U8 ? 256 : 65536, adapt_dtype_name(in->shape.dtype));
+        return IP_EINVAL;
+    }
+    return adapt_status(rc, "entropy", ex);
+}
+#define ENTROPY_RUN_GPU entropy_run_gpu
+#else
+#define ENTROPY_RUN_GPU NULL
+#endif
+
+static const ip_stage entropy_stage = {
+    .abi_version = IP_ABI_VERSION,
+    .struct_size = sizeof(ip_stage),
+    .name = "entropy",
+    .summary = "local Shannon entropy of each pixel's window (as scikit-image rank.entropy)",
+    .params = entropy_params,
+    .n_params = 5,
+    .create = entropy_create,
+    .plan = entropy_plan,
+    .run_cpu = entropy_run_cpu,
+    .run_gpu = ENTROPY_RUN_GPU,
+    .destroy = free,
+};
+
+IP_EXPORT const ip_stage *imgpipe_stage(void) { return &entropy_stage; }
