@@ -1,0 +1,306 @@
+#define _POSIX_C_SOURCE 200809L
+#include "io_internal.h"
+#include "image.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IO_TMP_PREFIX ".imgpipe-tmp-"
+#define IO_TMP_BASE_MAX 200   /* keeps the temporary's name under NAME_MAX */
+
+void io_default_options(io_options *opt)
+{
+    opt->png_level = 6;
+    opt->jpeg_quality = 90;
+    opt->max_pixels = IMG_DEFAULT_MAX_PIXELS;
+}
+
+io_format io_detect(const unsigned char *head, size_t n)
+{
+    static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    if (n >= 8 && memcmp(head, png_sig, 8) == 0) return IO_FMT_PNG;
+    if (n >= 3 && head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff) return IO_FMT_JPEG;
+    /* Classic TIFF has version 42, BigTIFF 43; libtiff reads both. */
+    if (n >= 4 && head[0] == 'I' && head[1] == 'I' && (head[2] == 42 || head[2] == 43) && head[3] == 0)
+        return IO_FMT_TIFF;
+    if (n >= 4 && head[0] == 'M' && head[1] == 'M' && head[2] == 0 && (head[3] == 42 || head[3] == 43))
+        return IO_FMT_TIFF;
+    return IO_FMT_UNKNOWN;
+}
+
+io_format io_detect_file(const char *path)
+{
+    unsigned char head[8];
+    FILE *f = fopen(path, "rb");
+    if (!f) return IO_FMT_UNKNOWN;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return io_detect(head, n);
+}
+
+io_format io_format_from_ext(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(slash ? slash + 1 : path, '.');
+    if (!dot) return IO_FMT_UNKNOWN;
+    if (!strcasecmp(dot, ".tif") || !strcasecmp(dot, ".tiff")) return IO_FMT_TIFF;
+    if (!strcasecmp(dot, ".png")) return IO_FMT_PNG;
+    if (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg")) return IO_FMT_JPEG;
+    return IO_FMT_UNKNOWN;
+}
+
+const char *io_format_name(io_format fmt)
+{
+    switch (fmt) {
+    case IO_FMT_TIFF: return "TIFF";
+    case IO_FMT_PNG: return "PNG";
+    case IO_FMT_JPEG: return "JPEG";
+    case IO_FMT_UNKNOWN: break;
+    }
+    return "unknown";
+}
+
+const char *io_strerror(int errnum, char *buf, size_t len)
+{
+    if (strerror_r(errnum, buf, len) != 0) snprintf(buf, len, "error %d", errnum);
+    return buf;
+}
+
+int io_host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+FILE *io_fdopen_write(int fd, char *err, size_t errlen)
+{
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        char why[128];
+        snprintf(err, errlen, "cannot write: %s", io_strerror(errno, why, sizeof why));
+        close(fd);
+    }
+    return f;
+}
+
+int io_fclose_checked(FILE *f, char *err, size_t errlen)
+{
+    int failed = fflush(f) != 0 || ferror(f);
+    int saved = errno;
+    if (fclose(f) != 0 && !failed) {
+        failed = 1;
+        saved = errno;
+    }
+    if (!failed) return IP_OK;
+    char why[128];
+    snprintf(err, errlen, "cannot write: %s", saved ? io_strerror(saved, why, sizeof why) : "write error");
+    return IP_EIO;
+}
+
+static int valid_options(const io_options *opt, char *err, size_t errlen)
+{
+    if (opt->png_level < 0 || opt->png_level > 9) {
+        snprintf(err, errlen, "PNG compression level %d is out of range 0..9", opt->png_level);
+        return IP_EINVAL;
+    }
+    if (opt->jpeg_quality < 1 || opt->jpeg_quality > 100) {
+        snprintf(err, errlen, "JPEG quality %d is out of range 1..100", opt->jpeg_quality);
+        return IP_EINVAL;
+    }
+    return IP_OK;
+}
+
+int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen)
+{
+    io_options defaults;
+    if (!opt) {
+        io_default_options(&defaults);
+        opt = &defaults;
+    }
+    memset(out, 0, sizeof *out);
+    char why[128];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
+        return IP_EIO;
+    }
+    unsigned char head[8];
+    size_t n = fread(head, 1, sizeof head, f);
+    int rc = IP_OK;
+    if (n < sizeof head && ferror(f)) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    } else if (n == 0) {
+        snprintf(err, errlen, "empty file, not an image");
+        rc = IP_EFORMAT;
+    }
+    io_format fmt = rc ? IO_FMT_UNKNOWN : io_detect(head, n);
+    if (!rc && fmt == IO_FMT_UNKNOWN) {
+        snprintf(err, errlen, "not a PNG, JPEG or TIFF file");
+        rc = IP_EFORMAT;
+    }
+    if (!rc && fseek(f, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    if (!rc) {
+        if (fmt == IO_FMT_PNG) rc = io_read_png(f, opt, out, err, errlen);
+        else if (fmt == IO_FMT_JPEG) rc = io_read_jpeg(f, opt, out, err, errlen);
+        else rc = io_read_tiff(fileno(f), opt, out, err, errlen);
+    }
+    fclose(f);
+    if (rc) img_free(out);
+    return rc;
+}
+
+static int check_shape(const ip_shape *s, char *err, size_t errlen)
+{
+    if (s->width <= 0 || s->height <= 0 || s->channels < 1 || s->channels > 4 ||
+        (s->dtype != IP_U8 && s->dtype != IP_U16 && s->dtype != IP_F32)) {
+        snprintf(err, errlen, "invalid image shape %dx%d with %d channels", s->width, s->height,
+                 s->channels);
+        return IP_EINVAL;
+    }
+    return IP_OK;
+}
+
+static int check_jpeg_writable(const ip_shape *s, char *err, size_t errlen)
+{
+    if (s->dtype != IP_U8) {
+        snprintf(err, errlen, "JPEG holds 8-bit only (this image is %s); write .png or .tif, or convert "
+                 "to 8-bit", s->dtype == IP_U16 ? "16-bit" : "32-bit float");
+        return IP_EFORMAT;
+    }
+    if (s->channels == 2 || s->channels == 4) {
+        snprintf(err, errlen, "JPEG cannot hold an alpha channel (%d channels); write .png or .tif%s",
+                 s->channels, s->channels == 4 ? ", or add grayscale" : "");
+        return IP_EFORMAT;
+    }
+    if (s->width > 65500 || s->height > 65500) {
+        snprintf(err, errlen, "JPEG holds at most 65500 pixels a side (this image is %dx%d); write .png "
+                 "or .tif", s->width, s->height);
+        return IP_EFORMAT;
+    }
+    return IP_OK;
+}
+
+int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t errlen)
+{
+    int rc = check_shape(shape, err, errlen);
+    if (rc) return rc;
+    switch (fmt) {
+    case IO_FMT_TIFF:
+        return IP_OK;
+    case IO_FMT_PNG:
+        if (shape->dtype == IP_F32) {
+            snprintf(err, errlen, "PNG cannot hold 32-bit float pixels; write a .tif, or convert "
+                     "(entropy output=u8, convolve output=same)");
+            return IP_EFORMAT;
+        }
+        return IP_OK;
+    case IO_FMT_JPEG:
+        return check_jpeg_writable(shape, err, errlen);
+    case IO_FMT_UNKNOWN:
+        break;
+    }
+    snprintf(err, errlen, "unknown output format; name the output .tif, .tiff, .png, .jpg or .jpeg");
+    return IP_EINVAL;
+}
+
+/* mkstemp makes 0600 files; give the output the mode a plain fopen would have. */
+static mode_t default_file_mode(void)
+{
+    unsigned mask = 022;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[128];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &mask) == 1) break;
+        fclose(f);
+    }
+    return (mode_t)(0666 & ~mask);
+}
+
+/* Builds "<dir>/.imgpipe-tmp-<basename>-XXXXXX" next to path; NULL when path names no file. */
+static char *temp_template(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t base_len = strlen(base);
+    if (base_len == 0 || !strcmp(base, ".") || !strcmp(base, "..")) return NULL;
+    if (base_len > IO_TMP_BASE_MAX) base_len = IO_TMP_BASE_MAX;
+    size_t len = dir_len + strlen(IO_TMP_PREFIX) + base_len + strlen("-XXXXXX") + 1;
+    char *tmpl = malloc(len);
+    if (tmpl)
+        snprintf(tmpl, len, "%.*s" IO_TMP_PREFIX "%.*s-XXXXXX", (int)dir_len, path, (int)base_len, base);
+    return tmpl;
+}
+
+static int check_source(const ip_image *img, char *err, size_t errlen)
+{
+    int rc = check_shape(&img->shape, err, errlen);
+    if (rc) return rc;
+    if (!img->data || img->on_device) {
+        snprintf(err, errlen, "image to write is not in host memory");
+        return IP_EINVAL;
+    }
+    if (img->stride < 0 || (size_t)img->stride < img_row_bytes(&img->shape)) {
+        snprintf(err, errlen, "image row stride %td is shorter than a row", img->stride);
+        return IP_EINVAL;
+    }
+    return IP_OK;
+}
+
+static int encode(io_format fmt, int fd, const ip_image *img, const io_options *opt, char *err,
+                  size_t errlen)
+{
+    if (fmt == IO_FMT_PNG) return io_write_png(fd, img, opt, err, errlen);
+    if (fmt == IO_FMT_JPEG) return io_write_jpeg(fd, img, opt, err, errlen);
+    return io_write_tiff(fd, img, opt, err, errlen);
+}
+
+int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen)
+{
+    io_options defaults;
+    if (!opt) {
+        io_default_options(&defaults);
+        opt = &defaults;
+    }
+    io_format fmt = io_format_from_ext(path);
+    int rc = io_check_writable(fmt, &img->shape, err, errlen);
+    if (!rc) rc = check_source(img, err, errlen);
+    if (!rc) rc = valid_options(opt, err, errlen);
+    if (rc) return rc;
+    char *tmp = temp_template(path);
+    if (!tmp) {
+        snprintf(err, errlen, "output path names a folder, not a file");
+        return IP_EINVAL;
+    }
+    char why[128];
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a file in the output folder: %s",
+                 io_strerror(errno, why, sizeof why));
+        free(tmp);
+        return IP_EIO;
+    }
+    if (fchmod(fd, default_file_mode()) != 0) {
+        snprintf(err, errlen, "cannot set the output's permissions: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+        close(fd);
+    }
+    if (!rc) rc = encode(fmt, fd, img, opt, err, errlen);
+    if (!rc && rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot move the finished file into place: %s",
+                 io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    if (rc) unlink(tmp);
+    free(tmp);
+    return rc;
+}

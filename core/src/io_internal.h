@@ -1,0 +1,26 @@
+/* Shared between io.c and the per-format codecs; not part of the core's interface. */
+#ifndef IMGPIPE_IO_INTERNAL_H
+#define IMGPIPE_IO_INTERNAL_H
+#include <stdio.h>
+#include "io.h"
+
+/* Readers decode the whole file into a freshly allocated packed image (out->data NULL on
+ * failure). TIFF reads through the descriptor, which it does not close. */
+int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t errlen);
+int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
+int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
+
+/* Writers own fd: they always close it, and a failed close is a failed write. The shape
+ * has already passed io_check_writable. */
+int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen);
+int io_write_png(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen);
+int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen);
+
+/* fdopen for writing; closes fd and fills err when that fails. */
+FILE *io_fdopen_write(int fd, char *err, size_t errlen);
+/* fclose with the stream's error state and the close itself checked. */
+int io_fclose_checked(FILE *f, char *err, size_t errlen);
+/* Thread-safe strerror. */
+const char *io_strerror(int errnum, char *buf, size_t len);
+int io_host_is_little_endian(void);
+#endif

@@ -1,0 +1,207 @@
+#define _POSIX_C_SOURCE 200809L
+#include "io_internal.h"
+#include "image.h"
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+/* Progressive files with thousands of scans decode very slowly; real ones have a dozen. */
+#define JPEG_MAX_SCANS 1000
+
+/* libjpeg's error manager, extended with a jump target and our message buffer. */
+typedef struct {
+    struct jpeg_error_mgr pub;
+    struct jpeg_progress_mgr progress;
+    jmp_buf jmp;
+    const char *prefix;
+    char *err;
+    size_t errlen;
+} jpeg_error_ctx;
+
+/* Errors that mean a valid file this library cannot decode, rather than a damaged one. */
+static int is_unsupported_feature(int code)
+{
+    return code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL ||
+           code == JERR_NOTIMPL;
+}
+
+static void fail_with_message(j_common_ptr cinfo)
+{
+    jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+    char msg[JMSG_LENGTH_MAX];
+    cinfo->err->format_message(cinfo, msg);
+    int unsupported = cinfo->is_decompressor && is_unsupported_feature(cinfo->err->msg_code);
+    snprintf(ctx->err, ctx->errlen, "%s%s", unsupported ? "unsupported JPEG: " : ctx->prefix, msg);
+    longjmp(ctx->jmp, 1);
+}
+
+/* Warnings that mean the pixels are wrong (libjpeg would fill them with gray and go on). */
+static int is_data_corruption(int code)
+{
+    return code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE ||
+           code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION;
+}
+
+static void on_jpeg_message(j_common_ptr cinfo, int level)
+{
+    if (level < 0 && is_data_corruption(cinfo->err->msg_code)) fail_with_message(cinfo);
+    if (level < 0) cinfo->err->num_warnings++;
+}
+
+static void on_jpeg_output(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+static void on_jpeg_progress(j_common_ptr cinfo)
+{
+    j_decompress_ptr d = (j_decompress_ptr)cinfo;
+    if (cinfo->is_decompressor && d->input_scan_number > JPEG_MAX_SCANS) {
+        jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+        snprintf(ctx->err, ctx->errlen, "%sfile has more than %d scans", ctx->prefix, JPEG_MAX_SCANS);
+        longjmp(ctx->jmp, 1);
+    }
+}
+
+static void init_error_ctx(jpeg_error_ctx *ctx, const char *prefix, char *err, size_t errlen)
+{
+    jpeg_std_error(&ctx->pub);
+    ctx->pub.error_exit = fail_with_message;
+    ctx->pub.emit_message = on_jpeg_message;
+    ctx->pub.output_message = on_jpeg_output;
+    ctx->progress.progress_monitor = on_jpeg_progress;
+    ctx->prefix = prefix;
+    ctx->err = err;
+    ctx->errlen = errlen;
+}
+
+typedef struct {
+    jpeg_error_ctx e;
+    struct jpeg_decompress_struct cinfo;
+    FILE *f;
+    const io_options *opt;
+    ip_image *img;
+} jpeg_reader;
+
+static int choose_output_colour(jpeg_reader *r)
+{
+    switch (r->cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE:
+        r->cinfo.out_color_space = JCS_GRAYSCALE;
+        return IP_OK;
+    case JCS_YCbCr:
+    case JCS_RGB:
+        r->cinfo.out_color_space = JCS_RGB;
+        return IP_OK;
+    case JCS_CMYK:
+    case JCS_YCCK:
+        snprintf(r->e.err, r->e.errlen, "CMYK JPEG is not supported; convert it to RGB first");
+        return IP_EFORMAT;
+    default:
+        snprintf(r->e.err, r->e.errlen, "unsupported JPEG: colour space with %d components",
+                 r->cinfo.num_components);
+        return IP_EFORMAT;
+    }
+}
+
+static int jpeg_decode(jpeg_reader *r)
+{
+    if (setjmp(r->e.jmp)) return IP_EFORMAT;
+    jpeg_create_decompress(&r->cinfo);
+    r->cinfo.progress = &r->e.progress;
+    jpeg_stdio_src(&r->cinfo, r->f);
+    jpeg_read_header(&r->cinfo, TRUE);
+    int rc = choose_output_colour(r);
+    if (rc) return rc;
+    jpeg_calc_output_dimensions(&r->cinfo);
+    ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
+                       r->cinfo.output_components, IP_U8 };
+    rc = img_alloc(r->img, &shape, r->opt->max_pixels, r->e.err, r->e.errlen);
+    if (rc) return rc;
+    jpeg_start_decompress(&r->cinfo);
+    while (r->cinfo.output_scanline < r->cinfo.output_height) {
+        JSAMPROW row = (JSAMPROW)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
+        jpeg_read_scanlines(&r->cinfo, &row, 1);
+    }
+    jpeg_finish_decompress(&r->cinfo);
+    return IP_OK;
+}
+
+int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen)
+{
+    jpeg_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    init_error_ctx(&r->e, "truncated or corrupt JPEG: ", err, errlen);
+    r->cinfo.err = &r->e.pub;
+    r->f = f;
+    r->opt = opt;
+    r->img = out;
+    int rc = jpeg_decode(r);
+    jpeg_destroy_decompress(&r->cinfo);
+    free(r);
+    if (rc) img_free(out);
+    return rc;
+}
+
+typedef struct {
+    jpeg_error_ctx e;
+    struct jpeg_compress_struct cinfo;
+    FILE *f;
+    const ip_image *img;
+    const io_options *opt;
+} jpeg_writer;
+
+static int jpeg_encode(jpeg_writer *w)
+{
+    if (setjmp(w->e.jmp)) return IP_EIO;
+    const ip_shape *s = &w->img->shape;
+    jpeg_create_compress(&w->cinfo);
+    jpeg_stdio_dest(&w->cinfo, w->f);
+    w->cinfo.image_width = (JDIMENSION)s->width;
+    w->cinfo.image_height = (JDIMENSION)s->height;
+    w->cinfo.input_components = s->channels;
+    w->cinfo.in_color_space = s->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&w->cinfo);
+    jpeg_set_quality(&w->cinfo, w->opt->jpeg_quality, TRUE);
+    /* At high quality keep full-resolution chroma, as ImageMagick does. */
+    if (s->channels == 3 && w->opt->jpeg_quality >= 90)
+        for (int c = 0; c < w->cinfo.num_components; c++)
+            w->cinfo.comp_info[c].h_samp_factor = w->cinfo.comp_info[c].v_samp_factor = 1;
+    jpeg_start_compress(&w->cinfo, TRUE);
+    while (w->cinfo.next_scanline < w->cinfo.image_height) {
+        JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
+        jpeg_write_scanlines(&w->cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&w->cinfo);
+    return IP_OK;
+}
+
+int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen)
+{
+    FILE *f = io_fdopen_write(fd, err, errlen);
+    if (!f) return IP_EIO;
+    jpeg_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    init_error_ctx(&w->e, "cannot write JPEG: ", err, errlen);
+    w->cinfo.err = &w->e.pub;
+    w->f = f;
+    w->img = img;
+    w->opt = opt;
+    int rc = jpeg_encode(w);
+    jpeg_destroy_compress(&w->cinfo);
+    free(w);
+    if (rc) {
+        fclose(f);
+        return rc;
+    }
+    return io_fclose_checked(f, err, errlen);
+}
