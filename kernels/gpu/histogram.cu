@@ -1,0 +1,178 @@
+/* Histogram on the GPU: a persistent grid reads the image in 16-byte chunks and counts into
+ * privatised shared-memory counters, merged into counts_dev with one atomic per non-zero
+ * counter per block. 8-bit images count values (256 per channel, one copy per warp) and map
+ * values to bins at the merge, so any bin count stays in shared memory. 16-bit and float
+ * images count bins in one block copy when channels*bins fits, else straight in global memory. */
+#include "gpu_common.cuh"
+
+#define HIST_THREADS 256
+#define HIST_WARPS (HIST_THREADS / 32)
+#define HIST_CHUNK 16
+#define HIST_SHARED_BINS 8192   /* channels*bins counted in shared memory for u16/f32 */
+
+__device__ __forceinline__ uint32_t hist_bin(uint16_t v, uint32_t bins)
+{
+    return (uint32_t)(((uint64_t)v * bins) >> 16);
+}
+
+/* floor(v*bins) clamped to [0, bins-1]: exact in double (24 + 17 bits); NaN counts in bin 0,
+ * as the CPU's comparison chain sends it there. */
+__device__ __forceinline__ uint32_t hist_bin(float v, uint32_t bins)
+{
+    double b = floor((double)v * (double)bins);
+    if (!(b > 0.0)) return 0;
+    if (b >= (double)bins) return bins - 1;
+    return (uint32_t)b;
+}
+
+/* Chunk `idx` of the image seen as height rows of row_bytes bytes: its row and byte offset. */
+struct hist_chunk {
+    const uint8_t *p;
+    int first_byte, n;
+};
+
+__device__ __forceinline__ hist_chunk chunk_at(const uint8_t *src, ptrdiff_t stride, long long idx,
+                                               int chunks_per_row, int row_bytes)
+{
+    hist_chunk c;
+    long long y = idx / chunks_per_row;
+    c.first_byte = (int)(idx - y * chunks_per_row) * HIST_CHUNK;
+    c.p = src + y * stride + c.first_byte;
+    c.n = min(HIST_CHUNK, row_bytes - c.first_byte);
+    return c;
+}
+
+__device__ __forceinline__ uint4 load_chunk(const hist_chunk &c)
+{
+    if (c.n == HIST_CHUNK && ((uintptr_t)c.p % 16) == 0) return __ldg((const uint4 *)c.p);
+    uint32_t w[4] = { 0, 0, 0, 0 };
+    for (int i = 0; i < c.n; i++) w[i >> 2] |= (uint32_t)c.p[i] << ((i & 3) * 8);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <int C>
+__device__ __forceinline__ void count_word_u8(uint32_t *h, uint32_t word, int first, int n, int channel0)
+{
+    #pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int k = first + i;
+        if (k < n) atomicAdd(&h[((channel0 + k) % C) * 256 + ((word >> (8 * i)) & 0xffu)], 1u);
+    }
+}
+
+template <int C>
+__global__ void __launch_bounds__(HIST_THREADS) hist_u8_kernel(const uint8_t *src, ptrdiff_t stride, int width,
+                                                               int height, int bins, uint32_t *counts)
+{
+    __shared__ uint32_t sh[HIST_WARPS * C * 256];
+    for (int i = threadIdx.x; i < HIST_WARPS * C * 256; i += HIST_THREADS) sh[i] = 0;
+    __syncthreads();
+    uint32_t *mine = sh + (threadIdx.x / 32) * C * 256;
+    const int row_bytes = width * C;
+    const int cpr = (row_bytes + HIST_CHUNK - 1) / HIST_CHUNK;
+    const long long total = (long long)height * cpr;
+    for (long long idx = blockIdx.x * (long long)HIST_THREADS + threadIdx.x; idx < total;
+         idx += (long long)gridDim.x * HIST_THREADS) {
+        hist_chunk c = chunk_at(src, stride, idx, cpr, row_bytes);
+        uint4 q = load_chunk(c);
+        int ch0 = c.first_byte % C;
+        count_word_u8<C>(mine, q.x, 0, c.n, ch0);
+        count_word_u8<C>(mine, q.y, 4, c.n, ch0);
+        count_word_u8<C>(mine, q.z, 8, c.n, ch0);
+        count_word_u8<C>(mine, q.w, 12, c.n, ch0);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < C * 256; i += HIST_THREADS) {
+        uint32_t sum = 0;
+        #pragma unroll
+        for (int w = 0; w < HIST_WARPS; w++) sum += sh[w * C * 256 + i];
+        int ch = i / 256, v = i % 256;
+        if (sum) atomicAdd(&counts[(long long)ch * bins + (int)(((long long)v * bins) / 256)], sum);
+    }
+}
+
+/* 16-bit and float: values of T, one shared copy of channels*bins counters, or global ones. */
+template <typename T>
+__device__ __forceinline__ void count_values(uint32_t *h, const T *v, int n, int ch0, int channels, uint32_t bins)
+{
+    for (int i = 0; i < n; i++) atomicAdd(&h[((ch0 + i) % channels) * bins + hist_bin(v[i], bins)], 1u);
+}
+
+template <typename T, bool SHARED>
+__global__ void __launch_bounds__(HIST_THREADS) hist_wide_kernel(const uint8_t *src, ptrdiff_t stride, int width,
+                                                                 int height, int channels, int bins, uint32_t *counts)
+{
+    __shared__ uint32_t sh[SHARED ? HIST_SHARED_BINS : 1];
+    const int n_counters = channels * bins;
+    uint32_t *h = SHARED ? sh : counts;
+    if (SHARED) {
+        for (int i = threadIdx.x; i < n_counters; i += HIST_THREADS) sh[i] = 0;
+        __syncthreads();
+    }
+    const int row_bytes = width * channels * (int)sizeof(T);
+    const int cpr = (row_bytes + HIST_CHUNK - 1) / HIST_CHUNK;
+    const long long total = (long long)height * cpr;
+    for (long long idx = blockIdx.x * (long long)HIST_THREADS + threadIdx.x; idx < total;
+         idx += (long long)gridDim.x * HIST_THREADS) {
+        hist_chunk c = chunk_at(src, stride, idx, cpr, row_bytes);
+        uint4 q = load_chunk(c);
+        T vals[HIST_CHUNK / sizeof(T)];
+        memcpy(vals, &q, sizeof(vals));
+        count_values<T>(h, vals, c.n / (int)sizeof(T), (c.first_byte / (int)sizeof(T)) % channels, channels,
+                        (uint32_t)bins);
+    }
+    if (SHARED) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < n_counters; i += HIST_THREADS)
+            if (sh[i]) atomicAdd(&counts[i], sh[i]);
+    }
+}
+
+static unsigned hist_grid(long long chunks)
+{
+    int dev = 0, sms = 132;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 132;
+    long long want = (chunks + HIST_THREADS - 1) / HIST_THREADS;
+    long long most = (long long)sms * 4;
+    return (unsigned)(want < most ? (want > 0 ? want : 1) : most);
+}
+
+template <typename T>
+static void launch_wide(const ipk_img *src, int bins, uint32_t *counts, unsigned grid, cudaStream_t s)
+{
+    const uint8_t *p = (const uint8_t *)src->data;
+    if ((long long)src->channels * bins <= HIST_SHARED_BINS)
+        hist_wide_kernel<T, true><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height,
+                                                                src->channels, bins, counts);
+    else
+        hist_wide_kernel<T, false><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height,
+                                                                 src->channels, bins, counts);
+}
+
+static void launch_u8(const ipk_img *src, int bins, uint32_t *counts, unsigned grid, cudaStream_t s)
+{
+    const uint8_t *p = (const uint8_t *)src->data;
+    switch (src->channels) {
+    case 1: hist_u8_kernel<1><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
+    case 2: hist_u8_kernel<2><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
+    case 3: hist_u8_kernel<3><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
+    default: hist_u8_kernel<4><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
+    }
+}
+
+extern "C" int ipk_histogram_gpu(const ipk_img *src, int bins, uint32_t *counts_dev, void *stream)
+{
+    if (!ipk_img_ok(src) || bins < 1 || !counts_dev) return IPK_EINVAL;
+    const long long row_bytes = (long long)src->width * src->channels * ipk_dtype_size(src->dtype);
+    if (row_bytes > INT32_MAX - HIST_CHUNK || (long long)src->channels * bins > INT32_MAX) return IPK_ERANGE;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (cudaMemsetAsync(counts_dev, 0, (size_t)src->channels * (size_t)bins * sizeof(uint32_t), s) != cudaSuccess)
+        return IPK_ECUDA;
+    if (ipk_img_empty(src)) return IPK_OK;
+    unsigned grid = hist_grid((long long)src->height * ((row_bytes + HIST_CHUNK - 1) / HIST_CHUNK));
+    if (src->dtype == IPK_U8) launch_u8(src, bins, counts_dev, grid, s);
+    else if (src->dtype == IPK_U16) launch_wide<uint16_t>(src, bins, counts_dev, grid, s);
+    else launch_wide<float>(src, bins, counts_dev, grid, s);
+    return ipk_launch_status();
+}
