@@ -1,6 +1,3 @@
-#include <stdio.h>
-int main(void)
-{
-    fputs("imgpipe: not built yet\n", stderr);
-    return 2;
-}
+#include "cli.h"
+
+int main(int argc, char **argv) { return cli_main(argc, argv); }

@@ -1,0 +1,482 @@
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "exec.h"
+#include "gpu.h"
+#include "image.h"
+#include "io.h"
+#include "pipeline.h"
+#include "plan.h"
+#include "registry.h"
+
+#ifndef IMGPIPE_VERSION
+#define IMGPIPE_VERSION "0.0.0"
+#endif
+
+typedef enum { DEV_AUTO, DEV_CPU, DEV_GPU } device_choice;
+
+typedef struct {
+    const char *command;
+    const char *positional[4];
+    int n_positional;
+    const char *expr;            /* -e TEXT */
+    const char *plugin_path;
+    device_choice device;
+    int threads;
+    int profile;
+    int quiet;
+    exec_transfer transfer;
+    io_options io;
+    ip_shape check_shape;
+} cli_options;
+
+static const char usage_text[] =
+    "usage: imgpipe run [options] PIPELINE IN OUT\n"
+    "       imgpipe run [options] -e \"STAGE [key=value ...] | STAGE ...\" IN OUT\n"
+    "       imgpipe check [options] PIPELINE | -e TEXT\n"
+    "       imgpipe plugins [STAGE]\n"
+    "       imgpipe --help | --version\n"
+    "\n"
+    "Runs an image-processing pipeline: each line of PIPELINE (or each '|'-separated part of\n"
+    "-e TEXT) is a stage loaded from a plugin. IN may be PNG, JPEG or TIFF (recognised by its\n"
+    "content); OUT's format comes from its extension (.png, .jpg/.jpeg, .tif/.tiff).\n"
+    "\n"
+    "commands:\n"
+    "  run              process IN into OUT\n"
+    "  check            validate a pipeline without images (stage names, arguments, shapes)\n"
+    "  plugins [STAGE]  list the stages found, or one stage's parameters\n"
+    "\n"
+    "options:\n"
+    "  -e TEXT                 the pipeline as text instead of a file\n"
+    "  --device auto|cpu|gpu   where to run (auto: the GPU when one is present; default auto)\n"
+    "  --threads N             CPU threads for CPU stages (default: all cores)\n"
+    "  --transfer copy|zerocopy  GPU: copy the image through pinned memory (default), or let the\n"
+    "                          first and last stages read and write mapped host memory\n"
+    "  --profile               print the time of decode, upload, each stage, download, encode\n"
+    "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
+    "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
+    "  --png-level 0..9        PNG compression level (default 6)\n"
+    "  --quality 1..100        JPEG quality (default 90)\n"
+    "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "  -q, --quiet             print errors only\n"
+    "  -h, --help              this text\n"
+    "  --version               the version\n"
+    "\n"
+    "Plugins are looked for in --plugin-path, then $IMGPIPE_PLUGIN_PATH (colon-separated), then\n"
+    "the plugin folder installed beside the executable (../lib/imgpipe/plugins).\n"
+    "\n"
+    "exit codes: 0 done; 1 an image could not be read, processed or written;\n"
+    "            2 a usage or pipeline error (nothing was processed)\n";
+
+static void say(const cli_options *o, const char *fmt, ...)
+{
+    if (o->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("imgpipe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("imgpipe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("imgpipe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see 'imgpipe --help')\n", stderr);
+    va_end(ap);
+    return CLI_USAGE;
+}
+
+static int parse_long(const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_shape(const char *text, ip_shape *s)
+{
+    int w, h, c, used = 0;
+    char depth[8] = "u8";
+    if (sscanf(text, "%dx%dx%d%n", &w, &h, &c, &used) != 3) return 0;
+    if (text[used] == ':' && sscanf(text + used + 1, "%7s", depth) != 1) return 0;
+    if (text[used] && text[used] != ':') return 0;
+    ip_dtype t = strcmp(depth, "u8") == 0 ? IP_U8 : strcmp(depth, "u16") == 0 ? IP_U16
+               : strcmp(depth, "f32") == 0 ? IP_F32 : 0;
+    if (!t || w < 1 || h < 1 || c < 1 || c > 4) return 0;
+    *s = (ip_shape){ w, h, c, t };
+    return 1;
+}
+
+/* "--name=value" or "--name value"; returns the value or NULL (with *i advanced). */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) == 0 && *i + 1 < argc) return argv[++*i];
+    return NULL;
+}
+
+static int is_option(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int parse_numeric_option(const char *name, const char *v, long lo, long hi, long *out)
+{
+    if (!v) return usage_error("%s needs a value", name);
+    if (!parse_long(v, lo, hi, out)) return usage_error("%s expects a whole number from %ld to %ld, not '%s'", name, lo, hi, v);
+    return CLI_OK;
+}
+
+static int parse_option(int argc, char **argv, int *i, cli_options *o)
+{
+    const char *a = argv[*i], *v;
+    long n;
+    int rc = CLI_OK;
+    if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
+    else if (strcmp(a, "--profile") == 0) o->profile = 1;
+    else if (strcmp(a, "-e") == 0) {
+        if (*i + 1 >= argc) return usage_error("-e needs the pipeline text");
+        o->expr = argv[++*i];
+    } else if (is_option(a, "--device")) {
+        v = option_value(argc, argv, i, "--device");
+        if (!v) return usage_error("--device needs auto, cpu or gpu");
+        if (strcmp(v, "auto") == 0) o->device = DEV_AUTO;
+        else if (strcmp(v, "cpu") == 0) o->device = DEV_CPU;
+        else if (strcmp(v, "gpu") == 0) o->device = DEV_GPU;
+        else return usage_error("--device must be auto, cpu or gpu, not '%s'", v);
+    } else if (is_option(a, "--transfer")) {
+        v = option_value(argc, argv, i, "--transfer");
+        if (v && strcmp(v, "copy") == 0) o->transfer = EXEC_COPY;
+        else if (v && strcmp(v, "zerocopy") == 0) o->transfer = EXEC_ZEROCOPY;
+        else return usage_error("--transfer must be copy or zerocopy");
+    } else if (is_option(a, "--plugin-path")) {
+        if (!(o->plugin_path = option_value(argc, argv, i, "--plugin-path")))
+            return usage_error("--plugin-path needs a folder");
+    } else if (is_option(a, "--threads")) {
+        if (!(rc = parse_numeric_option("--threads", option_value(argc, argv, i, "--threads"), 1, 1024, &n)))
+            o->threads = (int)n;
+    } else if (is_option(a, "--png-level")) {
+        if (!(rc = parse_numeric_option("--png-level", option_value(argc, argv, i, "--png-level"), 0, 9, &n)))
+            o->io.png_level = (int)n;
+    } else if (is_option(a, "--quality")) {
+        if (!(rc = parse_numeric_option("--quality", option_value(argc, argv, i, "--quality"), 1, 100, &n)))
+            o->io.jpeg_quality = (int)n;
+    } else if (is_option(a, "--max-pixels")) {
+        if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
+            o->io.max_pixels = (uint64_t)n;
+    } else if (is_option(a, "--shape")) {
+        v = option_value(argc, argv, i, "--shape");
+        if (!v || !parse_shape(v, &o->check_shape))
+            return usage_error("--shape expects WxHxC with an optional :u8, :u16 or :f32, e.g. 512x512x1:u16");
+    } else {
+        return usage_error("unknown option '%s'", a);
+    }
+    return rc;
+}
+
+static int parse_args(int argc, char **argv, cli_options *o)
+{
+    memset(o, 0, sizeof *o);
+    io_default_options(&o->io);
+    o->check_shape = (ip_shape){ 640, 480, 3, IP_U8 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] != '\0' && strcmp(a, "--") != 0) {
+            int rc = parse_option(argc, argv, &i, o);
+            if (rc) return rc;
+        } else if (!o->command) {
+            o->command = a;
+        } else if (o->n_positional < 4) {
+            o->positional[o->n_positional++] = a;
+        } else {
+            return usage_error("too many arguments");
+        }
+    }
+    return CLI_OK;
+}
+
+static int load_registry(const cli_options *o, registry *reg)
+{
+    char default_dir[PATH_MAX], err[256];
+    const char *dflt = registry_default_dir(default_dir, sizeof default_dir) == IP_OK ? default_dir : NULL;
+    if (registry_load(reg, o->plugin_path, getenv("IMGPIPE_PLUGIN_PATH"), dflt, err, sizeof err) != IP_OK) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
+    for (int i = 0; i < reg->n_problems; i++) fprintf(stderr, "imgpipe: warning: plugin refused: %s\n", reg->problems[i]);
+    return CLI_OK;
+}
+
+/* Parses the pipeline file or -e text and binds it to plugins. */
+static int load_plan(const cli_options *o, const char *file, const registry *reg, plan *p)
+{
+    pl_pipeline pl;
+    char err[1024];
+    int rc = o->expr ? pl_parse(o->expr, "-e", &pl, err, sizeof err) : pl_parse_file(file, &pl, err, sizeof err);
+    if (rc != IP_OK) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
+    rc = plan_build(reg, &pl, p, err, sizeof err);
+    pl_free(&pl);
+    if (rc != IP_OK) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static int choose_device(const cli_options *o, exec_device *dev)
+{
+    char why[256] = "", name[256] = "GPU";
+    int n = o->device == DEV_CPU ? 0 : gpu_device_count(why, sizeof why);
+    if (o->device == DEV_GPU && n == 0) {
+        fail("--device gpu: %s", why);
+        return CLI_USAGE;
+    }
+    if (n > 0) {
+        gpu_device_name(0, name, sizeof name);
+        say(o, "device: GPU 0 (%s)%s", name, o->transfer == EXEC_ZEROCOPY ? ", zero-copy transfers" : "");
+        *dev = EXEC_GPU;
+    } else {
+        int threads = o->threads;
+#ifdef _OPENMP
+        if (!threads) threads = omp_get_max_threads();
+#endif
+        if (o->device == DEV_CPU) say(o, "device: CPU, %d threads", threads > 0 ? threads : 1);
+        else say(o, "device: CPU, %d threads (%s)", threads > 0 ? threads : 1, why);
+        *dev = EXEC_CPU;
+    }
+    return CLI_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, double decode_ms, double encode_ms)
+{
+    fprintf(stderr, "profile:\n  %-22s %9.3f ms\n", "decode", decode_ms);
+    if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
+    for (int i = 0; i < prof->n_stages; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s (%s)", p->steps[i].plugin->stage->name,
+                 prof->stage_on_gpu[i] ? "gpu" : dev == EXEC_GPU ? "cpu, round trip" : "cpu");
+        fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
+    }
+    if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "download", prof->download_ms);
+    fprintf(stderr, "  %-22s %9.3f ms\n", "encode", encode_ms);
+}
+
+/* One image through the plan on dev; a GPU failure under --device auto is retried on the CPU. */
+static int process_image(const cli_options *o, plan *p, exec_device dev, const char *in_path, const char *out_path)
+{
+    char err[1024];
+    ip_image in = { 0 }, out;
+    double t0 = now_ms();
+    int rc = io_read(in_path, &o->io, &in, err, sizeof err);
+    double decode_ms = now_ms() - t0;
+    if (rc != IP_OK) {
+        fail("%s: %s", in_path, err);
+        return CLI_IMAGE_FAILED;
+    }
+    ip_shape final;
+    io_format fmt = io_format_from_ext(out_path);
+    if (plan_shapes(p, &in.shape, &final, err, sizeof err) != IP_OK ||
+        io_check_writable(fmt, &final, err, sizeof err) != IP_OK) {
+        fail("%s", err);
+        img_free(&in);
+        return CLI_USAGE;
+    }
+    exec_options eo = { dev, 0, o->threads, o->transfer, o->profile };
+    exec_ctx *ctx = NULL;
+    exec_profile prof;
+    rc = exec_create(&ctx, &eo, err, sizeof err);
+    if (rc == IP_OK) rc = exec_run(ctx, p, &in, in_path, &out, &prof, err, sizeof err);
+    if (rc == IP_OK && exec_take_notes(ctx)[0]) say(o, "%s", exec_take_notes(ctx));
+    if (rc != IP_OK && dev == EXEC_GPU && o->device == DEV_AUTO) {
+        fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
+        exec_destroy(ctx);
+        ctx = NULL;
+        eo.device = dev = EXEC_CPU;
+        rc = exec_create(&ctx, &eo, err, sizeof err);
+        if (rc == IP_OK) rc = exec_run(ctx, p, &in, in_path, &out, &prof, err, sizeof err);
+    }
+    if (rc == IP_OK) {
+        t0 = now_ms();
+        rc = io_write(out_path, &out, &o->io, err, sizeof err);
+        if (rc == IP_OK && o->profile) print_profile(p, &prof, dev, decode_ms, now_ms() - t0);
+        if (rc != IP_OK) {
+            fail("%s: %s", out_path, err);
+            rc = -1;
+        }
+    } else {
+        fail("%s: %s", in_path, err);
+    }
+    exec_destroy(ctx);
+    img_free(&in);
+    return rc == IP_OK ? CLI_OK : CLI_IMAGE_FAILED;
+}
+
+static int cmd_run(const cli_options *o)
+{
+    int need = o->expr ? 2 : 3;
+    if (o->n_positional != need)
+        return usage_error(o->expr ? "run -e TEXT needs IN and OUT" : "run needs PIPELINE, IN and OUT");
+    const char *in_path = o->positional[need - 2], *out_path = o->positional[need - 1];
+    if (io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
+        return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
+                           out_path);
+    registry reg;
+    plan p;
+    exec_device dev;
+    int rc = load_registry(o, &reg);
+    if (rc) return rc;
+    rc = load_plan(o, o->expr ? NULL : o->positional[0], &reg, &p);
+    if (rc == CLI_OK) {
+        rc = choose_device(o, &dev);
+        if (rc == CLI_OK) rc = process_image(o, &p, dev, in_path, out_path);
+        plan_free(&p);
+    }
+    registry_free(&reg);
+    return rc;
+}
+
+static int cmd_check(const cli_options *o)
+{
+    if (o->n_positional != (o->expr ? 0 : 1)) return usage_error("check needs PIPELINE or -e TEXT");
+    registry reg;
+    plan p;
+    int rc = load_registry(o, &reg);
+    if (rc) return rc;
+    rc = load_plan(o, o->expr ? NULL : o->positional[0], &reg, &p);
+    if (rc == CLI_OK) {
+        char err[1024], in_text[64], out_text[64];
+        ip_shape final;
+        if (plan_shapes(&p, &o->check_shape, &final, err, sizeof err) != IP_OK) {
+            fail("%s", err);
+            rc = CLI_USAGE;
+        } else if (!o->quiet) {
+            plan_shape_text(&o->check_shape, in_text, sizeof in_text);
+            plan_shape_text(&final, out_text, sizeof out_text);
+            printf("%s: ok: %d stage%s, %s in -> %s out\n", p.source, p.n, p.n == 1 ? "" : "s", in_text, out_text);
+        }
+        plan_free(&p);
+    }
+    registry_free(&reg);
+    return rc;
+}
+
+static const char *type_name(ip_type t)
+{
+    static const char *const names[] = { "int", "float", "bool", "choice", "text", "matrix", "path" };
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+static void print_param(const ip_param *pa)
+{
+    char range[128] = "";
+    if (pa->choices && pa->type == IP_ENUM) snprintf(range, sizeof range, "one of %s", pa->choices);
+    else if (pa->min < pa->max && pa->type == IP_INT) snprintf(range, sizeof range, "%.0f to %.0f", pa->min, pa->max);
+    else if (pa->min < pa->max) snprintf(range, sizeof range, "%g to %g", pa->min, pa->max);
+    if (pa->choices && pa->type != IP_ENUM) {
+        size_t used = strlen(range);
+        snprintf(range + used, sizeof range - used, "%sor %s", used ? ", " : "", pa->choices);
+    }
+    printf("  %-10s %-7s default %-12s %s\n", pa->name, type_name(pa->type),
+           pa->default_text && *pa->default_text ? pa->default_text : "(none)", range);
+    if (pa->help) printf("  %-10s %s\n", "", pa->help);
+}
+
+static int cmd_plugins(const cli_options *o)
+{
+    if (o->n_positional > 1) return usage_error("plugins takes at most one STAGE");
+    registry reg;
+    int rc = load_registry(o, &reg);
+    if (rc) return rc;
+    if (o->n_positional == 0) {
+        for (int i = 0; i < reg.n; i++)
+            printf("%-12s %s\n", reg.plugins[i].stage->name, reg.plugins[i].stage->summary ? reg.plugins[i].stage->summary : "");
+        if (reg.n == 0) {
+            fail("no plugins found; searched:");
+            for (int i = 0; i < reg.n_dirs; i++) fprintf(stderr, "  %s\n", reg.dirs[i]);
+            rc = CLI_USAGE;
+        }
+    } else {
+        const reg_plugin *pl = registry_find(&reg, o->positional[0]);
+        if (!pl) {
+            fail("no stage named '%s' (run 'imgpipe plugins' for the list)", o->positional[0]);
+            rc = CLI_USAGE;
+        } else {
+            const ip_stage *s = pl->stage;
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\nparameters:%s\n", s->name, s->summary ? s->summary : "",
+                   pl->path, s->run_gpu ? "yes" : "no", s->n_params ? "" : " none");
+            for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
+        }
+    }
+    registry_free(&reg);
+    return rc;
+}
+
+int cli_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_text, stdout);
+            return CLI_OK;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("imgpipe %s (plugin ABI %d, CUDA %s)\n", IMGPIPE_VERSION, IP_ABI_VERSION,
+#ifdef IMGPIPE_HAVE_CUDA
+                   "built in"
+#else
+                   "not built"
+#endif
+            );
+            return CLI_OK;
+        }
+    }
+    cli_options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    if (!o.command) {
+        fputs(usage_text, stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(o.command, "run") == 0) return cmd_run(&o);
+    if (strcmp(o.command, "check") == 0) return cmd_check(&o);
+    if (strcmp(o.command, "plugins") == 0) return cmd_plugins(&o);
+    return usage_error("unknown command '%s': use run, check or plugins", o.command);
+}

@@ -1,0 +1,351 @@
+#define _POSIX_C_SOURCE 200809L
+#include "exec.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpu.h"
+#include "image.h"
+
+/* Device rows are padded to this many bytes so every row starts aligned for wide loads. */
+#define EXEC_PITCH_ALIGN 256
+
+typedef struct {
+    void *ptr;
+    size_t bytes;
+} grow_buf;
+
+struct exec_ctx {
+    exec_options opt;
+    grow_buf host[2], scratch;                 /* CPU path */
+    grow_buf dev[2], dev_scratch;              /* GPU path */
+    grow_buf pinned_in, pinned_out, pinned_tmp[2];
+    void *stream;
+    void *events[2 * EXEC_MAX_STAGES + 4];
+    int n_events;
+    char notes[512];
+    unsigned char noted[EXEC_MAX_STAGES];
+};
+
+typedef enum { MEM_HOST, MEM_DEVICE, MEM_PINNED, MEM_MAPPED } mem_kind;
+
+static void buf_release(grow_buf *b, mem_kind kind)
+{
+    if (kind == MEM_HOST) free(b->ptr);
+    else if (kind == MEM_DEVICE) gpu_free(b->ptr);
+    else gpu_host_free(b->ptr);
+    b->ptr = NULL;
+    b->bytes = 0;
+}
+
+/* Grows (never shrinks) a buffer; the old contents are not kept. */
+static int buf_reserve(grow_buf *b, size_t bytes, mem_kind kind, char *err, size_t errlen)
+{
+    if (bytes <= b->bytes && b->ptr) return IP_OK;
+    buf_release(b, kind);
+    int rc = IP_OK;
+    if (kind == MEM_HOST) {
+        b->ptr = malloc(bytes ? bytes : 1);
+        if (!b->ptr) {
+            snprintf(err, errlen, "out of memory allocating %zu bytes", bytes);
+            rc = IP_ENOMEM;
+        }
+    } else if (kind == MEM_DEVICE) {
+        rc = gpu_malloc(&b->ptr, bytes, err, errlen);
+    } else {
+        rc = gpu_host_alloc(&b->ptr, bytes, kind == MEM_MAPPED, err, errlen);
+    }
+    if (rc == IP_OK) b->bytes = bytes;
+    return rc;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static size_t packed_bytes(const ip_shape *s) { return img_row_bytes(s) * (size_t)s->height; }
+
+static size_t pitch_of(const ip_shape *s)
+{
+    size_t row = img_row_bytes(s);
+    return (row + EXEC_PITCH_ALIGN - 1) / EXEC_PITCH_ALIGN * EXEC_PITCH_ALIGN;
+}
+
+static ip_image image_at(void *data, ptrdiff_t stride, const ip_shape *shape, int on_device)
+{
+    ip_image im = { data, stride, *shape, on_device };
+    return im;
+}
+
+int exec_create(exec_ctx **out, const exec_options *opt, char *err, size_t errlen)
+{
+    exec_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    ctx->opt = *opt;
+    if (opt->device == EXEC_GPU) {
+        int rc = gpu_select(opt->gpu_index, err, errlen);
+        if (rc == IP_OK) rc = gpu_stream_create(&ctx->stream, err, errlen);
+        for (int i = 0; rc == IP_OK && opt->profile && i < (int)(sizeof ctx->events / sizeof *ctx->events); i++) {
+            rc = gpu_event_create(&ctx->events[i], err, errlen);
+            ctx->n_events = i + 1;
+        }
+        if (rc != IP_OK) {
+            exec_destroy(ctx);
+            return rc;
+        }
+    }
+    *out = ctx;
+    return IP_OK;
+}
+
+void exec_destroy(exec_ctx *ctx)
+{
+    if (!ctx) return;
+    if (ctx->stream) gpu_stream_sync(ctx->stream, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        buf_release(&ctx->host[i], MEM_HOST);
+        buf_release(&ctx->dev[i], MEM_DEVICE);
+        buf_release(&ctx->pinned_tmp[i], MEM_PINNED);
+    }
+    buf_release(&ctx->scratch, MEM_HOST);
+    buf_release(&ctx->dev_scratch, MEM_DEVICE);
+    buf_release(&ctx->pinned_in, MEM_MAPPED);
+    buf_release(&ctx->pinned_out, MEM_MAPPED);
+    for (int i = 0; i < ctx->n_events; i++) gpu_event_destroy(ctx->events[i]);
+    gpu_stream_destroy(ctx->stream);
+    free(ctx);
+}
+
+const char *exec_take_notes(exec_ctx *ctx)
+{
+    static const char none[] = "";
+    return ctx->notes[0] ? ctx->notes : none;
+}
+
+static void add_note(exec_ctx *ctx, const char *text)
+{
+    size_t used = strlen(ctx->notes);
+    snprintf(ctx->notes + used, sizeof ctx->notes - used, "%s%s", used ? "\n" : "", text);
+}
+
+static int stage_failed(const plan_step *st, int rc, const char *msg, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "stage '%s' (line %d) failed: %s", st->plugin->stage->name, st->line,
+             msg[0] ? msg : "the plugin reported an error without a message");
+    return rc ? rc : IP_EINVAL;
+}
+
+static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const char *path, ip_image *out,
+                        exec_profile *prof, char *err, size_t errlen)
+{
+    size_t largest = 0, scratch = 0;
+    for (int i = 0; i < p->n; i++) {
+        size_t b = packed_bytes(&p->steps[i].out);
+        largest = b > largest ? b : largest;
+        scratch = p->steps[i].needs.scratch_bytes > scratch ? p->steps[i].needs.scratch_bytes : scratch;
+    }
+    int rc = buf_reserve(&ctx->host[0], largest, MEM_HOST, err, errlen);
+    if (rc == IP_OK && p->n > 1) rc = buf_reserve(&ctx->host[1], largest, MEM_HOST, err, errlen);
+    if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->scratch, scratch, MEM_HOST, err, errlen);
+    if (rc != IP_OK) return rc;
+
+    ip_image cur = *in;
+    for (int i = 0; i < p->n; i++) {
+        const plan_step *st = &p->steps[i];
+        ip_image next = image_at(ctx->host[i % 2].ptr, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 0);
+        char msg[512] = "";
+        ip_exec ex = { NULL, ctx->opt.threads, path, ctx->scratch.ptr, st->needs.scratch_bytes, msg, sizeof msg };
+        double t0 = now_ms();
+        rc = st->plugin->stage->run_cpu(st->state, &cur, &next, &ex);
+        if (prof) {
+            prof->stage_ms[i] = now_ms() - t0;
+            prof->stage_on_gpu[i] = 0;
+        }
+        if (rc != IP_OK) return stage_failed(st, rc, msg, err, errlen);
+        cur = next;
+    }
+    *out = cur;
+    return IP_OK;
+}
+
+/* Device buffers hold any stage's image at an aligned pitch; pinned buffers the packed
+ * input and output, mapped so zero-copy can use them directly. */
+static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen)
+{
+    size_t largest = pitch_of(in_shape) * (size_t)in_shape->height, scratch = 0, host_tmp = 0;
+    for (int i = 0; i < p->n; i++) {
+        const plan_step *st = &p->steps[i];
+        size_t b = pitch_of(&st->out) * (size_t)st->out.height;
+        largest = b > largest ? b : largest;
+        scratch = st->needs.gpu_scratch_bytes > scratch ? st->needs.gpu_scratch_bytes : scratch;
+        if (!st->plugin->stage->run_gpu) {
+            size_t need = packed_bytes(&st->in) > packed_bytes(&st->out) ? packed_bytes(&st->in) : packed_bytes(&st->out);
+            host_tmp = need > host_tmp ? need : host_tmp;
+            scratch = st->needs.scratch_bytes > scratch ? st->needs.scratch_bytes : scratch;
+        }
+    }
+    int rc = buf_reserve(&ctx->dev[0], largest, MEM_DEVICE, err, errlen);
+    if (rc == IP_OK) rc = buf_reserve(&ctx->dev[1], largest, MEM_DEVICE, err, errlen);
+    if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->dev_scratch, scratch, MEM_DEVICE, err, errlen);
+    if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->scratch, scratch, MEM_HOST, err, errlen);
+    if (rc == IP_OK) rc = buf_reserve(&ctx->pinned_in, packed_bytes(in_shape), MEM_MAPPED, err, errlen);
+    if (rc == IP_OK) rc = buf_reserve(&ctx->pinned_out, packed_bytes(&p->steps[p->n - 1].out), MEM_MAPPED, err, errlen);
+    for (int i = 0; i < 2 && rc == IP_OK && host_tmp; i++)
+        rc = buf_reserve(&ctx->pinned_tmp[i], host_tmp, MEM_PINNED, err, errlen);
+    return rc;
+}
+
+/* A stage with no GPU path: down, run on the CPU, up again, on the same stream. */
+static int round_trip(exec_ctx *ctx, const plan_step *st, const ip_image *cur, ip_image *next, const char *path,
+                      char *msg, size_t msglen)
+{
+    ip_image h_in = image_at(ctx->pinned_tmp[0].ptr, (ptrdiff_t)img_row_bytes(&st->in), &st->in, 0);
+    ip_image h_out = image_at(ctx->pinned_tmp[1].ptr, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 0);
+    int rc = gpu_copy2d(h_in.data, (size_t)h_in.stride, cur->data, (size_t)cur->stride, img_row_bytes(&st->in),
+                        (size_t)st->in.height, GPU_D2H, ctx->stream, msg, msglen);
+    if (rc == IP_OK) rc = gpu_stream_sync(ctx->stream, msg, msglen);
+    if (rc != IP_OK) return rc;
+    ip_exec ex = { NULL, ctx->opt.threads, path, ctx->scratch.ptr, st->needs.scratch_bytes, msg, msglen };
+    rc = st->plugin->stage->run_cpu(st->state, &h_in, &h_out, &ex);
+    if (rc == IP_OK)
+        rc = gpu_copy2d(next->data, (size_t)next->stride, h_out.data, (size_t)h_out.stride, img_row_bytes(&st->out),
+                        (size_t)st->out.height, GPU_H2D, ctx->stream, msg, msglen);
+    return rc;
+}
+
+static void note_round_trip(exec_ctx *ctx, int i, const plan_step *st)
+{
+    if (i >= EXEC_MAX_STAGES || ctx->noted[i]) return;
+    ctx->noted[i] = 1;
+    char text[160];
+    snprintf(text, sizeof text, "stage '%s' has no GPU path: it runs on the CPU, costing one round trip",
+             st->plugin->stage->name);
+    add_note(ctx, text);
+}
+
+static int record(exec_ctx *ctx, int k)
+{
+    return ctx->opt.profile && k < ctx->n_events ? gpu_event_record(ctx->events[k], ctx->stream) : IP_OK;
+}
+
+static int upload(exec_ctx *ctx, const ip_image *in, ip_image *dev_in, char *err, size_t errlen)
+{
+    size_t row = img_row_bytes(&in->shape);
+    for (int y = 0; y < in->shape.height; y++)
+        memcpy((char *)ctx->pinned_in.ptr + (size_t)y * row, (const char *)in->data + (ptrdiff_t)y * in->stride, row);
+    if (ctx->opt.transfer == EXEC_ZEROCOPY) {
+        void *mapped;
+        int rc = gpu_host_device_pointer(ctx->pinned_in.ptr, &mapped, err, errlen);
+        *dev_in = image_at(mapped, (ptrdiff_t)row, &in->shape, 1);
+        return rc;
+    }
+    *dev_in = image_at(ctx->dev[1].ptr, (ptrdiff_t)pitch_of(&in->shape), &in->shape, 1);
+    return gpu_copy2d(dev_in->data, (size_t)dev_in->stride, ctx->pinned_in.ptr, row, row, (size_t)in->shape.height,
+                      GPU_H2D, ctx->stream, err, errlen);
+}
+
+/* The last stage writes straight into mapped host memory under zero-copy. */
+static int stage_target(exec_ctx *ctx, const plan *p, int i, ip_image *next, char *err, size_t errlen)
+{
+    const plan_step *st = &p->steps[i];
+    int last = i == p->n - 1;
+    if (last && ctx->opt.transfer == EXEC_ZEROCOPY && st->plugin->stage->run_gpu) {
+        void *mapped;
+        int rc = gpu_host_device_pointer(ctx->pinned_out.ptr, &mapped, err, errlen);
+        *next = image_at(mapped, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 1);
+        return rc;
+    }
+    *next = image_at(ctx->dev[i % 2].ptr, (ptrdiff_t)pitch_of(&st->out), &st->out, 1);
+    return IP_OK;
+}
+
+static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
+{
+    for (int i = 0; i < p->n; i++) {
+        const plan_step *st = &p->steps[i];
+        ip_image next;
+        int rc = stage_target(ctx, p, i, &next, err, errlen);
+        if (rc != IP_OK) return rc;
+        char msg[512] = "";
+        record(ctx, 2 + 2 * i);
+        if (st->plugin->stage->run_gpu) {
+            ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
+                           msg, sizeof msg };
+            rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
+        } else {
+            note_round_trip(ctx, i, st);
+            rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+        }
+        record(ctx, 3 + 2 * i);
+        if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
+        *cur = next;
+    }
+    return IP_OK;
+}
+
+static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
+{
+    if (!prof || !ctx->opt.profile) return;
+    int last = 2 + 2 * p->n;
+    prof->upload_ms = gpu_event_ms(ctx->events[0], ctx->events[1]);
+    for (int i = 0; i < p->n; i++) {
+        prof->stage_ms[i] = gpu_event_ms(ctx->events[2 + 2 * i], ctx->events[3 + 2 * i]);
+        prof->stage_on_gpu[i] = p->steps[i].plugin->stage->run_gpu != NULL;
+    }
+    prof->download_ms = gpu_event_ms(ctx->events[last], ctx->events[last + 1]);
+}
+
+static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const char *path, ip_image *out,
+                        exec_profile *prof, char *err, size_t errlen)
+{
+    int rc = reserve_gpu(ctx, p, &in->shape, err, errlen);
+    if (rc != IP_OK) return rc;
+    ip_image cur;
+    record(ctx, 0);
+    rc = upload(ctx, in, &cur, err, errlen);
+    record(ctx, 1);
+    if (rc == IP_OK) rc = run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    const ip_shape *final = &p->steps[p->n - 1].out;
+    size_t row = img_row_bytes(final);
+    record(ctx, 2 + 2 * p->n);
+    if (rc == IP_OK && cur.data != ctx->pinned_out.ptr && !(ctx->opt.transfer == EXEC_ZEROCOPY &&
+                                                             p->steps[p->n - 1].plugin->stage->run_gpu))
+        rc = gpu_copy2d(ctx->pinned_out.ptr, row, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
+                        ctx->stream, err, errlen);
+    record(ctx, 3 + 2 * p->n);
+    char sync_err[256] = "";
+    int sync_rc = gpu_stream_sync(ctx->stream, sync_err, sizeof sync_err);
+    if (rc == IP_OK && sync_rc != IP_OK) {
+        snprintf(err, errlen, "%s", sync_err);
+        rc = sync_rc;
+    }
+    if (rc != IP_OK) {
+        gpu_clear_error();
+        return rc;
+    }
+    gpu_profile(ctx, p, prof);
+    *out = image_at(ctx->pinned_out.ptr, (ptrdiff_t)row, final, 0);
+    return IP_OK;
+}
+
+int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input_path, ip_image *out,
+             exec_profile *prof, char *err, size_t errlen)
+{
+    if (p->n < 1 || p->n > EXEC_MAX_STAGES) {
+        snprintf(err, errlen, "a pipeline must have 1 to %d stages", EXEC_MAX_STAGES);
+        return IP_EINVAL;
+    }
+    ctx->notes[0] = '\0';
+    if (prof) {
+        memset(prof, 0, sizeof *prof);
+        prof->n_stages = p->n;
+    }
+    if (ctx->opt.device == EXEC_GPU) return run_gpu_path(ctx, p, in, input_path, out, prof, err, errlen);
+    return run_cpu_path(ctx, p, in, input_path, out, prof, err, errlen);
+}

@@ -1,0 +1,42 @@
+/* Running a plan on one image: buffers, CPU/GPU dispatch, timing. */
+#ifndef IMGPIPE_EXEC_H
+#define IMGPIPE_EXEC_H
+#include "plan.h"
+
+typedef enum { EXEC_CPU, EXEC_GPU } exec_device;
+typedef enum { EXEC_COPY, EXEC_ZEROCOPY } exec_transfer;
+
+typedef struct {
+    exec_device device;
+    int gpu_index;
+    int threads;             /* OpenMP threads for CPU stages, 0 = all cores */
+    exec_transfer transfer;
+    int profile;             /* record per-stage times */
+} exec_options;
+
+#define EXEC_MAX_STAGES 64
+
+typedef struct {
+    double upload_ms, download_ms;
+    double stage_ms[EXEC_MAX_STAGES];
+    int stage_on_gpu[EXEC_MAX_STAGES];
+    int n_stages;
+} exec_profile;
+
+typedef struct exec_ctx exec_ctx;
+
+/* A context keeps its buffers (host, pinned, device) from image to image and grows them only
+ * when a larger image arrives. One context per worker thread. */
+int exec_create(exec_ctx **ctx, const exec_options *opt, char *err, size_t errlen);
+void exec_destroy(exec_ctx *ctx);
+
+/* Runs p (plan_shapes already done for in's shape) on the host image in. On success *out is a
+ * host image owned by ctx, valid until the next exec_run or exec_destroy. A GPU failure returns
+ * IP_ECUDA or IP_ENOMEM with a message naming the stage. */
+int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input_path, ip_image *out,
+             exec_profile *prof, char *err, size_t errlen);
+
+/* Notes worth telling the user once (e.g. a stage without a GPU path), then cleared;
+ * "" when there is none. */
+const char *exec_take_notes(exec_ctx *ctx);
+#endif

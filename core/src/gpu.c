@@ -1,0 +1,175 @@
+#include "gpu.h"
+#include <stdio.h>
+#include "imgpipe/plugin.h"
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+static int cuda_fail(cudaError_t rc, const char *what, char *err, size_t errlen)
+{
+    if (rc == cudaSuccess) return IP_OK;
+    if (err && errlen) snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(rc));
+    cudaGetLastError();
+    return rc == cudaErrorMemoryAllocation ? IP_ENOMEM : IP_ECUDA;
+}
+
+int gpu_device_count(char *why, size_t whylen)
+{
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess) {
+        snprintf(why, whylen, "no usable CUDA device (%s)", cudaGetErrorString(rc));
+        cudaGetLastError();
+        return 0;
+    }
+    if (n == 0) snprintf(why, whylen, "no CUDA device found");
+    return n;
+}
+
+int gpu_device_name(int device, char *name, size_t len)
+{
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return IP_ECUDA;
+    snprintf(name, len, "%s", prop.name);
+    return IP_OK;
+}
+
+int gpu_select(int device, char *err, size_t errlen)
+{
+    return cuda_fail(cudaSetDevice(device), "cudaSetDevice", err, errlen);
+}
+
+int gpu_stream_create(void **stream, char *err, size_t errlen)
+{
+    cudaStream_t s;
+    int rc = cuda_fail(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate", err, errlen);
+    *stream = rc == IP_OK ? (void *)s : NULL;
+    return rc;
+}
+
+void gpu_stream_destroy(void *stream)
+{
+    if (stream) cudaStreamDestroy((cudaStream_t)stream);
+}
+
+int gpu_stream_sync(void *stream, char *err, size_t errlen)
+{
+    return cuda_fail(cudaStreamSynchronize((cudaStream_t)stream), "GPU work failed", err, errlen);
+}
+
+int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen)
+{
+    *ptr = NULL;
+    cudaError_t rc = cudaMalloc(ptr, bytes ? bytes : 1);
+    if (rc == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        snprintf(err, errlen, "GPU out of memory allocating %.1f MiB", (double)bytes / 1048576.0);
+        return IP_ENOMEM;
+    }
+    return cuda_fail(rc, "cudaMalloc", err, errlen);
+}
+
+void gpu_free(void *ptr)
+{
+    if (ptr) cudaFree(ptr);
+}
+
+int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
+{
+    *ptr = NULL;
+    unsigned flags = mapped ? cudaHostAllocMapped : cudaHostAllocDefault;
+    return cuda_fail(cudaHostAlloc(ptr, bytes ? bytes : 1, flags), "pinned host allocation", err, errlen);
+}
+
+void gpu_host_free(void *ptr)
+{
+    if (ptr) cudaFreeHost(ptr);
+}
+
+int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
+{
+    return cuda_fail(cudaHostGetDevicePointer(device, host, 0), "mapping host memory", err, errlen);
+}
+
+int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+               size_t rows, gpu_copy_kind kind, void *stream, char *err, size_t errlen)
+{
+    enum cudaMemcpyKind k = kind == GPU_H2D ? cudaMemcpyHostToDevice
+                          : kind == GPU_D2H ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+    return cuda_fail(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, k, (cudaStream_t)stream),
+                     "GPU copy", err, errlen);
+}
+
+int gpu_event_create(void **event, char *err, size_t errlen)
+{
+    cudaEvent_t e;
+    int rc = cuda_fail(cudaEventCreate(&e), "cudaEventCreate", err, errlen);
+    *event = rc == IP_OK ? (void *)e : NULL;
+    return rc;
+}
+
+void gpu_event_destroy(void *event)
+{
+    if (event) cudaEventDestroy((cudaEvent_t)event);
+}
+
+int gpu_event_record(void *event, void *stream)
+{
+    return cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream) == cudaSuccess ? IP_OK : IP_ECUDA;
+}
+
+float gpu_event_ms(void *start, void *stop)
+{
+    float ms = 0;
+    if (cudaEventSynchronize((cudaEvent_t)stop) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)stop) != cudaSuccess)
+        return -1.0f;
+    return ms;
+}
+
+void gpu_clear_error(void) { cudaGetLastError(); }
+
+#else
+
+static int no_cuda(char *err, size_t errlen)
+{
+    if (err && errlen) snprintf(err, errlen, "imgpipe was built without CUDA");
+    return IP_EUNSUPPORTED;
+}
+
+int gpu_device_count(char *why, size_t whylen)
+{
+    snprintf(why, whylen, "imgpipe was built without CUDA");
+    return 0;
+}
+
+int gpu_device_name(int device, char *name, size_t len) { (void)device; (void)name; (void)len; return IP_EUNSUPPORTED; }
+int gpu_select(int device, char *err, size_t errlen) { (void)device; return no_cuda(err, errlen); }
+int gpu_stream_create(void **stream, char *err, size_t errlen) { *stream = NULL; return no_cuda(err, errlen); }
+void gpu_stream_destroy(void *stream) { (void)stream; }
+int gpu_stream_sync(void *stream, char *err, size_t errlen) { (void)stream; return no_cuda(err, errlen); }
+int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen) { (void)bytes; *ptr = NULL; return no_cuda(err, errlen); }
+void gpu_free(void *ptr) { (void)ptr; }
+int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
+{
+    (void)bytes; (void)mapped; *ptr = NULL;
+    return no_cuda(err, errlen);
+}
+void gpu_host_free(void *ptr) { (void)ptr; }
+int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
+{
+    (void)host; *device = NULL;
+    return no_cuda(err, errlen);
+}
+int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+               size_t rows, gpu_copy_kind kind, void *stream, char *err, size_t errlen)
+{
+    (void)dst; (void)dst_pitch; (void)src; (void)src_pitch; (void)row_bytes; (void)rows; (void)kind; (void)stream;
+    return no_cuda(err, errlen);
+}
+int gpu_event_create(void **event, char *err, size_t errlen) { *event = NULL; return no_cuda(err, errlen); }
+void gpu_event_destroy(void *event) { (void)event; }
+int gpu_event_record(void *event, void *stream) { (void)event; (void)stream; return IP_EUNSUPPORTED; }
+float gpu_event_ms(void *start, void *stop) { (void)start; (void)stop; return -1.0f; }
+void gpu_clear_error(void) {}
+#endif

@@ -1,0 +1,34 @@
+/* The only core file that calls the CUDA runtime; stubs when built without CUDA. */
+#ifndef IMGPIPE_GPU_H
+#define IMGPIPE_GPU_H
+#include <stddef.h>
+
+typedef enum { GPU_H2D, GPU_D2H, GPU_D2D } gpu_copy_kind;
+
+/* Number of usable devices, 0 with the reason in `why` when there is none. */
+int gpu_device_count(char *why, size_t whylen);
+int gpu_device_name(int device, char *name, size_t len);
+int gpu_select(int device, char *err, size_t errlen);
+
+int gpu_stream_create(void **stream, char *err, size_t errlen);
+void gpu_stream_destroy(void *stream);
+int gpu_stream_sync(void *stream, char *err, size_t errlen);
+
+int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen);
+void gpu_free(void *ptr);
+/* Pinned host memory; mapped = also addressable from the device (zero-copy). */
+int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen);
+void gpu_host_free(void *ptr);
+int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen);
+
+int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+               size_t rows, gpu_copy_kind kind, void *stream, char *err, size_t errlen);
+
+int gpu_event_create(void **event, char *err, size_t errlen);
+void gpu_event_destroy(void *event);
+int gpu_event_record(void *event, void *stream);
+/* Milliseconds between two recorded events (waits for the second). */
+float gpu_event_ms(void *start, void *stop);
+/* Clears a sticky error left by a failed kernel so the process can carry on on the CPU. */
+void gpu_clear_error(void);
+#endif
