@@ -501,6 +501,7 @@ static int check_table(binder *b)
 {
     const ip_stage *st = b->stage;
     origin o = { NULL, "", b->ps->line, b->ps->col, 0 };
+    if (!st->name) return fail(b, &o, "a stage has no name (plugin bug)");
     if (st->n_params < 0 || (st->n_params > 0 && !st->params))
         return fail(b, &o, "stage '%s' has a malformed parameter table (plugin bug)", st->name);
     for (int k = 0; k < st->n_params; k++) {

@@ -332,6 +332,35 @@ static void test_suggestions(void)
     }
 }
 
+/* Random values for every parameter type: a clean bind or one error on that value. */
+static void test_random_values(void)
+{
+    static const char *const keys[] = { "radius", "offset", "flag", "border", "kernel", "divisor", "out" };
+    static const char alphabet[] = "0123456789.-+e,; \txa";
+    tu_rng rng;
+    tu_seed(&rng, 4242);
+    int ok = 0, refused = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        char value[24], text[96], prefix[32];
+        size_t len = 1 + tu_next(&rng) % (sizeof value - 1);
+        for (size_t k = 0; k < len; k++) value[k] = alphabet[tu_next(&rng) % (sizeof alphabet - 1)];
+        value[len] = '\0';
+        const char *key = keys[tu_next(&rng) % 7];
+        snprintf(text, sizeof text, "median %s=\"%s\"", key, value);
+        snprintf(prefix, sizeof prefix, "t.pipe:1:%d: ", (int)strlen(key) + 9);
+        args_bound b;
+        int rc = bind(text, &b);
+        if (rc == IP_OK) {
+            ok++;
+            args_free(&b);
+            continue;
+        }
+        refused++;
+        CHECK(rc == IP_EINVAL && strncmp(err, prefix, strlen(prefix)) == 0, "[%s]: %d %s", text, rc, err);
+    }
+    CHECK(ok > 100 && refused > 100, "random values: %d bound, %d refused", ok, refused);
+}
+
 int main(void)
 {
     test_defaults();
@@ -342,5 +371,6 @@ int main(void)
     test_errors();
     test_plugin_defaults();
     test_suggestions();
+    test_random_values();
     return tu_finish();
 }
