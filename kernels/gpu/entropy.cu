@@ -1,0 +1,276 @@
+/* Entropy map on the GPU. Each thread owns one column and walks a strip of rows down,
+ * keeping its window's bin counts (one histogram per thread, laid out [bin][thread] so
+ * that a warp's accesses fall in distinct banks) and sum n_i log n_i in the same 64-bit
+ * fixed point as kernels/cpu/entropy.c, so results match the CPU kernel exactly up to
+ * the device's log() in the tables. Histograms live in shared memory when they fit,
+ * else in the caller's scratch (global memory, few threads walking many columns). */
+#include <cuda_runtime.h>
+#include <math.h>
+#include "ipk.h"
+#include "entropy_scratch.cuh"
+
+#define ENT_FIX_SCALE 1099511627776.0   /* 2^40, as the CPU kernel */
+#define ENT_MAX_RADIUS 30
+#define ENT_SMEM_LIMIT (96 * 1024)
+#define ENT_GLOBAL_HIST_BYTES ((size_t)64 << 20)
+#define ENT_GLOBAL_THREADS 64
+
+typedef struct {
+    const char *src;
+    char *dst;
+    ptrdiff_t src_stride, dst_stride;
+    int width, height, radius, levels, bins, strip;
+    int dst_u8;
+    double out_scale;
+    unsigned *flag;
+    const long long *delta;     /* delta[k] = T(k+1) - T(k), nmax entries */
+    const double *log_n, *inv_n;
+    unsigned *hist;             /* global histograms, or NULL for shared ones */
+    long long workers;          /* global mode: threads in the grid */
+} ent_args;
+
+typedef struct {
+    int threads;                /* 0: global-memory histograms */
+    size_t table_bytes, smem_bytes, hist_bytes;
+    long long workers;
+} ent_plan;
+
+static int ent_params_ok(const ipk_entropy_params *p)
+{
+    return p && p->radius >= 1 && p->radius <= ENT_MAX_RADIUS && p->levels >= 2 && p->levels <= 65536 &&
+           p->bins >= 1 && p->bins <= p->levels && isfinite(p->log_scale);
+}
+
+static size_t ent_align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Shared memory per block: the delta table, the u8 bin table, then the histograms. */
+static ent_plan ent_make_plan(const ipk_entropy_params *p)
+{
+    ent_plan pl;
+    size_t side = (size_t)(2 * p->radius + 1), nmax = side * side;
+    pl.table_bytes = ent_align16(nmax * 8) + 2 * ent_align16((nmax + 1) * 8);
+    size_t fixed = ent_align16(nmax * 8) + 256 * 4;
+    pl.threads = 0;
+    pl.hist_bytes = 0;
+    pl.workers = 0;
+    for (int t = 128; t >= 32; t /= 2)
+        if (fixed + (size_t)p->bins * (size_t)t * 4 <= ENT_SMEM_LIMIT) {
+            pl.threads = t;
+            break;
+        }
+    if (pl.threads) {
+        pl.smem_bytes = fixed + (size_t)p->bins * (size_t)pl.threads * 4;
+    } else {
+        pl.smem_bytes = fixed;
+        long long w = (long long)(ENT_GLOBAL_HIST_BYTES / ((size_t)p->bins * 4));
+        w = w / ENT_GLOBAL_THREADS * ENT_GLOBAL_THREADS;
+        pl.workers = w < ENT_GLOBAL_THREADS ? ENT_GLOBAL_THREADS : w > 8192 ? 8192 : w;
+        pl.hist_bytes = (size_t)pl.workers * (size_t)p->bins * 4;
+    }
+    return pl;
+}
+
+/* Same tables as the CPU kernel: T(k) = llround(k log k 2^40), log n and 1/n. */
+__global__ void ent_tables(long long *delta, double *log_n, double *inv_n, int nmax)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k > nmax) return;
+    log_n[k] = k ? log((double)k) : 0.0;
+    inv_n[k] = k ? __ddiv_rn(1.0, (double)k) : 0.0;
+    if (k == 0) return;
+    long long t = llround(__dmul_rn(__dmul_rn((double)k, log((double)k)), ENT_FIX_SCALE));
+    long long prev = k == 1 ? 0 : llround(__dmul_rn(__dmul_rn((double)(k - 1), log((double)(k - 1))), ENT_FIX_SCALE));
+    delta[k - 1] = t - prev;
+}
+
+template <bool U16>
+__device__ __forceinline__ unsigned ent_bin(const ent_args &a, const unsigned *lut, unsigned v, unsigned &bad)
+{
+    if (v >= (unsigned)a.levels) {
+        bad = v > bad ? v : bad;
+        v = a.levels - 1;
+    }
+    if (!U16) return lut[v];
+    return v * (unsigned)a.bins / (unsigned)a.levels;   /* < 65536 * 65536: fits 32 bits */
+}
+
+/* Adds (sign > 0) or removes source row y, columns xa..xb, to one thread's histogram. */
+template <bool U16>
+__device__ __forceinline__ long long ent_row(const ent_args &a, const unsigned *lut, const long long *delta,
+                                             unsigned *hist, long long hstride, int y, int xa, int xb,
+                                             bool add, long long sum, unsigned &bad)
+{
+    const char *row = a.src + (ptrdiff_t)y * a.src_stride;
+    for (int x = xa; x <= xb; x++) {
+        unsigned v = U16 ? __ldg((const unsigned short *)row + x) : __ldg((const unsigned char *)row + x);
+        unsigned *c = hist + (long long)ent_bin<U16>(a, lut, v, bad) * hstride;
+        if (add) {
+            unsigned n = *c;
+            sum += delta[n];
+            *c = n + 1;
+        } else {
+            unsigned n = *c - 1;
+            sum -= delta[n];
+            *c = n;
+        }
+    }
+    return sum;
+}
+
+/* The CPU kernel's expression, without contraction, so u8 rounding agrees too. */
+__device__ __forceinline__ void ent_store(const ent_args &a, int x, int y, long long sum, int n)
+{
+    double mean = __dmul_rn(__dmul_rn((double)sum, 1.0 / ENT_FIX_SCALE), __ldg(a.inv_n + n));
+    double h = __dsub_rn(__ldg(a.log_n + n), mean);
+    h = h > 0 ? __dmul_rn(h, a.out_scale) : 0.0;
+    char *row = a.dst + (ptrdiff_t)y * a.dst_stride;
+    if (a.dst_u8) ((unsigned char *)row)[x] = (unsigned char)(h >= 255.0 ? 255 : (int)__dadd_rn(h, 0.5));
+    else ((float *)row)[x] = (float)h;
+}
+
+/* Column x, rows [y0, y1): build the first window, slide it down, then empty the histogram
+ * again so the next walk (global mode) starts from zero. */
+template <bool U16>
+__device__ void ent_walk(const ent_args &a, const unsigned *lut, const long long *delta, unsigned *hist,
+                         long long hstride, int x, int y0, int y1, unsigned &bad)
+{
+    const int r = a.radius, h = a.height;
+    const int xa = max(x - r, 0), xb = min(x + r, a.width - 1), ncols = xb - xa + 1;
+    long long sum = 0;
+    for (int y = max(y0 - r, 0); y <= min(y0 + r, h - 1); y++)
+        sum = ent_row<U16>(a, lut, delta, hist, hstride, y, xa, xb, true, sum, bad);
+    for (int y = y0; y < y1; y++) {
+        int rows = min(y + r, h - 1) - max(y - r, 0) + 1;
+        ent_store(a, x, y, sum, rows * ncols);
+        if (y + 1 == y1) break;
+        if (y - r >= 0) sum = ent_row<U16>(a, lut, delta, hist, hstride, y - r, xa, xb, false, sum, bad);
+        if (y + r + 1 < h) sum = ent_row<U16>(a, lut, delta, hist, hstride, y + r + 1, xa, xb, true, sum, bad);
+    }
+    for (int y = max(y1 - 1 - r, 0); y <= min(y1 - 1 + r, h - 1); y++)
+        sum = ent_row<U16>(a, lut, delta, hist, hstride, y, xa, xb, false, sum, bad);
+}
+
+template <bool U16>
+__global__ void ent_kernel(ent_args a)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int side = 2 * a.radius + 1, nmax = side * side;
+    long long *delta = (long long *)smem;
+    unsigned *lut = (unsigned *)(smem + ((nmax * 8 + 15) & ~15));
+    unsigned *hist_s = lut + 256;
+    const int tid = threadIdx.x, nt = blockDim.x;
+
+    for (int i = tid; i < nmax; i += nt) delta[i] = a.delta[i];
+    if (!U16)
+        for (int v = tid; v < 256; v += nt) {
+            unsigned c = v < a.levels ? v : a.levels - 1;
+            lut[v] = c * (unsigned)a.bins / (unsigned)a.levels;
+        }
+    if (!a.hist)
+        for (int i = tid; i < a.bins * nt; i += nt) hist_s[i] = 0;
+    __syncthreads();
+
+    unsigned bad = 0;
+    if (!a.hist) {
+        int x = blockIdx.x * nt + tid, y0 = blockIdx.y * a.strip;
+        if (x < a.width) ent_walk<U16>(a, lut, delta, hist_s + tid, nt, x, y0, min(y0 + a.strip, a.height), bad);
+    } else {
+        long long gid = (long long)blockIdx.x * nt + tid;
+        long long strips = (a.height + a.strip - 1) / a.strip, items = strips * a.width;
+        for (long long it = gid; it < items; it += a.workers) {
+            int x = (int)(it % a.width), y0 = (int)(it / a.width) * a.strip;
+            ent_walk<U16>(a, lut, delta, a.hist + gid, a.workers, x, y0, min(y0 + a.strip, a.height), bad);
+        }
+    }
+    if (bad) {
+        atomicOr(a.flag, 1u);
+        atomicMax(a.flag + 1, bad);
+    }
+}
+
+extern "C" size_t ipk_entropy_gpu_scratch(int width, int height, const ipk_entropy_params *p)
+{
+    (void)width;
+    (void)height;
+    if (!ent_params_ok(p)) return IPK_ENTROPY_GPU_HEADER_BYTES;
+    ent_plan pl = ent_make_plan(p);
+    return IPK_ENTROPY_GPU_HEADER_BYTES + pl.table_bytes + pl.hist_bytes;
+}
+
+static int ent_images_ok(const ipk_img *src, const ipk_img *dst)
+{
+    if (!src || !dst || !src->data || !dst->data) return 0;
+    if (src->channels != 1 || dst->channels != 1 || (src->dtype != IPK_U8 && src->dtype != IPK_U16)) return 0;
+    if (dst->dtype != IPK_F32 && dst->dtype != IPK_U8) return 0;
+    if (src->width != dst->width || src->height != dst->height || src->width < 0 || src->height < 0) return 0;
+    return src->stride >= (ptrdiff_t)src->width * (src->dtype == IPK_U8 ? 1 : 2) &&
+           dst->stride >= (ptrdiff_t)dst->width * (dst->dtype == IPK_U8 ? 1 : 4);
+}
+
+static int ent_strip_rows(int radius) { return radius <= 4 ? 64 : 8 * (2 * radius + 1); }
+
+/* Scratch: header (flag words), delta table, log n, 1/n, then global histograms if any. */
+static void ent_fill_args(ent_args *a, const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
+                          const ent_plan *pl, char *scratch)
+{
+    const int side = 2 * p->radius + 1, nmax = side * side;
+    a->src = (const char *)src->data;
+    a->dst = (char *)dst->data;
+    a->src_stride = src->stride;
+    a->dst_stride = dst->stride;
+    a->width = src->width;
+    a->height = src->height;
+    a->radius = p->radius;
+    a->levels = p->levels;
+    a->bins = p->bins;
+    a->strip = ent_strip_rows(p->radius);
+    a->dst_u8 = dst->dtype == IPK_U8;
+    double hmax = log((double)(p->bins < nmax ? p->bins : nmax));
+    a->out_scale = a->dst_u8 ? (hmax > 0 ? 255.0 / hmax : 0.0) : p->log_scale;
+    char *t = scratch + IPK_ENTROPY_GPU_HEADER_BYTES;
+    a->flag = (unsigned *)(scratch + IPK_ENTROPY_GPU_FLAG_OFFSET);
+    a->delta = (const long long *)t;
+    a->log_n = (const double *)(t + ent_align16((size_t)nmax * 8));
+    a->inv_n = (const double *)(t + ent_align16((size_t)nmax * 8) + ent_align16(((size_t)nmax + 1) * 8));
+    a->hist = pl->threads ? NULL : (unsigned *)(t + pl->table_bytes);
+    a->workers = pl->workers;
+}
+
+static int ent_launch(const ent_args *a, const ent_plan *pl, bool u16, cudaStream_t s)
+{
+    const void *fn = u16 ? (const void *)ent_kernel<true> : (const void *)ent_kernel<false>;
+    if (pl->smem_bytes > 48 * 1024 &&
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pl->smem_bytes) != cudaSuccess)
+        return IPK_ECUDA;
+    dim3 grid, block;
+    if (pl->threads) {
+        block = dim3(pl->threads);
+        grid = dim3((a->width + pl->threads - 1) / pl->threads, (a->height + a->strip - 1) / a->strip);
+    } else {
+        block = dim3(ENT_GLOBAL_THREADS);
+        grid = dim3((unsigned)(a->workers / ENT_GLOBAL_THREADS));
+    }
+    if (u16) ent_kernel<true><<<grid, block, pl->smem_bytes, s>>>(*a);
+    else ent_kernel<false><<<grid, block, pl->smem_bytes, s>>>(*a);
+    return cudaGetLastError() == cudaSuccess ? IPK_OK : IPK_ECUDA;
+}
+
+extern "C" int ipk_entropy_gpu(const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
+                               void *scratch, size_t scratch_bytes, void *stream)
+{
+    if (!ent_params_ok(p) || !ent_images_ok(src, dst) || !scratch) return IPK_EINVAL;
+    if (scratch_bytes < ipk_entropy_gpu_scratch(src->width, src->height, p)) return IPK_EINVAL;
+    if (((uintptr_t)scratch & 15) != 0) return IPK_EINVAL;
+    if ((long long)src->height > 65535LL * ent_strip_rows(p->radius)) return IPK_EINVAL;
+    cudaStream_t s = (cudaStream_t)stream;
+    ent_plan pl = ent_make_plan(p);
+    ent_args a;
+    ent_fill_args(&a, src, dst, p, &pl, (char *)scratch);
+    if (cudaMemsetAsync(scratch, 0, IPK_ENTROPY_GPU_HEADER_BYTES, s) != cudaSuccess) return IPK_ECUDA;
+    if (src->width == 0 || src->height == 0) return IPK_OK;
+    if (a.hist && cudaMemsetAsync(a.hist, 0, pl.hist_bytes, s) != cudaSuccess) return IPK_ECUDA;
+    const int side = 2 * p->radius + 1, nmax = side * side;
+    ent_tables<<<(nmax + 1 + 255) / 256, 256, 0, s>>>((long long *)a.delta, (double *)a.log_n, (double *)a.inv_n, nmax);
+    if (cudaGetLastError() != cudaSuccess) return IPK_ECUDA;
+    return ent_launch(&a, &pl, src->dtype == IPK_U16, s);
+}
