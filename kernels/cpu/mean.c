@@ -17,6 +17,8 @@ typedef struct {
     size_t ext_len;        /* (width + 2r) * channels column sums, border columns included */
     uint64_t magic;        /* u8 full windows: floor(a / n) == (a * magic) >> shift */
     int shift;
+    uint16_t magic16;      /* u8 full windows of n <= 256: floor(a / n) == (a * magic16) >> (16 + shift16) */
+    int shift16;           /* -1 when no 16-bit pair is exact */
 } mean_geom;
 
 static int mean_strip_rows(int radius)
@@ -32,6 +34,17 @@ static void mean_set_magic(mean_geom *g, uint32_t n)
     while ((1u << log2n) < n) log2n++;
     g->shift = 8 + 2 * log2n;
     g->magic = ((1ull << g->shift) + n - 1) / n;
+    g->shift16 = -1;
+    const uint32_t a_max = 255 * n + n / 2;
+    for (int t = 0; t < 16 && a_max < 65536; t++) {
+        uint64_t m = ((1ull << (16 + t)) + n - 1) / n, excess = m * n - (1ull << (16 + t));
+        if (m > 65535) break;
+        if (a_max * excess < (1ull << (16 + t))) {
+            g->magic16 = (uint16_t)m;
+            g->shift16 = t;
+            break;
+        }
+    }
 }
 
 /* Number of in-image positions among i-r .. i+r. */
@@ -79,6 +92,47 @@ static void mean_slide_f32(double *col, const float *add, const float *sub, size
                     m < 0 ? (T)0 : (col)[(size_t)(m + (g)->radius) * (g)->channels + c]; \
         }                                                                               \
     } while (0)
+
+/* u8 with a full window of at most 256 pixels: every sum fits 16 bits, so the column sums,
+ * the row sums and the division (a high-half multiply) all run on 16-bit lanes. */
+static void mean_slide_u16(uint16_t *col, const uint8_t *add, const uint8_t *sub, size_t n)
+{
+    if (add && sub)
+        for (size_t i = 0; i < n; i++) col[i] = (uint16_t)(col[i] + add[i] - sub[i]);
+    else if (add)
+        for (size_t i = 0; i < n; i++) col[i] = (uint16_t)(col[i] + add[i]);
+    else if (sub)
+        for (size_t i = 0; i < n; i++) col[i] = (uint16_t)(col[i] - sub[i]);
+}
+
+static void mean_hsum_store_u16(const mean_geom *g, const uint16_t *col, uint16_t *hs, uint8_t *d)
+{
+    const int ch = g->channels, k = 2 * g->radius + 1, t = g->shift16;
+    const size_t n = (size_t)g->width * ch;
+    const uint16_t half = (uint16_t)(k * k / 2), m = g->magic16;
+    for (size_t i = 0; i < n; i++) hs[i] = (uint16_t)(half + col[i]);
+    for (int j = 1; j < k; j++) {
+        const uint16_t *cj = col + (size_t)j * ch;
+        for (size_t i = 0; i < n; i++) hs[i] = (uint16_t)(hs[i] + cj[i]);
+    }
+    for (size_t i = 0; i < n; i++) d[i] = (uint8_t)((uint16_t)(((uint32_t)hs[i] * m) >> 16) >> t);
+}
+
+static void mean_strip_u8_small(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
+                                uint16_t *col, uint16_t *hs)
+{
+    const int r = g->radius;
+    const size_t n = (size_t)g->width * g->channels;
+    memset(col, 0, g->ext_len * sizeof *col);
+    for (int y = y0 - 2 * r; y < y1; y++) {
+        const uint8_t *add = mean_src_row(src, y + r, g->border);
+        const uint8_t *sub = y > y0 ? mean_src_row(src, y - r - 1, g->border) : NULL;
+        mean_slide_u16(col + (size_t)r * g->channels, add, sub, n);
+        if (y < y0) continue;
+        MEAN_FILL_BORDER(uint16_t, g, col);
+        mean_hsum_store_u16(g, col, hs, ipk_row(dst, y));
+    }
+}
 
 /* hs[x*ch + c] = sum of col over the 2r+1 columns centred on x. Small radii add directly
  * (vectorises); larger ones slide a running sum per channel. */
@@ -165,6 +219,10 @@ static void mean_store_f32(const mean_geom *g, const double *hs, float *d, int r
 static void mean_strip(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
                        void *col_buf, void *hs_buf)
 {
+    if (src->dtype == IPK_U8 && g->border != IPK_SHRINK && g->shift16 >= 0) {
+        mean_strip_u8_small(g, src, dst, y0, y1, col_buf, hs_buf);
+        return;
+    }
     const int r = g->radius, is_float = src->dtype == IPK_F32;
     const size_t n = (size_t)g->width * g->channels, inner = (size_t)r * g->channels;
     memset(col_buf, 0, g->ext_len * (is_float ? sizeof(double) : sizeof(uint32_t)));
@@ -200,7 +258,7 @@ int ipk_mean_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border 
 {
     if (!mean_args_ok(src, dst, radius, border)) return IPK_EINVAL;
     if ((size_t)src->width > (SIZE_MAX / 64 - 256) / 4) return IPK_ENOMEM;
-    mean_geom g = { src->width, src->channels, radius, (int)border, 0, 0, 0 };
+    mean_geom g = { src->width, src->channels, radius, (int)border, 0, 0, 0, 0, -1 };
     g.ext_len = ((size_t)src->width + 2 * (size_t)radius) * (size_t)src->channels;
     mean_set_magic(&g, (uint32_t)((2 * radius + 1) * (2 * radius + 1)));
     const size_t elem = src->dtype == IPK_F32 ? sizeof(double) : sizeof(uint32_t);
