@@ -1,6 +1,7 @@
 /* Pipeline text -> list of stages with their key=value arguments and positions. */
 #ifndef IMGPIPE_PIPELINE_H
 #define IMGPIPE_PIPELINE_H
+#include <stddef.h>
 
 typedef struct {
     char *key, *value;      /* value unquoted */
