@@ -361,8 +361,8 @@ static int matrix_walk(binder *b, const origin *o, double *out, int *rows, int *
     const char *s = o->text;
     int r = 0, width = 0;
     for (;;) {
-        const char *end;
-        int n;
+        const char *end = s;
+        int n = 0;
         int rc = matrix_row(b, o, s, &end, out ? out + (size_t)r * (size_t)width : NULL, &n);
         if (rc) return rc;
         if (r == 0) width = n;
@@ -434,7 +434,7 @@ static int fail_unknown(binder *b, const pl_arg *a)
 {
     const ip_stage *st = b->stage;
     origin o = { NULL, a->key, a->line, a->col, 0 };
-    if (st->n_params == 0)
+    if (st->n_params <= 0)
         return fail(b, &o, "unknown parameter '%s' for stage '%s' (it takes no parameters)", a->key, st->name);
     const char **names = malloc((size_t)st->n_params * sizeof *names);
     if (!names) return fail_nomem(b);

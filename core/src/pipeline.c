@@ -180,7 +180,7 @@ static int parse_arg(cursor *c, builder *b)
 {
     pl_arg a = { NULL, NULL, c->line, c->col, 0 };
     const char *key, *value;
-    size_t key_len, value_len;
+    size_t key_len, value_len = 0;
     int rc = read_name(c, &key, &key_len);
     if (rc) return rc;
     if (peek(c) != '=') return fail_at(c, a.line, a.col, "expected '=' after '%.*s'", (int)key_len, key);

@@ -1,0 +1,113 @@
+# The command line end to end: sub-commands, exit codes, one-line errors, no partial output.
+. "$(dirname "$0")/lib.bash"
+B=$IMGPIPE_BIN
+cd "$TMP"
+
+expect 0 "--help" "$B" --help
+grep -q "exit codes" "$TMP/out" && ok || bad "--help lacks the exit codes"
+expect 0 "--version" "$B" --version
+grep -q "plugin ABI 1" "$TMP/out" && ok || bad "--version lacks the ABI"
+expect 2 "no command" "$B"
+expect 2 "unknown command" "$B" frobnicate
+says "unknown command" "unknown command 'frobnicate'"
+expect 2 "unknown option" "$B" run --nope x y z
+says "unknown option" "unknown option '--nope'"
+expect 2 "bad --threads" "$B" run --threads zero -e grayscale a.png b.png
+says "bad --threads" "--threads expects a whole number from 1 to 1024, not 'zero'"
+
+# plugins
+expect 0 "plugins" "$B" plugins
+for s in grayscale transpose; do grep -q "^$s " "$TMP/out" && ok || bad "plugins lacks $s"; done
+expect 0 "plugins grayscale" "$B" plugins grayscale
+grep -q "weights" "$TMP/out" && grep -q "bt601|bt709|average" "$TMP/out" && ok || bad "plugins grayscale lacks its parameter"
+expect 2 "plugins unknown" "$B" plugins nothing
+
+# a run that works, on the CPU, with the result checked against OpenCV
+expect 0 "grayscale run" "$B" run --device cpu -e "grayscale | transpose" "$IMAGES/astronaut.png" gray.png
+says "device line" "device: CPU"
+$PY - "$IMAGES/astronaut.png" gray.png <<'PYEOF' && ok || bad "grayscale|transpose differs from OpenCV"
+import sys, cv2, numpy as np
+want = cv2.cvtColor(cv2.imread(sys.argv[1], cv2.IMREAD_COLOR), cv2.COLOR_BGR2GRAY).T
+got = cv2.imread(sys.argv[2], cv2.IMREAD_UNCHANGED)
+sys.exit(0 if got is not None and got.shape == want.shape and np.array_equal(got, want) else 1)
+PYEOF
+expect 0 "quiet run" "$B" run -q --device cpu -e grayscale "$IMAGES/camera.png" q.png
+[ ! -s "$TMP/err" ] && ok || bad "-q printed: $(cat "$TMP/err")"
+expect 0 "profile" "$B" run --profile --device cpu -e grayscale "$IMAGES/coffee.png" p.tif
+says "profile decode" "decode"
+says "profile stage" "grayscale (cpu)"
+says "profile encode" "encode"
+expect 0 "16-bit tif in, png out" "$B" run --device cpu -e transpose "$IMAGES/chessboard_GRAY_U16.tif" c16.png
+expect 0 "jpeg in, jpeg out" "$B" run --device cpu --quality 80 -e grayscale "$IMAGES/hubble_deep_field.jpg" h.jpg
+
+# pipeline errors: exit 2 with FILE:LINE:COL, nothing written
+printf 'grayscale\ntranspos\n' > typo.pipe
+expect 2 "misspelt stage" "$B" run typo.pipe "$IMAGES/camera.png" out1.png
+says "misspelt stage" "typo.pipe:2:1: unknown stage 'transpos' (did you mean 'transpose'?)"
+absent "misspelt stage output" out1.png
+expect 2 "misspelt parameter" "$B" run -e "grayscale weigths=bt601" "$IMAGES/camera.png" out1.png
+says "misspelt parameter" "-e:1:11: unknown parameter 'weigths' for stage 'grayscale' (did you mean 'weights'?)"
+expect 2 "bad choice" "$B" check -e "grayscale weights=bt61"
+says "bad choice" "-e:1:19: weights must be one of: bt601, bt709, average (not 'bt61') - did you mean 'bt601'?"
+expect 2 "missing =" "$B" check -e "grayscale weights"
+says "missing =" "-e:1:11: expected '=' after 'weights'"
+expect 2 "unterminated quote" "$B" check -e 'grayscale weights="bt601'
+says "unterminated quote" "-e:1:19: unterminated quote"
+printf '# nothing here\n\n' > empty.pipe
+expect 2 "empty pipeline" "$B" check empty.pipe
+says "empty pipeline" "empty.pipe:1:1: empty pipeline: no stages"
+expect 2 "missing pipeline file" "$B" check nothere.pipe
+expect 0 "check ok" "$B" check "$SRC/pipelines/gray.pipe"
+grep -q "ok: 1 stage, 640x480 3-channel 8-bit in -> 640x480 1-channel 8-bit out" "$TMP/out" && ok || bad "check output: $(cat "$TMP/out")"
+expect 2 "unknown output extension" "$B" run -e grayscale "$IMAGES/camera.png" out.bmp
+says "unknown output extension" "use .png, .jpg, .jpeg, .tif or .tiff"
+expect 2 "--device gpu without a GPU or CUDA" env CUDA_VISIBLE_DEVICES= "$B" run --device gpu -e grayscale "$IMAGES/camera.png" g.png
+says "--device gpu" "--device gpu:"
+absent "--device gpu output" g.png
+
+# image errors: exit 1, one line, no output, no temporary left
+head -c 3000 "$IMAGES/astronaut.png" > truncated.png
+expect 1 "truncated input" "$B" run --device cpu -e grayscale truncated.png out2.png
+[ "$(wc -l < "$TMP/err")" -le 2 ] && ok || bad "truncated input: more than one error line"
+says "truncated input names the file" "imgpipe: truncated.png:"
+absent "truncated input output" out2.png
+no_temporaries "truncated input" .
+echo "hello" > notimage.png
+expect 1 "not an image" "$B" run --device cpu -e grayscale notimage.png out3.png
+says "not an image" "notimage.png: not a PNG, JPEG or TIFF file"
+expect 1 "missing input" "$B" run --device cpu -e grayscale nothere.png out4.png
+expect 1 "pixel limit" "$B" run --device cpu --max-pixels 1000 -e grayscale "$IMAGES/camera.png" out5.png
+says "pixel limit" "exceeds the limit"
+absent "pixel limit output" out5.png
+mkdir -p ro && chmod 555 ro
+if [ "$(id -u)" -ne 0 ]; then
+  expect 1 "unwritable folder" "$B" run --device cpu -e grayscale "$IMAGES/camera.png" ro/x.png
+fi
+expect 1 "output folder missing" "$B" run --device cpu -e grayscale "$IMAGES/camera.png" nofolder/x.png
+expect 2 "float to png" "$B" run --device cpu -e "grayscale | entropy" "$IMAGES/camera.png" ent.png
+says "float to png" "PNG cannot hold 32-bit float"
+absent "float to png output" ent.png
+
+# plugins from --plugin-path and IMGPIPE_PLUGIN_PATH; refused plugins are named
+TP=${IMGPIPE_TEST_PLUGINS:?}
+expect 0 "--plugin-path" "$B" run --device cpu --plugin-path "$TP/good" -e "invert" "$IMAGES/camera.png" inv.png
+$PY - "$IMAGES/camera.png" inv.png <<'PYEOF' && ok || bad "invert result wrong"
+import sys, cv2, numpy as np
+a = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED); b = cv2.imread(sys.argv[2], cv2.IMREAD_UNCHANGED)
+sys.exit(0 if np.array_equal(255 - a, b) else 1)
+PYEOF
+expect 0 "IMGPIPE_PLUGIN_PATH" env IMGPIPE_PLUGIN_PATH="$TP/good" "$B" check -e invert
+expect 0 "refused plugins warn" "$B" plugins --plugin-path "$TP/badabi:$TP/nosym:$TP/dup"
+says "ABI refusal" "oldabi.so: built for plugin ABI version 99, this imgpipe needs version 1: rebuild the plugin"
+says "symbol refusal" "nosym.so: not an imgpipe plugin: it does not export imgpipe_stage()"
+says "duplicate refusal" "b_twin.so: stage 'twin' is also provided by"
+expect 2 "duplicate stage used" "$B" check --plugin-path "$TP/dup" -e twin
+says "duplicate stage used" "stage 'twin' is provided by two plugins"
+expect 2 "plugin refuses its plan" "$B" run --plugin-path "$TP/failing" -e "failing mode=plan" "$IMAGES/camera.png" f.png
+says "plugin refuses its plan" "-e:1:1: failing: refuses every input (test plugin)"
+expect 1 "plugin fails at run" "$B" run --device cpu --plugin-path "$TP/failing" -e "failing mode=run" "$IMAGES/camera.png" f.png
+says "plugin fails at run" "stage 'failing' (line 1) failed: deliberate failure (test plugin)"
+absent "plugin failure output" f.png
+no_temporaries "plugin failure" .
+
+finish

@@ -1,0 +1,37 @@
+# Shared by the end-to-end tests: counters, expectations, a scratch folder.
+set -u
+passed=0
+failed=0
+: "${IMGPIPE_BIN:?run through ctest}"
+SRC=${IMGPIPE_SOURCE_DIR:?}
+IMAGES=$SRC/samples
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/imgpipe-e2e.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# expect CODE "description" command...: runs it, keeps stderr in $TMP/err, checks the exit code.
+expect() {
+  local want=$1 what=$2; shift 2
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want; stderr: $(head -c 400 "$TMP/err")"; fi
+}
+
+# says "description" TEXT: the last command's stderr contains TEXT.
+says() {
+  if grep -qF -- "$2" "$TMP/err"; then ok; else bad "$1: stderr lacks '$2'; it was: $(head -c 400 "$TMP/err")"; fi
+}
+
+exists() { if [ -e "$2" ]; then ok; else bad "$1: $2 missing"; fi; }
+absent() { if [ -e "$2" ]; then bad "$1: $2 should not exist"; else ok; fi; }
+no_temporaries() {
+  if ls -A "$2" | grep -q '^\.imgpipe-tmp-'; then bad "$1: temporary files left in $2"; else ok; fi
+}
+
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
