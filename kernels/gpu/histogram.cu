@@ -15,12 +15,15 @@ __device__ __forceinline__ uint32_t hist_bin(uint16_t v, uint32_t bins)
     return (uint32_t)(((uint64_t)v * bins) >> 16);
 }
 
-/* floor(v*bins) clamped to [0, bins-1]: exact in double (24 + 17 bits); NaN counts in bin 0,
- * as the CPU's comparison chain sends it there. */
+#define HIST_NO_BIN 0xffffffffu
+
+/* floor(v*bins) clamped to [0, bins-1], exact in double (24 + 17 bits) as on the CPU;
+ * NaN is counted nowhere, as on the CPU. */
 __device__ __forceinline__ uint32_t hist_bin(float v, uint32_t bins)
 {
+    if (isnan(v)) return HIST_NO_BIN;
     double b = floor((double)v * (double)bins);
-    if (!(b > 0.0)) return 0;
+    if (b < 0.0) return 0;
     if (b >= (double)bins) return bins - 1;
     return (uint32_t)b;
 }
@@ -95,7 +98,10 @@ __global__ void __launch_bounds__(HIST_THREADS) hist_u8_kernel(const uint8_t *sr
 template <typename T>
 __device__ __forceinline__ void count_values(uint32_t *h, const T *v, int n, int ch0, int channels, uint32_t bins)
 {
-    for (int i = 0; i < n; i++) atomicAdd(&h[((ch0 + i) % channels) * bins + hist_bin(v[i], bins)], 1u);
+    for (int i = 0; i < n; i++) {
+        uint32_t b = hist_bin(v[i], bins);
+        if (b != HIST_NO_BIN) atomicAdd(&h[((ch0 + i) % channels) * bins + b], 1u);
+    }
 }
 
 template <typename T, bool SHARED>

@@ -1,0 +1,264 @@
+/* Convolution (correlation, as OpenCV filter2D) on the GPU, following the exact arithmetic
+ * of kernels/cpu/convolve.c so that integer outputs are bit-identical:
+ * - integer path (u8/u16 input, whole weights |w| <= 2^16): exact sums (int32 when the
+ *   weights' bound allows, else int64), v = (double)S / divisor + offset, rint, saturate;
+ * - float path: float products and sums without contraction (__fmul_rn, __fadd_rn), kx
+ *   ascending inside ky ascending, or for a split kernel (conv_separable.h) a row pass into
+ *   float intermediates then a column pass; v = acc / divisor + offset in float.
+ * One block computes a CONV_TW x CONV_TH tile: the input tile with its halo goes to shared
+ * memory once (borders resolved while loading), a split kernel's row pass into shared
+ * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column. */
+#include <math.h>
+#include <string.h>
+#include "gpu_common.cuh"
+#include "conv_separable.h"
+
+#define CONV_TW 32
+#define CONV_TH 32
+#define CONV_ROWS 8
+#define CONV_MAXK 31
+
+struct conv_weights {
+    int32_t wi[CONV_MAXK * CONV_MAXK];    /* integer path: the kernel, or row then col when split */
+    float wf[CONV_MAXK * CONV_MAXK];      /* float path: the same */
+    int kw, kh, split;
+    double divisor, offset;
+    float divisor_f, offset_f;
+};
+
+template <typename Acc> __device__ __forceinline__ Acc conv_weight(const conv_weights &w, int i);
+template <> __device__ __forceinline__ int conv_weight<int>(const conv_weights &w, int i) { return w.wi[i]; }
+template <> __device__ __forceinline__ long long conv_weight<long long>(const conv_weights &w, int i) { return w.wi[i]; }
+template <> __device__ __forceinline__ float conv_weight<float>(const conv_weights &w, int i) { return w.wf[i]; }
+
+template <typename Acc> __device__ __forceinline__ Acc conv_mac(Acc acc, Acc w, Acc v) { return acc + w * v; }
+template <> __device__ __forceinline__ float conv_mac<float>(float acc, float w, float v)
+{
+    return __fadd_rn(acc, __fmul_rn(w, v));
+}
+
+/* Final value -> output type. Integer path: double v; float path: float v. */
+template <typename Out> __device__ __forceinline__ Out conv_store_int(double v);
+template <> __device__ __forceinline__ float conv_store_int<float>(double v) { return (float)v; }
+template <> __device__ __forceinline__ uint8_t conv_store_int<uint8_t>(double v)
+{
+    v = rint(v);
+    return (uint8_t)(v < 0.0 ? 0.0 : v > 255.0 ? 255.0 : v);
+}
+template <> __device__ __forceinline__ uint16_t conv_store_int<uint16_t>(double v)
+{
+    v = rint(v);
+    return (uint16_t)(v < 0.0 ? 0.0 : v > 65535.0 ? 65535.0 : v);
+}
+
+template <typename Out> __device__ __forceinline__ Out conv_store_float(float v);
+template <> __device__ __forceinline__ float conv_store_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ uint8_t conv_store_float<uint8_t>(float v)
+{
+    v = rintf(v);
+    return (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+}
+template <> __device__ __forceinline__ uint16_t conv_store_float<uint16_t>(float v)
+{
+    v = rintf(v);
+    return (uint16_t)(v < 0.0f ? 0.0f : v > 65535.0f ? 65535.0f : v);
+}
+
+template <typename Acc, typename Out>
+__device__ __forceinline__ Out conv_finish(Acc acc, const conv_weights &w)
+{
+    return conv_store_int<Out>(__dadd_rn(__ddiv_rn((double)acc, w.divisor), w.offset));
+}
+template <>
+__device__ __forceinline__ float conv_finish<float, float>(float acc, const conv_weights &w)
+{
+    return conv_store_float<float>(__fadd_rn(__fdiv_rn(acc, w.divisor_f), w.offset_f));
+}
+template <>
+__device__ __forceinline__ uint8_t conv_finish<float, uint8_t>(float acc, const conv_weights &w)
+{
+    return conv_store_float<uint8_t>(__fadd_rn(__fdiv_rn(acc, w.divisor_f), w.offset_f));
+}
+template <>
+__device__ __forceinline__ uint16_t conv_finish<float, uint16_t>(float acc, const conv_weights &w)
+{
+    return conv_store_float<uint16_t>(__fadd_rn(__fdiv_rn(acc, w.divisor_f), w.offset_f));
+}
+
+/* Input tile with halo into shared memory as Acc values; pixels the border drops are 0. */
+template <typename T, typename Acc>
+__device__ void conv_load_tile(const void *src, ptrdiff_t ss, int width, int height, int channels, int border,
+                               int x0, int y0, int rx, int ry, int tile_w, int tile_h, Acc *tile)
+{
+    const int row_vals = tile_w * channels;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+    for (int i = tid; i < row_vals * tile_h; i += nthreads) {
+        int r = i / row_vals, v = i % row_vals;
+        int xi = ipk_border_index(x0 - rx + v / channels, width, border);
+        int yi = ipk_border_index(y0 - ry + r, height, border);
+        Acc val = 0;
+        if (xi >= 0 && yi >= 0) val = (Acc)ipk_crow<T>(src, ss, yi)[(size_t)xi * channels + v % channels];
+        tile[i] = val;
+    }
+}
+
+template <typename T, typename Acc, typename Out, bool SPLIT>
+__global__ void conv_kernel(const void *src, ptrdiff_t ss, void *dst, ptrdiff_t ds, int width, int height,
+                            int channels, int border, const __grid_constant__ conv_weights w)
+{
+    extern __shared__ __align__(16) unsigned char conv_smem[];
+    const int kw = w.kw, kh = w.kh, rx = kw / 2, ry = kh / 2;
+    const int tile_w = CONV_TW + kw - 1, tile_h = CONV_TH + kh - 1;
+    const int x0 = blockIdx.x * CONV_TW, y0 = blockIdx.y * CONV_TH;
+    Acc *tile = (Acc *)conv_smem;
+    conv_load_tile<T, Acc>(src, ss, width, height, channels, border, x0, y0, rx, ry, tile_w, tile_h, tile);
+    __syncthreads();
+
+    const int tx = threadIdx.x;
+    const int row_vals = tile_w * channels;
+    if (SPLIT) {
+        /* Row pass for every tile row: hs[r][tx*channels + c], kx ascending. */
+        Acc *hs = tile + (size_t)row_vals * tile_h;
+        for (int r = threadIdx.y; r < tile_h; r += CONV_ROWS)
+            for (int c = 0; c < channels; c++) {
+                Acc acc = 0;
+                for (int kx = 0; kx < kw; kx++)
+                    acc = conv_mac<Acc>(acc, conv_weight<Acc>(w, kx), tile[(size_t)r * row_vals + (tx + kx) * channels + c]);
+                hs[(size_t)r * CONV_TW * channels + tx * channels + c] = acc;
+            }
+        __syncthreads();
+        if (x0 + tx >= width) return;
+        for (int ty = threadIdx.y; ty < CONV_TH && y0 + ty < height; ty += CONV_ROWS) {
+            Out *d = ipk_wrow<Out>(dst, ds, y0 + ty) + (size_t)(x0 + tx) * channels;
+            for (int c = 0; c < channels; c++) {
+                Acc acc = 0;
+                for (int ky = 0; ky < kh; ky++)
+                    acc = conv_mac<Acc>(acc, conv_weight<Acc>(w, kw + ky),
+                                        hs[(size_t)(ty + ky) * CONV_TW * channels + tx * channels + c]);
+                d[c] = conv_finish<Acc, Out>(acc, w);
+            }
+        }
+        return;
+    }
+    if (x0 + tx >= width) return;
+    for (int ty = threadIdx.y; ty < CONV_TH && y0 + ty < height; ty += CONV_ROWS) {
+        Out *d = ipk_wrow<Out>(dst, ds, y0 + ty) + (size_t)(x0 + tx) * channels;
+        for (int c = 0; c < channels; c++) {
+            Acc acc = 0;
+            for (int ky = 0; ky < kh; ky++) {
+                const Acc *t = tile + (size_t)(ty + ky) * row_vals + tx * channels + c;
+                for (int kx = 0; kx < kw; kx++) acc = conv_mac<Acc>(acc, conv_weight<Acc>(w, ky * kw + kx), t[kx * channels]);
+            }
+            d[c] = conv_finish<Acc, Out>(acc, w);
+        }
+    }
+}
+
+template <typename T, typename Acc, typename Out, bool SPLIT>
+static int conv_launch_one(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &w, cudaStream_t s)
+{
+    const size_t tile = (size_t)(CONV_TW + w.kw - 1) * (CONV_TH + w.kh - 1) * src->channels;
+    const size_t hs = SPLIT ? (size_t)CONV_TW * (CONV_TH + w.kh - 1) * src->channels : 0;
+    const size_t smem = (tile + hs) * sizeof(Acc);
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(conv_kernel<T, Acc, Out, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem) != cudaSuccess)
+        return IPK_ECUDA;
+    dim3 block(CONV_TW, CONV_ROWS), grid(ipk_div_up(src->width, CONV_TW), ipk_div_up(src->height, CONV_TH));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    conv_kernel<T, Acc, Out, SPLIT><<<grid, block, smem, s>>>(src->data, src->stride, dst->data, dst->stride,
+                                                              src->width, src->height, src->channels, border, w);
+    return ipk_launch_status();
+}
+
+template <typename T, typename Acc, typename Out>
+static int conv_launch_split(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &w, cudaStream_t s)
+{
+    return w.split ? conv_launch_one<T, Acc, Out, true>(src, dst, border, w, s)
+                   : conv_launch_one<T, Acc, Out, false>(src, dst, border, w, s);
+}
+
+template <typename T, typename Acc>
+static int conv_launch_out(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &w, cudaStream_t s)
+{
+    if (dst->dtype == IPK_F32) return conv_launch_split<T, Acc, float>(src, dst, border, w, s);
+    return conv_launch_split<T, Acc, T>(src, dst, border, w, s);
+}
+
+/* Integer path weights; *wide says whether the exact sum may leave int32. */
+static void conv_prepare_int(const ipk_conv_params *p, ipk_dtype dtype, conv_weights *w, int *wide)
+{
+    const int n = p->kw * p->kh;
+    int64_t col[CONV_MAXK], row[CONV_MAXK];
+    w->split = ipk_conv_split_int(p->weights, p->kw, p->kh, col, row);
+    double bound = 0, bound_h = 0, bound_v = 0;
+    for (int i = 0; i < n; i++) bound += fabs(p->weights[i]);
+    if (w->split) {
+        for (int j = 0; j < p->kw; j++) { w->wi[j] = (int32_t)row[j]; bound_h += fabs((double)row[j]); }
+        for (int i = 0; i < p->kh; i++) { w->wi[p->kw + i] = (int32_t)col[i]; bound_v += fabs((double)col[i]); }
+        bound = bound_h * bound_v > bound ? bound_h * bound_v : bound;
+    } else {
+        for (int i = 0; i < n; i++) w->wi[i] = (int32_t)p->weights[i];
+    }
+    *wide = bound * (dtype == IPK_U8 ? 255.0 : 65535.0) >= 2147483647.0;
+}
+
+static void conv_prepare_float(const ipk_conv_params *p, conv_weights *w)
+{
+    const int n = p->kw * p->kh;
+    float col[CONV_MAXK], row[CONV_MAXK];
+    w->split = ipk_conv_split_float(p->weights, p->kw, p->kh, col, row);
+    if (w->split) {
+        for (int j = 0; j < p->kw; j++) w->wf[j] = row[j];
+        for (int i = 0; i < p->kh; i++) w->wf[p->kw + i] = col[i];
+    } else {
+        for (int i = 0; i < n; i++) w->wf[i] = (float)p->weights[i];
+    }
+}
+
+static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
+{
+    if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || !p || !p->weights) return 0;
+    if (dst->dtype != src->dtype && dst->dtype != IPK_F32) return 0;
+    if (p->kw < 1 || p->kh < 1 || p->kw > CONV_MAXK || p->kh > CONV_MAXK || !(p->kw & 1) || !(p->kh & 1)) return 0;
+    if (p->divisor == 0.0 || !isfinite(p->divisor) || !isfinite(p->offset)) return 0;
+    return p->border >= IPK_REPLICATE && p->border <= IPK_SHRINK;
+}
+
+extern "C" size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int kw, int kh)
+{
+    (void)width; (void)height; (void)channels; (void)dtype; (void)kw; (void)kh;
+    return 0;
+}
+
+extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
+                                void *scratch, size_t scratch_bytes, void *stream)
+{
+    (void)scratch; (void)scratch_bytes;
+    if (!conv_args_ok(src, dst, p)) return IPK_EINVAL;
+    if (ipk_img_empty(src)) return IPK_OK;
+    conv_weights local;
+    memset(&local, 0, sizeof(local));
+    local.kw = p->kw;
+    local.kh = p->kh;
+    local.divisor = p->divisor;
+    local.offset = p->offset;
+    local.divisor_f = (float)p->divisor;
+    local.offset_f = (float)p->offset;
+    cudaStream_t s = (cudaStream_t)stream;
+    const int border = (int)p->border;
+    const int integral = src->dtype != IPK_F32 && ipk_conv_weights_integral(p->weights, p->kw * p->kh);
+    if (integral) {
+        int wide = 0;
+        conv_prepare_int(p, src->dtype, &local, &wide);
+        if (src->dtype == IPK_U8)
+            return wide ? conv_launch_out<uint8_t, long long>(src, dst, border, local, s)
+                        : conv_launch_out<uint8_t, int>(src, dst, border, local, s);
+        return wide ? conv_launch_out<uint16_t, long long>(src, dst, border, local, s)
+                    : conv_launch_out<uint16_t, int>(src, dst, border, local, s);
+    }
+    conv_prepare_float(p, &local);
+    if (src->dtype == IPK_U8) return conv_launch_out<uint8_t, float>(src, dst, border, local, s);
+    if (src->dtype == IPK_U16) return conv_launch_out<uint16_t, float>(src, dst, border, local, s);
+    return conv_launch_split<float, float, float>(src, dst, border, local, s);
+}
