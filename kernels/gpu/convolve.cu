@@ -37,31 +37,39 @@ template <> __device__ __forceinline__ float conv_mac<float>(float acc, float w,
     return __fadd_rn(acc, __fmul_rn(w, v));
 }
 
-/* Final value -> output type. Integer path: double v; float path: float v. */
+/* Final value -> output type, as the CPU: rint, saturate, NaN to 0.
+ * Integer path: double v; float path: float v. */
+__device__ __forceinline__ double conv_saturate(double v, double max_value)
+{
+    double r = rint(v);
+    return r >= 0 ? (r <= max_value ? r : max_value) : 0;
+}
+__device__ __forceinline__ float conv_saturate_f(float v, float max_value)
+{
+    float r = rintf(v);
+    return r >= 0 ? (r <= max_value ? r : max_value) : 0;
+}
+
 template <typename Out> __device__ __forceinline__ Out conv_store_int(double v);
 template <> __device__ __forceinline__ float conv_store_int<float>(double v) { return (float)v; }
 template <> __device__ __forceinline__ uint8_t conv_store_int<uint8_t>(double v)
 {
-    v = rint(v);
-    return (uint8_t)(v < 0.0 ? 0.0 : v > 255.0 ? 255.0 : v);
+    return (uint8_t)conv_saturate(v, 255.0);
 }
 template <> __device__ __forceinline__ uint16_t conv_store_int<uint16_t>(double v)
 {
-    v = rint(v);
-    return (uint16_t)(v < 0.0 ? 0.0 : v > 65535.0 ? 65535.0 : v);
+    return (uint16_t)conv_saturate(v, 65535.0);
 }
 
 template <typename Out> __device__ __forceinline__ Out conv_store_float(float v);
 template <> __device__ __forceinline__ float conv_store_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ uint8_t conv_store_float<uint8_t>(float v)
 {
-    v = rintf(v);
-    return (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    return (uint8_t)conv_saturate_f(v, 255.0f);
 }
 template <> __device__ __forceinline__ uint16_t conv_store_float<uint16_t>(float v)
 {
-    v = rintf(v);
-    return (uint16_t)(v < 0.0f ? 0.0f : v > 65535.0f ? 65535.0f : v);
+    return (uint16_t)conv_saturate_f(v, 65535.0f);
 }
 
 template <typename Acc, typename Out>
