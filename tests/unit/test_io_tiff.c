@@ -1,0 +1,327 @@
+/* io: TIFF layouts (tiles, separate planes, float, min-is-white, LZW, palette, low depths),
+ * written here with libtiff itself and read back; unsupported kinds refused with a message. */
+#include "test_io_helpers.h"
+#include <math.h>
+#include <tiffio.h>
+
+static char err[512];
+
+typedef struct {
+    int w, h, spp, bps, format, photometric, planar, compression, predictor;
+    int tile_w, tile_h;      /* 0: strips of rows_per_strip rows */
+    int rows_per_strip;
+    int alpha;               /* the last sample is unassociated alpha */
+    const char *mode;        /* "w", or "wb" for big-endian */
+    uint16_t *cmap[3];
+} tiff_spec;
+
+/* Packs samples x0..x0+n-1 of row y, plane p (separate planes) or all samples (contiguous). */
+static void pack(const tiff_spec *s, const void *samples, int p, int y, int x0, int n, unsigned char *dst)
+{
+    int per_px = s->planar == PLANARCONFIG_SEPARATE ? 1 : s->spp;
+    size_t sb = s->bps >= 8 ? (size_t)s->bps / 8 : 1;
+    for (int x = 0; x < n; x++)
+        for (int k = 0; k < per_px; k++) {
+            int ch = per_px == 1 ? p : k;
+            size_t src = ((size_t)y * s->w + x0 + x) * s->spp + ch;
+            size_t i = (size_t)x * per_px + k;
+            if (s->bps < 8) {
+                unsigned v = ((const unsigned char *)samples)[src];
+                dst[i * s->bps / 8] |= (unsigned char)(v << (8 - s->bps - i * s->bps % 8));
+            } else {
+                memcpy(dst + i * sb, (const unsigned char *)samples + src * sb, sb);
+            }
+        }
+}
+
+static int set_fields(TIFF *tif, const tiff_spec *s)
+{
+    uint16_t extra[1] = { EXTRASAMPLE_UNASSALPHA };
+    int ok = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, s->w) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, s->h) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, s->spp) && TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, s->bps) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, s->format ? s->format : SAMPLEFORMAT_UINT) &&
+             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->photometric) &&
+             TIFFSetField(tif, TIFFTAG_PLANARCONFIG, s->planar ? s->planar : PLANARCONFIG_CONTIG) &&
+             TIFFSetField(tif, TIFFTAG_COMPRESSION, s->compression ? s->compression : COMPRESSION_NONE);
+    if (ok && s->predictor) ok = TIFFSetField(tif, TIFFTAG_PREDICTOR, s->predictor);
+    if (ok && s->alpha) ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, extra);
+    if (ok && s->cmap[0]) ok = TIFFSetField(tif, TIFFTAG_COLORMAP, s->cmap[0], s->cmap[1], s->cmap[2]);
+    if (ok && s->tile_w) ok = TIFFSetField(tif, TIFFTAG_TILEWIDTH, s->tile_w) && TIFFSetField(tif, TIFFTAG_TILELENGTH, s->tile_h);
+    if (ok && !s->tile_w) ok = TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, s->rows_per_strip ? s->rows_per_strip : s->h);
+    return ok;
+}
+
+static int write_blocks(TIFF *tif, const tiff_spec *s, const void *samples)
+{
+    int planes = s->planar == PLANARCONFIG_SEPARATE ? s->spp : 1;
+    int bw = s->tile_w ? s->tile_w : s->w;
+    int bh = s->tile_w ? s->tile_h : (s->rows_per_strip ? s->rows_per_strip : s->h);
+    size_t row_bytes = s->tile_w ? (size_t)TIFFTileRowSize(tif) : (size_t)TIFFScanlineSize(tif);
+    unsigned char *buf = malloc(row_bytes * (size_t)bh);
+    int ok = buf != NULL;
+    uint32_t block = 0;
+    for (int p = 0; p < planes && ok; p++)
+        for (int y0 = 0; y0 < s->h && ok; y0 += bh)
+            for (int x0 = 0; x0 < s->w && ok; x0 += bw, block++) {
+                int rows = s->tile_w ? bh : (s->h - y0 < bh ? s->h - y0 : bh);
+                memset(buf, 0, row_bytes * (size_t)bh);
+                for (int y = 0; y < rows && y0 + y < s->h; y++)
+                    pack(s, samples, p, y0 + y, x0, s->w - x0 < bw ? s->w - x0 : bw, buf + (size_t)y * row_bytes);
+                tmsize_t n = (tmsize_t)(row_bytes * (size_t)rows);
+                ok = s->tile_w ? TIFFWriteEncodedTile(tif, block, buf, n) >= 0
+                               : TIFFWriteEncodedStrip(tif, block, buf, n) >= 0;
+            }
+    free(buf);
+    return ok;
+}
+
+static int write_tiff(const char *path, const tiff_spec *s, const void *samples)
+{
+    TIFF *tif = TIFFOpen(path, s->mode ? s->mode : "w");
+    if (!tif) return -1;
+    int ok = set_fields(tif, s) && write_blocks(tif, s, samples);
+    TIFFClose(tif);
+    return ok ? 0 : -1;
+}
+
+/* Random samples of the spec's type: bytes below 2^bps, u16, or floats in [-1, 1). */
+static void *random_samples(const tiff_spec *s, uint64_t seed)
+{
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    size_t n = (size_t)s->w * s->h * s->spp;
+    size_t sb = s->bps >= 8 ? (size_t)s->bps / 8 : 1;
+    unsigned char *v = malloc(n * sb);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = tu_next(&rng);
+        if (s->bps < 8) v[i] = (unsigned char)(r % (1u << s->bps));
+        else if (s->bps == 8) v[i] = (unsigned char)r;
+        else if (s->bps == 16) ((uint16_t *)v)[i] = (uint16_t)r;
+        else ((float *)v)[i] = (float)((int32_t)r) / 2147483648.0f;
+    }
+    return v;
+}
+
+static double sample_at(const tiff_spec *s, const void *v, size_t i)
+{
+    if (s->bps <= 8) return ((const unsigned char *)v)[i];
+    if (s->bps == 16) return ((const uint16_t *)v)[i];
+    return ((const float *)v)[i];
+}
+
+typedef double (*expect_fn)(const tiff_spec *s, const void *v, size_t i, int ch);
+
+static double same(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    (void)ch;
+    return sample_at(s, v, i);
+}
+
+/* Writes the spec, reads it back and compares every value with want(). */
+static void check_tiff(const char *name, const tiff_spec *s, uint64_t seed, int out_channels, ip_dtype t,
+                       expect_fn want)
+{
+    void *v = random_samples(s, seed);
+    char file[64];
+    snprintf(file, sizeof file, "%s.tif", name);
+    const char *path = tio_path(file);
+    CHECK(write_tiff(path, s, v) == 0, "%s: libtiff write failed", name);
+    ip_image img;
+    int rc = io_read(path, NULL, &img, err, sizeof err);
+    CHECK(rc == IP_OK, "%s: %s", name, err);
+    if (rc == IP_OK) {
+        int shape_ok = tio_same_shape(&img, s->w, s->h, out_channels, t);
+        CHECK(shape_ok, "%s: got %dx%dx%d dtype %d", name, img.shape.width, img.shape.height,
+              img.shape.channels, img.shape.dtype);
+        int bad = 0;
+        for (int y = 0; y < s->h && shape_ok; y++)
+            for (int x = 0; x < s->w; x++)
+                for (int k = 0; k < out_channels; k++) {
+                    size_t px = (size_t)y * s->w + x;
+                    double expect = want(s, v, px * s->spp + (out_channels == s->spp ? (size_t)k : 0), k);
+                    double got = tio_get(&img, x, y, k);
+                    if (got != expect && bad++ < 3) CHECK(0, "%s: (%d,%d,%d) = %g, want %g", name, x, y, k, got, expect);
+                }
+        CHECK(bad == 0, "%s: %d wrong values", name, bad);
+        img_free(&img);
+    }
+    free(v);
+}
+
+static void test_layouts(void)
+{
+    tiff_spec tiled = { .w = 37, .h = 23, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_RGB, .tile_w = 16, .tile_h = 16 };
+    check_tiff("tiled_rgb", &tiled, 1, 3, IP_U8, same);
+
+    tiff_spec sep = { .w = 19, .h = 7, .spp = 4, .bps = 16, .photometric = PHOTOMETRIC_RGB,
+                      .planar = PLANARCONFIG_SEPARATE, .rows_per_strip = 3, .alpha = 1 };
+    check_tiff("separate_rgba16", &sep, 2, 4, IP_U16, same);
+
+    tiff_spec sep_tiled = { .w = 20, .h = 18, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_RGB,
+                            .planar = PLANARCONFIG_SEPARATE, .tile_w = 16, .tile_h = 16 };
+    check_tiff("separate_tiled", &sep_tiled, 3, 3, IP_U8, same);
+
+    tiff_spec flt = { .w = 11, .h = 5, .spp = 1, .bps = 32, .format = SAMPLEFORMAT_IEEEFP,
+                      .photometric = PHOTOMETRIC_MINISBLACK, .rows_per_strip = 2 };
+    check_tiff("float_gray", &flt, 4, 1, IP_F32, same);
+    tiff_spec flt2 = flt;
+    flt2.spp = 2;
+    flt2.alpha = 1;
+    flt2.compression = COMPRESSION_ADOBE_DEFLATE;
+    flt2.predictor = PREDICTOR_FLOATINGPOINT;
+    check_tiff("float_gray_alpha", &flt2, 5, 2, IP_F32, same);
+
+    tiff_spec lzw = { .w = 29, .h = 13, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_RGB,
+                      .compression = COMPRESSION_LZW, .predictor = PREDICTOR_HORIZONTAL, .rows_per_strip = 4 };
+    check_tiff("lzw_rgb", &lzw, 6, 3, IP_U8, same);
+    tiff_spec lzw16 = { .w = 8, .h = 3, .spp = 1, .bps = 16, .photometric = PHOTOMETRIC_MINISBLACK,
+                        .compression = COMPRESSION_LZW };
+    check_tiff("lzw_gray16", &lzw16, 7, 1, IP_U16, same);
+
+    tiff_spec ga = { .w = 6, .h = 4, .spp = 2, .bps = 8, .photometric = PHOTOMETRIC_MINISBLACK, .alpha = 1 };
+    check_tiff("gray_alpha", &ga, 8, 2, IP_U8, same);
+
+    tiff_spec be = { .w = 5, .h = 3, .spp = 1, .bps = 16, .photometric = PHOTOMETRIC_MINISBLACK, .mode = "wb" };
+    check_tiff("big_endian16", &be, 9, 1, IP_U16, same);
+    tiff_spec bef = { .w = 5, .h = 3, .spp = 3, .bps = 32, .format = SAMPLEFORMAT_IEEEFP,
+                      .photometric = PHOTOMETRIC_RGB, .mode = "wb" };
+    check_tiff("big_endian_float", &bef, 10, 3, IP_F32, same);
+}
+
+static double inverted(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    double x = sample_at(s, v, i);
+    if (s->alpha && ch == s->spp - 1) return x;
+    return s->bps == 16 ? 65535 - x : s->bps == 8 ? 255 - x : (1 - x) * 255;
+}
+
+static double scaled(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    (void)ch;
+    return sample_at(s, v, i) * 255 / ((1 << s->bps) - 1);
+}
+
+static void test_min_is_white_and_low_depths(void)
+{
+    tiff_spec w8 = { .w = 9, .h = 4, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_MINISWHITE };
+    check_tiff("miniswhite8", &w8, 20, 1, IP_U8, inverted);
+    tiff_spec w16 = { .w = 3, .h = 5, .spp = 1, .bps = 16, .photometric = PHOTOMETRIC_MINISWHITE };
+    check_tiff("miniswhite16", &w16, 21, 1, IP_U16, inverted);
+    tiff_spec wa = { .w = 4, .h = 4, .spp = 2, .bps = 8, .photometric = PHOTOMETRIC_MINISWHITE, .alpha = 1 };
+    check_tiff("miniswhite_alpha", &wa, 22, 2, IP_U8, inverted);
+    /* Fax-style bilevel: 0 is white. */
+    tiff_spec w1 = { .w = 13, .h = 3, .spp = 1, .bps = 1, .photometric = PHOTOMETRIC_MINISWHITE };
+    check_tiff("miniswhite1", &w1, 23, 1, IP_U8, inverted);
+    tiff_spec g4 = { .w = 7, .h = 5, .spp = 1, .bps = 4, .photometric = PHOTOMETRIC_MINISBLACK, .rows_per_strip = 2 };
+    check_tiff("gray4", &g4, 24, 1, IP_U8, scaled);
+    tiff_spec g2 = { .w = 5, .h = 5, .spp = 1, .bps = 2, .photometric = PHOTOMETRIC_MINISBLACK, .tile_w = 16, .tile_h = 16 };
+    check_tiff("gray2_tiled", &g2, 25, 1, IP_U8, scaled);
+}
+
+static uint16_t cmap16[3][256], cmap8[3][16];
+
+static double from_cmap16(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    return cmap16[ch][(int)sample_at(s, v, i)] >> 8;
+}
+
+static double from_cmap8(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    return cmap8[ch][(int)sample_at(s, v, i)];
+}
+
+static void test_palette(void)
+{
+    for (int i = 0; i < 256; i++) {
+        cmap16[0][i] = (uint16_t)(i * 257);
+        cmap16[1][i] = (uint16_t)((255 - i) * 257 + 3);
+        cmap16[2][i] = (uint16_t)((i * 7 % 256) << 8);
+    }
+    /* Values that fit 8 bits: an 8-bit map stored in the 16-bit field, read as is. */
+    for (int i = 0; i < 16; i++) {
+        cmap8[0][i] = (uint16_t)(i * 16);
+        cmap8[1][i] = (uint16_t)(200 - i);
+        cmap8[2][i] = (uint16_t)i;
+    }
+    tiff_spec p8 = { .w = 10, .h = 6, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_PALETTE,
+                     .cmap = { cmap16[0], cmap16[1], cmap16[2] } };
+    check_tiff("palette8", &p8, 30, 3, IP_U8, from_cmap16);
+    tiff_spec p4 = { .w = 7, .h = 3, .spp = 1, .bps = 4, .photometric = PHOTOMETRIC_PALETTE,
+                     .cmap = { cmap8[0], cmap8[1], cmap8[2] } };
+    check_tiff("palette4", &p4, 31, 3, IP_U8, from_cmap8);
+}
+
+static void test_jpeg_ycbcr(void)
+{
+    if (!TIFFIsCODECConfigured(COMPRESSION_JPEG)) return;
+    int w = 32, h = 16;
+    unsigned char rgb[32 * 16 * 3];
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            unsigned char *p = rgb + ((size_t)y * w + x) * 3;
+            p[0] = (unsigned char)(x * 8), p[1] = (unsigned char)(y * 16), p[2] = 128;
+        }
+    const char *path = tio_path("jpeg_ycbcr.tif");
+    TIFF *tif = TIFFOpen(path, "w");
+    tiff_spec s = { .w = w, .h = h, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_YCBCR,
+                    .compression = COMPRESSION_JPEG, .rows_per_strip = 16 };
+    int ok = tif && set_fields(tif, &s) && TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 95) &&
+             TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
+    for (int y = 0; y < h && ok; y++) ok = TIFFWriteScanline(tif, rgb + (size_t)y * w * 3, (uint32_t)y, 0) >= 0;
+    if (tif) TIFFClose(tif);
+    CHECK(ok, "libtiff JPEG write");
+    ip_image img;
+    int rc = io_read(path, NULL, &img, err, sizeof err);
+    CHECK(rc == IP_OK, "JPEG-in-TIFF: %s", err);
+    if (rc) return;
+    CHECK(tio_same_shape(&img, w, h, 3, IP_U8), "JPEG-in-TIFF shape");
+    double sum = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int k = 0; k < 3; k++) sum += fabs(tio_get(&img, x, y, k) - rgb[((size_t)y * w + x) * 3 + k]);
+    CHECK(sum / (w * h * 3) < 3, "JPEG-in-TIFF mean abs error %g", sum / (w * h * 3));
+    img_free(&img);
+}
+
+/* Writes a file of zeros with the given layout and expects a refusal naming the problem. */
+static void refuse(const char *name, int spp, int bps, int format, int photometric, const char *needle)
+{
+    const char *path = tio_path(name);
+    TIFF *tif = TIFFOpen(path, "w");
+    tiff_spec s = { .w = 4, .h = 2, .spp = spp, .bps = bps, .format = format, .photometric = photometric };
+    int ok = tif && set_fields(tif, &s);
+    tmsize_t n = ok ? TIFFStripSize(tif) : 0;
+    unsigned char *zeros = calloc((size_t)n + 1, 1);
+    ok = ok && TIFFWriteEncodedStrip(tif, 0, zeros, n) >= 0;
+    free(zeros);
+    if (tif) TIFFClose(tif);
+    CHECK(ok, "%s: libtiff write failed", name);
+    ip_image img;
+    int rc = io_read(path, NULL, &img, err, sizeof err);
+    CHECK(rc == IP_EFORMAT && img.data == NULL, "%s: got %d", name, rc);
+    CHECK(strstr(err, needle) != NULL, "%s: message '%s' lacks '%s'", name, err, needle);
+}
+
+static void test_refusals(void)
+{
+    refuse("bits12.tif", 1, 12, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK,
+           "unsupported TIFF: 12 bits per sample (supported: 8, 16, 32-bit float)");
+    refuse("int16.tif", 1, 16, SAMPLEFORMAT_INT, PHOTOMETRIC_MINISBLACK, "signed");
+    refuse("double.tif", 1, 64, SAMPLEFORMAT_IEEEFP, PHOTOMETRIC_MINISBLACK, "64-bit float");
+    refuse("uint32.tif", 1, 32, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "32 bits per sample");
+    refuse("cmyk.tif", 4, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_SEPARATED, "CMYK");
+    refuse("five.tif", 5, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "5 samples per pixel");
+    refuse("lab.tif", 3, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_CIELAB, "photometric interpretation 8");
+    refuse("rgb2.tif", 2, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_RGB, "RGB with 2 samples");
+}
+
+int main(void)
+{
+    TIFFSetWarningHandler(NULL);   /* this test's own libtiff writes only; the reader uses its handlers */
+    test_layouts();
+    test_min_is_white_and_low_depths();
+    test_palette();
+    test_jpeg_ycbcr();
+    test_refusals();
+    return tu_finish();
+}
