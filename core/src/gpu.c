@@ -1,5 +1,6 @@
 #include "gpu.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include "imgpipe/plugin.h"
 
 #ifdef IMGPIPE_HAVE_CUDA
@@ -57,10 +58,18 @@ int gpu_stream_sync(void *stream, char *err, size_t errlen)
     return cuda_fail(cudaStreamSynchronize((cudaStream_t)stream), "GPU work failed", err, errlen);
 }
 
+/* IMGPIPE_GPU_ALLOC_LIMIT (bytes) makes larger allocations fail as if the card were full, so the
+ * out-of-memory path can be tested without an image larger than the card. */
+static int over_test_limit(size_t bytes)
+{
+    const char *limit = getenv("IMGPIPE_GPU_ALLOC_LIMIT");
+    return limit && *limit && bytes > strtoull(limit, NULL, 10);
+}
+
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen)
 {
     *ptr = NULL;
-    cudaError_t rc = cudaMalloc(ptr, bytes ? bytes : 1);
+    cudaError_t rc = over_test_limit(bytes) ? cudaErrorMemoryAllocation : cudaMalloc(ptr, bytes ? bytes : 1);
     if (rc == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         snprintf(err, errlen, "GPU out of memory allocating %.1f MiB", (double)bytes / 1048576.0);

@@ -7,7 +7,7 @@ SRC=${IMGPIPE_SOURCE_DIR:?}
 IMAGES=$SRC/samples
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/imgpipe-e2e.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-PY=/usr/bin/python3
+PY=${IMGPIPE_PYTHON:-/usr/bin/python3}
 
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }

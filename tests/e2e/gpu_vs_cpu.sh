@@ -1,0 +1,98 @@
+# Every stage and the ready pipelines through the command line on the GPU and on the CPU:
+# integer outputs identical, float outputs within 1e-5. Skips (77) without a GPU.
+. "$(dirname "$0")/lib.bash"
+B=$IMGPIPE_BIN
+cd "$TMP"
+"$B" run -q --device gpu -e transpose "$IMAGES/camera.png" probe.png 2>probe.err
+if [ $? -ne 0 ]; then
+  echo "SKIP: no GPU: $(sed 's/^imgpipe: //' probe.err | head -n 1)"
+  exit 77
+fi
+
+# Odd sizes and depths made here: prime width, 16-bit and float, 1..4 channels.
+$PY - <<'PYEOF' || { echo "cannot make test images"; exit 1; }
+import cv2, numpy as np
+r = np.random.default_rng(7)
+cv2.imwrite("rgb_odd.png", r.integers(0, 256, (3001, 4097, 3), dtype=np.uint8))
+cv2.imwrite("gray_odd.png", r.integers(0, 256, (61, 101), dtype=np.uint8))
+cv2.imwrite("gray16.png", r.integers(0, 65536, (257, 263), dtype=np.uint16))
+cv2.imwrite("rgba16.png", r.integers(0, 65536, (97, 131, 4), dtype=np.uint16))
+cv2.imwrite("tiny.png", r.integers(0, 256, (1, 1), dtype=np.uint8))
+cv2.imwrite("row.png", r.integers(0, 256, (1, 333, 3), dtype=np.uint8))
+cv2.imwrite("float.tif", r.random((211, 173), dtype=np.float32))
+cv2.imwrite("levels16.png", r.integers(0, 16, (523, 491), dtype=np.uint8))
+PYEOF
+
+# Pairs are compared all at once at the end (one Python start instead of hundreds).
+same() { echo "$2|$3|$4|$1" >> pairs.txt; }
+
+compare_pairs() {
+  [ -s pairs.txt ] || return
+  $PY - <<'PYEOF'
+import cv2, numpy as np
+for line in open("pairs.txt"):
+    a_path, b_path, tol, what = line.rstrip("\n").split("|", 3)
+    a = cv2.imread(a_path, cv2.IMREAD_UNCHANGED); b = cv2.imread(b_path, cv2.IMREAD_UNCHANGED)
+    if a is None or b is None or a.shape != b.shape or a.dtype != b.dtype:
+        print("FAIL", what, "shape or type"); continue
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64)).max() if a.size else 0.0
+    print("ok" if d <= float(tol) else "FAIL", what, "max difference", d)
+PYEOF
+}
+
+n=0
+both() {  # both "pipeline text" input tolerance [extra options]
+  local text=$1 in=$2 tol=$3; shift 3
+  n=$((n + 1))
+  expect 0 "gpu: $text on $in" "$B" run -q --device gpu "$@" -e "$text" "$in" "g$n.tif"
+  expect 0 "cpu: $text on $in" "$B" run -q --device cpu "$@" -e "$text" "$in" "c$n.tif"
+  same "$text on $in" "g$n.tif" "c$n.tif" "$tol"
+}
+
+for in in "$IMAGES/astronaut.png" rgb_odd.png row.png rgba16.png; do
+  both "grayscale" "$in" 0
+done
+for in in "$IMAGES/camera.png" rgb_odd.png gray16.png rgba16.png tiny.png row.png float.tif; do
+  both "transpose" "$in" 0
+  for border in replicate reflect101 zero shrink; do
+    both "median radius=1 border=$border" "$in" 0
+    both "mean radius=2 border=$border" "$in" 1e-5
+    both "convolve kernel=gaussian5 border=$border" "$in" 1e-5
+  done
+  for r in 2 3 7 15; do both "median radius=$r" "$in" 0; done
+  for r in 1 3 15; do both "mean radius=$r" "$in" 1e-5; done
+  for k in box3 gaussian3 sharpen laplacian sobel-x emboss "0.1 0.2 0.1; 0.2 -1.3 0.2; 0.1 0.2 0.1"; do
+    both "convolve kernel=\"$k\"" "$in" 1e-5
+    both "convolve kernel=\"$k\" output=f32" "$in" 1e-5
+  done
+done
+for in in "$IMAGES/camera.png" gray_odd.png gray16.png levels16.png tiny.png; do
+  both "entropy levels=65536 bins=16" "$in" 1e-5
+  both "entropy radius=2 levels=65536 bins=256 base=2" "$in" 1e-5
+  both "entropy levels=65536 output=u8" "$in" 0
+done
+both "entropy radius=2 levels=16 bins=16" levels16.png 1e-5
+for p in denoise edges entropy; do
+  both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" "$IMAGES/astronaut.png" 1e-5
+  both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" rgb_odd.png 1e-5 --transfer zerocopy
+done
+
+# histogram counts on the GPU equal the CPU's
+for in in "$IMAGES/astronaut.png" rgba16.png float.tif; do
+  expect 0 "gpu histogram $in" "$B" run -q --device gpu -e "histogram bins=64 out=g.csv" "$in" hg.tif
+  expect 0 "cpu histogram $in" "$B" run -q --device cpu -e "histogram bins=64 out=c.csv" "$in" hc.tif
+  cmp -s g.csv c.csv && ok || bad "histogram counts differ on $in"
+done
+
+while read -r verdict rest; do
+  if [ "$verdict" = ok ]; then ok; else bad "GPU and CPU differ: $rest"; fi
+done < <(compare_pairs)
+
+# a GPU that cannot hold the image: one-line error with --device gpu, CPU fallback with auto
+expect 1 "gpu out of memory" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device gpu -e "median radius=2" "$IMAGES/camera.png" oom.png
+says "gpu out of memory" "GPU out of memory"
+absent "gpu out of memory output" oom.png
+expect 0 "auto falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto -e "median radius=2" "$IMAGES/camera.png" oom.png
+says "auto falls back to the CPU" "running this image on the CPU"
+exists "auto fallback output" oom.png
+finish
