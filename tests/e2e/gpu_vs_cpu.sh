@@ -59,7 +59,9 @@ for in in "$IMAGES/camera.png" rgb_odd.png gray16.png rgba16.png tiny.png row.pn
     both "mean radius=2 border=$border" "$in" 1e-5
     both "convolve kernel=gaussian5 border=$border" "$in" 1e-5
   done
-  for r in 2 3 7 15; do both "median radius=$r" "$in" 0; done
+  radii="2 3 7 15"
+  [ "$in" = rgb_odd.png ] && radii="2 3"   # large radii of a 12-megapixel image are slow on the CPU side
+  for r in $radii; do both "median radius=$r" "$in" 0; done
   for r in 1 3 15; do both "mean radius=$r" "$in" 1e-5; done
   for k in box3 gaussian3 sharpen laplacian sobel-x emboss "0.1 0.2 0.1; 0.2 -1.3 0.2; 0.1 0.2 0.1"; do
     both "convolve kernel=\"$k\"" "$in" 1e-5
