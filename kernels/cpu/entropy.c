@@ -141,6 +141,7 @@ static void ent_row(const ent_ctx *c, uint16_t *const *rows, int nrows, uint16_t
     for (; x + r < w; x++) {
         for (int k = 0; k < nrows; k++) {
             uint16_t bin_in = rows[k][x + r], bin_out = rows[k][x - r - 1];
+            if (bin_in == bin_out) continue;   /* common in smooth areas: no change */
             sum += c->delta[counts[bin_in]++];
             sum -= c->delta[--counts[bin_out]];
         }
