@@ -1,0 +1,151 @@
+/* GPU histogram against the CPU kernel: identical counts for every dtype, channel count and
+ * several bin counts (shared and global counter paths), odd sizes and pitches; float images
+ * with NaN, negative and >1 values. */
+#include <math.h>
+#include <stdlib.h>
+#include <cuda_runtime_api.h>
+#include "testutil.h"
+#include "ipk.h"
+
+/* Device images for the GPU-vs-CPU comparisons: rows padded so the pitch is not the row
+ * size, either 16-byte aligned (the vector paths) or only element aligned (the fallbacks). */
+static void need_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        tu_skip(msg);
+    }
+}
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+    return e == cudaSuccess;
+}
+
+static size_t esize(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
+
+/* A device image poisoned with 0xA5 bytes; aligned16 picks the pitch kind. */
+static ipk_img dev_alloc(int w, int h, int c, ipk_dtype t, int aligned16)
+{
+    ipk_img d = { 0 };
+    size_t row = (size_t)w * c * esize(t);
+    size_t pitch = aligned16 ? (row + 16 + 15) / 16 * 16 : row + 3 * esize(t);
+    d.width = w;
+    d.height = h;
+    d.channels = c;
+    d.dtype = t;
+    d.stride = (ptrdiff_t)pitch;
+    if (!cuda_ok(cudaMalloc(&d.data, pitch * (size_t)(h > 0 ? h : 1)), "cudaMalloc")) exit(1);
+    cuda_ok(cudaMemset(d.data, 0xA5, pitch * (size_t)(h > 0 ? h : 1)), "cudaMemset");
+    return d;
+}
+
+static ipk_img dev_upload(const ipk_img *host, int aligned16)
+{
+    ipk_img d = dev_alloc(host->width, host->height, host->channels, host->dtype, aligned16);
+    size_t row = (size_t)host->width * host->channels * esize(host->dtype);
+    if (host->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(d.data, d.stride, host->data, host->stride, row, host->height, cudaMemcpyHostToDevice),
+                "upload");
+    return d;
+}
+
+/* Copies a device image into a new host image with padded rows. */
+static inline ipk_img dev_download(const ipk_img *d)
+{
+    ipk_img h = tu_img_zeros(d->width, d->height, d->channels, d->dtype, 5 * (int)esize(d->dtype));
+    size_t row = (size_t)d->width * d->channels * esize(d->dtype);
+    if (d->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(h.data, h.stride, d->data, d->stride, row, d->height, cudaMemcpyDeviceToHost), "download");
+    return h;
+}
+
+static void dev_free(ipk_img *d)
+{
+    cuda_ok(cudaFree(d->data), "cudaFree");
+    d->data = NULL;
+}
+
+static int gpu_finish_ok(int status, const char *what)
+{
+    CHECK(status == IPK_OK, "%s returned %d", what, status);
+    return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
+}
+
+static void add_float_specials(ipk_img *img)
+{
+    const float specials[] = { NAN, -0.5f, -0.0f, 0.0f, 1.0f, 1.5f, 0.99999994f, 0.5f };
+    long long n = (long long)img->width * img->height * img->channels;
+    for (long long i = 0; i < n && i < 64; i += 3) {
+        int k = (int)(i % img->channels), x = (int)(i / img->channels % img->width),
+            y = (int)(i / img->channels / img->width);
+        *(float *)tu_px(img, x, y, k) = specials[(i / 3) % 8];
+    }
+}
+
+static void check_case(int w, int h, int c, ipk_dtype t, int bins, int aligned16, cudaStream_t s, tu_rng *rng)
+{
+    ipk_img src = tu_img_random(w, h, c, t, 9 * (int)esize(t), rng);
+    if (t == IPK_F32) add_float_specials(&src);
+    size_t n = (size_t)c * bins;
+    uint64_t *cpu = calloc(n, sizeof *cpu);
+    uint32_t *got = calloc(n, sizeof *got), *dcounts = NULL;
+    if (!cpu || !got) exit(2);
+    CHECK(ipk_histogram_cpu(&src, bins, cpu, 1) == IPK_OK, "cpu histogram");
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += cpu[i];
+    CHECK(total <= (uint64_t)w * h * c && (t == IPK_F32 || total == (uint64_t)w * h * c), "cpu total %llu",
+          (unsigned long long)total);
+    ipk_img dsrc = dev_upload(&src, aligned16);
+    if (cuda_ok(cudaMalloc((void **)&dcounts, n * sizeof *dcounts), "cudaMalloc counts") &&
+        cuda_ok(cudaMemset(dcounts, 0x5A, n * sizeof *dcounts), "poison counts") &&
+        gpu_finish_ok(ipk_histogram_gpu(&dsrc, bins, dcounts, s), "ipk_histogram_gpu") &&
+        cuda_ok(cudaMemcpy(got, dcounts, n * sizeof *got, cudaMemcpyDeviceToHost), "download counts")) {
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            if (got[i] != cpu[i] && bad++ == 0) first = i;
+        CHECK(bad == 0, "%dx%d c=%d dtype=%d bins=%d aligned=%d: %zu counters differ, first %zu: %u vs %llu", w, h,
+              c, (int)t, bins, aligned16, bad, first, got[first], (unsigned long long)cpu[first]);
+    }
+    cudaFree(dcounts);
+    dev_free(&dsrc);
+    tu_img_free(&src);
+    free(cpu);
+    free(got);
+}
+
+int main(void)
+{
+    need_gpu();
+    cudaStream_t s;
+    if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
+    tu_rng rng;
+    tu_seed(&rng, 603);
+    const int sizes[][2] = { { 1, 1 }, { 1, 19 }, { 23, 1 }, { 7, 5 }, { 37, 23 }, { 64, 4 } };
+    const ipk_dtype types[] = { IPK_U8, IPK_U16, IPK_F32 };
+    const int bins[] = { 1, 7, 256, 1000 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int ti = 0; ti < 3; ti++)
+            for (int c = 1; c <= 4; c++)
+                for (int b = 0; b < 4; b++)
+                    check_case(sizes[i][0], sizes[i][1], c, types[ti], bins[b], (int)((i + b) & 1), s, &rng);
+    check_case(4097, 3001, 1, IPK_U8, 256, 1, s, &rng);
+    check_case(1001, 301, 3, IPK_U8, 256, 0, s, &rng);
+    check_case(517, 211, 4, IPK_U8, 65536, 1, s, &rng);
+    check_case(517, 211, 1, IPK_U16, 65536, 1, s, &rng);
+    check_case(333, 97, 3, IPK_U16, 4096, 0, s, &rng);
+    check_case(333, 97, 2, IPK_F32, 5000, 1, s, &rng);
+
+    ipk_img a = dev_alloc(8, 8, 1, IPK_U8, 1);
+    uint32_t *dc = NULL;
+    if (cuda_ok(cudaMalloc((void **)&dc, 64), "cudaMalloc"))
+        CHECK(ipk_histogram_gpu(&a, 0, dc, s) == IPK_EINVAL, "0 bins refused");
+    cudaFree(dc);
+    dev_free(&a);
+    cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
+    return tu_finish();
+}
