@@ -243,7 +243,7 @@ static int med_args_ok(const ipk_img *src, const ipk_img *dst, int radius, ipk_b
     if (src->width != dst->width || src->height != dst->height || src->channels != dst->channels ||
         src->dtype != dst->dtype)
         return 0;
-    return radius >= 1 && radius <= MED_MAX_RADIUS && border >= IPK_REPLICATE && border <= IPK_SHRINK;
+    return radius >= 0 && radius <= MED_MAX_RADIUS && border >= IPK_REPLICATE && border <= IPK_SHRINK;
 }
 
 static void med_launch_generic(const med_args *a, ipk_dtype t, cudaStream_t s)

@@ -1,0 +1,122 @@
+/* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
+ * sizes, device pitches that are not the width, and a few large images. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+static size_t elem_bytes(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+    return e == cudaSuccess;
+}
+
+/* A device image shaped like `like` with rows pad bytes longer than the data. */
+static ipk_img dev_alloc(const ipk_img *like, int pad)
+{
+    ipk_img d = *like;
+    d.stride = (ptrdiff_t)((size_t)like->width * like->channels * elem_bytes(like->dtype) + (size_t)pad);
+    d.data = NULL;
+    if (!cuda_ok(cudaMalloc(&d.data, (size_t)d.stride * (size_t)(like->height ? like->height : 1)), "cudaMalloc"))
+        d.data = NULL;
+    return d;
+}
+
+static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
+
+static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed)
+{
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    int host_pad = t == IPK_U8 ? 3 : (int)elem_bytes(t) * 3, dev_pad = (int)elem_bytes(t) * 5;
+    ipk_img src = tu_img_random(w, h, c, t, host_pad, &rng);
+    ipk_img want = tu_img_zeros(w, h, c, t, 0), got = tu_img_zeros(w, h, c, t, host_pad);
+    ipk_img dsrc = dev_alloc(&src, dev_pad), ddst = dev_alloc(&src, dev_pad + (int)elem_bytes(t));
+    int ok = dsrc.data && ddst.data;
+    ok = ok && cuda_ok(cudaMemcpy2D(dsrc.data, dsrc.stride, src.data, src.stride, row_bytes(&src), h,
+                                    cudaMemcpyHostToDevice), "upload");
+    ok = ok && cuda_ok(cudaMemset(ddst.data, 0xa5, (size_t)ddst.stride * h), "poison");
+    if (ok) {
+        int rc = ipk_median_gpu(&dsrc, &ddst, radius, border, NULL,
+                                ipk_median_gpu_scratch(w, h, c, t, radius), NULL);
+        CHECK(rc == IPK_OK, "ipk_median_gpu rc %d", rc);
+        ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
+    }
+    ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, row_bytes(&got), h,
+                                    cudaMemcpyDeviceToHost), "download");
+    int cpu = ipk_median_cpu(&src, &want, radius, border, 1);
+    CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
+    if (ok) {
+        double diff = tu_max_diff(&want, &got);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d: max diff %g", w, h, c, (int)t, radius, (int)border, diff);
+        ok = diff == 0;
+    }
+    cudaFree(dsrc.data);
+    cudaFree(ddst.data);
+    tu_img_free(&src);
+    tu_img_free(&want);
+    tu_img_free(&got);
+    return ok;
+}
+
+static void small_sizes(void)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}};
+    static const int radii[] = {1, 2, 3, 4, 7, 15, 25};
+    static const ipk_dtype types[] = {IPK_U8, IPK_U16, IPK_F32};
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int ti = 0; ti < 3; ti++)
+            for (int c = 1; c <= 4; c++)
+                for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+                    for (size_t r = 0; r < sizeof radii / sizeof radii[0]; r++)
+                        if (!run_case(sizes[s][0], sizes[s][1], c, types[ti], radii[r], (ipk_border)b, seed++)) return;
+}
+
+/* The packed 3x3 path: aligned and unaligned rows, widths around multiples of 4. */
+static void packed_3x3(void)
+{
+    static const int widths[] = {2, 3, 4, 5, 8, 63, 64, 65, 130, 257};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
+            run_case(widths[i], 19, 1, IPK_U8, 1, (ipk_border)b, 100 + i);
+            run_case(widths[i], 2, 1, IPK_U8, 1, (ipk_border)b, 200 + i);
+        }
+}
+
+static void large(void)
+{
+    for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) run_case(4097, 3001, 1, IPK_U8, 1, (ipk_border)b, 300 + b);
+    run_case(4097, 3001, 1, IPK_U8, 2, IPK_REPLICATE, 310);
+    run_case(4097, 3001, 1, IPK_U8, 7, IPK_REFLECT101, 311);
+    run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
+    run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
+    run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
+}
+
+static void bad_arguments(void)
+{
+    static unsigned char buf[64];
+    ipk_img a = {buf, 16, 4, 4, 1, IPK_U8}, b = a;
+    CHECK(ipk_median_gpu(&a, &b, 26, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "radius 26 accepted");
+    b.channels = 2;
+    CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
+}
+
+int main(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        char why[256];
+        snprintf(why, sizeof why, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        tu_skip(why);
+    }
+    bad_arguments();
+    small_sizes();
+    packed_3x3();
+    large();
+    return tu_finish();
+}
