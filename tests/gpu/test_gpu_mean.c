@@ -1,0 +1,152 @@
+/* GPU mean against the CPU kernel: bit-identical for u8/u16, 1e-5 for f32, for radii
+ * 1, 2, 3, 7, 15 (and 40: over 48 KB of shared memory), every border, dtype and channel count,
+ * odd sizes (windows wider than the image included) and pitches. */
+#include <stdlib.h>
+#include <cuda_runtime_api.h>
+#include "testutil.h"
+#include "ipk.h"
+
+/* Device images for the GPU-vs-CPU comparisons: rows padded so the pitch is not the row
+ * size, either 16-byte aligned (the vector paths) or only element aligned (the fallbacks). */
+static void need_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        tu_skip(msg);
+    }
+}
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+    return e == cudaSuccess;
+}
+
+static size_t esize(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
+
+/* A device image poisoned with 0xA5 bytes; aligned16 picks the pitch kind. */
+static ipk_img dev_alloc(int w, int h, int c, ipk_dtype t, int aligned16)
+{
+    ipk_img d = { 0 };
+    size_t row = (size_t)w * c * esize(t);
+    size_t pitch = aligned16 ? (row + 16 + 15) / 16 * 16 : row + 3 * esize(t);
+    d.width = w;
+    d.height = h;
+    d.channels = c;
+    d.dtype = t;
+    d.stride = (ptrdiff_t)pitch;
+    if (!cuda_ok(cudaMalloc(&d.data, pitch * (size_t)(h > 0 ? h : 1)), "cudaMalloc")) exit(1);
+    cuda_ok(cudaMemset(d.data, 0xA5, pitch * (size_t)(h > 0 ? h : 1)), "cudaMemset");
+    return d;
+}
+
+static ipk_img dev_upload(const ipk_img *host, int aligned16)
+{
+    ipk_img d = dev_alloc(host->width, host->height, host->channels, host->dtype, aligned16);
+    size_t row = (size_t)host->width * host->channels * esize(host->dtype);
+    if (host->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(d.data, d.stride, host->data, host->stride, row, host->height, cudaMemcpyHostToDevice),
+                "upload");
+    return d;
+}
+
+/* Copies a device image into a new host image with padded rows. */
+static ipk_img dev_download(const ipk_img *d)
+{
+    ipk_img h = tu_img_zeros(d->width, d->height, d->channels, d->dtype, 5 * (int)esize(d->dtype));
+    size_t row = (size_t)d->width * d->channels * esize(d->dtype);
+    if (d->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(h.data, h.stride, d->data, d->stride, row, d->height, cudaMemcpyDeviceToHost), "download");
+    return h;
+}
+
+static void dev_free(ipk_img *d)
+{
+    cuda_ok(cudaFree(d->data), "cudaFree");
+    d->data = NULL;
+}
+
+static int gpu_finish_ok(int status, const char *what)
+{
+    CHECK(status == IPK_OK, "%s returned %d", what, status);
+    return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
+}
+
+static void check_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, int aligned16,
+                       cudaStream_t s, tu_rng *rng)
+{
+    ipk_img src = tu_img_random(w, h, c, t, 3 * (int)esize(t), rng);
+    ipk_img cpu = tu_img_zeros(w, h, c, t, 5 * (int)esize(t));
+    CHECK(ipk_mean_cpu(&src, &cpu, radius, border, 1) == IPK_OK, "cpu mean");
+    size_t scratch_bytes = ipk_mean_gpu_scratch(w, h, c, t, radius);
+    void *scratch = NULL;
+    if (scratch_bytes) cuda_ok(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc scratch");
+    ipk_img dsrc = dev_upload(&src, aligned16), ddst = dev_alloc(w, h, c, t, !aligned16);
+    if (gpu_finish_ok(ipk_mean_gpu(&dsrc, &ddst, radius, border, scratch, scratch_bytes, s), "ipk_mean_gpu")) {
+        ipk_img got = dev_download(&ddst);
+        double diff = tu_max_diff(&got, &cpu);
+        CHECK(diff <= (t == IPK_F32 ? 1e-5 : 0.0), "%dx%d c=%d dtype=%d r=%d border=%d: max diff %g", w, h, c,
+              (int)t, radius, (int)border, diff);
+        tu_img_free(&got);
+    }
+    cudaFree(scratch);
+    dev_free(&dsrc);
+    dev_free(&ddst);
+    tu_img_free(&src);
+    tu_img_free(&cpu);
+}
+
+/* The CPU reference is itself checked at a few pixels by a direct window sum. */
+static void check_reference_u8(tu_rng *rng)
+{
+    ipk_img src = tu_img_random(9, 7, 1, IPK_U8, 3, rng), cpu = tu_img_zeros(9, 7, 1, IPK_U8, 0);
+    CHECK(ipk_mean_cpu(&src, &cpu, 2, IPK_SHRINK, 1) == IPK_OK, "cpu mean");
+    for (int y = 0; y < 7; y++)
+        for (int x = 0; x < 9; x++) {
+            unsigned sum = 0, n = 0;
+            for (int dy = -2; dy <= 2; dy++)
+                for (int dx = -2; dx <= 2; dx++)
+                    if (x + dx >= 0 && x + dx < 9 && y + dy >= 0 && y + dy < 7) {
+                        sum += (unsigned)tu_get(&src, x + dx, y + dy, 0);
+                        n++;
+                    }
+            CHECK(tu_get(&cpu, x, y, 0) == (sum + n / 2) / n, "reference at %d,%d", x, y);
+        }
+    tu_img_free(&src);
+    tu_img_free(&cpu);
+}
+
+int main(void)
+{
+    need_gpu();
+    cudaStream_t s;
+    if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
+    tu_rng rng;
+    tu_seed(&rng, 604);
+    check_reference_u8(&rng);
+    const int sizes[][2] = { { 1, 1 }, { 1, 29 }, { 31, 1 }, { 7, 5 }, { 37, 23 }, { 70, 67 } };
+    const int radii[] = { 1, 2, 3, 7, 15 };
+    const ipk_dtype types[] = { IPK_U8, IPK_U16, IPK_F32 };
+    int k = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int ti = 0; ti < 3; ti++)
+            for (int c = 1; c <= 4; c++)
+                for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+                    for (int r = 0; r < 5; r++, k++)
+                        check_case(sizes[i][0], sizes[i][1], c, types[ti], radii[r], (ipk_border)b, k & 1, s, &rng);
+    check_case(4097, 3001, 1, IPK_U8, 1, IPK_REFLECT101, 1, s, &rng);
+    check_case(4097, 1001, 1, IPK_U8, 15, IPK_REPLICATE, 1, s, &rng);
+    check_case(1031, 517, 3, IPK_U8, 7, IPK_SHRINK, 0, s, &rng);
+    check_case(301, 203, 4, IPK_U16, 40, IPK_REFLECT101, 1, s, &rng);
+    check_case(301, 203, 2, IPK_F32, 40, IPK_ZERO, 0, s, &rng);
+
+    ipk_img a = dev_alloc(8, 8, 1, IPK_U8, 1), b = dev_alloc(8, 8, 1, IPK_U16, 1);
+    CHECK(ipk_mean_gpu(&a, &b, 1, IPK_ZERO, NULL, 0, s) == IPK_EINVAL, "dtype mismatch refused");
+    dev_free(&a);
+    dev_free(&b);
+    cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
+    return tu_finish();
+}
