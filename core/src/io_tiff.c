@@ -18,6 +18,7 @@
 typedef struct {
     char text[256];
     int have;
+    char warning[256];   /* libtiff sometimes fails an open after warnings only */
 } tiff_log;
 
 static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
@@ -35,10 +36,9 @@ static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *
 static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
     (void)tif;
-    (void)user;
     (void)module;
-    (void)fmt;
-    (void)ap;
+    tiff_log *log = user;
+    if (log) vsnprintf(log->warning, sizeof log->warning, fmt, ap);
     return 1;
 }
 
@@ -47,7 +47,7 @@ static TIFF *tiff_open_fd(int fd, const char *mode, tiff_log *log)
     TIFFOpenOptions *o = TIFFOpenOptionsAlloc();
     if (!o) return NULL;
     TIFFOpenOptionsSetErrorHandlerExtR(o, on_tiff_error, log);
-    TIFFOpenOptionsSetWarningHandlerExtR(o, on_tiff_warning, NULL);
+    TIFFOpenOptionsSetWarningHandlerExtR(o, on_tiff_warning, log);
     TIFF *tif = TIFFFdOpenExt(fd, "TIFF", mode, o);
     TIFFOpenOptionsFree(o);
     return tif;
@@ -55,7 +55,7 @@ static TIFF *tiff_open_fd(int fd, const char *mode, tiff_log *log)
 
 static const char *log_text(const tiff_log *log, const char *fallback)
 {
-    return log->have ? log->text : fallback;
+    return log->have ? log->text : log->warning[0] ? log->warning : fallback;
 }
 
 typedef struct {
