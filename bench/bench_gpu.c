@@ -1,0 +1,688 @@
+/* GPU benchmark: every imgpipe CUDA kernel against NPP on device-resident 8-bit images,
+ * the device-to-device copy as the floor, host<->device copies, and the denoise chain.
+ * Usage: bench_gpu [out_dir [runs]]; writes out_dir/bench-gpu.tsv (out_dir: $OUT or "."). */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench_common.h"
+#include "bench_npp.h"
+
+enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
+       DEFAULT_RUNS = 51, MAX_ROWS = 40 };
+#define UPLOAD_TARGET_GBS 45.0
+
+static const int32_t BT601[3] = { 9798, 19235, 3735 };
+
+typedef enum { OP_GRAY, OP_MEDIAN, OP_MEAN, OP_CONV, OP_HIST, OP_TRANSPOSE, OP_ENTROPY } op_kind;
+
+typedef struct {
+    const char *name;
+    op_kind kind;
+    int radius;               /* median, mean, entropy; convolve: a (2r+1)^2 kernel */
+    const double *weights;    /* convolve: row-major, divided by `divisor` */
+    double divisor;
+    double target_ms;         /* from the issue */
+} op_spec;
+
+typedef struct {
+    char name[40];
+    const char *status;       /* ok, mismatch, not built, error */
+    double ms, bytes, pixels, target_ms;
+    double npp_ms;            /* < 0: no NPP number, npp_note says why */
+    char npp_note[24];
+    int is_transfer;
+} row;
+
+typedef struct {
+    cudaStream_t stream;
+    ipk_img rgb, gray, out, out2, ent_src, ent_dst;   /* device images */
+    uint32_t *counts;
+    int32_t *npp_hist;
+    void *scratch;
+    size_t scratch_bytes;
+    uint8_t *npp_buf;
+    size_t npp_buf_bytes;
+    float *npp_kernel;
+    npp_api npp;
+    cudaEvent_t start[MAX_RUNS], stop[MAX_RUNS];
+    int runs;
+    double copy_gbs;          /* device-to-device rate, bytes read + written */
+    row rows[MAX_ROWS];
+    int n_rows;
+} bench;
+
+static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49];
+static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /* base 2 */
+
+static const op_spec OPS[] = {
+    { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12 },
+    { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10 },
+    { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30 },
+    { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0 },
+    { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08 },
+    { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12 },
+    { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12 },
+    { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12 },
+    { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08 },
+    { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10 },
+    { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15 },
+    { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08 },
+    { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10 },
+    { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15 },
+    { "histogram 256", OP_HIST, 0, NULL, 1, 0.035 },
+    { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07 },
+    { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6 },
+};
+#define N_OPS ((int)(sizeof OPS / sizeof *OPS))
+
+static void die(const char *what, cudaError_t e)
+{
+    fprintf(stderr, "bench_gpu: %s: %s\n", what, cudaGetErrorString(e));
+    exit(1);
+}
+
+/* Non-fatal check: prints the failing call once and tells the caller to mark the row. */
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 1;
+    fprintf(stderr, "bench_gpu: %s: %s\n", what, cudaGetErrorString(e));
+    return 0;
+}
+#define CK(call) cuda_ok((call), #call)
+#define CK_FATAL(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) die(#call, e_); } while (0)
+
+/* Binomial rows give the gaussians; the float kernels are deliberately not separable. */
+static void init_kernels(void)
+{
+    static const double b3[3] = { 1, 2, 1 }, b5[5] = { 1, 4, 6, 4, 1 }, b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
+    for (int i = 0; i < 9; i++) GAUSS3[i] = b3[i / 3] * b3[i % 3];
+    for (int i = 0; i < 25; i++) GAUSS5[i] = b5[i / 5] * b5[i % 5];
+    for (int i = 0; i < 49; i++) GAUSS7[i] = b7[i / 7] * b7[i % 7];
+    double *floats[3] = { FLOAT3, FLOAT5, FLOAT7 };
+    for (int k = 0; k < 3; k++) {
+        int n = (2 * k + 3) * (2 * k + 3);
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += floats[k][i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
+        for (int i = 0; i < n; i++) floats[k][i] /= sum;
+    }
+}
+
+static int in_channels(const op_spec *op) { return op->kind == OP_GRAY ? 3 : 1; }
+static ipk_dtype out_dtype(const op_spec *op) { return op->kind == OP_ENTROPY ? IPK_F32 : IPK_U8; }
+static int ksize(const op_spec *op) { return 2 * op->radius + 1; }
+
+static ipk_conv_params conv_params(const op_spec *op)
+{
+    ipk_conv_params p = { op->weights, ksize(op), ksize(op), op->divisor, 0.0, IPK_REFLECT101 };
+    return p;
+}
+
+static int gpu_op_built(const op_spec *op)
+{
+    switch (op->kind) {
+    case OP_GRAY: return ipk_grayscale_gpu != NULL;
+    case OP_MEDIAN: return ipk_median_gpu && ipk_median_gpu_scratch;
+    case OP_MEAN: return ipk_mean_gpu && ipk_mean_gpu_scratch;
+    case OP_CONV: return ipk_convolve_gpu && ipk_convolve_gpu_scratch;
+    case OP_HIST: return ipk_histogram_gpu != NULL;
+    case OP_TRANSPOSE: return ipk_transpose_gpu != NULL;
+    case OP_ENTROPY: return ipk_entropy_gpu && ipk_entropy_gpu_scratch;
+    }
+    return 0;
+}
+
+static int cpu_op_built(const op_spec *op)
+{
+    switch (op->kind) {
+    case OP_GRAY: return ipk_grayscale_cpu != NULL;
+    case OP_MEDIAN: return ipk_median_cpu != NULL;
+    case OP_MEAN: return ipk_mean_cpu != NULL;
+    case OP_CONV: return ipk_convolve_cpu != NULL;
+    case OP_HIST: return ipk_histogram_cpu != NULL;
+    case OP_TRANSPOSE: return ipk_transpose_cpu != NULL;
+    case OP_ENTROPY: return ipk_entropy_cpu != NULL;
+    }
+    return 0;
+}
+
+static size_t gpu_scratch(const op_spec *op, int w, int h)
+{
+    if (!gpu_op_built(op)) return 0;
+    switch (op->kind) {
+    case OP_MEDIAN: return ipk_median_gpu_scratch(w, h, 1, IPK_U8, op->radius);
+    case OP_MEAN: return ipk_mean_gpu_scratch(w, h, 1, IPK_U8, op->radius);
+    case OP_CONV: return ipk_convolve_gpu_scratch(w, h, 1, IPK_U8, ksize(op), ksize(op));
+    case OP_ENTROPY: return ipk_entropy_gpu_scratch(w, h, &ENTROPY);
+    default: return 0;
+    }
+}
+
+static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst, uint32_t *counts,
+                      void *scratch, size_t scratch_bytes, void *stream)
+{
+    ipk_conv_params p = conv_params(op);
+    switch (op->kind) {
+    case OP_GRAY: return ipk_grayscale_gpu(src, dst, BT601, stream);
+    case OP_MEDIAN: return ipk_median_gpu(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream);
+    case OP_MEAN: return ipk_mean_gpu(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream);
+    case OP_CONV: return ipk_convolve_gpu(src, dst, &p, scratch, scratch_bytes, stream);
+    case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
+    case OP_TRANSPOSE: return ipk_transpose_gpu(src, dst, stream);
+    case OP_ENTROPY: return ipk_entropy_gpu(src, dst, &ENTROPY, scratch, scratch_bytes, stream);
+    }
+    return IPK_EINVAL;
+}
+
+static int run_cpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst, uint64_t *counts)
+{
+    ipk_conv_params p = conv_params(op);
+    int64_t bad = 0;
+    switch (op->kind) {
+    case OP_GRAY: return ipk_grayscale_cpu(src, dst, BT601, 0);
+    case OP_MEDIAN: return ipk_median_cpu(src, dst, op->radius, IPK_REPLICATE, 0);
+    case OP_MEAN: return ipk_mean_cpu(src, dst, op->radius, IPK_REFLECT101, 0);
+    case OP_CONV: return ipk_convolve_cpu(src, dst, &p, 0);
+    case OP_HIST: return ipk_histogram_cpu(src, 256, counts, 0);
+    case OP_TRANSPOSE: return ipk_transpose_cpu(src, dst, 0);
+    case OP_ENTROPY: return ipk_entropy_cpu(src, dst, &ENTROPY, 0, &bad);
+    }
+    return IPK_EINVAL;
+}
+
+static int dev_img(ipk_img *img, int w, int h, int c, ipk_dtype t)
+{
+    size_t px = (t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4) * (size_t)c, pitch = 0;
+    memset(img, 0, sizeof *img);
+    if (!CK(cudaMallocPitch(&img->data, &pitch, (size_t)w * px, (size_t)h))) return -1;
+    img->stride = (ptrdiff_t)pitch;
+    img->width = w;
+    img->height = h;
+    img->channels = c;
+    img->dtype = t;
+    return 0;
+}
+
+static size_t row_bytes(const ipk_img *img)
+{
+    return (size_t)img->width * (size_t)img->channels * (img->dtype == IPK_U8 ? 1 : img->dtype == IPK_U16 ? 2 : 4);
+}
+
+static int copy_img(const ipk_img *dst, const ipk_img *src, enum cudaMemcpyKind kind)
+{
+    return CK(cudaMemcpy2D(dst->data, (size_t)dst->stride, src->data, (size_t)src->stride, row_bytes(src),
+                           (size_t)src->height, kind)) ? 0 : -1;
+}
+
+static int same_values(const ipk_img *a, const ipk_img *b)
+{
+    for (int y = 0; y < a->height; y++) {
+        const char *ra = (const char *)a->data + (ptrdiff_t)y * a->stride;
+        const char *rb = (const char *)b->data + (ptrdiff_t)y * b->stride;
+        if (a->dtype != IPK_F32) {
+            if (memcmp(ra, rb, row_bytes(a)) != 0) return 0;
+            continue;
+        }
+        for (int x = 0; x < a->width; x++) {
+            float fa, fb;
+            memcpy(&fa, ra + 4 * (size_t)x, 4);
+            memcpy(&fb, rb + 4 * (size_t)x, 4);
+            if (!(fabsf(fa - fb) <= 1e-5f * fmaxf(1.0f, fabsf(fb)))) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Runs the GPU kernel and the CPU kernel on a small odd-sized crop with padded strides and
+ * compares; the device output is poisoned first so an unwritten pixel shows. */
+static const char *verify(bench *b, const op_spec *op)
+{
+    if (!gpu_op_built(op) || !cpu_op_built(op)) return "not built";
+    int ow = op->kind == OP_TRANSPOSE ? CROP_H : CROP_W, oh = op->kind == OP_TRANSPOSE ? CROP_W : CROP_H;
+    ipk_img h_src, h_cpu, h_gpu, d_src, d_dst;
+    const char *verdict = "error";
+    uint64_t cpu_counts[256] = { 0 };
+    uint32_t gpu_counts[256] = { 0 };
+    size_t scratch_bytes = gpu_scratch(op, CROP_W, CROP_H);
+    void *scratch = NULL;
+    if (bench_img_pattern(&h_src, CROP_W, CROP_H, in_channels(op), 13, op->kind == OP_ENTROPY ? 4 : 0, 1000, 2000) ||
+        bench_img_zeros(&h_cpu, ow, oh, 1, out_dtype(op), 7) || bench_img_zeros(&h_gpu, ow, oh, 1, out_dtype(op), 7)) {
+        fprintf(stderr, "bench_gpu: out of host memory\n");
+        exit(1);
+    }
+    if (dev_img(&d_src, CROP_W, CROP_H, in_channels(op), IPK_U8) || dev_img(&d_dst, ow, oh, 1, out_dtype(op)))
+        return verdict;
+    if (scratch_bytes && !CK(cudaMalloc(&scratch, scratch_bytes))) goto done;
+    if (copy_img(&d_src, &h_src, cudaMemcpyHostToDevice) ||
+        !CK(cudaMemset2D(d_dst.data, (size_t)d_dst.stride, 0xA5, row_bytes(&d_dst), (size_t)oh)))
+        goto done;
+    if (run_gpu_op(op, &d_src, &d_dst, b->counts, scratch, scratch_bytes, b->stream) != IPK_OK ||
+        !CK(cudaStreamSynchronize(b->stream)) || copy_img(&h_gpu, &d_dst, cudaMemcpyDeviceToHost) ||
+        !CK(cudaMemcpy(gpu_counts, b->counts, sizeof gpu_counts, cudaMemcpyDeviceToHost)))
+        goto done;
+    if (run_cpu_op(op, &h_src, &h_cpu, cpu_counts) != IPK_OK) goto done;
+    verdict = "ok";
+    if (op->kind == OP_HIST) {
+        for (int i = 0; i < 256; i++)
+            if (gpu_counts[i] != cpu_counts[i]) verdict = "mismatch";
+    } else if (!same_values(&h_gpu, &h_cpu)) {
+        verdict = "mismatch";
+    }
+done:
+    cudaFree(scratch);
+    cudaFree(d_src.data);
+    cudaFree(d_dst.data);
+    bench_img_free(&h_src);
+    bench_img_free(&h_cpu);
+    bench_img_free(&h_gpu);
+    return verdict;
+}
+
+typedef int (*enqueue_fn)(bench *b, const void *arg);
+
+/* Median of b->runs single launches, each between two events, after a warm-up. */
+static int time_median(bench *b, enqueue_fn fn, const void *arg, double *ms)
+{
+    double t[MAX_RUNS];
+    for (int i = 0; i < WARMUP; i++)
+        if (fn(b, arg) != 0) return -1;
+    if (!CK(cudaStreamSynchronize(b->stream))) return -1;
+    for (int i = 0; i < b->runs; i++) {
+        if (!CK(cudaEventRecord(b->start[i], b->stream)) || fn(b, arg) != 0 ||
+            !CK(cudaEventRecord(b->stop[i], b->stream)))
+            return -1;
+    }
+    if (!CK(cudaStreamSynchronize(b->stream))) return -1;
+    for (int i = 0; i < b->runs; i++) {
+        float f = 0;
+        if (!CK(cudaEventElapsedTime(&f, b->start[i], b->stop[i]))) return -1;
+        t[i] = f;
+    }
+    *ms = bench_median(t, b->runs);
+    return 0;
+}
+
+typedef struct { const op_spec *op; const ipk_img *src, *dst; } ipk_call;
+
+static int enqueue_ipk(bench *b, const void *arg)
+{
+    const ipk_call *c = arg;
+    return run_gpu_op(c->op, c->src, c->dst, b->counts, b->scratch, b->scratch_bytes, b->stream) == IPK_OK ? 0 : -1;
+}
+
+typedef struct { void *dst; const void *src; size_t bytes; enum cudaMemcpyKind kind; } copy_call;
+
+static int enqueue_copy(bench *b, const void *arg)
+{
+    const copy_call *c = arg;
+    return CK(cudaMemcpyAsync(c->dst, c->src, c->bytes, c->kind, b->stream)) ? 0 : -1;
+}
+
+static npp_size full_size(void) { npp_size s = { IMG, IMG }; return s; }
+
+/* NPP's median has no border handling: it runs on the interior, the image less r each side. */
+static int enqueue_npp(bench *b, const void *arg)
+{
+    const op_spec *op = arg;
+    const npp_api *n = &b->npp;
+    const uint8_t *src = b->gray.data;
+    uint8_t *dst = b->out.data;
+    int step = (int)b->gray.stride, k = ksize(op), r = op->radius;
+    npp_size mask = { k, k }, inner = { IMG - 2 * r, IMG - 2 * r };
+    npp_point anchor = { r, r }, origin = { 0, 0 };
+    int st = -1;
+    switch (op->kind) {
+    case OP_GRAY:
+        st = n->rgb_to_gray(b->rgb.data, (int)b->rgb.stride, dst, (int)b->out.stride, full_size(), n->ctx);
+        break;
+    case OP_MEDIAN:
+        st = n->median(src + (ptrdiff_t)r * step + r, step, dst + (ptrdiff_t)r * b->out.stride + r,
+                       (int)b->out.stride, inner, mask, anchor, b->npp_buf, n->ctx);
+        break;
+    case OP_MEAN:
+        st = n->box(src, step, full_size(), origin, dst, (int)b->out.stride, full_size(), mask, anchor,
+                    NPP_BORDER_REPLICATE, n->ctx);
+        break;
+    case OP_CONV:
+        st = n->filter32f(src, step, full_size(), origin, dst, (int)b->out.stride, full_size(), b->npp_kernel,
+                          mask, anchor, NPP_BORDER_REPLICATE, n->ctx);
+        break;
+    case OP_HIST:
+        st = n->histogram_even(src, step, full_size(), b->npp_hist, 257, 0, 256, b->npp_buf, n->ctx);
+        break;
+    case OP_TRANSPOSE:
+        st = n->transpose(src, step, dst, (int)b->out.stride, full_size(), n->ctx);
+        break;
+    case OP_ENTROPY:
+        break;
+    }
+    return st < 0 ? -1 : 0;
+}
+
+static int npp_has(const npp_api *n, const op_spec *op)
+{
+    switch (op->kind) {
+    case OP_GRAY: return n->rgb_to_gray != NULL;
+    case OP_MEDIAN: return n->median && n->median_buffer_size;
+    case OP_MEAN: return n->box != NULL;
+    case OP_CONV: return n->filter32f != NULL;
+    case OP_HIST: return n->histogram_even && n->histogram_buffer_size;
+    case OP_TRANSPOSE: return n->transpose != NULL;
+    case OP_ENTROPY: return 0;
+    }
+    return 0;
+}
+
+static int ensure_npp_buffer(bench *b, size_t bytes)
+{
+    if (bytes <= b->npp_buf_bytes) return 0;
+    cudaFree(b->npp_buf);
+    b->npp_buf = NULL;
+    b->npp_buf_bytes = 0;
+    if (!CK(cudaMalloc((void **)&b->npp_buf, bytes))) return -1;
+    b->npp_buf_bytes = bytes;
+    return 0;
+}
+
+/* Work buffer and kernel coefficients outside the timed region. NPP's float filter takes
+ * its coefficients in reverse order (a true convolution), so they are flipped. */
+static int prepare_npp(bench *b, const op_spec *op)
+{
+    uint64_t bytes = 0;
+    npp_size mask = { ksize(op), ksize(op) }, inner = { IMG - 2 * op->radius, IMG - 2 * op->radius };
+    if (op->kind == OP_MEDIAN) {
+        if (b->npp.median_buffer_size(inner, mask, &bytes, b->npp.ctx) < 0) return -1;
+        return ensure_npp_buffer(b, (size_t)bytes);
+    }
+    if (op->kind == OP_HIST) {
+        if (b->npp.histogram_buffer_size(full_size(), 257, &bytes, b->npp.ctx) < 0) return -1;
+        return ensure_npp_buffer(b, (size_t)bytes);
+    }
+    if (op->kind == OP_CONV) {
+        float k[49];
+        int n = mask.width * mask.height;
+        for (int i = 0; i < n; i++) k[n - 1 - i] = (float)(op->weights[i] / op->divisor);
+        return CK(cudaMemcpy(b->npp_kernel, k, (size_t)n * sizeof *k, cudaMemcpyHostToDevice)) ? 0 : -1;
+    }
+    return 0;
+}
+
+static row *add_row(bench *b, const char *name, double bytes, double pixels, double target_ms)
+{
+    row *r = &b->rows[b->n_rows++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->status = "ok";
+    r->bytes = bytes;
+    r->pixels = pixels;
+    r->target_ms = target_ms;
+    r->ms = -1;
+    r->npp_ms = -1;
+    snprintf(r->npp_note, sizeof r->npp_note, "-");
+    return r;
+}
+
+static void time_npp(bench *b, const op_spec *op, row *r)
+{
+    if (op->kind == OP_ENTROPY) return;
+    if (!npp_has(&b->npp, op)) {
+        snprintf(r->npp_note, sizeof r->npp_note, "NPP: not found");
+        return;
+    }
+    if (prepare_npp(b, op) != 0 || time_median(b, enqueue_npp, op, &r->npp_ms) != 0) {
+        r->npp_ms = -1;
+        snprintf(r->npp_note, sizeof r->npp_note, "NPP error");
+    }
+}
+
+static void bench_op(bench *b, const op_spec *op)
+{
+    const ipk_img *src = op->kind == OP_GRAY ? &b->rgb : op->kind == OP_ENTROPY ? &b->ent_src : &b->gray;
+    const ipk_img *dst = op->kind == OP_ENTROPY ? &b->ent_dst : &b->out;
+    double px = (double)src->width * src->height;
+    double out_bytes = op->kind == OP_HIST ? 0 : px * (op->kind == OP_ENTROPY ? 4 : 1);
+    row *r = add_row(b, op->name, px * in_channels(op) + out_bytes, px, op->target_ms);
+    r->status = verify(b, op);
+    if (strcmp(r->status, "ok") == 0) {
+        ipk_call call = { op, src, dst };
+        if (time_median(b, enqueue_ipk, &call, &r->ms) != 0) r->status = "error";
+    }
+    time_npp(b, op, r);
+}
+
+static double find_ms(const bench *b, const char *name)
+{
+    for (int i = 0; i < b->n_rows; i++)
+        if (strcmp(b->rows[i].name, name) == 0 && strcmp(b->rows[i].status, "ok") == 0) return b->rows[i].ms;
+    return -1;
+}
+
+/* denoise.pipe as three kernels back to back on one stream, through two device buffers. */
+static int enqueue_denoise(bench *b, const void *arg)
+{
+    const op_spec *stage = arg;   /* grayscale, median 3x3, gaussian3 */
+    if (run_gpu_op(&stage[0], &b->rgb, &b->out, NULL, b->scratch, b->scratch_bytes, b->stream) != IPK_OK ||
+        run_gpu_op(&stage[1], &b->out, &b->out2, NULL, b->scratch, b->scratch_bytes, b->stream) != IPK_OK ||
+        run_gpu_op(&stage[2], &b->out2, &b->out, NULL, b->scratch, b->scratch_bytes, b->stream) != IPK_OK)
+        return -1;
+    return 0;
+}
+
+static void bench_denoise(bench *b)
+{
+    const op_spec stages[3] = { OPS[0], OPS[1], OPS[11] };
+    double alone = 0;
+    for (int i = 0; i < 3; i++) {
+        double ms = find_ms(b, stages[i].name);
+        alone = ms < 0 || alone < 0 ? -1 : alone + ms;
+    }
+    double px = (double)IMG * IMG;
+    row *r = add_row(b, "denoise chain (3 kernels)", px * (4 + 2 + 2), px, alone);
+    snprintf(r->npp_note, sizeof r->npp_note, "target=sum alone");
+    if (alone < 0) {
+        r->status = "not built";
+        return;
+    }
+    if (time_median(b, enqueue_denoise, stages, &r->ms) != 0) r->status = "error";
+}
+
+static void bench_transfers(bench *b, uint8_t *pinned, uint8_t *pageable)
+{
+    size_t bytes = (size_t)b->gray.stride * IMG;
+    double target = bytes / (UPLOAD_TARGET_GBS * 1e9) * 1e3;
+    struct { const char *name; void *dst; const void *src; enum cudaMemcpyKind kind; } t[4] = {
+        { "upload pinned", b->out.data, pinned, cudaMemcpyHostToDevice },
+        { "upload pageable", b->out.data, pageable, cudaMemcpyHostToDevice },
+        { "download pinned", pinned, b->gray.data, cudaMemcpyDeviceToHost },
+        { "download pageable", pageable, b->gray.data, cudaMemcpyDeviceToHost },
+    };
+    for (int i = 0; i < 4; i++) {
+        row *r = add_row(b, t[i].name, (double)bytes, (double)IMG * IMG, target);
+        r->is_transfer = 1;
+        copy_call c = { t[i].dst, t[i].src, bytes, t[i].kind };
+        if (time_median(b, enqueue_copy, &c, &r->ms) != 0) r->status = "error";
+    }
+}
+
+/* Host buffers are touched first so page faults stay out of the pageable numbers. */
+static void bench_host_copies(bench *b)
+{
+    size_t bytes = (size_t)b->gray.stride * IMG;
+    uint8_t *pinned = NULL, *pageable = malloc(bytes);
+    if (!pageable) {
+        fprintf(stderr, "bench_gpu: out of host memory\n");
+        exit(1);
+    }
+    CK_FATAL(cudaMallocHost((void **)&pinned, bytes));
+    memset(pinned, 0x5A, bytes);
+    memset(pageable, 0x5A, bytes);
+    bench_transfers(b, pinned, pageable);
+    CK(cudaFreeHost(pinned));
+    free(pageable);
+}
+
+static void bench_copy(bench *b)
+{
+    size_t bytes = (size_t)b->gray.stride * IMG;
+    row *r = add_row(b, "copy device-to-device", 2.0 * bytes, (double)IMG * IMG, -1);
+    copy_call c = { b->out.data, b->gray.data, bytes, cudaMemcpyDeviceToDevice };
+    if (time_median(b, enqueue_copy, &c, &r->ms) != 0) {
+        r->status = "error";
+        return;
+    }
+    b->copy_gbs = r->bytes / (r->ms * 1e6);
+}
+
+static void fmt_num(char *buf, size_t n, double v, const char *fmt)
+{
+    if (v < 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, fmt, v);
+}
+
+/* One row as text cells: the same cells go to the terminal table and the TSV. */
+static void row_cells(const bench *b, const row *r, char cell[9][24])
+{
+    int ran = strcmp(r->status, "ok") == 0 && r->ms > 0;
+    double gbs = ran ? r->bytes / (r->ms * 1e6) : -1;
+    fmt_num(cell[0], 24, ran ? r->ms : -1, "%.4f");
+    fmt_num(cell[1], 24, ran ? r->pixels / (r->ms * 1e6) : -1, "%.1f");
+    fmt_num(cell[2], 24, gbs, "%.0f");
+    fmt_num(cell[3], 24, ran && !r->is_transfer && b->copy_gbs > 0 ? 100.0 * gbs / b->copy_gbs : -1, "%.0f%%");
+    if (r->npp_ms >= 0) snprintf(cell[4], 24, "%.4f", r->npp_ms);
+    else snprintf(cell[4], 24, "%s", r->npp_note);
+    fmt_num(cell[5], 24, ran && r->npp_ms >= 0 ? r->npp_ms / r->ms : -1, "%.2f");
+    fmt_num(cell[6], 24, r->target_ms, "%.3f");
+    snprintf(cell[7], 24, "%s", !ran ? r->status : r->target_ms < 0 ? "-" : r->ms <= r->target_ms ? "met" : "missed");
+    snprintf(cell[8], 24, "%s", r->status);
+}
+
+static const char *HEADERS[9] = { "imgpipe_ms", "Gpix/s", "GB/s", "%copy", "NPP_ms", "NPP/ipk", "target_ms",
+                                  "met", "status" };
+
+static void print_table(const bench *b)
+{
+    char cell[9][24];
+    printf("\n%-27s %10s %7s %6s %6s %14s %8s %9s %9s\n", "operation", HEADERS[0], HEADERS[1], HEADERS[2],
+           HEADERS[3], HEADERS[4], HEADERS[5], HEADERS[6], HEADERS[7]);
+    for (int i = 0; i < b->n_rows; i++) {
+        row_cells(b, &b->rows[i], cell);
+        printf("%-27s %10s %7s %6s %6s %14s %8s %9s %9s\n", b->rows[i].name, cell[0], cell[1], cell[2], cell[3],
+               cell[4], cell[5], cell[6], cell[7]);
+    }
+}
+
+static int write_tsv(const bench *b, const char *dir)
+{
+    char path[4096], cell[9][24];
+    snprintf(path, sizeof path, "%s/bench-gpu.tsv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "bench_gpu: cannot write %s\n", path);
+        return -1;
+    }
+    fprintf(f, "operation");
+    for (int c = 0; c < 9; c++) fprintf(f, "\t%s", HEADERS[c]);
+    fputc('\n', f);
+    for (int i = 0; i < b->n_rows; i++) {
+        row_cells(b, &b->rows[i], cell);
+        fprintf(f, "%s", b->rows[i].name);
+        for (int c = 0; c < 9; c++) fprintf(f, "\t%s", cell[c]);
+        fputc('\n', f);
+    }
+    int bad = ferror(f);
+    bad |= fclose(f);
+    printf("wrote %s\n", path);
+    return bad ? -1 : 0;
+}
+
+static int upload_pattern(ipk_img *dev, int w, int h, int c, int shift)
+{
+    ipk_img host;
+    if (bench_img_pattern(&host, w, h, c, 0, shift, 0, 0) != 0) {
+        fprintf(stderr, "bench_gpu: out of host memory\n");
+        exit(1);
+    }
+    if (dev_img(dev, w, h, c, IPK_U8) != 0) exit(1);
+    int rc = copy_img(dev, &host, cudaMemcpyHostToDevice);
+    bench_img_free(&host);
+    return rc;
+}
+
+static void setup(bench *b)
+{
+    CK_FATAL(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < b->runs; i++) {
+        CK_FATAL(cudaEventCreate(&b->start[i]));
+        CK_FATAL(cudaEventCreate(&b->stop[i]));
+    }
+    if (upload_pattern(&b->rgb, IMG, IMG, 3, 0) || upload_pattern(&b->gray, IMG, IMG, 1, 0) ||
+        upload_pattern(&b->ent_src, ENT_IMG, ENT_IMG, 1, 4) || dev_img(&b->out, IMG, IMG, 1, IPK_U8) ||
+        dev_img(&b->out2, IMG, IMG, 1, IPK_U8) || dev_img(&b->ent_dst, ENT_IMG, ENT_IMG, 1, IPK_F32))
+        exit(1);
+    CK_FATAL(cudaMalloc((void **)&b->counts, 256 * sizeof *b->counts));
+    CK_FATAL(cudaMalloc((void **)&b->npp_hist, 256 * sizeof *b->npp_hist));
+    CK_FATAL(cudaMalloc((void **)&b->npp_kernel, 49 * sizeof *b->npp_kernel));
+    for (int i = 0; i < N_OPS; i++) {
+        int side = OPS[i].kind == OP_ENTROPY ? ENT_IMG : IMG;
+        size_t need = gpu_scratch(&OPS[i], side, side);
+        if (need > b->scratch_bytes) b->scratch_bytes = need;
+    }
+    if (b->scratch_bytes) CK_FATAL(cudaMalloc(&b->scratch, b->scratch_bytes));
+    npp_load(&b->npp, b->stream);
+}
+
+static void print_device(const bench *b)
+{
+    struct cudaDeviceProp p;
+    int dev = 0, drv = 0, rt = 0;
+    CK_FATAL(cudaGetDevice(&dev));
+    CK_FATAL(cudaGetDeviceProperties(&p, dev));
+    CK_FATAL(cudaDriverGetVersion(&drv));
+    CK_FATAL(cudaRuntimeGetVersion(&rt));
+    printf("device: %s, sm_%d%d, %d SMs, L2 %d MB, driver %d, runtime %d\n", p.name, p.major, p.minor,
+           p.multiProcessorCount, p.l2CacheSize >> 20, drv, rt);
+    printf("images: %dx%d u8 (RGB for grayscale), %dx%d values 0..15 for entropy; median of %d runs "
+           "after %d warm-up, CUDA events\n", IMG, IMG, ENT_IMG, ENT_IMG, b->runs, WARMUP);
+    printf("NPP: %s%s\n", b->npp.missing[0] ? "missing " : "all functions found",
+           b->npp.missing[0] ? b->npp.missing : "");
+}
+
+static int parse_runs(int argc, char **argv)
+{
+    if (argc < 3) return DEFAULT_RUNS;
+    int runs = atoi(argv[2]);
+    if (runs < 1 || runs > MAX_RUNS) {
+        fprintf(stderr, "bench_gpu: runs must be 1..%d\n", MAX_RUNS);
+        exit(2);
+    }
+    return runs;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : getenv("OUT") ? getenv("OUT") : ".";
+    static bench b;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("bench_gpu: no GPU (%s): skipped\n", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+        return 77;
+    }
+    b.runs = parse_runs(argc, argv);
+    init_kernels();
+    setup(&b);
+    print_device(&b);
+    bench_copy(&b);
+    for (int i = 0; i < N_OPS; i++) bench_op(&b, &OPS[i]);
+    bench_denoise(&b);
+    bench_host_copies(&b);
+    print_table(&b);
+    printf("notes: %%copy = bytes read+written by the op over the device copy's rate; NPP median runs on the "
+           "interior (no border mode); NPP filters use replicate borders, imgpipe its stage defaults\n");
+    int failed = write_tsv(&b, dir) != 0;
+    for (int i = 0; i < b.n_rows; i++)
+        if (strcmp(b.rows[i].status, "mismatch") == 0 || strcmp(b.rows[i].status, "error") == 0) failed = 1;
+    return failed;
+}
