@@ -1,0 +1,195 @@
+/* GPU convolve against the CPU kernel: bit-identical integer outputs, 1e-5 for f32 outputs,
+ * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
+ * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
+ * output same and f32, odd sizes and pitches. */
+#include <math.h>
+#include <stdlib.h>
+#include <cuda_runtime_api.h>
+#include "testutil.h"
+#include "ipk.h"
+
+/* Device images for the GPU-vs-CPU comparisons: rows padded so the pitch is not the row
+ * size, either 16-byte aligned (the vector paths) or only element aligned (the fallbacks). */
+static void need_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        tu_skip(msg);
+    }
+}
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+    return e == cudaSuccess;
+}
+
+static size_t esize(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
+
+/* A device image poisoned with 0xA5 bytes; aligned16 picks the pitch kind. */
+static ipk_img dev_alloc(int w, int h, int c, ipk_dtype t, int aligned16)
+{
+    ipk_img d = { 0 };
+    size_t row = (size_t)w * c * esize(t);
+    size_t pitch = aligned16 ? (row + 16 + 15) / 16 * 16 : row + 3 * esize(t);
+    d.width = w;
+    d.height = h;
+    d.channels = c;
+    d.dtype = t;
+    d.stride = (ptrdiff_t)pitch;
+    if (!cuda_ok(cudaMalloc(&d.data, pitch * (size_t)(h > 0 ? h : 1)), "cudaMalloc")) exit(1);
+    cuda_ok(cudaMemset(d.data, 0xA5, pitch * (size_t)(h > 0 ? h : 1)), "cudaMemset");
+    return d;
+}
+
+static ipk_img dev_upload(const ipk_img *host, int aligned16)
+{
+    ipk_img d = dev_alloc(host->width, host->height, host->channels, host->dtype, aligned16);
+    size_t row = (size_t)host->width * host->channels * esize(host->dtype);
+    if (host->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(d.data, d.stride, host->data, host->stride, row, host->height, cudaMemcpyHostToDevice),
+                "upload");
+    return d;
+}
+
+/* Copies a device image into a new host image with padded rows. */
+static ipk_img dev_download(const ipk_img *d)
+{
+    ipk_img h = tu_img_zeros(d->width, d->height, d->channels, d->dtype, 5 * (int)esize(d->dtype));
+    size_t row = (size_t)d->width * d->channels * esize(d->dtype);
+    if (d->height > 0 && row > 0)
+        cuda_ok(cudaMemcpy2D(h.data, h.stride, d->data, d->stride, row, d->height, cudaMemcpyDeviceToHost), "download");
+    return h;
+}
+
+static void dev_free(ipk_img *d)
+{
+    cuda_ok(cudaFree(d->data), "cudaFree");
+    d->data = NULL;
+}
+
+static int gpu_finish_ok(int status, const char *what)
+{
+    CHECK(status == IPK_OK, "%s returned %d", what, status);
+    return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
+}
+
+typedef struct {
+    const char *name;
+    int kw, kh;
+    double w[31 * 31];
+    double divisor, offset;
+} kernel_case;
+
+static void outer(kernel_case *k, const double *col, const double *row)
+{
+    for (int i = 0; i < k->kh; i++)
+        for (int j = 0; j < k->kw; j++) k->w[i * k->kw + j] = col[i] * row[j];
+}
+
+static int make_kernels(kernel_case *ks, tu_rng *rng)
+{
+    int n = 0;
+    static const double g3[] = { 1, 2, 1 }, g5[] = { 1, 4, 6, 4, 1 };
+    static const double sharpen[] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 }, lap[] = { 0, 1, 0, 1, -4, 1, 0, 1, 0 };
+    static const double sobx[] = { -1, 0, 1, -2, 0, 2, -1, 0, 1 }, soby[] = { -1, -2, -1, 0, 0, 0, 1, 2, 1 };
+    static const double emboss[] = { -2, -1, 0, -1, 1, 1, 0, 1, 2 };
+    kernel_case *k;
+    k = &ks[n++]; *k = (kernel_case){ "box3", 3, 3, { 0 }, 9, 0 };
+    for (int i = 0; i < 9; i++) k->w[i] = 1;
+    k = &ks[n++]; *k = (kernel_case){ "gaussian3", 3, 3, { 0 }, 16, 0 }; outer(k, g3, g3);
+    k = &ks[n++]; *k = (kernel_case){ "gaussian5", 5, 5, { 0 }, 256, 0 }; outer(k, g5, g5);
+    const double *named[] = { sharpen, lap, sobx, soby, emboss };
+    const char *names[] = { "sharpen", "laplacian", "sobel-x", "sobel-y", "emboss" };
+    for (int j = 0; j < 5; j++) {
+        k = &ks[n++];
+        *k = (kernel_case){ names[j], 3, 3, { 0 }, 1, j == 1 || j == 4 ? 128 : 0 };
+        for (int i = 0; i < 9; i++) k->w[i] = named[j][i];
+    }
+    k = &ks[n++]; *k = (kernel_case){ "5x5 integer", 5, 5, { 0 }, 7, 3 };
+    for (int i = 0; i < 25; i++) k->w[i] = (double)((int)(tu_next(rng) % 19) - 9);
+    k = &ks[n++]; *k = (kernel_case){ "5x5 fractional", 5, 5, { 0 }, 1, 0.25 };
+    for (int i = 0; i < 25; i++) k->w[i] = (double)(tu_next(rng) % 1000) / 997.0 - 0.3;
+    double col7[7], row7[7];
+    for (int i = 0; i < 7; i++) { col7[i] = 0.1 + 0.05 * i; row7[i] = 1.0 / (i + 1.5); }
+    k = &ks[n++]; *k = (kernel_case){ "7x7 separable fractional", 7, 7, { 0 }, 2.5, 0 }; outer(k, col7, row7);
+    k = &ks[n++]; *k = (kernel_case){ "7x7 integer", 7, 7, { 0 }, 49, 0 };
+    for (int i = 0; i < 49; i++) k->w[i] = (double)(tu_next(rng) % 5);
+    k = &ks[n++]; *k = (kernel_case){ "1x7 integer", 7, 1, { 0 }, 1, 0 };
+    for (int i = 0; i < 7; i++) k->w[i] = i - 3;
+    k = &ks[n++]; *k = (kernel_case){ "7x1 fractional", 1, 7, { 0 }, 1, -1.5 };
+    for (int i = 0; i < 7; i++) k->w[i] = 0.125 * (i + 1);
+    k = &ks[n++]; *k = (kernel_case){ "31x31 integer", 31, 31, { 0 }, 961 * 3, 0 };
+    for (int i = 0; i < 961; i++) k->w[i] = (double)(tu_next(rng) % 7);
+    double c31[31], r31[31];
+    for (int i = 0; i < 31; i++) { c31[i] = 1 + (i % 5); r31[i] = 0.5 + 0.01 * i; }
+    k = &ks[n++]; *k = (kernel_case){ "31x31 separable fractional", 31, 31, { 0 }, 500, 1 }; outer(k, c31, r31);
+    k = &ks[n++]; *k = (kernel_case){ "3x3 big weights", 3, 3, { 0 }, 65536.0 * 3, 0 };
+    for (int i = 0; i < 9; i++) k->w[i] = (i & 1) ? 65536 : -40000;
+    return n;
+}
+
+static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const kernel_case *k, ipk_border border,
+                       int aligned16, cudaStream_t s, tu_rng *rng)
+{
+    ipk_img src = tu_img_random(w, h, c, t, 3 * (int)esize(t), rng);
+    ipk_img cpu = tu_img_zeros(w, h, c, out, 5 * (int)esize(out));
+    ipk_conv_params p = { k->w, k->kw, k->kh, k->divisor, k->offset, border };
+    CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
+    size_t scratch_bytes = ipk_convolve_gpu_scratch(w, h, c, t, k->kw, k->kh);
+    void *scratch = NULL;
+    if (scratch_bytes) cuda_ok(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc scratch");
+    ipk_img dsrc = dev_upload(&src, aligned16), ddst = dev_alloc(w, h, c, out, aligned16);
+    if (gpu_finish_ok(ipk_convolve_gpu(&dsrc, &ddst, &p, scratch, scratch_bytes, s), "ipk_convolve_gpu")) {
+        ipk_img got = dev_download(&ddst);
+        double diff = tu_max_diff(&got, &cpu);
+        CHECK(diff <= (out == IPK_F32 ? 1e-5 * fmax(1.0, fabs(k->offset)) : 0.0),
+              "%s %dx%d c=%d dtype=%d out=%d border=%d: max diff %g", k->name, w, h, c, (int)t, (int)out,
+              (int)border, diff);
+        tu_img_free(&got);
+    }
+    cudaFree(scratch);
+    dev_free(&dsrc);
+    dev_free(&ddst);
+    tu_img_free(&src);
+    tu_img_free(&cpu);
+}
+
+int main(void)
+{
+    need_gpu();
+    cudaStream_t s;
+    if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
+    tu_rng rng;
+    tu_seed(&rng, 605);
+    static kernel_case ks[32];
+    const int nk = make_kernels(ks, &rng);
+    const int sizes[][2] = { { 1, 1 }, { 1, 17 }, { 19, 1 }, { 7, 5 }, { 37, 23 } };
+    const ipk_dtype types[] = { IPK_U8, IPK_U16, IPK_F32 };
+    int n = 0;
+    for (int ki = 0; ki < nk; ki++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (int ti = 0; ti < 3; ti++)
+                for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++, n++) {
+                    int c = 1 + n % 4;
+                    ipk_dtype out = (n / 4) % 2 ? IPK_F32 : types[ti];
+                    check_case(sizes[i][0], sizes[i][1], c, types[ti], out, &ks[ki], (ipk_border)b, n & 1, s, &rng);
+                }
+    for (int ki = 0; ki < 3; ki++) check_case(1031, 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
+    check_case(4097, 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);
+    check_case(333, 129, 3, IPK_U8, IPK_F32, &ks[4], IPK_ZERO, 0, s, &rng);
+    check_case(257, 130, 4, IPK_U16, IPK_U16, &ks[10], IPK_SHRINK, 1, s, &rng);
+    check_case(129, 67, 2, IPK_F32, IPK_F32, &ks[14], IPK_REFLECT101, 0, s, &rng);
+
+    ipk_img a = dev_alloc(8, 8, 1, IPK_U8, 1), b = dev_alloc(8, 8, 1, IPK_U16, 1);
+    ipk_conv_params even = { ks[0].w, 4, 3, 1, 0, IPK_ZERO }, bad_out = { ks[0].w, 3, 3, 1, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu(&a, &a, &even, NULL, 0, s) == IPK_EINVAL, "even kernel width refused");
+    CHECK(ipk_convolve_gpu(&a, &b, &bad_out, NULL, 0, s) == IPK_EINVAL, "u16 output of u8 input refused");
+    dev_free(&a);
+    dev_free(&b);
+    cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
+    return tu_finish();
+}
