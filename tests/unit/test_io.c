@@ -48,7 +48,7 @@ static void round_trip(const char *ext, int w, int h, int c, ipk_dtype t, uint64
 {
     tu_rng rng;
     tu_seed(&rng, seed);
-    ipk_img src = tu_img_random(w, h, c, t, 3 + (int)(seed % 5), &rng);
+    ipk_img src = tu_img_random(w, h, c, t, 4 * (1 + (int)(seed % 3)), &rng);   /* aligned padding */
     ip_image img = tio_from_ipk(&src);
     char name[64];
     snprintf(name, sizeof name, "rt_%dx%dx%d_%d.%s", w, h, c, (int)t, ext);
