@@ -1,6 +1,7 @@
 /* Median filter on the GPU, three paths:
- * - u8, 1 channel, radius 1, replicate/reflect101/zero: a 3x3 network on 4 packed pixels per
- *   thread (column sorts, then max of lows / median of middles / min of highs);
+ * - u8, 1 channel, radius 1 or 2, replicate/reflect101/zero: 4 packed pixels per thread;
+ *   3x3 by column sorts (max of lows / median of middles / min of highs), 5x5 by forgetful
+ *   selection over the 25 shifted words;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2);
@@ -15,6 +16,7 @@
 #define MED_MAX_RADIUS 25
 #define MED_HUANG_THREADS 64
 #define MED_P3_ROWS 8
+#define MED_P5_ROWS 4
 #define MED_MAX_GRID_Y 65535
 
 typedef struct {
@@ -216,6 +218,84 @@ __global__ void med_3x3_u8(med_args a)
     }
 }
 
+/* Loads columns gx..gx+3 of logical row ly packed in *centre and columns gx-2, gx-1, gx+4,
+ * gx+5 in bytes 0..3 of *edges; out-of-image pixels of the zero border read 0. */
+__device__ __forceinline__ void med_p5_load(const med_args &a, int gx, int ly, unsigned *centre, unsigned *edges)
+{
+    int yy = ipk_border_index(ly, a.height, a.border);
+    if (yy < 0) {
+        *centre = *edges = 0;
+        return;
+    }
+    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
+    if (gx >= 2 && gx + 5 < a.width && ((uintptr_t)(row + gx) & 3) == 0) {
+        *centre = __ldg((const unsigned *)(row + gx));
+        *edges = __ldg(row + gx - 2) | ((unsigned)__ldg(row + gx - 1) << 8) | ((unsigned)__ldg(row + gx + 4) << 16) |
+                 ((unsigned)__ldg(row + gx + 5) << 24);
+        return;
+    }
+    unsigned px[8];
+    for (int j = 0; j < 8; j++) {
+        int xx = ipk_border_index(gx - 2 + j, a.width, a.border);
+        px[j] = xx >= 0 ? __ldg(row + xx) : 0u;
+    }
+    *centre = px[2] | (px[3] << 8) | (px[4] << 16) | (px[5] << 24);
+    *edges = px[0] | (px[1] << 8) | (px[6] << 16) | (px[7] << 24);
+}
+
+/* The row's five horizontal shifts (columns -2..+2 around each of the 4 pixels). */
+__device__ __forceinline__ void med_p5_shifts(unsigned c, unsigned e, unsigned *v)
+{
+    v[0] = (c << 16) | (e & 0xffffu);
+    v[1] = (c << 8) | ((e >> 8) & 0xffu);
+    v[2] = c;
+    v[3] = (c >> 8) | (((e >> 16) & 0xffu) << 24);
+    v[4] = (c >> 16) | ((e >> 16) << 16);
+}
+
+/* Forgetful selection of the 13th of 25: keep 14 values, drop the smallest and the largest,
+ * take the next value, repeat; the median of the last three is the median of all 25. */
+__device__ __forceinline__ unsigned med_p5_select(const unsigned *v)
+{
+    unsigned w[14];
+#pragma unroll
+    for (int i = 0; i < 14; i++) w[i] = v[i];
+#pragma unroll
+    for (int step = 0; step < 11; step++) {
+        const int n = 14 - step;
+#pragma unroll
+        for (int i = 1; i < n; i++) med_sort2(w[0], w[i]);
+#pragma unroll
+        for (int i = 1; i < n - 1; i++) med_sort2(w[i], w[n - 1]);
+#pragma unroll
+        for (int i = 0; i < n - 2; i++) w[i] = w[i + 1];
+        w[n - 2] = v[14 + step];
+    }
+    return med_med3(w[0], w[1], w[2]);
+}
+
+/* Each thread: 4 adjacent pixels of MED_P5_ROWS rows, five input rows in registers. */
+__global__ void med_5x5_u8(med_args a)
+{
+    const int gx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * MED_P5_ROWS;
+    if (gx >= a.width || y0 >= a.height) return;
+    unsigned c[5], e[5], v[25];
+#pragma unroll
+    for (int j = 0; j < 4; j++) med_p5_load(a, gx, y0 - 2 + j, &c[j], &e[j]);
+    for (int i = 0; i < MED_P5_ROWS && y0 + i < a.height; i++) {
+        med_p5_load(a, gx, y0 + i + 2, &c[4], &e[4]);
+#pragma unroll
+        for (int j = 0; j < 5; j++) med_p5_shifts(c[j], e[j], v + 5 * j);
+        med_p3_store(a, gx, y0 + i, med_p5_select(v));
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            c[j] = c[j + 1];
+            e[j] = e[j + 1];
+        }
+    }
+}
+
 extern "C" size_t ipk_median_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int radius)
 {
     (void)width;
@@ -264,14 +344,17 @@ static int med_launch_huang(const med_args *a, cudaStream_t s)
     return IPK_OK;
 }
 
-static int med_launch_3x3(const med_args *a, cudaStream_t s)
+/* The packed networks: radius 1 or 2, 4 pixels by `rows` rows per thread. */
+static int med_launch_packed(const med_args *a, cudaStream_t s)
 {
+    const int rows = a->radius == 1 ? MED_P3_ROWS : MED_P5_ROWS;
     dim3 block(64, 4);
-    long long quads = (a->width + 3) / 4, bands = (a->height + MED_P3_ROWS - 1) / MED_P3_ROWS;
+    long long quads = (a->width + 3) / 4, bands = (a->height + rows - 1) / rows;
     long long gy = (bands + block.y - 1) / block.y;
     if (gy > MED_MAX_GRID_Y) return IPK_EINVAL;
     dim3 grid((unsigned)((quads + block.x - 1) / block.x), (unsigned)gy);
-    med_3x3_u8<<<grid, block, 0, s>>>(*a);
+    if (a->radius == 1) med_3x3_u8<<<grid, block, 0, s>>>(*a);
+    else med_5x5_u8<<<grid, block, 0, s>>>(*a);
     return IPK_OK;
 }
 
@@ -286,7 +369,8 @@ extern "C" int ipk_median_gpu(const ipk_img *src, const ipk_img *dst, int radius
                   src->width, src->height, src->channels, radius, (int)border};
     cudaStream_t s = (cudaStream_t)stream;
     int rc;
-    if (src->dtype == IPK_U8 && src->channels == 1 && radius == 1 && border != IPK_SHRINK) rc = med_launch_3x3(&a, s);
+    if (src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2) && border != IPK_SHRINK)
+        rc = med_launch_packed(&a, s);
     else if (src->dtype == IPK_U8) rc = med_launch_huang(&a, s);
     else {
         med_launch_generic(&a, src->dtype, s);

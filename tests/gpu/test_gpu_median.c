@@ -75,21 +75,23 @@ static void small_sizes(void)
                         if (!run_case(sizes[s][0], sizes[s][1], c, types[ti], radii[r], (ipk_border)b, seed++)) return;
 }
 
-/* The packed 3x3 path: aligned and unaligned rows, widths around multiples of 4. */
-static void packed_3x3(void)
+/* The packed 3x3 and 5x5 paths: aligned and unaligned rows, widths around multiples of 4. */
+static void packed(void)
 {
-    static const int widths[] = {2, 3, 4, 5, 8, 63, 64, 65, 130, 257};
+    static const int widths[] = {2, 3, 4, 5, 6, 7, 8, 63, 64, 65, 130, 257};
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
-            run_case(widths[i], 19, 1, IPK_U8, 1, (ipk_border)b, 100 + i);
-            run_case(widths[i], 2, 1, IPK_U8, 1, (ipk_border)b, 200 + i);
-        }
+        for (int r = 1; r <= 2; r++)
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
+                run_case(widths[i], 19, 1, IPK_U8, r, (ipk_border)b, 100 + i);
+                run_case(widths[i], 2, 1, IPK_U8, r, (ipk_border)b, 200 + i);
+            }
 }
 
 static void large(void)
 {
     for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) run_case(4097, 3001, 1, IPK_U8, 1, (ipk_border)b, 300 + b);
     run_case(4097, 3001, 1, IPK_U8, 2, IPK_REPLICATE, 310);
+    run_case(4097, 3001, 1, IPK_U8, 2, IPK_ZERO, 315);
     run_case(4097, 3001, 1, IPK_U8, 7, IPK_REFLECT101, 311);
     run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
     run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
@@ -116,7 +118,7 @@ int main(void)
     }
     bad_arguments();
     small_sizes();
-    packed_3x3();
+    packed();
     large();
     return tu_finish();
 }
