@@ -1,0 +1,462 @@
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ipk.h"
+#include "border.h"
+#include "median_net.h"
+#include "pixels.h"
+#include "threads.h"
+
+/* Counts in the 8-bit histograms are uint16_t: (2r+1)^2 must stay below 65536. */
+#define MEDIAN_MAX_RADIUS 127
+/* Tiles of the histogram path: narrow enough for the column histograms to stay in L2. */
+#define O1_TILE_W 512
+#define O1_TILE_H 256
+
+IPK_MEDIAN_NETS(uint8_t, u8)
+IPK_MEDIAN_NETS(uint16_t, u16)
+IPK_MEDIAN_NETS(float, f32)
+
+static int median_args_ok(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border)
+{
+    if (!src->data || !dst->data || src->data == dst->data) return 0;
+    if (src->width < 1 || src->height < 1 || src->channels < 1 || src->channels > 4) return 0;
+    if (dst->width != src->width || dst->height != src->height ||
+        dst->channels != src->channels || dst->dtype != src->dtype) return 0;
+    if (src->dtype != IPK_U8 && src->dtype != IPK_U16 && src->dtype != IPK_F32) return 0;
+    size_t row_bytes = (size_t)src->width * (size_t)src->channels * ipk_dtype_bytes(src->dtype);
+    if (src->stride < 0 || (size_t)src->stride < row_bytes) return 0;
+    if (dst->stride < 0 || (size_t)dst->stride < row_bytes) return 0;
+    return radius >= 0 && radius <= MEDIAN_MAX_RADIUS && border >= IPK_REPLICATE && border <= IPK_SHRINK;
+}
+
+/* a * b, or 0 when it overflows (a size of 0 is never asked for). */
+static size_t mul_size(size_t a, size_t b)
+{
+    return a && b > SIZE_MAX / a ? 0 : a * b;
+}
+
+/* ---- generic path: gather the window, select the k-th smallest ---- */
+
+static float value_at(const ipk_img *img, int x, int y, int c)
+{
+    const char *row = ipk_row(img, y);
+    size_t i = (size_t)x * (size_t)img->channels + (size_t)c;
+    if (img->dtype == IPK_U8) return ((const uint8_t *)row)[i];
+    if (img->dtype == IPK_U16) return ((const uint16_t *)row)[i];
+    return ((const float *)row)[i];
+}
+
+static void store_at(const ipk_img *img, int x, int y, int c, float v)
+{
+    char *row = ipk_row(img, y);
+    size_t i = (size_t)x * (size_t)img->channels + (size_t)c;
+    if (img->dtype == IPK_U8) ((uint8_t *)row)[i] = (uint8_t)v;
+    else if (img->dtype == IPK_U16) ((uint16_t *)row)[i] = (uint16_t)v;
+    else ((float *)row)[i] = v;
+}
+
+/* Hoare's selection: v[k] ends as the k-th smallest of v[0..n-1]. */
+static float select_kth(float *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (pivot < v[j]) j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else break;
+    }
+    return v[k];
+}
+
+/* u8 and u16 values are exact in a float, so one float path serves every dtype. */
+static void generic_pixel(const ipk_img *src, const ipk_img *dst, int x, int y, int radius,
+                          ipk_border border, float *buf)
+{
+    for (int c = 0; c < src->channels; c++) {
+        int n = 0;
+        for (int dy = -radius; dy <= radius; dy++) {
+            int sy = ipk_border_index(y + dy, src->height, (int)border);
+            for (int dx = -radius; dx <= radius; dx++) {
+                int sx = ipk_border_index(x + dx, src->width, (int)border);
+                if (sx >= 0 && sy >= 0) buf[n++] = value_at(src, sx, sy, c);
+                else if (border == IPK_ZERO) buf[n++] = 0.0f;
+            }
+        }
+        store_at(dst, x, y, c, select_kth(buf, n, (n - 1) / 2));
+    }
+}
+
+static int median_generic(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                          int threads)
+{
+    size_t side = 2 * (size_t)radius + 1;
+    int failed = 0;
+    #pragma omp parallel num_threads(ipk_threads(threads))
+    {
+        float *buf = malloc(side * side * sizeof *buf);
+        if (!buf) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(dynamic, 4)
+        for (int y = 0; y < src->height; y++)
+            for (int x = 0; buf && x < src->width; x++)
+                generic_pixel(src, dst, x, y, radius, border, buf);
+        free(buf);
+    }
+    return failed ? IPK_ENOMEM : IPK_OK;
+}
+
+/* ---- radius 1 and 2: sorted columns, then a network per pixel, vectorised over the row ---- */
+
+/* Row buffers of one thread: `planes` arrays of (width + 2r) pixels, the image column x at
+ * index (x + r) * channels, plus a row of zeros for rows outside the image. */
+typedef struct {
+    void *mem;
+    size_t plane;   /* elements per plane */
+    const void *zeros;
+} net_bufs;
+
+static int net_bufs_alloc(net_bufs *b, const ipk_img *src, int radius, int planes)
+{
+    size_t px = (size_t)src->width + 2 * (size_t)radius;
+    b->plane = mul_size(px, (size_t)src->channels);
+    size_t bytes = mul_size(mul_size(b->plane, (size_t)planes + 1), ipk_dtype_bytes(src->dtype));
+    b->mem = bytes ? calloc(1, bytes) : NULL;
+    b->zeros = b->mem ? (char *)b->mem + b->plane * (size_t)planes * ipk_dtype_bytes(src->dtype) : NULL;
+    return b->mem != NULL;
+}
+
+/* Defines the row functions of the network path for one element type. */
+#define MEDIAN_NET_ROWS(T, sfx)                                                               \
+/* Fills the r border pixels on each side of a plane of sorted columns: the sorted column of  \
+ * a mapped x is the mapped column's; outside (zero, shrink) it is all zeros. */              \
+static void pad_plane_##sfx(T *p, int width, int ch, int r, ipk_border border)                \
+{                                                                                             \
+    for (int px = -r; px < width + r; px = (px == -1 ? width : px + 1)) {                     \
+        int m = ipk_border_index(px, width, (int)border);                                     \
+        T *d = p + (size_t)(px + r) * ch;                                                     \
+        for (int c = 0; c < ch; c++) d[c] = m < 0 ? (T)0 : p[(size_t)(m + r) * ch + c];      \
+    }                                                                                         \
+}                                                                                             \
+static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+                         int width, int ch, ipk_border border)                               \
+{                                                                                             \
+    const int n = width * ch;                                                                 \
+    const T *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2];           \
+    T *restrict lo = planes, *restrict mid = planes + plane, *restrict hi = planes + 2 * plane; \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n; i++) {                                                             \
+        T v[3] = { r0[i], r1[i], r2[i] };                                                     \
+        ipk_sort3_##sfx(v);                                                                   \
+        lo[ch + i] = v[0];                                                                    \
+        mid[ch + i] = v[1];                                                                   \
+        hi[ch + i] = v[2];                                                                    \
+    }                                                                                         \
+    for (int k = 0; k < 3; k++) pad_plane_##sfx(planes + k * plane, width, ch, 1, border);    \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n; i++) {                                                             \
+        T a = IPK_MAX(IPK_MAX(lo[i], lo[i + ch]), lo[i + 2 * ch]);                            \
+        T b = ipk_med3_##sfx(mid[i], mid[i + ch], mid[i + 2 * ch]);                           \
+        T c = IPK_MIN(IPK_MIN(hi[i], hi[i + ch]), hi[i + 2 * ch]);                            \
+        out[i] = ipk_med3_##sfx(a, b, c);                                                     \
+    }                                                                                         \
+}                                                                                             \
+/* planes: 5 sorted columns, 10 pairs of columns merged, 6 middle ranks of 4 columns */      \
+static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+                         int width, int ch, ipk_border border)                               \
+{                                                                                             \
+    static const int m2_rank[10] = IPK_MERGE55_RANKS, m4_rank[6] = IPK_MID6_RANKS;            \
+    const int n = width * ch, pad = 2 * ch;                                                   \
+    T *restrict s = planes, *restrict m2 = planes + 5 * plane, *restrict m4 = planes + 15 * plane; \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n; i++) {                                                             \
+        T v[5];                                                                               \
+        for (int k = 0; k < 5; k++) v[k] = rows[k][i];                                        \
+        ipk_sort5_##sfx(v);                                                                   \
+        for (int k = 0; k < 5; k++) s[k * plane + pad + i] = v[k];                            \
+    }                                                                                         \
+    for (int k = 0; k < 5; k++) pad_plane_##sfx(s + k * plane, width, ch, 2, border);         \
+    /* columns j and j+1 merged, for every padded column j that a window's pairs start at */  \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n + pad; i++) {                                                   \
+        T v[10];                                                                              \
+        for (int k = 0; k < 5; k++) v[k] = s[k * plane + i];                                  \
+        for (int k = 0; k < 5; k++) v[5 + k] = s[k * plane + i + ch];                         \
+        ipk_merge_5_5_##sfx(v);                                                               \
+        for (int k = 0; k < 10; k++) m2[k * plane + i] = v[m2_rank[k]];                       \
+    }                                                                                         \
+    /* columns x-2..x+1: the only ranks (7..12 of 20) that can be the median of 25 */         \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n; i++) {                                                             \
+        T v[20];                                                                              \
+        for (int k = 0; k < 10; k++) v[k] = m2[k * plane + i];                                \
+        for (int k = 0; k < 10; k++) v[10 + k] = m2[k * plane + i + pad];                     \
+        ipk_mid6_of_10_10_##sfx(v);                                                           \
+        for (int k = 0; k < 6; k++) m4[k * plane + i] = v[m4_rank[k]];                        \
+    }                                                                                         \
+    _Pragma("omp simd")                                                                       \
+    for (int i = 0; i < n; i++) {                                                             \
+        T v[11];                                                                              \
+        for (int k = 0; k < 6; k++) v[k] = m4[k * plane + i];                                 \
+        for (int k = 0; k < 5; k++) v[6 + k] = s[k * plane + i + 2 * pad];                    \
+        out[i] = ipk_med25_last_##sfx(v);                                                     \
+    }                                                                                         \
+}                                                                                             \
+static void net_row_##sfx(const ipk_img *src, const ipk_img *dst, int y, int radius,          \
+                          ipk_border border, const net_bufs *b)                              \
+{                                                                                             \
+    const T *rows[5];                                                                         \
+    for (int k = 0; k <= 2 * radius; k++) {                                                   \
+        int sy = ipk_border_index(y - radius + k, src->height, (int)border);                  \
+        rows[k] = sy < 0 ? (const T *)b->zeros : (const T *)ipk_row(src, sy);                 \
+    }                                                                                         \
+    if (radius == 1)                                                                          \
+        row3x3_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
+    else                                                                                      \
+        row5x5_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
+}
+
+MEDIAN_NET_ROWS(uint8_t, u8)
+MEDIAN_NET_ROWS(uint16_t, u16)
+MEDIAN_NET_ROWS(float, f32)
+
+static void net_row(const ipk_img *src, const ipk_img *dst, int y, int radius, ipk_border border,
+                    const net_bufs *b)
+{
+    if (src->dtype == IPK_U8) net_row_u8(src, dst, y, radius, border, b);
+    else if (src->dtype == IPK_U16) net_row_u16(src, dst, y, radius, border, b);
+    else net_row_f32(src, dst, y, radius, border, b);
+}
+
+/* Shrink windows differ from the padded ones only within r of an edge: those pixels are
+ * redone one by one. */
+static void shrink_edges(const ipk_img *src, const ipk_img *dst, int y, int radius, float *buf)
+{
+    int whole_row = y < radius || y >= src->height - radius;
+    for (int x = 0; x < src->width; x++) {
+        if (!whole_row && x == radius && src->width - radius > x) x = src->width - radius;
+        generic_pixel(src, dst, x, y, radius, IPK_SHRINK, buf);
+    }
+}
+
+static int median_network(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                          int threads)
+{
+    int failed = 0;
+    #pragma omp parallel num_threads(ipk_threads(threads))
+    {
+        net_bufs b;
+        float buf[25];
+        int ok = net_bufs_alloc(&b, src, radius, radius == 1 ? 3 : 21);
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(static)
+        for (int y = 0; y < src->height; y++) {
+            if (!ok) continue;
+            int edge_row = y < radius || y >= src->height - radius;
+            if (border != IPK_SHRINK || !edge_row) net_row(src, dst, y, radius, border, &b);
+            if (border == IPK_SHRINK) shrink_edges(src, dst, y, radius, buf);
+        }
+        free(b.mem);
+    }
+    return failed ? IPK_ENOMEM : IPK_OK;
+}
+
+/* ---- 8-bit, radius 3 and up: Perreault & Hebert's constant-time median ----
+ * Each tile keeps a 16-bin coarse and a 256-bin fine histogram per image column over the
+ * window's rows; the window's coarse histogram slides by adding and removing one column;
+ * the fine bins of the coarse bin holding the median are brought up to date lazily. */
+
+typedef struct {
+    uint16_t *coarse;   /* [slots][16] */
+    uint16_t *fine;     /* [slots][16][16], a coarse bin's 16 fine bins together */
+    int *slot;          /* window column x0 - r + i -> histogram slot */
+    int cmin, ncols;    /* image columns cmin.. have slots 0..ncols-1; slot ncols: outside */
+} o1_hists;
+
+typedef struct {
+    const ipk_img *src;
+    const ipk_img *dst;
+    int radius, ch;
+    ipk_border border;
+} o1_job;
+
+static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
+{
+    if (sy < 0 && j->border != IPK_ZERO) return;
+    const uint8_t *row = sy >= 0 ? (const uint8_t *)ipk_row(j->src, sy) : NULL;
+    for (int m = 0; m < h->ncols; m++) {
+        int v = row ? row[(size_t)(h->cmin + m) * j->ch + c] : 0;
+        h->coarse[m * 16 + (v >> 4)] += (uint16_t)delta;
+        h->fine[m * 256 + v] += (uint16_t)delta;
+    }
+}
+
+/* Column histograms for output row y0, and the slot of every window column of the tile. */
+static void o1_init_columns(const o1_job *j, o1_hists *h, int x0, int x1, int y0, int c)
+{
+    const int r = j->radius, width = j->src->width;
+    int cmin = INT_MAX, cmax = -1;
+    for (int px = x0 - r; px < x1 + r; px++) {
+        int m = ipk_border_index(px, width, (int)j->border);
+        if (m >= 0 && m < cmin) cmin = m;
+        if (m > cmax) cmax = m;
+    }
+    h->cmin = cmin;
+    h->ncols = cmax - cmin + 1;
+    for (int px = x0 - r; px < x1 + r; px++) {
+        int m = ipk_border_index(px, width, (int)j->border);
+        h->slot[px - (x0 - r)] = m < 0 ? h->ncols : m - cmin;
+    }
+    memset(h->coarse, 0, (size_t)(h->ncols + 1) * 16 * sizeof *h->coarse);
+    memset(h->fine, 0, (size_t)(h->ncols + 1) * 256 * sizeof *h->fine);
+    if (j->border == IPK_ZERO) {   /* a column outside the image: 2r+1 zeros */
+        h->coarse[h->ncols * 16] = (uint16_t)(2 * r + 1);
+        h->fine[h->ncols * 256] = (uint16_t)(2 * r + 1);
+    }
+    for (int dy = -r; dy <= r; dy++)
+        o1_add_row(j, h, ipk_border_index(y0 + dy, j->src->height, (int)j->border), c, 1);
+}
+
+/* Number of in-image indices in [i - r, i + r] of 0..n-1. */
+static int span_inside(int i, int r, int n)
+{
+    int lo = i - r < 0 ? 0 : i - r, hi = i + r > n - 1 ? n - 1 : i + r;
+    return hi - lo + 1;
+}
+
+static void o1_fine_update(const o1_hists *h, const int *slot, uint16_t *wf, int b, int last,
+                           int x, int r)
+{
+    uint16_t *f = wf + b * 16;
+    if (last == INT_MIN || x - last > r) {
+        memset(f, 0, 16 * sizeof *f);
+        for (int d = -r; d <= r; d++) {
+            const uint16_t *cf = h->fine + (size_t)slot[x + d] * 256 + b * 16;
+            for (int i = 0; i < 16; i++) f[i] += cf[i];
+        }
+        return;
+    }
+    for (int xx = last + 1; xx <= x; xx++) {
+        const uint16_t *add = h->fine + (size_t)slot[xx + r] * 256 + b * 16;
+        const uint16_t *sub = h->fine + (size_t)slot[xx - r - 1] * 256 + b * 16;
+        for (int i = 0; i < 16; i++) f[i] += (uint16_t)(add[i] - sub[i]);
+    }
+}
+
+/* One output row of the tile; slot[] is indexed by x - x0 + r. */
+static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c)
+{
+    const int r = j->radius;
+    const int *slot = h->slot - (x0 - r);   /* slot[px] for window column px */
+    uint16_t wc[16] = { 0 }, wf[256];
+    int fine_x[16];
+    for (int b = 0; b < 16; b++) fine_x[b] = INT_MIN;
+    for (int d = -r; d <= r; d++)
+        for (int b = 0; b < 16; b++) wc[b] += h->coarse[slot[x0 + d] * 16 + b];
+    int rows_in = j->border == IPK_SHRINK ? span_inside(y, r, j->src->height) : 2 * r + 1;
+    uint8_t *out = (uint8_t *)ipk_row(j->dst, y) + c;
+    for (int x = x0; x < x1; x++) {
+        if (x > x0) {
+            const uint16_t *add = h->coarse + slot[x + r] * 16, *sub = h->coarse + slot[x - r - 1] * 16;
+            for (int b = 0; b < 16; b++) wc[b] += (uint16_t)(add[b] - sub[b]);
+        }
+        int cols_in = j->border == IPK_SHRINK ? span_inside(x, r, j->src->width) : 2 * r + 1;
+        int k = (rows_in * cols_in - 1) / 2, acc = 0, b = 0;
+        while (acc + wc[b] <= k) acc += wc[b++];
+        o1_fine_update(h, slot, wf, b, fine_x[b], x, r);
+        fine_x[b] = x;
+        const uint16_t *f = wf + b * 16;
+        int i = 0;
+        while (acc + f[i] <= k) acc += f[i++];
+        out[(size_t)x * j->ch] = (uint8_t)(b * 16 + i);
+    }
+}
+
+static void o1_tile(const o1_job *j, o1_hists *h, int x0, int x1, int y0, int y1)
+{
+    const int r = j->radius, height = j->src->height;
+    for (int c = 0; c < j->ch; c++) {
+        o1_init_columns(j, h, x0, x1, y0, c);
+        for (int y = y0; y < y1; y++) {
+            if (y > y0) {
+                o1_add_row(j, h, ipk_border_index(y - r - 1, height, (int)j->border), c, -1);
+                o1_add_row(j, h, ipk_border_index(y + r, height, (int)j->border), c, 1);
+            }
+            o1_row(j, h, x0, x1, y, c);
+        }
+    }
+}
+
+static int o1_alloc(o1_hists *h, int width, int radius)
+{
+    int tile_w = width < O1_TILE_W ? width : O1_TILE_W;
+    size_t slots = (size_t)width + 1;   /* columns map into the image, plus one outside */
+    h->coarse = malloc(slots * 16 * sizeof *h->coarse);
+    h->fine = malloc(slots * 256 * sizeof *h->fine);
+    h->slot = malloc(((size_t)tile_w + 2 * (size_t)radius) * sizeof *h->slot);
+    return h->coarse && h->fine && h->slot;
+}
+
+static int median_o1_u8(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                        int threads)
+{
+    const o1_job job = { src, dst, radius, src->channels, border };
+    const int tiles_x = (src->width + O1_TILE_W - 1) / O1_TILE_W;
+    const int tiles_y = (src->height + O1_TILE_H - 1) / O1_TILE_H;
+    int failed = 0;
+    #pragma omp parallel num_threads(ipk_threads(threads))
+    {
+        o1_hists h;
+        int ok = o1_alloc(&h, src->width, radius);
+        if (!ok) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(dynamic)
+        for (int t = 0; t < tiles_x * tiles_y; t++) {
+            if (!ok) continue;
+            int x0 = (t % tiles_x) * O1_TILE_W, y0 = (t / tiles_x) * O1_TILE_H;
+            int x1 = x0 + O1_TILE_W < src->width ? x0 + O1_TILE_W : src->width;
+            int y1 = y0 + O1_TILE_H < src->height ? y0 + O1_TILE_H : src->height;
+            o1_tile(&job, &h, x0, x1, y0, y1);
+        }
+        free(h.coarse);
+        free(h.fine);
+        free(h.slot);
+    }
+    return failed ? IPK_ENOMEM : IPK_OK;
+}
+
+static void copy_image(const ipk_img *src, const ipk_img *dst)
+{
+    size_t row_bytes = (size_t)src->width * (size_t)src->channels * ipk_dtype_bytes(src->dtype);
+    for (int y = 0; y < src->height; y++) memcpy(ipk_row(dst, y), ipk_row(src, y), row_bytes);
+}
+
+/* Every method is exact, so the result never depends on the thread count or the tiling. */
+int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int threads)
+{
+    if (!median_args_ok(src, dst, radius, border)) return IPK_EINVAL;
+    if (radius == 0) {
+        copy_image(src, dst);
+        return IPK_OK;
+    }
+    if (radius <= 2) return median_network(src, dst, radius, border, threads);
+    if (src->dtype == IPK_U8) return median_o1_u8(src, dst, radius, border, threads);
+    return median_generic(src, dst, radius, border, threads);
+}
