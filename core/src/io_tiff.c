@@ -21,6 +21,13 @@ typedef struct {
     char warning[256];   /* libtiff sometimes fails an open after warnings only */
 } tiff_log;
 
+/* libtiff starts many messages with the handle's name ("TIFF: ..."); our prefix says it. */
+static void drop_handle_name(char *text)
+{
+    static const char name[] = "TIFF: ";
+    if (strncmp(text, name, sizeof name - 1) == 0) memmove(text, text + sizeof name - 1, strlen(text) - (sizeof name - 2));
+}
+
 static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
     (void)tif;
@@ -28,6 +35,7 @@ static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *
     tiff_log *log = user;
     if (!log->have) {   /* the first message names the cause; later ones are consequences */
         vsnprintf(log->text, sizeof log->text, fmt, ap);
+        drop_handle_name(log->text);
         log->have = 1;
     }
     return 1;
@@ -38,7 +46,10 @@ static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char
     (void)tif;
     (void)module;
     tiff_log *log = user;
-    if (log) vsnprintf(log->warning, sizeof log->warning, fmt, ap);
+    if (log) {
+        vsnprintf(log->warning, sizeof log->warning, fmt, ap);
+        drop_handle_name(log->warning);
+    }
     return 1;
 }
 
