@@ -238,7 +238,7 @@ static void hist_y_axis(hist_canvas *cv, uint64_t step, uint64_t top_count)
     for (uint64_t v = 0; v <= top_count; v += step) {
         int y = hist_count_y(cv, v, top_count);
         hist_rect(cv, cv->left - 5, y, cv->left, y + 1, black, 256);
-        hist_text(cv, cv->left - 8 - hist_text_width(v), y - 5 * GLYPH_SCALE / 2, v);
+        hist_text(cv, cv->left - 10 - hist_text_width(v), y - 5 * GLYPH_SCALE / 2, v);
     }
     hist_rect(cv, cv->left - 1, cv->top, cv->left, cv->bottom + 1, black, 256);
 }
@@ -290,7 +290,7 @@ static void hist_draw(hist_canvas *cv, const hist_data *h)
     uint64_t max = hist_max_count(h), step = hist_nice_step(max / 5.0);
     uint64_t top_count = (max + step - 1) / step * step;
     memset(cv->rgb, 255, (size_t)PLOT_W * PLOT_H * 3);
-    cv->left = hist_text_width(top_count) + 14;
+    cv->left = hist_text_width(top_count) + 20;
     cv->right = PLOT_W - 20;
     cv->top = 20;
     cv->bottom = PLOT_H - 32;
