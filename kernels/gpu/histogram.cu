@@ -49,7 +49,9 @@ __device__ __forceinline__ uint4 load_chunk(const hist_chunk &c)
 {
     if (c.n == HIST_CHUNK && ((uintptr_t)c.p % 16) == 0) return __ldg((const uint4 *)c.p);
     uint32_t w[4] = { 0, 0, 0, 0 };
-    for (int i = 0; i < c.n; i++) w[i >> 2] |= (uint32_t)c.p[i] << ((i & 3) * 8);
+    #pragma unroll
+    for (int i = 0; i < HIST_CHUNK; i++)   /* unrolled: w stays in registers */
+        if (i < c.n) w[i >> 2] |= (uint32_t)c.p[i] << ((i & 3) * 8);
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 

@@ -132,6 +132,7 @@ extern "C" int ipk_transpose_gpu(const ipk_img *src, const ipk_img *dst, void *s
         src->channels != dst->channels || src->dtype != dst->dtype)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
+    if (ipk_div_up(src->height, TILE) > IPK_MAX_GRID_Y) return IPK_ERANGE;
     cudaStream_t s = (cudaStream_t)stream;
     const int px = src->channels * ipk_dtype_size(src->dtype);
     if (px == 1 && ipk_aligned(src->data, src->stride, 4) && ipk_aligned(dst->data, dst->stride, 4)) {
