@@ -426,7 +426,10 @@ static row *add_row(bench *b, const char *name, double bytes, double pixels, dou
 
 static void time_npp(bench *b, const op_spec *op, row *r)
 {
-    if (op->kind == OP_ENTROPY) return;
+    if (op->kind == OP_ENTROPY) {
+        snprintf(r->npp_note, sizeof r->npp_note, "no NPP peer");
+        return;
+    }
     if (!npp_has(&b->npp, op)) {
         snprintf(r->npp_note, sizeof r->npp_note, "NPP: not found");
         return;
