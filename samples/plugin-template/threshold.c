@@ -1,0 +1,117 @@
+/* threshold: an imgpipe stage built out of tree. Values above a level become the maximum
+ * (255 or 65535), the others 0; mode=otsu picks the level per image with Otsu's method. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "threshold.h"
+
+/* The core checks every argument against this table (type, range, choices) before create(). */
+static const ip_param threshold_params[] = {
+    { "value", IP_FLOAT, "128", 0, 65535, NULL,
+      "level: values above it become the maximum (255 or 65535), the others 0" },
+    { "mode", IP_ENUM, "binary", 0, 0, "binary|otsu",
+      "binary uses value; otsu picks the level per image from its histogram (as OpenCV THRESH_OTSU)" },
+    { "invert", IP_BOOL, "false", 0, 0, NULL, "swap the two outputs: values above the level become 0" },
+};
+
+static int threshold_create(const ip_value *args, void **state, char *err, size_t errlen)
+{
+    threshold_state *s = malloc(sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    s->level = (long)args[0].f;   /* value >= 0, so this is floor: v > 127.5 exactly when v > 127 */
+    s->otsu = args[1].i == 1;
+    s->invert = args[2].i != 0;
+    *state = s;
+    return IP_OK;
+}
+
+/* Same shape out as in; Otsu's histogram lives in scratch memory the core provides. */
+static int threshold_plan(const void *state, const ip_shape *in, ip_shape *out, ip_needs *needs,
+                          char *err, size_t errlen)
+{
+    const threshold_state *s = state;
+    if (in->dtype != IP_U8 && in->dtype != IP_U16) {
+        snprintf(err, errlen, "takes 8- or 16-bit images, not 32-bit float");
+        return IP_EUNSUPPORTED;
+    }
+    *out = *in;
+    needs->halo = 0;
+    needs->scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) : 0;
+    needs->gpu_scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) + sizeof(long long) : 0;
+    return IP_OK;
+}
+
+static unsigned read_value(const ip_image *im, const char *row, size_t i)
+{
+    return im->shape.dtype == IP_U8 ? ((const uint8_t *)row)[i] : ((const uint16_t *)row)[i];
+}
+
+static long otsu_level_cpu(const ip_image *in, unsigned long long *hist)
+{
+    int bins = threshold_bins(in->shape.dtype);
+    size_t row_values = (size_t)in->shape.width * (size_t)in->shape.channels;
+    memset(hist, 0, (size_t)bins * sizeof *hist);
+    for (int y = 0; y < in->shape.height; y++) {
+        const char *row = (const char *)in->data + (ptrdiff_t)y * in->stride;
+        for (size_t i = 0; i < row_values; i++) hist[read_value(in, row, i)]++;
+    }
+    return threshold_otsu(hist, bins, (unsigned long long)row_values * (unsigned long long)in->shape.height);
+}
+
+/* Host images, owned by the core; in and out never overlap. Single-threaded for clarity:
+ * a stage may use up to ex->threads OpenMP threads. */
+static int threshold_run_cpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
+{
+    const threshold_state *s = state;
+    long level = s->level;
+    if (s->otsu) {
+        if (ex->scratch_bytes < threshold_hist_bytes(in->shape.dtype)) {
+            snprintf(ex->err, ex->errlen, "got %zu bytes of scratch memory, planned %zu", ex->scratch_bytes,
+                     threshold_hist_bytes(in->shape.dtype));
+            return IP_EINVAL;
+        }
+        level = otsu_level_cpu(in, ex->scratch);
+    }
+    unsigned maxval = in->shape.dtype == IP_U8 ? 255u : 65535u;
+    size_t row_values = (size_t)in->shape.width * (size_t)in->shape.channels;
+    for (int y = 0; y < in->shape.height; y++) {
+        const char *src = (const char *)in->data + (ptrdiff_t)y * in->stride;
+        char *dst = (char *)out->data + (ptrdiff_t)y * out->stride;
+        for (size_t i = 0; i < row_values; i++) {
+            unsigned v = threshold_pixel(read_value(in, src, i), level, maxval, s->invert);
+            if (in->shape.dtype == IP_U8) ((uint8_t *)dst)[i] = (uint8_t)v;
+            else ((uint16_t *)dst)[i] = (uint16_t)v;
+        }
+    }
+    return IP_OK;
+}
+
+#ifdef IMGPIPE_HAVE_CUDA
+/* Device images and device scratch memory; the work goes on ex->stream, no waiting here. */
+static int threshold_run_gpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
+{
+    return threshold_run_cuda(state, in, out, ex->scratch, ex->stream, ex->err, ex->errlen);
+}
+#define THRESHOLD_RUN_GPU threshold_run_gpu
+#else
+#define THRESHOLD_RUN_GPU NULL
+#endif
+
+static const ip_stage threshold_stage = {
+    .abi_version = IP_ABI_VERSION,
+    .struct_size = sizeof(ip_stage),
+    .name = "threshold",
+    .summary = "values above a level become the maximum, the others 0; the level given or found by Otsu's method",
+    .params = threshold_params,
+    .n_params = sizeof threshold_params / sizeof threshold_params[0],
+    .create = threshold_create,
+    .plan = threshold_plan,
+    .run_cpu = threshold_run_cpu,
+    .run_gpu = THRESHOLD_RUN_GPU,
+    .destroy = free,
+};
+
+IP_EXPORT const ip_stage *imgpipe_stage(void) { return &threshold_stage; }
