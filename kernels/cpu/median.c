@@ -130,13 +130,24 @@ typedef struct {
 
 static int net_bufs_alloc(net_bufs *b, const ipk_img *src, int radius, int planes)
 {
-    size_t px = (size_t)src->width + 2 * (size_t)radius;
-    b->plane = mul_size(px, (size_t)src->channels);
-    size_t bytes = mul_size(mul_size(b->plane, (size_t)planes + 1), ipk_dtype_bytes(src->dtype));
+    size_t px = (size_t)src->width + 2 * (size_t)radius, es = ipk_dtype_bytes(src->dtype);
+    size_t plane = mul_size(px, (size_t)src->channels);
+    /* whole cache lines plus three, so that planes do not all fall in the same cache sets */
+    b->plane = plane && plane < SIZE_MAX / 2 ? (plane + 64 / es - 1) / (64 / es) * (64 / es) + 192 / es : 0;
+    size_t bytes = mul_size(mul_size(b->plane, (size_t)planes + 1), es);
     b->mem = bytes ? calloc(1, bytes) : NULL;
     b->zeros = b->mem ? (char *)b->mem + b->plane * (size_t)planes * ipk_dtype_bytes(src->dtype) : NULL;
     return b->mem != NULL;
 }
+
+/* Five planes at one index, unrolled by hand so that the loops around them vectorise. */
+#define MEDIAN_GET5(p, i) (p)[i], (p)[plane + (i)], (p)[2 * plane + (i)], (p)[3 * plane + (i)], \
+                          (p)[4 * plane + (i)]
+#define MEDIAN_PUT5(p, i, a, b, c, d, e)                                                      \
+    do {                                                                                      \
+        (p)[i] = a; (p)[plane + (i)] = b; (p)[2 * plane + (i)] = c;                           \
+        (p)[3 * plane + (i)] = d; (p)[4 * plane + (i)] = e;                                   \
+    } while (0)
 
 /* Defines the row functions of the network path for one element type. */
 #define MEDIAN_NET_ROWS(T, sfx)                                                               \
@@ -156,7 +167,7 @@ static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_
     const int n = width * ch;                                                                 \
     const T *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2];           \
     T *restrict lo = planes, *restrict mid = planes + plane, *restrict hi = planes + 2 * plane; \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
         T v[3] = { r0[i], r1[i], r2[i] };                                                     \
         ipk_sort3_##sfx(v);                                                                   \
@@ -165,7 +176,7 @@ static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_
         hi[ch + i] = v[2];                                                                    \
     }                                                                                         \
     for (int k = 0; k < 3; k++) pad_plane_##sfx(planes + k * plane, width, ch, 1, border);    \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
         T a = IPK_MAX(IPK_MAX(lo[i], lo[i + ch]), lo[i + 2 * ch]);                            \
         T b = ipk_med3_##sfx(mid[i], mid[i + ch], mid[i + 2 * ch]);                           \
@@ -179,38 +190,37 @@ static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_
 {                                                                                             \
     static const int m2_rank[10] = IPK_MERGE55_RANKS, m4_rank[6] = IPK_MID6_RANKS;            \
     const int n = width * ch, pad = 2 * ch;                                                   \
+    const T *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2];           \
+    const T *restrict r3 = rows[3], *restrict r4 = rows[4];                                   \
     T *restrict s = planes, *restrict m2 = planes + 5 * plane, *restrict m4 = planes + 15 * plane; \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
-        T v[5];                                                                               \
-        for (int k = 0; k < 5; k++) v[k] = rows[k][i];                                        \
+        T v[5] = { r0[i], r1[i], r2[i], r3[i], r4[i] };                                       \
         ipk_sort5_##sfx(v);                                                                   \
-        for (int k = 0; k < 5; k++) s[k * plane + pad + i] = v[k];                            \
+        MEDIAN_PUT5(s, pad + i, v[0], v[1], v[2], v[3], v[4]);                                \
     }                                                                                         \
     for (int k = 0; k < 5; k++) pad_plane_##sfx(s + k * plane, width, ch, 2, border);         \
     /* columns j and j+1 merged, for every padded column j that a window's pairs start at */  \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n + pad; i++) {                                                   \
-        T v[10];                                                                              \
-        for (int k = 0; k < 5; k++) v[k] = s[k * plane + i];                                  \
-        for (int k = 0; k < 5; k++) v[5 + k] = s[k * plane + i + ch];                         \
+        T v[10] = { MEDIAN_GET5(s, i), MEDIAN_GET5(s, i + ch) };                              \
         ipk_merge_5_5_##sfx(v);                                                               \
-        for (int k = 0; k < 10; k++) m2[k * plane + i] = v[m2_rank[k]];                       \
+        MEDIAN_PUT5(m2, i, v[m2_rank[0]], v[m2_rank[1]], v[m2_rank[2]], v[m2_rank[3]], v[m2_rank[4]]); \
+        MEDIAN_PUT5(m2 + 5 * plane, i, v[m2_rank[5]], v[m2_rank[6]], v[m2_rank[7]], v[m2_rank[8]], \
+                    v[m2_rank[9]]);                                                           \
     }                                                                                         \
     /* columns x-2..x+1: the only ranks (7..12 of 20) that can be the median of 25 */         \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
-        T v[20];                                                                              \
-        for (int k = 0; k < 10; k++) v[k] = m2[k * plane + i];                                \
-        for (int k = 0; k < 10; k++) v[10 + k] = m2[k * plane + i + pad];                     \
+        T v[20] = { MEDIAN_GET5(m2, i), MEDIAN_GET5(m2 + 5 * plane, i),                       \
+                    MEDIAN_GET5(m2, i + pad), MEDIAN_GET5(m2 + 5 * plane, i + pad) };         \
         ipk_mid6_of_10_10_##sfx(v);                                                           \
-        for (int k = 0; k < 6; k++) m4[k * plane + i] = v[m4_rank[k]];                        \
+        MEDIAN_PUT5(m4, i, v[m4_rank[0]], v[m4_rank[1]], v[m4_rank[2]], v[m4_rank[3]], v[m4_rank[4]]); \
+        m4[5 * plane + i] = v[m4_rank[5]];                                                    \
     }                                                                                         \
-    _Pragma("omp simd")                                                                       \
+    _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
-        T v[11];                                                                              \
-        for (int k = 0; k < 6; k++) v[k] = m4[k * plane + i];                                 \
-        for (int k = 0; k < 5; k++) v[6 + k] = s[k * plane + i + 2 * pad];                    \
+        T v[11] = { MEDIAN_GET5(m4, i), m4[5 * plane + i], MEDIAN_GET5(s, i + 2 * pad) };     \
         out[i] = ipk_med25_last_##sfx(v);                                                     \
     }                                                                                         \
 }                                                                                             \
