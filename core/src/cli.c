@@ -11,6 +11,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <signal.h>
+#include "batch.h"
 #include "exec.h"
 #include "gpu.h"
 #include "image.h"
@@ -38,11 +40,15 @@ typedef struct {
     exec_transfer transfer;
     io_options io;
     ip_shape check_shape;
+    int recursive, resume, jobs;
+    const char *format;          /* --format png|tif|jpg for folders */
+    const char *gpus;            /* --gpus all|0,2 */
 } cli_options;
 
 static const char usage_text[] =
     "usage: imgpipe run [options] PIPELINE IN OUT\n"
     "       imgpipe run [options] -e \"STAGE [key=value ...] | STAGE ...\" IN OUT\n"
+    "       imgpipe run [options] PIPELINE|-e TEXT IN_FOLDER|@LIST OUT_FOLDER\n"
     "       imgpipe check [options] PIPELINE | -e TEXT\n"
     "       imgpipe plugins [STAGE]\n"
     "       imgpipe --help | --version\n"
@@ -68,6 +74,15 @@ static const char usage_text[] =
     "  --png-level 0..9        PNG compression level (default 6)\n"
     "  --quality 1..100        JPEG quality (default 90)\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "\n"
+    "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
+    "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
+    "  --format png|tif|jpg    output format (default: each input's own)\n"
+    "  --jobs N                images in flight at once (default: the number of cores)\n"
+    "  --resume                skip inputs whose output already exists\n"
+    "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
+    "  Files that are not PNG, JPEG or TIFF are skipped and counted; one bad image is reported\n"
+    "  and the rest go on; Ctrl-C stops after the images in flight, leaving no partial file.\n"
     "  -q, --quiet             print errors only\n"
     "  -h, --help              this text\n"
     "  --version               the version\n"
@@ -162,6 +177,19 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     long n;
     int rc = CLI_OK;
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
+    else if (strcmp(a, "-r") == 0 || strcmp(a, "--recursive") == 0) o->recursive = 1;
+    else if (strcmp(a, "--resume") == 0) o->resume = 1;
+    else if (is_option(a, "--format")) {
+        v = option_value(argc, argv, i, "--format");
+        if (!v || (strcmp(v, "png") && strcmp(v, "tif") && strcmp(v, "jpg")))
+            return usage_error("--format must be png, tif or jpg");
+        o->format = v;
+    } else if (is_option(a, "--gpus")) {
+        if (!(o->gpus = option_value(argc, argv, i, "--gpus"))) return usage_error("--gpus needs all or a list such as 0,2");
+    } else if (is_option(a, "--jobs")) {
+        if (!(rc = parse_numeric_option("--jobs", option_value(argc, argv, i, "--jobs"), 1, 1024, &n)))
+            o->jobs = (int)n;
+    }
     else if (strcmp(a, "--profile") == 0) o->profile = 1;
     else if (strcmp(a, "-e") == 0) {
         if (*i + 1 >= argc) return usage_error("-e needs the pipeline text");
@@ -350,13 +378,161 @@ static int process_image(const cli_options *o, plan *p, exec_device dev, const c
     return rc == IP_OK ? CLI_OK : CLI_IMAGE_FAILED;
 }
 
+/* Ctrl-C asks the batch to stop taking images; a signal handler can only reach a global. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct {
+    const cli_options *o;
+    int tty;
+    double last_print;
+    char **failures;
+    int n_failures;
+} batch_view;
+
+static void format_duration(double s, char *buf, size_t len)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void on_progress(void *user, const batch_progress *p)
+{
+    batch_view *v = user;
+    int finished = p->done + p->failed + p->resumed;
+    if (v->o->quiet) return;
+    if (!v->tty && p->elapsed_s - v->last_print < 5.0 && finished < p->total) return;
+    if (v->tty && p->elapsed_s - v->last_print < 0.1 && finished < p->total) return;
+    v->last_print = p->elapsed_s;
+    double rate = p->elapsed_s > 0 ? (p->done + p->failed) / p->elapsed_s : 0;
+    char elapsed[32], eta[32] = "?";
+    format_duration(p->elapsed_s, elapsed, sizeof elapsed);
+    if (rate > 0) format_duration((p->total - finished) / rate, eta, sizeof eta);
+    fprintf(stderr, "%s%d/%d images, %.1f images/s, %.1f MB/s, elapsed %s, ETA %s%s", v->tty ? "\r" : "imgpipe: ",
+            finished, p->total, rate, p->elapsed_s > 0 ? (double)p->bytes_in / 1e6 / p->elapsed_s : 0.0, elapsed, eta,
+            v->tty ? "\033[K" : "\n");
+    fflush(stderr);
+}
+
+static void on_failure(void *user, const char *path, const char *message)
+{
+    batch_view *v = user;
+    size_t len = strlen(path) + strlen(message) + 3;
+    char *line = malloc(len);
+    if (line) {
+        snprintf(line, len, "%s: %s", path, message);
+        char **grown = realloc(v->failures, (size_t)(v->n_failures + 1) * sizeof *grown);
+        if (grown) {
+            v->failures = grown;
+            v->failures[v->n_failures++] = line;
+        } else {
+            free(line);
+        }
+    }
+    fprintf(stderr, "%simgpipe: %s: %s\n", v->tty ? "\r\033[K" : "", path, message);
+}
+
+static void on_note(void *user, const char *message)
+{
+    batch_view *v = user;
+    if (!v->o->quiet) fprintf(stderr, "%simgpipe: %s\n", v->tty ? "\r\033[K" : "", message);
+}
+
+static int parse_gpu_list(const char *text, int count, batch_options *b)
+{
+    if (!text || strcmp(text, "all") == 0) {
+        b->n_gpus = count < BATCH_MAX_GPUS ? count : BATCH_MAX_GPUS;
+        for (int i = 0; i < b->n_gpus; i++) b->gpu_ids[i] = i;
+        return CLI_OK;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    b->n_gpus = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long id;
+        if (!parse_long(tok, 0, count - 1, &id) || b->n_gpus == BATCH_MAX_GPUS)
+            return usage_error("--gpus: '%s' is not a GPU of this machine (it has %d)", tok, count);
+        b->gpu_ids[b->n_gpus++] = (int)id;
+    }
+    return b->n_gpus ? CLI_OK : usage_error("--gpus needs all or a list such as 0,2");
+}
+
+static int batch_setup(const cli_options *o, exec_device dev, const char *in, const char *out, batch_options *b)
+{
+    memset(b, 0, sizeof *b);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    b->input = in;
+    b->output_dir = out;
+    b->recursive = o->recursive;
+    b->resume = o->resume;
+    b->format = !o->format ? IO_FMT_UNKNOWN : strcmp(o->format, "png") == 0 ? IO_FMT_PNG
+              : strcmp(o->format, "jpg") == 0 ? IO_FMT_JPEG : IO_FMT_TIFF;
+    b->jobs = o->jobs ? o->jobs : (int)cores;
+    b->device = dev;
+    b->threads = o->threads ? o->threads : (dev == EXEC_CPU ? (int)(cores / b->jobs > 0 ? cores / b->jobs : 1) : 1);
+    b->transfer = o->transfer;
+    b->cpu_fallback = o->device == DEV_AUTO;
+    b->io = o->io;
+    b->stop = &interrupted;
+    if (dev == EXEC_GPU) {
+        char why[128];
+        return parse_gpu_list(o->gpus, gpu_device_count(why, sizeof why), b);
+    }
+    return CLI_OK;
+}
+
+static void print_batch_summary(const cli_options *o, const batch_view *v, const batch_progress *r)
+{
+    if (v->tty && !o->quiet) fputc('\n', stderr);
+    if (!o->quiet || r->failed)
+        fprintf(stderr, "imgpipe: %d succeeded, %d failed, %d skipped (output exists), %d not images; %.1f s%s\n",
+                r->done, r->failed, r->resumed, r->not_images, r->elapsed_s,
+                r->stopped ? "; interrupted: run again with --resume to finish" : "");
+    for (int i = 0; i < v->n_failures; i++) fprintf(stderr, "  failed: %s\n", v->failures[i]);
+}
+
+static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const char *in, const char *out)
+{
+    batch_options b;
+    int rc = batch_setup(o, dev, in, out, &b);
+    if (rc) return rc;
+    if (dev == EXEC_GPU && !o->quiet) say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
+    batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0 };
+    batch_callbacks cb = { on_progress, on_failure, on_note, &view };
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = (int)SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    batch_progress result;
+    char err[1024];
+    rc = batch_run(&b, p, &cb, &result, err, sizeof err);
+    if (rc != IP_OK) {
+        fail("%s", err);
+        return rc == IP_EINVAL ? CLI_USAGE : CLI_IMAGE_FAILED;
+    }
+    print_batch_summary(o, &view, &result);
+    for (int i = 0; i < view.n_failures; i++) free(view.failures[i]);
+    free(view.failures);
+    return result.failed || result.stopped ? CLI_IMAGE_FAILED : CLI_OK;
+}
+
 static int cmd_run(const cli_options *o)
 {
     int need = o->expr ? 2 : 3;
     if (o->n_positional != need)
         return usage_error(o->expr ? "run -e TEXT needs IN and OUT" : "run needs PIPELINE, IN and OUT");
     const char *in_path = o->positional[need - 2], *out_path = o->positional[need - 1];
-    if (io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
+    int is_batch = batch_is_batch_input(in_path);
+    if (!is_batch && io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
         return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
                            out_path);
     registry reg;
@@ -367,7 +543,8 @@ static int cmd_run(const cli_options *o)
     rc = load_plan(o, o->expr ? NULL : o->positional[0], &reg, &p);
     if (rc == CLI_OK) {
         rc = choose_device(o, &dev);
-        if (rc == CLI_OK) rc = process_image(o, &p, dev, in_path, out_path);
+        if (rc == CLI_OK)
+            rc = is_batch ? cmd_batch(o, &p, dev, in_path, out_path) : process_image(o, &p, dev, in_path, out_path);
         plan_free(&p);
     }
     registry_free(&reg);

@@ -4,9 +4,9 @@ B=$IMGPIPE_BIN
 cd "$TMP"
 
 expect 0 "--help" "$B" --help
-grep -q "exit codes" "$TMP/out" && ok || bad "--help lacks the exit codes"
+grep -q "exit codes" "$TMP/.stdout" && ok || bad "--help lacks the exit codes"
 expect 0 "--version" "$B" --version
-grep -q "plugin ABI 1" "$TMP/out" && ok || bad "--version lacks the ABI"
+grep -q "plugin ABI 1" "$TMP/.stdout" && ok || bad "--version lacks the ABI"
 expect 2 "no command" "$B"
 expect 2 "unknown command" "$B" frobnicate
 says "unknown command" "unknown command 'frobnicate'"
@@ -17,9 +17,9 @@ says "bad --threads" "--threads expects a whole number from 1 to 1024, not 'zero
 
 # plugins
 expect 0 "plugins" "$B" plugins
-for s in grayscale transpose; do grep -q "^$s " "$TMP/out" && ok || bad "plugins lacks $s"; done
+for s in grayscale transpose; do grep -q "^$s " "$TMP/.stdout" && ok || bad "plugins lacks $s"; done
 expect 0 "plugins grayscale" "$B" plugins grayscale
-grep -q "weights" "$TMP/out" && grep -q "bt601|bt709|average" "$TMP/out" && ok || bad "plugins grayscale lacks its parameter"
+grep -q "weights" "$TMP/.stdout" && grep -q "bt601|bt709|average" "$TMP/.stdout" && ok || bad "plugins grayscale lacks its parameter"
 expect 2 "plugins unknown" "$B" plugins nothing
 
 # a run that works, on the CPU, with the result checked against OpenCV
@@ -32,7 +32,7 @@ got = cv2.imread(sys.argv[2], cv2.IMREAD_UNCHANGED)
 sys.exit(0 if got is not None and got.shape == want.shape and np.array_equal(got, want) else 1)
 PYEOF
 expect 0 "quiet run" "$B" run -q --device cpu -e grayscale "$IMAGES/camera.png" q.png
-[ ! -s "$TMP/err" ] && ok || bad "-q printed: $(cat "$TMP/err")"
+[ ! -s "$TMP/.stderr" ] && ok || bad "-q printed: $(cat "$TMP/.stderr")"
 expect 0 "profile" "$B" run --profile --device cpu -e grayscale "$IMAGES/coffee.png" p.tif
 says "profile decode" "decode"
 says "profile stage" "grayscale (cpu)"
@@ -58,7 +58,7 @@ expect 2 "empty pipeline" "$B" check empty.pipe
 says "empty pipeline" "empty.pipe:1:1: empty pipeline: no stages"
 expect 2 "missing pipeline file" "$B" check nothere.pipe
 expect 0 "check ok" "$B" check "$SRC/pipelines/gray.pipe"
-grep -q "ok: 1 stage, 640x480 3-channel 8-bit in -> 640x480 1-channel 8-bit out" "$TMP/out" && ok || bad "check output: $(cat "$TMP/out")"
+grep -q "ok: 1 stage, 640x480 3-channel 8-bit in -> 640x480 1-channel 8-bit out" "$TMP/.stdout" && ok || bad "check output: $(cat "$TMP/.stdout")"
 expect 2 "unknown output extension" "$B" run -e grayscale "$IMAGES/camera.png" out.bmp
 says "unknown output extension" "use .png, .jpg, .jpeg, .tif or .tiff"
 expect 2 "--device gpu without a GPU or CUDA" env CUDA_VISIBLE_DEVICES= "$B" run --device gpu -e grayscale "$IMAGES/camera.png" g.png
@@ -68,7 +68,7 @@ absent "--device gpu output" g.png
 # image errors: exit 1, one line, no output, no temporary left
 head -c 3000 "$IMAGES/astronaut.png" > truncated.png
 expect 1 "truncated input" "$B" run --device cpu -e grayscale truncated.png out2.png
-[ "$(wc -l < "$TMP/err")" -le 2 ] && ok || bad "truncated input: more than one error line"
+[ "$(wc -l < "$TMP/.stderr")" -le 2 ] && ok || bad "truncated input: more than one error line"
 says "truncated input names the file" "imgpipe: truncated.png:"
 absent "truncated input output" out2.png
 no_temporaries "truncated input" .

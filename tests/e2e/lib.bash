@@ -12,17 +12,17 @@ PY=${IMGPIPE_PYTHON:-/usr/bin/python3}
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
 
-# expect CODE "description" command...: runs it, keeps stderr in $TMP/err, checks the exit code.
+# expect CODE "description" command...: runs it, keeps stderr in $TMP/.stderr, checks the exit code.
 expect() {
   local want=$1 what=$2; shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"
+  "$@" >"$TMP/.stdout" 2>"$TMP/.stderr"
   local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want; stderr: $(head -c 400 "$TMP/err")"; fi
+  if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want; stderr: $(head -c 400 "$TMP/.stderr")"; fi
 }
 
 # says "description" TEXT: the last command's stderr contains TEXT.
 says() {
-  if grep -qF -- "$2" "$TMP/err"; then ok; else bad "$1: stderr lacks '$2'; it was: $(head -c 400 "$TMP/err")"; fi
+  if grep -qF -- "$2" "$TMP/.stderr"; then ok; else bad "$1: stderr lacks '$2'; it was: $(head -c 400 "$TMP/.stderr")"; fi
 }
 
 exists() { if [ -e "$2" ]; then ok; else bad "$1: $2 missing"; fi; }

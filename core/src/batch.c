@@ -1,0 +1,397 @@
+#define _DEFAULT_SOURCE
+#include "batch.h"
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "image.h"
+
+typedef struct {
+    char *in, *rel, *out;    /* rel: the input's path below the input folder */
+    uint64_t size;
+    io_format fmt;
+} batch_entry;
+
+typedef struct {
+    batch_entry *items;
+    int n, cap;
+    int not_images;
+} entry_list;
+
+typedef struct {
+    const batch_options *o;
+    const plan *p;
+    const batch_callbacks *cb;
+    entry_list *list;
+    int next;
+    batch_progress prog;
+    double t0;
+    pthread_mutex_t lock;
+} batch_shared;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, *a && *b ? "/" : "", b);
+    return s;
+}
+
+int batch_is_batch_input(const char *input)
+{
+    struct stat st;
+    return input[0] == '@' || (stat(input, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+static int list_add(entry_list *l, const char *path, const char *rel)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return IP_OK;
+    io_format fmt = io_detect_file(path);
+    if (fmt == IO_FMT_UNKNOWN) {
+        l->not_images++;
+        return IP_OK;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        batch_entry *grown = realloc(l->items, (size_t)cap * sizeof *grown);
+        if (!grown) return IP_ENOMEM;
+        l->items = grown;
+        l->cap = cap;
+    }
+    batch_entry *e = &l->items[l->n];
+    memset(e, 0, sizeof *e);
+    e->in = strdup(path);
+    e->rel = strdup(rel);
+    e->size = (uint64_t)st.st_size;
+    e->fmt = fmt;
+    if (!e->in || !e->rel) {
+        free(e->in);
+        free(e->rel);
+        return IP_ENOMEM;
+    }
+    l->n++;
+    return IP_OK;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names of a folder (no dot files: they include our own temporaries). */
+static int read_names(const char *dir, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return IP_EIO;
+    int cap = 0, rc = IP_OK;
+    for (struct dirent *e; (e = readdir(d)) && rc == IP_OK;) {
+        if (e->d_name[0] == '.') continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **grown = realloc(*names, (size_t)cap * sizeof *grown);
+            if (!grown) { rc = IP_ENOMEM; break; }
+            *names = grown;
+        }
+        if (!((*names)[*n] = strdup(e->d_name))) rc = IP_ENOMEM;
+        else (*n)++;
+    }
+    closedir(d);
+    if (*n > 1) qsort(*names, (size_t)*n, sizeof **names, cmp_name);
+    return rc;
+}
+
+static int list_folder(entry_list *l, const char *dir, const char *rel, int recursive, int depth)
+{
+    char **names;
+    int n, rc = read_names(dir, &names, &n);
+    for (int i = 0; i < n; i++) {
+        char *path = join(dir, names[i]), *sub = join(rel, names[i]);
+        struct stat st;
+        if (!path || !sub) rc = IP_ENOMEM;
+        else if (rc == IP_OK && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (recursive && depth < 64) rc = list_folder(l, path, sub, recursive, depth + 1);
+        } else if (rc == IP_OK) {
+            rc = list_add(l, path, sub);
+        }
+        free(path);
+        free(sub);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int list_file_of_paths(entry_list *l, const char *listfile, char *err, size_t errlen)
+{
+    FILE *f = fopen(listfile, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", listfile, strerror(errno));
+        return IP_EIO;
+    }
+    char line[PATH_MAX + 2];
+    int rc = IP_OK, lineno = 0;
+    while (rc == IP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || line[0] == '#') continue;
+        struct stat st;
+        if (stat(line, &st) != 0) {
+            snprintf(err, errlen, "%s:%d: %s: %s", listfile, lineno, line, strerror(errno));
+            rc = IP_EIO;
+            break;
+        }
+        const char *base = strrchr(line, '/');
+        rc = list_add(l, line, base ? base + 1 : line);
+    }
+    fclose(f);
+    return rc;
+}
+
+static const char *format_ext(io_format f)
+{
+    return f == IO_FMT_PNG ? "png" : f == IO_FMT_JPEG ? "jpg" : "tif";
+}
+
+/* OUT_DIR/<rel without extension>.<ext> */
+static char *output_path(const batch_options *o, const batch_entry *e)
+{
+    const char *slash = strrchr(e->rel, '/');
+    const char *dot = strrchr(slash ? slash : e->rel, '.');
+    size_t stem = dot && dot != e->rel && dot[-1] != '/' ? (size_t)(dot - e->rel) : strlen(e->rel);
+    const char *ext = format_ext(o->format != IO_FMT_UNKNOWN ? o->format : e->fmt);
+    size_t n = strlen(o->output_dir) + stem + strlen(ext) + 3;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s/%.*s.%s", o->output_dir, (int)stem, e->rel, ext);
+    return out;
+}
+
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Temporaries of an interrupted earlier run are removed from every folder we write into. */
+static void remove_stale_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, ".imgpipe-tmp-", 13) != 0) continue;
+        char *path = join(dir, e->d_name);
+        if (path) unlink(path);
+        free(path);
+    }
+    closedir(d);
+}
+
+static int prepare_outputs(const batch_options *o, entry_list *l, char *err, size_t errlen)
+{
+    if (make_dirs(o->output_dir) != 0) {
+        snprintf(err, errlen, "%s: cannot create the output folder: %s", o->output_dir, strerror(errno));
+        return IP_EIO;
+    }
+    remove_stale_temporaries(o->output_dir);
+    for (int i = 0; i < l->n; i++) {
+        batch_entry *e = &l->items[i];
+        if (!(e->out = output_path(o, e))) return IP_ENOMEM;
+        struct stat out_st, in_st;
+        if (stat(e->out, &out_st) == 0) {
+            for (int j = 0; j < l->n; j++)
+                if (stat(l->items[j].in, &in_st) == 0 && in_st.st_ino == out_st.st_ino && in_st.st_dev == out_st.st_dev) {
+                    snprintf(err, errlen, "%s: would overwrite the input %s: choose another output folder or --format",
+                             e->out, l->items[j].in);
+                    return IP_EINVAL;
+                }
+        }
+        char *slash = strrchr(e->out, '/');
+        if (slash && slash > e->out + strlen(o->output_dir)) {
+            *slash = '\0';
+            int bad = make_dirs(e->out);
+            if (!bad) remove_stale_temporaries(e->out);
+            *slash = '/';
+            if (bad) {
+                snprintf(err, errlen, "%s: cannot create folder: %s", e->out, strerror(errno));
+                return IP_EIO;
+            }
+        }
+    }
+    return IP_OK;
+}
+
+static void free_list(entry_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->items[i].in);
+        free(l->items[i].rel);
+        free(l->items[i].out);
+    }
+    free(l->items);
+}
+
+/* Each worker plans on its own copy of the steps: plan_shapes writes shapes into them, while
+ * the plugins' states (read-only after create) are shared. */
+typedef struct {
+    batch_shared *sh;
+    int index;
+    plan own;
+} worker;
+
+/* A GPU failure under --device auto is retried on the CPU, with a context made for it. */
+static int run_on_cpu(const exec_options *eo, const plan *p, const ip_image *in, const char *path, ip_image *out,
+                      exec_ctx **cpu_ctx, char *err, size_t errlen)
+{
+    exec_options cpu = *eo;
+    cpu.device = EXEC_CPU;
+    int rc = *cpu_ctx ? IP_OK : exec_create(cpu_ctx, &cpu, err, errlen);
+    return rc == IP_OK ? exec_run(*cpu_ctx, p, in, path, out, NULL, err, errlen) : rc;
+}
+
+static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
+                         const batch_entry *e, char *err, size_t errlen)
+{
+    const batch_options *o = w->sh->o;
+    ip_image in = { 0 }, out;
+    ip_shape final;
+    int rc = io_read(e->in, &o->io, &in, err, errlen);
+    if (rc != IP_OK) return rc;
+    rc = plan_shapes(&w->own, &in.shape, &final, err, errlen);
+    if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(e->out), &final, err, errlen);
+    if (rc == IP_OK) {
+        rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
+        if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
+            rc = run_on_cpu(eo, &w->own, &in, e->in, &out, cpu_ctx, err, errlen);
+    }
+    if (rc == IP_OK) rc = io_write(e->out, &out, &o->io, err, errlen);
+    img_free(&in);
+    return rc;
+}
+
+static int take_next(batch_shared *sh)
+{
+    pthread_mutex_lock(&sh->lock);
+    int i = -1;
+    if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
+    else if (sh->next < sh->list->n) i = sh->next++;
+    pthread_mutex_unlock(&sh->lock);
+    return i;
+}
+
+static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (resumed) sh->prog.resumed++;
+    else if (rc == IP_OK) sh->prog.done++;
+    else sh->prog.failed++;
+    if (!resumed) sh->prog.bytes_in += e->size;
+    sh->prog.elapsed_s = now_s() - sh->t0;
+    if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, e->in, msg);
+    if (sh->cb->progress) sh->cb->progress(sh->cb->user, &sh->prog);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    batch_shared *sh = w->sh;
+    const batch_options *o = sh->o;
+    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0 };
+    exec_ctx *ctx = NULL, *cpu_ctx = NULL;
+    char err[1024];
+    int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
+    for (int i; (i = take_next(sh)) >= 0;) {
+        const batch_entry *e = &sh->list->items[i];
+        struct stat st;
+        if (o->resume && stat(e->out, &st) == 0) {
+            report(sh, e, IP_OK, 1, NULL);
+            continue;
+        }
+        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, err, sizeof err);
+        report(sh, e, rc, 0, err);
+        if (ctx && sh->cb->note && exec_take_notes(ctx)[0]) {
+            pthread_mutex_lock(&sh->lock);
+            sh->cb->note(sh->cb->user, exec_take_notes(ctx));
+            pthread_mutex_unlock(&sh->lock);
+        }
+    }
+    exec_destroy(ctx);
+    exec_destroy(cpu_ctx);
+    return NULL;
+}
+
+static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
+{
+    worker *ws = calloc((size_t)jobs, sizeof *ws);
+    pthread_t *tids = calloc((size_t)jobs, sizeof *tids);
+    int started = 0, rc = IP_OK;
+    if (!ws || !tids) rc = IP_ENOMEM;
+    for (int i = 0; rc == IP_OK && i < jobs; i++) {
+        ws[i].sh = sh;
+        ws[i].index = i;
+        ws[i].own = *sh->p;
+        ws[i].own.steps = malloc((size_t)sh->p->n * sizeof *sh->p->steps);
+        if (!ws[i].own.steps) { rc = IP_ENOMEM; break; }
+        memcpy(ws[i].own.steps, sh->p->steps, (size_t)sh->p->n * sizeof *sh->p->steps);
+        if (pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
+            free(ws[i].own.steps);
+            rc = IP_EINVAL;
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(tids[i], NULL);
+        free(ws[i].own.steps);
+    }
+    if (rc != IP_OK && started == 0) snprintf(err, errlen, "cannot start worker threads");
+    free(ws);
+    free(tids);
+    return started ? IP_OK : rc;
+}
+
+int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
+              char *err, size_t errlen)
+{
+    entry_list list = { 0 };
+    memset(result, 0, sizeof *result);
+    int rc;
+    if (o->input[0] == '@') rc = list_file_of_paths(&list, o->input + 1, err, errlen);
+    else if ((rc = list_folder(&list, o->input, "", o->recursive, 0)) != IP_OK)
+        snprintf(err, errlen, "%s: cannot read the folder", o->input);
+    if (rc == IP_OK) rc = prepare_outputs(o, &list, err, errlen);
+    if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory listing the input");
+    if (rc != IP_OK) {
+        free_list(&list);
+        return rc;
+    }
+    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER };
+    sh.prog.total = list.n;
+    sh.prog.not_images = list.not_images;
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+    if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
+    rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
+    sh.prog.elapsed_s = now_s() - sh.t0;
+    *result = sh.prog;
+    free_list(&list);
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* Folders and file lists: a work queue of images run by worker threads, each with its own
+ * buffers (and GPU stream), so decoding, GPU work and encoding of different images overlap. */
+#ifndef IMGPIPE_BATCH_H
+#define IMGPIPE_BATCH_H
+#include <signal.h>
+#include <stdint.h>
+#include "exec.h"
+#include "io.h"
+#include "plan.h"
+
+#define BATCH_MAX_GPUS 64
+
+typedef struct {
+    const char *input;          /* a folder, or @FILE listing one path a line */
+    const char *output_dir;
+    int recursive;              /* descend into subfolders, recreating them under output_dir */
+    io_format format;           /* IO_FMT_UNKNOWN: each input's own format */
+    int jobs;                   /* images in flight */
+    int resume;                 /* skip inputs whose output exists */
+    exec_device device;
+    int gpu_ids[BATCH_MAX_GPUS];
+    int n_gpus;
+    int threads;                /* OpenMP threads per image; 0: the cores shared among jobs */
+    exec_transfer transfer;
+    int cpu_fallback;           /* a GPU failure retries the image on the CPU */
+    io_options io;
+    volatile sig_atomic_t *stop;   /* set (by a signal handler) to stop taking new images */
+} batch_options;
+
+typedef struct {
+    int total;                  /* images to process */
+    int done, failed, resumed;  /* resumed: skipped because their output existed */
+    int not_images;             /* files skipped as not PNG, JPEG or TIFF */
+    uint64_t bytes_in;          /* input bytes of the images done */
+    double elapsed_s;
+    int stopped;                /* interrupted before the queue was empty */
+} batch_progress;
+
+typedef struct {
+    /* Called with a lock held, after each image, from worker threads. */
+    void (*progress)(void *user, const batch_progress *p);
+    void (*failure)(void *user, const char *path, const char *message);
+    void (*note)(void *user, const char *message);
+    void *user;
+} batch_callbacks;
+
+/* Whether the argument names a batch input (a folder or @list) rather than one image. */
+int batch_is_batch_input(const char *input);
+
+/* Runs every image; returns IP_OK when the run could start (individual failures are counted in
+ * *result and reported through cb), or an error with a message (nothing processed) when the
+ * input cannot be listed, the output folder cannot be made, or an output would overwrite an
+ * input. */
+int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
+              char *err, size_t errlen);
+#endif

@@ -1,0 +1,72 @@
+# Folders: mixed formats, subfolders, non-images, a corrupt file, outputs equal to single runs,
+# refusing to overwrite inputs, interruption and --resume, bounded memory.
+. "$(dirname "$0")/lib.bash"
+B=$IMGPIPE_BIN
+cd "$TMP"
+mkdir -p in/sub/deeper
+cp "$IMAGES/astronaut.png" "$IMAGES/camera.png" in/
+cp "$IMAGES/hubble_deep_field.jpg" in/sub/
+cp "$IMAGES/chessboard_GRAY_U16.tif" in/sub/deeper/
+"$B" run -q --device cpu -e transpose "$IMAGES/coffee.png" in/sub/coffee8.tif
+echo "not an image" > in/notes.txt
+head -c 4000 "$IMAGES/chelsea.png" > in/broken.png
+P="grayscale | median radius=1"
+
+expect 1 "folder with a corrupt file" "$B" run --device cpu -r -e "$P" in out
+says "corrupt file reported" "in/broken.png: truncated or corrupt PNG"
+says "summary" "5 succeeded, 1 failed, 0 skipped (output exists), 1 not images"
+for f in astronaut.png camera.png sub/hubble_deep_field.jpg sub/coffee8.tif sub/deeper/chessboard_GRAY_U16.tif; do
+  exists "output $f" "out/$f"
+  "$B" run -q --device cpu -e "$P" "in/$f" "single.${f##*.}"
+  cmp -s "single.${f##*.}" "out/$f" && ok || bad "$f: folder output differs from a single run"
+done
+absent "no output for the corrupt file" out/broken.png
+no_temporaries "output folder" out
+mv in/broken.png broken.keep
+expect 0 "not recursive" "$B" run --device cpu -e "$P" --format tif in flat
+[ "$(ls flat | wc -l)" -eq 2 ] && exists "flat png as tif" flat/camera.tif || bad "flat: $(ls flat)"
+expect 0 "--resume skips finished outputs" "$B" run --device cpu -r --resume -e "$P" in out
+says "--resume summary" "0 succeeded, 0 failed, 5 skipped (output exists)"
+expect 2 "refuses to overwrite inputs" "$B" run --device cpu -e "$P" --format png in in
+says "refuses to overwrite inputs" "would overwrite the input"
+printf '%s\n' "$PWD/in/camera.png" "$PWD/in/sub/hubble_deep_field.jpg" > list.txt
+expect 0 "@list" "$B" run --device cpu -e "$P" --format png @list.txt fromlist
+exists "@list output" fromlist/hubble_deep_field.png
+
+# 200 images: killed mid-run, then --resume: every output once and correct, no temporaries.
+mkdir -p many
+for i in $(seq -w 1 200); do cp "$IMAGES/camera.png" "many/img$i.png"; done
+"$B" run -q --device cpu --jobs 2 -e "median radius=6" many single200 >/dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+partial=$(ls single200 | grep -c '^img' || true)
+[ "$partial" -lt 200 ] && ok || bad "the run finished before it was killed; the interruption test proved nothing"
+expect 0 "resume after a kill" "$B" run --device cpu --jobs 2 --resume -e "median radius=6" many single200
+[ "$(ls single200 | grep -c '^img')" -eq 200 ] && ok || bad "after resume: $(ls single200 | wc -l) outputs"
+no_temporaries "after resume" single200
+"$B" run -q --device cpu -e "median radius=6" "$IMAGES/camera.png" ref.png
+bad_outputs=0
+for f in single200/*.png; do cmp -s ref.png "$f" || bad_outputs=$((bad_outputs + 1)); done
+[ "$bad_outputs" -eq 0 ] && ok || bad "$bad_outputs outputs differ from a single run after the resume"
+
+# Ctrl-C: stops after the images in flight, exit 1, no temporaries, says how to finish.
+"$B" run --device cpu --jobs 2 -e "median radius=6" many interrupted 2>int.err &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid
+[ $? -eq 1 ] && ok || bad "an interrupted run must exit 1"
+grep -q "interrupted: run again with --resume" int.err && ok || bad "no interruption note: $(tail -n 2 int.err)"
+no_temporaries "after Ctrl-C" interrupted
+
+# memory stays bounded: peak RSS with 200 images close to that with 20
+mkdir -p few && cp many/img00[1-9].png many/img01[0-9].png many/img020.png few/
+rss() { $PY -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"; }
+r20=$(rss "$B" run -q --device cpu --jobs 2 -e "mean radius=2" few m20)
+r200=$(rss "$B" run -q --device cpu --jobs 2 -e "mean radius=2" many m200)
+[ "$r200" -le $((r20 * 5 / 4 + 8192)) ] && ok || bad "peak RSS grew from $r20 KiB (20 images) to $r200 KiB (200 images)"
+finish
