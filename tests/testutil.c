@@ -39,7 +39,9 @@ ipk_img tu_img_zeros(int w, int h, int c, ipk_dtype t, int pad_bytes)
     img.height = h;
     img.channels = c;
     img.dtype = t;
-    img.stride = (ptrdiff_t)((size_t)w * c * dsize(t) + (size_t)pad_bytes);
+    /* Padding is rounded to whole values: real strides always keep elements aligned. */
+    size_t pad = ((size_t)pad_bytes + dsize(t) - 1) / dsize(t) * dsize(t);
+    img.stride = (ptrdiff_t)((size_t)w * c * dsize(t) + pad);
     img.data = calloc((size_t)img.stride * (size_t)(h > 0 ? h : 1) + 16, 1);
     if (!img.data) { fprintf(stderr, "out of memory\n"); exit(2); }
     return img;

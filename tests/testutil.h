@@ -28,7 +28,7 @@ typedef struct { uint64_t s; } tu_rng;
 void tu_seed(tu_rng *r, uint64_t seed);
 uint32_t tu_next(tu_rng *r);
 
-/* A host image with the given padding (stride = row bytes + pad_bytes), random content
+/* A host image with the given padding (stride = row bytes + pad_bytes rounded up to whole values), random content
  * (u8: 0..255, u16: 0..65535, f32: [0,1)); free with tu_img_free. */
 ipk_img tu_img_random(int w, int h, int c, ipk_dtype t, int pad_bytes, tu_rng *r);
 ipk_img tu_img_zeros(int w, int h, int c, ipk_dtype t, int pad_bytes);
