@@ -30,6 +30,14 @@
  *   Integer output: rintf(v) saturated; f32 output: v.
  * In both paths a NaN result gives 0 in an integer output. */
 
+/* The hot loops are compiled twice, for plain x86-64 (the build's target) and for AVX2, and the
+ * loader picks one for the machine: the same operations, so the same results. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CONV_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CONV_CLONES
+#endif
+
 #define CONV_STRIP_ROWS 32
 #define CONV_LUT_MAX 65536
 
@@ -45,7 +53,44 @@ typedef struct {
     float fdivisor, foffset;
     int64_t lut_min;       /* lut[S - lut_min] is the output for sum S; lut NULL if not used */
     void *lut;
+    int finish;            /* CONV_FINISH_*: how integer sums become integer output */
+    int32_t fin_sign;      /* sign of the divisor: S / d == (sign * S) / |d| */
+    int32_t fin_bias;      /* offset * |d|, so that sign * S + bias == (S / d + offset) * |d| */
+    int32_t fin_div, fin_shift, fin_half;   /* |d|; log2 |d| and half of it for a power of two */
+    float fin_inv;         /* 1 / (2|d|) for an odd |d| */
 } conv_plan;
+
+/* Integer sums to integer output without the double division, equal to it bit for bit:
+ * SHIFT, for an integer offset and d = +-2^k: (S/d + offset) is exact in double, so rint is
+ * the integer floor plus the half-to-even step. ODD, for an integer offset and an odd d:
+ * S/d + offset is never a tie and lies at least 1/(2|d|) from one, so rint is
+ * floor((2T + |d|) / (2|d|)) with T = sign*S + bias, computed in float with a 0.5 margin,
+ * exact while |2T + |d|| < 2^22. Otherwise a table of every possible sum, or double. */
+enum { CONV_FINISH_GENERAL = 0, CONV_FINISH_SHIFT, CONV_FINISH_ODD };
+
+/* The rounding constants, copied out of the plan so that the loops keep them in registers. */
+typedef struct { int32_t sign, bias, div, shift, half; float inv; } conv_rounding;
+
+/* rint(t / 2^k), half to even, for k >= 1: floor((t + 2^(k-1) - 1 + parity of floor(t / 2^k)) / 2^k).
+ * The lift keeps values non-negative and, a multiple of 2^(k+1), keeps the parity. */
+static inline int32_t conv_round_shift(const conv_rounding r, int32_t t)
+{
+    const uint32_t lift = 1u << 30;
+    uint32_t u = (uint32_t)t + lift, odd = (u >> r.shift) & 1u;
+    return (int32_t)((u + (uint32_t)r.half - 1u + odd) >> r.shift) - (int32_t)(lift >> r.shift);
+}
+
+static inline int32_t conv_round_odd(const conv_rounding r, int32_t t)
+{
+    float x = ((float)(2 * t + r.div) + 0.5f) * r.inv;
+    int32_t f = (int32_t)x;
+    return f - (x < (float)f);
+}
+
+static inline int32_t conv_clamp(int32_t v, int32_t max_value)
+{
+    return v < 0 ? 0 : v > max_value ? max_value : v;
+}
 
 static double conv_max_value(ipk_dtype t) { return t == IPK_U8 ? 255.0 : t == IPK_U16 ? 65535.0 : 1.0; }
 
@@ -71,9 +116,24 @@ static void conv_store_double(const conv_plan *p, void *d, size_t i, double v)
 
 /* ---- integer path, one copy per accumulator type ---- */
 
+#define CONV_FINISH_LOOP(ROUND, T, acc, d)                                                     \
+    do {                                                                                        \
+        const conv_rounding r = { p->fin_sign, p->fin_bias, p->fin_div, p->fin_shift,          \
+                                  p->fin_half, p->fin_inv };                                    \
+        if (p->out_type == IPK_U8) {                                                            \
+            uint8_t *restrict o8 = (d);                                                         \
+            for (size_t i = 0; i < n; i++)                                                      \
+                o8[i] = (uint8_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 255); \
+        } else {                                                                                \
+            uint16_t *restrict o16 = (d);                                                       \
+            for (size_t i = 0; i < n; i++)                                                      \
+                o16[i] = (uint16_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 65535); \
+        }                                                                                       \
+    } while (0)
+
 /* Source row y (border mapped, zeros when it contributes nothing), widened and converted. */
 #define CONV_INT_FUNCS(T, SUF)                                                                  \
-static void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y, T *ext)              \
+static inline void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y, T *ext)              \
 {                                                                                               \
     int sy = ipk_border_index(y, p->height, p->border);                                         \
     if (sy < 0) {                                                                               \
@@ -97,36 +157,53 @@ static void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y, T *ex
 }                                                                                               \
                                                                                                 \
 /* out[i] (+)= sum over kx of w[kx] * ext[i + kx*channels]; zero weights skipped (exact). */    \
-static void conv_taps_##SUF(const conv_plan *p, const int64_t *w, int taps, const T *ext,       \
-                            T *out, int accumulate)                                             \
+static inline void conv_taps_##SUF(const conv_plan *p, const int64_t *w, int taps, const T *ext,       \
+                            T *restrict out, int accumulate)                                    \
 {                                                                                               \
-    if (!accumulate) memset(out, 0, p->n * sizeof *out);                                        \
+    const size_t n = p->n;                                                                      \
+    if (!accumulate) memset(out, 0, n * sizeof *out);                                           \
     for (int k = 0; k < taps; k++) {                                                            \
-        if (!w[k]) continue;                                                                    \
-        const T wk = (T)w[k], *e = ext + (size_t)k * p->channels;                               \
-        for (size_t i = 0; i < p->n; i++) out[i] = (T)(out[i] + wk * e[i]);                     \
+        const T wk = (T)w[k], *restrict e = ext + (size_t)k * p->channels;                      \
+        if (wk == 1)                                                                            \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + e[i]);                         \
+        else if (wk)                                                                            \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wk * e[i]);                    \
     }                                                                                           \
 }                                                                                               \
                                                                                                 \
 /* out[i] = sum over ky of col[ky] * rows[ky][i] (the separable column pass). */                \
-static void conv_column_##SUF(const conv_plan *p, T *const *rows, T *out)                       \
+static inline void conv_column_##SUF(const conv_plan *p, T *const *rows, T *restrict out)              \
 {                                                                                               \
-    memset(out, 0, p->n * sizeof *out);                                                         \
+    const size_t n = p->n;                                                                      \
+    memset(out, 0, n * sizeof *out);                                                            \
     for (int k = 0; k < p->kh; k++) {                                                           \
-        if (!p->icol[k]) continue;                                                              \
-        const T wk = (T)p->icol[k], *r = rows[k];                                               \
-        for (size_t i = 0; i < p->n; i++) out[i] = (T)(out[i] + wk * r[i]);                     \
+        const T wk = (T)p->icol[k], *restrict r = rows[k];                                      \
+        if (wk == 1)                                                                            \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + r[i]);                         \
+        else if (wk)                                                                            \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wk * r[i]);                    \
     }                                                                                           \
 }                                                                                               \
                                                                                                 \
-static void conv_finish_##SUF(const conv_plan *p, const T *acc, void *d)                        \
+/* Table lookups go to `near` (in cache) and then to the image in one copy: one scalar store a  \
+ * byte straight into uncached rows would stall on every line. */                               \
+static inline void conv_finish_##SUF(const conv_plan *p, const T *restrict acc, void *near, void *d)  \
 {                                                                                               \
+    const size_t n = p->n;                                                                      \
     if (p->lut && p->out_type == IPK_U8) {                                                      \
-        const uint8_t *lut = (const uint8_t *)p->lut - p->lut_min;                              \
-        for (size_t i = 0; i < p->n; i++) ((uint8_t *)d)[i] = lut[acc[i]];                      \
+        const uint8_t *restrict lut = (const uint8_t *)p->lut - p->lut_min;                     \
+        uint8_t *restrict out = near;                                                           \
+        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                    \
+        memcpy(d, near, n);                                                                     \
     } else if (p->lut && p->out_type == IPK_U16) {                                              \
-        const uint16_t *lut = (const uint16_t *)p->lut - p->lut_min;                            \
-        for (size_t i = 0; i < p->n; i++) ((uint16_t *)d)[i] = lut[acc[i]];                     \
+        const uint16_t *restrict lut = (const uint16_t *)p->lut - p->lut_min;                   \
+        uint16_t *restrict out = near;                                                          \
+        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                    \
+        memcpy(d, near, n * 2);                                                                 \
+    } else if (p->finish == CONV_FINISH_SHIFT) {                                                \
+        CONV_FINISH_LOOP(conv_round_shift, T, acc, d);                                          \
+    } else if (p->finish == CONV_FINISH_ODD) {                                                  \
+        CONV_FINISH_LOOP(conv_round_odd, T, acc, d);                                            \
     } else {                                                                                    \
         for (size_t i = 0; i < p->n; i++)                                                       \
             conv_store_double(p, d, i, (double)acc[i] / p->divisor + p->offset);                \
@@ -135,7 +212,7 @@ static void conv_finish_##SUF(const conv_plan *p, const T *acc, void *d)        
                                                                                                 \
 /* Output rows y0..y1-1. ring: kh rows of ext_len (direct) or of n (separable, row-pass       \
  * results) plus one ext row; slot of source row j is j mod kh. */                              \
-static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_img *dst,       \
+CONV_CLONES static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_img *dst,       \
                              int y0, int y1, T *ring, T *ext, T *acc)                           \
 {                                                                                               \
     const size_t slot = p->separable ? p->n : p->ext_len;                                       \
@@ -158,7 +235,7 @@ static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_i
             for (int k = 0; k < p->kh; k++)                                                     \
                 conv_taps_##SUF(p, p->iw + (size_t)k * p->kw, p->kw, rows[k], acc, k > 0);      \
         }                                                                                       \
-        conv_finish_##SUF(p, acc, ipk_row(dst, y));                                             \
+        conv_finish_##SUF(p, acc, ext, ipk_row(dst, y));                                        \
     }                                                                                           \
 }
 
@@ -168,7 +245,7 @@ CONV_INT_FUNCS(int64_t, i64)
 
 /* ---- float path ---- */
 
-static void conv_load_f32(const conv_plan *p, const ipk_img *src, int y, float *ext)
+static inline void conv_load_f32(const conv_plan *p, const ipk_img *src, int y, float *ext)
 {
     int sy = ipk_border_index(y, p->height, p->border);
     if (sy < 0) {
@@ -194,7 +271,7 @@ static void conv_load_f32(const conv_plan *p, const ipk_img *src, int y, float *
 
 /* out[i] = out[i] + w[k] * ext[i + k*channels] for k ascending; out starts at 0 unless
  * accumulate. Each pixel sees the additions in the documented order. */
-static void conv_taps_f32(const conv_plan *p, const float *w, int taps, const float *ext, float *out,
+static inline void conv_taps_f32(const conv_plan *p, const float *w, int taps, const float *ext, float *out,
                           int accumulate)
 {
     if (!accumulate)
@@ -205,7 +282,7 @@ static void conv_taps_f32(const conv_plan *p, const float *w, int taps, const fl
     }
 }
 
-static void conv_finish_f32(const conv_plan *p, float *acc, void *d)
+static inline void conv_finish_f32(const conv_plan *p, float *acc, void *d)
 {
     const float div = p->fdivisor, off = p->foffset;
     for (size_t i = 0; i < p->n; i++) acc[i] = acc[i] / div + off;
@@ -218,7 +295,7 @@ static void conv_finish_f32(const conv_plan *p, float *acc, void *d)
     }
 }
 
-static void conv_strip_f32(const conv_plan *p, const ipk_img *src, const ipk_img *dst, int y0, int y1,
+CONV_CLONES static void conv_strip_f32(const conv_plan *p, const ipk_img *src, const ipk_img *dst, int y0, int y1,
                            float *ring, float *ext, float *acc)
 {
     const size_t slot = p->separable ? p->n : p->ext_len;
@@ -263,6 +340,34 @@ static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_p
            p->border <= IPK_SHRINK;
 }
 
+static int conv_is_int(double v, double limit) { return v == floor(v) && fabs(v) <= limit; }
+
+/* Picks SHIFT or ODD when the divisor, the offset and the largest |sum| allow (see above). */
+static void conv_plan_finish(conv_plan *p, int64_t max_abs_sum)
+{
+    p->finish = CONV_FINISH_GENERAL;
+    if (p->out_type == IPK_F32 || !conv_is_int(p->divisor, 1 << 20) || !conv_is_int(p->offset, 1 << 20)) return;
+    const int32_t d = (int32_t)fabs(p->divisor);
+    p->fin_sign = p->divisor < 0 ? -1 : 1;
+    p->fin_div = d;
+    p->fin_bias = (int32_t)p->offset * d;
+    const int64_t reach = max_abs_sum + (int64_t)fabs(p->offset) * d;
+    if ((d & (d - 1)) == 0 && 2 * reach < (1 << 29)) {
+        p->fin_shift = 0;
+        while ((1 << p->fin_shift) < d) p->fin_shift++;
+        if (d == 1) {   /* as 2T / 2, which the shift rounding handles */
+            p->fin_sign *= 2;
+            p->fin_bias *= 2;
+            p->fin_shift = 1;
+        }
+        p->fin_half = 1 << (p->fin_shift - 1);
+        p->finish = CONV_FINISH_SHIFT;
+    } else if ((d & 1) && 2 * reach + d < (1 << 22)) {
+        p->fin_inv = 1.0f / (float)(2 * d);
+        p->finish = CONV_FINISH_ODD;
+    }
+}
+
 /* Lane width for exact integer sums: the largest |partial sum| is sum|w| * max pixel. */
 static void conv_plan_integer(conv_plan *p, const double *w)
 {
@@ -279,7 +384,8 @@ static void conv_plan_integer(conv_plan *p, const double *w)
     p->separable = ipk_conv_split_int(w, p->kw, p->kh, p->icol, p->irow);
     p->lut_min = lo;
     p->lut = NULL;
-    if (hi - lo < CONV_LUT_MAX && p->out_type != IPK_F32)
+    conv_plan_finish(p, lo < -hi ? -lo : hi);
+    if (p->finish == CONV_FINISH_GENERAL && hi - lo < CONV_LUT_MAX && p->out_type != IPK_F32)
         p->lut = malloc((size_t)(hi - lo + 1) * (p->out_type == IPK_U8 ? 1 : 2));
     for (int64_t s = lo; p->lut && s <= hi; s++)
         conv_store_double(p, p->lut, (size_t)(s - lo), (double)s / p->divisor + p->offset);
