@@ -12,6 +12,14 @@
  * so the float rounding (double sums) never depends on the thread count; integer sums are
  * exact anyway. */
 
+/* The hot loops are compiled twice, for plain x86-64 (the build's target) and for AVX2, and the
+ * loader picks one for the machine: the same operations, so the same results. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define MEAN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MEAN_CLONES
+#endif
+
 typedef struct {
     int width, channels, radius, border;
     size_t ext_len;        /* (width + 2r) * channels column sums, border columns included */
@@ -62,7 +70,7 @@ static const void *mean_src_row(const ipk_img *src, int y, int border)
 }
 
 /* col[i] += add[i] - sub[i] over the in-image columns; NULL rows are zero rows. */
-static void mean_slide_int(uint32_t *col, const ipk_img *src, const void *add, const void *sub, size_t n)
+static inline void mean_slide_int(uint32_t *col, const ipk_img *src, const void *add, const void *sub, size_t n)
 {
     if (src->dtype == IPK_U8) {
         const uint8_t *a = add, *s = sub;
@@ -75,7 +83,7 @@ static void mean_slide_int(uint32_t *col, const ipk_img *src, const void *add, c
     }
 }
 
-static void mean_slide_f32(double *col, const float *add, const float *sub, size_t n)
+static inline void mean_slide_f32(double *col, const float *add, const float *sub, size_t n)
 {
     if (add) for (size_t i = 0; i < n; i++) col[i] += add[i];
     if (sub) for (size_t i = 0; i < n; i++) col[i] -= sub[i];
@@ -95,7 +103,7 @@ static void mean_slide_f32(double *col, const float *add, const float *sub, size
 
 /* u8 with a full window of at most 256 pixels: every sum fits 16 bits, so the column sums,
  * the row sums and the division (a high-half multiply) all run on 16-bit lanes. */
-static void mean_slide_u16(uint16_t *col, const uint8_t *add, const uint8_t *sub, size_t n)
+static inline void mean_slide_u16(uint16_t *col, const uint8_t *add, const uint8_t *sub, size_t n)
 {
     if (add && sub)
         for (size_t i = 0; i < n; i++) col[i] = (uint16_t)(col[i] + add[i] - sub[i]);
@@ -105,7 +113,7 @@ static void mean_slide_u16(uint16_t *col, const uint8_t *add, const uint8_t *sub
         for (size_t i = 0; i < n; i++) col[i] = (uint16_t)(col[i] - sub[i]);
 }
 
-static void mean_hsum_store_u16(const mean_geom *g, const uint16_t *col, uint16_t *hs, uint8_t *d)
+static inline void mean_hsum_store_u16(const mean_geom *g, const uint16_t *col, uint16_t *hs, uint8_t *d)
 {
     const int ch = g->channels, k = 2 * g->radius + 1, t = g->shift16;
     const size_t n = (size_t)g->width * ch;
@@ -118,7 +126,7 @@ static void mean_hsum_store_u16(const mean_geom *g, const uint16_t *col, uint16_
     for (size_t i = 0; i < n; i++) d[i] = (uint8_t)((uint16_t)(((uint32_t)hs[i] * m) >> 16) >> t);
 }
 
-static void mean_strip_u8_small(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
+MEAN_CLONES static void mean_strip_u8_small(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
                                 uint16_t *col, uint16_t *hs)
 {
     const int r = g->radius;
@@ -136,7 +144,7 @@ static void mean_strip_u8_small(const mean_geom *g, const ipk_img *src, const ip
 
 /* hs[x*ch + c] = sum of col over the 2r+1 columns centred on x. Small radii add directly
  * (vectorises); larger ones slide a running sum per channel. */
-static void mean_hsum_int(const mean_geom *g, const uint32_t *col, uint32_t *hs)
+static inline void mean_hsum_int(const mean_geom *g, const uint32_t *col, uint32_t *hs)
 {
     const int ch = g->channels, k = 2 * g->radius + 1;
     const size_t n = (size_t)g->width * ch;
@@ -159,7 +167,7 @@ static void mean_hsum_int(const mean_geom *g, const uint32_t *col, uint32_t *hs)
     }
 }
 
-static void mean_hsum_f64(const mean_geom *g, const double *col, double *hs)
+static inline void mean_hsum_f64(const mean_geom *g, const double *col, double *hs)
 {
     const int ch = g->channels, k = 2 * g->radius + 1;
     const size_t n = (size_t)g->width * ch;
@@ -181,7 +189,7 @@ static inline uint32_t mean_round_div(uint32_t a, uint32_t n)
     return (uint32_t)(((double)a + (double)(n / 2) + 0.5) * (1.0 / (double)n));
 }
 
-static void mean_store_int(const mean_geom *g, const uint32_t *hs, void *drow, int dtype, int rows_in)
+static inline void mean_store_int(const mean_geom *g, const uint32_t *hs, void *drow, int dtype, int rows_in)
 {
     const int ch = g->channels, k = 2 * g->radius + 1;
     const size_t n = (size_t)g->width * ch;
@@ -205,7 +213,7 @@ static void mean_store_int(const mean_geom *g, const uint32_t *hs, void *drow, i
     }
 }
 
-static void mean_store_f32(const mean_geom *g, const double *hs, float *d, int rows_in)
+static inline void mean_store_f32(const mean_geom *g, const double *hs, float *d, int rows_in)
 {
     const int ch = g->channels, k = 2 * g->radius + 1;
     const double full = (double)k * k;
@@ -216,7 +224,7 @@ static void mean_store_f32(const mean_geom *g, const double *hs, float *d, int r
 }
 
 /* One strip of output rows y0..y1-1; col and hs are this thread's buffers. */
-static void mean_strip(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
+MEAN_CLONES static void mean_strip(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
                        void *col_buf, void *hs_buf)
 {
     if (src->dtype == IPK_U8 && g->border != IPK_SHRINK && g->shift16 >= 0) {
