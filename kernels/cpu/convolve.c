@@ -156,33 +156,34 @@ static inline void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y
     }                                                                                           \
 }                                                                                               \
                                                                                                 \
-/* out[i] (+)= sum over kx of w[kx] * ext[i + kx*channels]; zero weights skipped (exact). */    \
-static inline void conv_taps_##SUF(const conv_plan *p, const int64_t *w, int taps, const T *ext,       \
-                            T *restrict out, int accumulate)                                    \
+/* out[i] = sum over the m taps of w[t] * src[t][i], three taps per pass over out (the        \
+ * integer sums are exact, so the grouping does not matter); no taps: zeros. */                  \
+static inline void conv_sum_##SUF(const T *const *src, const T *w, int m, T *restrict out,       \
+                                  size_t n)                                                     \
 {                                                                                               \
-    const size_t n = p->n;                                                                      \
-    if (!accumulate) memset(out, 0, n * sizeof *out);                                           \
-    for (int k = 0; k < taps; k++) {                                                            \
-        const T wk = (T)w[k], *restrict e = ext + (size_t)k * p->channels;                      \
-        if (wk == 1)                                                                            \
-            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + e[i]);                         \
-        else if (wk)                                                                            \
-            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wk * e[i]);                    \
+    if (m == 0) memset(out, 0, n * sizeof *out);                                                \
+    for (int t = 0; t < m; t += 3) {                                                            \
+        const T *restrict a = src[t], *restrict b = src[t + (t + 1 < m)];                       \
+        const T *restrict c = src[t + 2 * (t + 2 < m)];                                         \
+        const T wa = w[t], wb = t + 1 < m ? w[t + 1] : 0, wc = t + 2 < m ? w[t + 2] : 0;        \
+        if (t == 0)                                                                             \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(wa * a[i] + wb * b[i] + wc * c[i]);     \
+        else                                                                                    \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wa * a[i] + wb * b[i] + wc * c[i]); \
     }                                                                                           \
 }                                                                                               \
                                                                                                 \
-/* out[i] = sum over ky of col[ky] * rows[ky][i] (the separable column pass). */                \
-static inline void conv_column_##SUF(const conv_plan *p, T *const *rows, T *restrict out)              \
+/* The non-zero taps of weights w[0..count-1] read at base[k] + k*step. */                      \
+static inline int conv_list_##SUF(const int64_t *w, int count, T *const base, size_t step,      \
+                                  const T **src, T *wt)                                         \
 {                                                                                               \
-    const size_t n = p->n;                                                                      \
-    memset(out, 0, n * sizeof *out);                                                            \
-    for (int k = 0; k < p->kh; k++) {                                                           \
-        const T wk = (T)p->icol[k], *restrict r = rows[k];                                      \
-        if (wk == 1)                                                                            \
-            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + r[i]);                         \
-        else if (wk)                                                                            \
-            for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wk * r[i]);                    \
-    }                                                                                           \
+    int m = 0;                                                                                  \
+    for (int k = 0; k < count; k++)                                                             \
+        if (w[k]) {                                                                             \
+            src[m] = base + (size_t)k * step;                                                   \
+            wt[m++] = (T)w[k];                                                                  \
+        }                                                                                       \
+    return m;                                                                                   \
 }                                                                                               \
                                                                                                 \
 /* Table lookups go to `near` (in cache) and then to the image in one copy: one scalar store a  \
@@ -212,29 +213,31 @@ static inline void conv_finish_##SUF(const conv_plan *p, const T *restrict acc, 
                                                                                                 \
 /* Output rows y0..y1-1. ring: kh rows of ext_len (direct) or of n (separable, row-pass       \
  * results) plus one ext row; slot of source row j is j mod kh. */                              \
-CONV_CLONES static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_img *dst,       \
-                             int y0, int y1, T *ring, T *ext, T *acc)                           \
+CONV_CLONES static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_img *dst, \
+                                         int y0, int y1, T *ring, T *ext, T *acc)               \
 {                                                                                               \
-    const size_t slot = p->separable ? p->n : p->ext_len;                                       \
-    T *rows[31];                                                                                \
+    const size_t slot = p->separable ? p->n : p->ext_len, ch = (size_t)p->channels;             \
+    const T *taps[31 * 31];                                                                     \
+    T weights[31 * 31];                                                                         \
     for (int j = y0 - p->ry; j < y1 + p->ry; j++) {                                             \
         T *r = ring + (size_t)(((j % p->kh) + p->kh) % p->kh) * slot;                           \
         if (p->separable) {                                                                     \
             conv_load_##SUF(p, src, j, ext);                                                    \
-            conv_taps_##SUF(p, p->irow, p->kw, ext, r, 0);                                      \
+            int m = conv_list_##SUF(p->irow, p->kw, ext, ch, taps, weights);                    \
+            conv_sum_##SUF(taps, weights, m, r, p->n);                                          \
         } else {                                                                                \
             conv_load_##SUF(p, src, j, r);                                                      \
         }                                                                                       \
-        int y = j - p->ry;                                                                      \
+        int y = j - p->ry, m = 0;                                                               \
         if (y < y0) continue;                                                                   \
-        for (int k = 0; k < p->kh; k++)                                                         \
-            rows[k] = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;      \
-        if (p->separable) {                                                                     \
-            conv_column_##SUF(p, rows, acc);                                                    \
-        } else {                                                                                \
-            for (int k = 0; k < p->kh; k++)                                                     \
-                conv_taps_##SUF(p, p->iw + (size_t)k * p->kw, p->kw, rows[k], acc, k > 0);      \
+        for (int k = 0; k < p->kh; k++) {                                                       \
+            T *row = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;       \
+            if (p->separable)                                                                   \
+                m += conv_list_##SUF(p->icol + k, 1, row, 0, taps + m, weights + m);            \
+            else                                                                                \
+                m += conv_list_##SUF(p->iw + (size_t)k * p->kw, p->kw, row, ch, taps + m, weights + m); \
         }                                                                                       \
+        conv_sum_##SUF(taps, weights, m, acc, p->n);                                            \
         conv_finish_##SUF(p, acc, ext, ipk_row(dst, y));                                        \
     }                                                                                           \
 }
