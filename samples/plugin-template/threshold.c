@@ -38,7 +38,7 @@ static int threshold_plan(const void *state, const ip_shape *in, ip_shape *out, 
         return IP_EUNSUPPORTED;
     }
     *out = *in;
-    needs->halo = 0;
+    needs->halo = 0;   /* mode=otsu reads the whole image: ABI 1 cannot say so (docs/PLUGINS.md, halo) */
     needs->scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) : 0;
     needs->gpu_scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) + sizeof(long long) : 0;
     return IP_OK;
