@@ -72,7 +72,7 @@ float_rc=$?
 # pkg-config gives the include folder of the prefix: enough to build a plugin by hand.
 PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags imgpipe >cflags.txt 2>&1 && ok || bad "pkg-config: $(cat cflags.txt)"
 mkdir -p bypc
-if cc -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden $(cat cflags.txt) \
+if "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden $(cat cflags.txt) \
      "$SRC/samples/plugin-template/threshold.c" -o bypc/threshold.so 2>bypc.log; then ok; else bad "cc with pkg-config flags: $(head -c 400 bypc.log)"; fi
 expect 0 "plugin built with pkg-config flags loads" "$B" plugins --plugin-path bypc threshold
 
