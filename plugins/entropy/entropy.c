@@ -20,7 +20,7 @@ static const ip_param entropy_params[] = {
 static int entropy_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
     if (args[2].i > args[1].i) {
-        snprintf(err, errlen, "entropy: bins=%lld is more than levels=%lld", (long long)args[2].i,
+        snprintf(err, errlen, "bins=%lld is more than levels=%lld: bins must be at most levels", (long long)args[2].i,
                  (long long)args[1].i);
         return IP_EINVAL;
     }
