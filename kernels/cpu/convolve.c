@@ -353,9 +353,10 @@ static void conv_plan_finish(conv_plan *p, int64_t max_abs_sum)
     const int32_t d = (int32_t)fabs(p->divisor);
     p->fin_sign = p->divisor < 0 ? -1 : 1;
     p->fin_div = d;
-    p->fin_bias = (int32_t)p->offset * d;
-    const int64_t reach = max_abs_sum + (int64_t)fabs(p->offset) * d;
-    if ((d & (d - 1)) == 0 && 2 * reach < (1 << 29)) {
+    const int64_t bias = (int64_t)p->offset * d, reach = max_abs_sum + (bias < 0 ? -bias : bias);
+    if (2 * reach >= (1 << 29)) return;
+    p->fin_bias = (int32_t)bias;
+    if ((d & (d - 1)) == 0) {
         p->fin_shift = 0;
         while ((1 << p->fin_shift) < d) p->fin_shift++;
         if (d == 1) {   /* as 2T / 2, which the shift rounding handles */
