@@ -1,6 +1,7 @@
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "newplugin.h"
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "imgpipe/plugin.h"
+
+#ifndef IMGPIPE_PLUGIN_RELDIR
+#define IMGPIPE_PLUGIN_RELDIR "../lib/imgpipe/plugins"
+#endif
 
 /* Target names CMake keeps for itself: a plugin of that name would not configure. */
 static const char *const reserved_names[] = {
@@ -159,4 +164,29 @@ int newplugin_write(const char *name, const char *dir, char *err, size_t errlen)
     free(written);
     if (rc != IP_OK && made_folder) rmdir(dir);
     return rc;
+}
+
+/* The package lies in <libdir>/cmake/imgpipe, two levels above the plugin folder <libdir>/imgpipe/plugins. */
+int newplugin_prefix(char *out, size_t outlen, char *err, size_t errlen)
+{
+    char exe[PATH_MAX], probe[PATH_MAX + 128], prefix[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = len > 0 ? (exe[len] = '\0', strrchr(exe, '/')) : NULL;
+    if (!slash) {
+        snprintf(err, errlen, "cannot tell where this imgpipe is installed");
+        return IP_EIO;
+    }
+    *slash = '\0';
+    snprintf(probe, sizeof probe, "%s/%s/../../cmake/imgpipe/imgpipeConfig.cmake", exe, IMGPIPE_PLUGIN_RELDIR);
+    if (access(probe, R_OK) != 0) {
+        snprintf(err, errlen, "this imgpipe (%s) is not an installed one: run cmake --install BUILD --prefix PREFIX, "
+                 "then use PREFIX", exe);
+        return IP_EUNSUPPORTED;
+    }
+    snprintf(probe, sizeof probe, "%s/..", exe);
+    if (!realpath(probe, prefix) || snprintf(out, outlen, "%s", prefix) >= (int)outlen) {
+        snprintf(err, errlen, "cannot tell where this imgpipe is installed");
+        return IP_EIO;
+    }
+    return IP_OK;
 }

@@ -24,4 +24,8 @@ int newplugin_check_name(const char *name, char *err, size_t errlen);
 /* Creates dir (name when dir is NULL), which must not exist, and writes the template into it
  * with the stage called name. On failure nothing is left behind; returns an ip_status. */
 int newplugin_write(const char *name, const char *dir, char *err, size_t errlen);
+/* The installation prefix of the running imgpipe (its folder's parent), for
+ * -DCMAKE_PREFIX_PATH: IP_OK when the CMake package is installed there, else IP_EUNSUPPORTED
+ * and a message saying to install first (a build tree has no package). */
+int newplugin_prefix(char *out, size_t outlen, char *err, size_t errlen);
 #endif

@@ -137,5 +137,11 @@ int main(void)
     err[0] = '\0';
     rc = newplugin_write("Bad-Name", "badname", err, sizeof err);
     CHECK(rc == IP_EINVAL && strstr(err, "Bad-Name") && stat("badname", &st) != 0, "bad name: rc %d, '%s'", rc, err);
+
+    /* A test runs from the build tree, which holds no CMake package: said, not guessed. */
+    char prefix[1024] = "";
+    err[0] = '\0';
+    rc = newplugin_prefix(prefix, sizeof prefix, err, sizeof err);
+    CHECK(rc == IP_EUNSUPPORTED && strstr(err, "cmake --install") && !prefix[0], "prefix: rc %d, '%s'", rc, err);
     return tu_finish();
 }
