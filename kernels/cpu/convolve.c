@@ -80,11 +80,10 @@ static inline int32_t conv_round_shift(const conv_rounding r, int32_t t)
     return (int32_t)((u + (uint32_t)r.half - 1u + odd) >> r.shift) - (int32_t)(lift >> r.shift);
 }
 
+/* Truncation is the floor for x >= 0; below 0 both give at most 0, which the clamp makes 0. */
 static inline int32_t conv_round_odd(const conv_rounding r, int32_t t)
 {
-    float x = ((float)(2 * t + r.div) + 0.5f) * r.inv;
-    int32_t f = (int32_t)x;
-    return f - (x < (float)f);
+    return (int32_t)(((float)(2 * t + r.div) + 0.5f) * r.inv);
 }
 
 static inline int32_t conv_clamp(int32_t v, int32_t max_value)
