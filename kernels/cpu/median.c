@@ -11,7 +11,15 @@
 #define MEDIAN_MAX_RADIUS 127
 /* Tiles of the histogram path: narrow enough for the column histograms to stay in L2. */
 #define O1_TILE_W 512
-#define O1_TILE_H 256
+#define O1_TILE_H 512
+
+/* The network rows are straight-line min/max code: wider vectors pay almost linearly, so on
+ * x86-64 GCC builds them also for AVX2 and picks at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define MEDIAN_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define MEDIAN_SIMD_CLONES
+#endif
 
 IPK_MEDIAN_NETS(uint8_t, u8)
 IPK_MEDIAN_NETS(uint16_t, u16)
@@ -140,6 +148,21 @@ static int net_bufs_alloc(net_bufs *b, const ipk_img *src, int radius, int plane
     return b->mem != NULL;
 }
 
+/* Rows are often exactly a page, where hardware prefetchers stop: fetch the next row's lines
+ * while this row is worked on. */
+static void prefetch_row(const ipk_img *img, int y)
+{
+#if defined(__GNUC__)
+    if (y < 0) return;
+    const char *row = ipk_row(img, y);
+    size_t bytes = (size_t)img->width * (size_t)img->channels * ipk_dtype_bytes(img->dtype);
+    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(row + i);
+#else
+    (void)img;
+    (void)y;
+#endif
+}
+
 /* Five planes at one index, unrolled by hand so that the loops around them vectorise. */
 #define MEDIAN_GET5(p, i) (p)[i], (p)[plane + (i)], (p)[2 * plane + (i)], (p)[3 * plane + (i)], \
                           (p)[4 * plane + (i)]
@@ -161,7 +184,7 @@ static void pad_plane_##sfx(T *p, int width, int ch, int r, ipk_border border)  
         for (int c = 0; c < ch; c++) d[c] = m < 0 ? (T)0 : p[(size_t)(m + r) * ch + c];      \
     }                                                                                         \
 }                                                                                             \
-static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+MEDIAN_SIMD_CLONES static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
                          int width, int ch, ipk_border border)                               \
 {                                                                                             \
     const int n = width * ch;                                                                 \
@@ -185,7 +208,7 @@ static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_
     }                                                                                         \
 }                                                                                             \
 /* planes: 5 sorted columns, 10 pairs of columns merged, 6 middle ranks of 4 columns */      \
-static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+MEDIAN_SIMD_CLONES static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
                          int width, int ch, ipk_border border)                               \
 {                                                                                             \
     static const int m2_rank[10] = IPK_MERGE55_RANKS, m4_rank[6] = IPK_MID6_RANKS;            \
@@ -232,6 +255,7 @@ static void net_row_##sfx(const ipk_img *src, const ipk_img *dst, int y, int rad
         int sy = ipk_border_index(y - radius + k, src->height, (int)border);                  \
         rows[k] = sy < 0 ? (const T *)b->zeros : (const T *)ipk_row(src, sy);                 \
     }                                                                                         \
+    prefetch_row(src, ipk_border_index(y + radius + 1, src->height, (int)border));           \
     if (radius == 1)                                                                          \
         row3x3_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
     else                                                                                      \
@@ -287,13 +311,16 @@ static int median_network(const ipk_img *src, const ipk_img *dst, int radius, ip
 }
 
 /* ---- 8-bit, radius 3 and up: Perreault & Hebert's constant-time median ----
- * Each tile keeps a 16-bin coarse and a 256-bin fine histogram per image column over the
- * window's rows; the window's coarse histogram slides by adding and removing one column;
- * the fine bins of the coarse bin holding the median are brought up to date lazily. */
+ * Each tile keeps, per image column, histograms of the window's rows at two levels: 16 coarse
+ * bins (v >> 4) and 16 fine bins (v & 15) within each. They are stored cumulative (count of
+ * values below a bin), so adding a value and finding the median are 16-lane compares and
+ * adds that vectorise, with no scan. The window's coarse histogram slides by one column
+ * add and one subtract; the fine bins of the coarse bin that holds the median are brought
+ * up to date lazily, as they are needed. */
 
 typedef struct {
-    uint16_t *coarse;   /* [slots][16] */
-    uint16_t *fine;     /* [slots][16][16], a coarse bin's 16 fine bins together */
+    uint16_t *coarse;   /* [slots][16]: the column's values with a coarse bin below b */
+    uint16_t *fine;     /* [slots][16][16]: its values in coarse bin b with a fine bin below j */
     int *slot;          /* window column x0 - r + i -> histogram slot */
     int cmin, ncols;    /* image columns cmin.. have slots 0..ncols-1; slot ncols: outside */
 } o1_hists;
@@ -305,14 +332,119 @@ typedef struct {
     ipk_border border;
 } o1_job;
 
+/* Sixteen uint16_t counts, in SSE2 registers where there are some (every x86-64). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+typedef struct { __m128i a, b; } o1_vec;
+static inline o1_vec v16_load(const uint16_t *p)
+{
+    o1_vec v = { _mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)(p + 8)) };
+    return v;
+}
+static inline void v16_store(uint16_t *p, o1_vec v)
+{
+    _mm_storeu_si128((__m128i *)p, v.a);
+    _mm_storeu_si128((__m128i *)(p + 8), v.b);
+}
+static inline o1_vec v16_zero(void) { o1_vec v = { _mm_setzero_si128(), _mm_setzero_si128() }; return v; }
+static inline o1_vec v16_add(o1_vec x, o1_vec y)
+{
+    o1_vec v = { _mm_add_epi16(x.a, y.a), _mm_add_epi16(x.b, y.b) };
+    return v;
+}
+static inline o1_vec v16_sub(o1_vec x, o1_vec y)
+{
+    o1_vec v = { _mm_sub_epi16(x.a, y.a), _mm_sub_epi16(x.b, y.b) };
+    return v;
+}
+/* delta in the lanes above `bin`, 0 in the others */
+static inline o1_vec v16_step(int bin, int delta)
+{
+    const __m128i n = _mm_set1_epi16((short)bin), d = _mm_set1_epi16((short)delta);
+    o1_vec v = { _mm_and_si128(_mm_cmpgt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7), n), d),
+                 _mm_and_si128(_mm_cmpgt_epi16(_mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15), n), d) };
+    return v;
+}
+/* Lanes at most k, counts compared unsigned through a bias; cumulative counts never
+ * decrease, so the lanes above k are the top ones and the first of them says how many. */
+static inline int v16_count_upto(o1_vec v, int k)
+{
+    const __m128i bias = _mm_set1_epi16((short)0x8000);
+    const __m128i kb = _mm_xor_si128(_mm_set1_epi16((short)k), bias);
+    int above = _mm_movemask_epi8(_mm_cmpgt_epi16(_mm_xor_si128(v.a, bias), kb)) |
+                _mm_movemask_epi8(_mm_cmpgt_epi16(_mm_xor_si128(v.b, bias), kb)) << 16;
+    return above ? __builtin_ctz((unsigned)above) / 2 : 16;
+}
+#else
+typedef struct { uint16_t c[16]; } o1_vec;
+static inline o1_vec v16_load(const uint16_t *p) { o1_vec v; memcpy(v.c, p, sizeof v.c); return v; }
+static inline void v16_store(uint16_t *p, o1_vec v) { memcpy(p, v.c, sizeof v.c); }
+static inline o1_vec v16_zero(void) { o1_vec v = { { 0 } }; return v; }
+static inline o1_vec v16_add(o1_vec x, o1_vec y)
+{
+    for (int i = 0; i < 16; i++) x.c[i] = (uint16_t)(x.c[i] + y.c[i]);
+    return x;
+}
+static inline o1_vec v16_sub(o1_vec x, o1_vec y)
+{
+    for (int i = 0; i < 16; i++) x.c[i] = (uint16_t)(x.c[i] - y.c[i]);
+    return x;
+}
+static inline o1_vec v16_step(int bin, int delta)
+{
+    o1_vec v;
+    for (int i = 0; i < 16; i++) v.c[i] = (uint16_t)(i > bin ? delta : 0);
+    return v;
+}
+static inline int v16_count_upto(o1_vec v, int k)
+{
+    int n = 0;
+    for (int i = 0; i < 16; i++) n += v.c[i] <= k;
+    return n;
+}
+#endif
+
+/* Counts value v `delta` times (negative to remove); uint16_t arithmetic wraps as needed. */
+static inline void o1_count(uint16_t *coarse, uint16_t *fine, int v, int delta)
+{
+    uint16_t *f = fine + (v >> 4) * 16;
+    v16_store(coarse, v16_add(v16_load(coarse), v16_step(v >> 4, delta)));
+    v16_store(f, v16_add(v16_load(f), v16_step(v & 15, delta)));
+}
+
 static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
 {
     if (sy < 0 && j->border != IPK_ZERO) return;
     const uint8_t *row = sy >= 0 ? (const uint8_t *)ipk_row(j->src, sy) : NULL;
     for (int m = 0; m < h->ncols; m++) {
         int v = row ? row[(size_t)(h->cmin + m) * j->ch + c] : 0;
-        h->coarse[m * 16 + (v >> 4)] += (uint16_t)delta;
-        h->fine[m * 256 + v] += (uint16_t)delta;
+        o1_count(h->coarse + m * 16, h->fine + m * 256, v, delta);
+    }
+}
+
+/* Moves the column histograms down one row: row `out` leaves, row `in` comes, with one
+ * read-modify-write per histogram where the two values share it. */
+static void o1_next_row(const o1_job *j, o1_hists *h, int out, int in, int c)
+{
+    if (out < 0 || in < 0) {
+        o1_add_row(j, h, out, c, -1);
+        o1_add_row(j, h, in, c, 1);
+        return;
+    }
+    const uint8_t *old_row = (const uint8_t *)ipk_row(j->src, out) + c;
+    const uint8_t *new_row = (const uint8_t *)ipk_row(j->src, in) + c;
+    for (int m = 0; m < h->ncols; m++) {
+        size_t i = (size_t)(h->cmin + m) * j->ch;
+        int was = old_row[i], now = new_row[i];
+        uint16_t *coarse = h->coarse + m * 16, *fine = h->fine + m * 256;
+        if (was == now) continue;
+        if (was >> 4 != now >> 4) {
+            o1_count(coarse, fine, was, -1);
+            o1_count(coarse, fine, now, 1);
+            continue;
+        }
+        uint16_t *f = fine + (now >> 4) * 16;
+        v16_store(f, v16_sub(v16_add(v16_load(f), v16_step(now & 15, 1)), v16_step(was & 15, 1)));
     }
 }
 
@@ -334,10 +466,8 @@ static void o1_init_columns(const o1_job *j, o1_hists *h, int x0, int x1, int y0
     }
     memset(h->coarse, 0, (size_t)(h->ncols + 1) * 16 * sizeof *h->coarse);
     memset(h->fine, 0, (size_t)(h->ncols + 1) * 256 * sizeof *h->fine);
-    if (j->border == IPK_ZERO) {   /* a column outside the image: 2r+1 zeros */
-        h->coarse[h->ncols * 16] = (uint16_t)(2 * r + 1);
-        h->fine[h->ncols * 256] = (uint16_t)(2 * r + 1);
-    }
+    if (j->border == IPK_ZERO)   /* a column outside the image: 2r+1 zeros */
+        o1_count(h->coarse + h->ncols * 16, h->fine + h->ncols * 256, 0, 2 * r + 1);
     for (int dy = -r; dy <= r; dy++)
         o1_add_row(j, h, ipk_border_index(y0 + dy, j->src->height, (int)j->border), c, 1);
 }
@@ -349,50 +479,50 @@ static int span_inside(int i, int r, int n)
     return hi - lo + 1;
 }
 
-static void o1_fine_update(const o1_hists *h, const int *slot, uint16_t *wf, int b, int last,
-                           int x, int r)
+/* Brings the window's fine bins of coarse bin b from column `last` to column x: slides
+ * when that is cheaper than summing the 2r+1 columns afresh. */
+static o1_vec o1_fine_update(const o1_hists *h, const int *slot, uint16_t *wf, int b, int last,
+                             int x, int r)
 {
-    uint16_t *f = wf + b * 16;
+    const uint16_t *fine = h->fine + b * 16;
+    o1_vec f;
     if (last == INT_MIN || x - last > r) {
-        memset(f, 0, 16 * sizeof *f);
-        for (int d = -r; d <= r; d++) {
-            const uint16_t *cf = h->fine + (size_t)slot[x + d] * 256 + b * 16;
-            for (int i = 0; i < 16; i++) f[i] += cf[i];
-        }
-        return;
+        f = v16_zero();
+        for (int d = -r; d <= r; d++) f = v16_add(f, v16_load(fine + (size_t)slot[x + d] * 256));
+    } else {
+        f = v16_load(wf + b * 16);
+        for (int xx = last + 1; xx <= x; xx++)
+            f = v16_sub(v16_add(f, v16_load(fine + (size_t)slot[xx + r] * 256)),
+                        v16_load(fine + (size_t)slot[xx - r - 1] * 256));
     }
-    for (int xx = last + 1; xx <= x; xx++) {
-        const uint16_t *add = h->fine + (size_t)slot[xx + r] * 256 + b * 16;
-        const uint16_t *sub = h->fine + (size_t)slot[xx - r - 1] * 256 + b * 16;
-        for (int i = 0; i < 16; i++) f[i] += (uint16_t)(add[i] - sub[i]);
-    }
+    v16_store(wf + b * 16, f);
+    return f;
 }
 
-/* One output row of the tile; slot[] is indexed by x - x0 + r. */
+/* One output row of the tile. */
 static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c)
 {
     const int r = j->radius;
     const int *slot = h->slot - (x0 - r);   /* slot[px] for window column px */
-    uint16_t wc[16] = { 0 }, wf[256];
+    uint16_t wf[256];
     int fine_x[16];
     for (int b = 0; b < 16; b++) fine_x[b] = INT_MIN;
-    for (int d = -r; d <= r; d++)
-        for (int b = 0; b < 16; b++) wc[b] += h->coarse[slot[x0 + d] * 16 + b];
+    o1_vec wc = v16_zero();
+    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(h->coarse + slot[x0 + d] * 16));
     int rows_in = j->border == IPK_SHRINK ? span_inside(y, r, j->src->height) : 2 * r + 1;
     uint8_t *out = (uint8_t *)ipk_row(j->dst, y) + c;
     for (int x = x0; x < x1; x++) {
-        if (x > x0) {
-            const uint16_t *add = h->coarse + slot[x + r] * 16, *sub = h->coarse + slot[x - r - 1] * 16;
-            for (int b = 0; b < 16; b++) wc[b] += (uint16_t)(add[b] - sub[b]);
-        }
+        if (x > x0)
+            wc = v16_sub(v16_add(wc, v16_load(h->coarse + slot[x + r] * 16)),
+                         v16_load(h->coarse + slot[x - r - 1] * 16));
         int cols_in = j->border == IPK_SHRINK ? span_inside(x, r, j->src->width) : 2 * r + 1;
-        int k = (rows_in * cols_in - 1) / 2, acc = 0, b = 0;
-        while (acc + wc[b] <= k) acc += wc[b++];
-        o1_fine_update(h, slot, wf, b, fine_x[b], x, r);
+        int k = (rows_in * cols_in - 1) / 2;
+        uint16_t below[16];
+        v16_store(below, wc);
+        int b = v16_count_upto(wc, k) - 1;
+        o1_vec f = o1_fine_update(h, slot, wf, b, fine_x[b], x, r);
         fine_x[b] = x;
-        const uint16_t *f = wf + b * 16;
-        int i = 0;
-        while (acc + f[i] <= k) acc += f[i++];
+        int i = v16_count_upto(f, k - below[b]) - 1;
         out[(size_t)x * j->ch] = (uint8_t)(b * 16 + i);
     }
 }
@@ -403,10 +533,9 @@ static void o1_tile(const o1_job *j, o1_hists *h, int x0, int x1, int y0, int y1
     for (int c = 0; c < j->ch; c++) {
         o1_init_columns(j, h, x0, x1, y0, c);
         for (int y = y0; y < y1; y++) {
-            if (y > y0) {
-                o1_add_row(j, h, ipk_border_index(y - r - 1, height, (int)j->border), c, -1);
-                o1_add_row(j, h, ipk_border_index(y + r, height, (int)j->border), c, 1);
-            }
+            if (y > y0)
+                o1_next_row(j, h, ipk_border_index(y - r - 1, height, (int)j->border),
+                            ipk_border_index(y + r, height, (int)j->border), c);
             o1_row(j, h, x0, x1, y, c);
         }
     }
