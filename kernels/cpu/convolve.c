@@ -113,139 +113,139 @@ static void conv_store_double(const conv_plan *p, void *d, size_t i, double v)
     else ((uint16_t *)d)[i] = (uint16_t)conv_saturate(v, 65535.0);
 }
 
-/* ---- integer path, one copy per accumulator type ---- */
+/* Integer path: CONV_INT_FUNCS makes one copy per accumulator type (int16, int32, int64). */
 
-#define CONV_FINISH_LOOP(ROUND, T, acc, d)                                                     \
-    do {                                                                                        \
-        const conv_rounding r = { p->fin_sign, p->fin_bias, p->fin_div, p->fin_shift,          \
-                                  p->fin_half, p->fin_inv };                                    \
-        if (p->out_type == IPK_U8) {                                                            \
-            uint8_t *restrict o8 = (d);                                                         \
-            for (size_t i = 0; i < n; i++)                                                      \
-                o8[i] = (uint8_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 255); \
-        } else {                                                                                \
-            uint16_t *restrict o16 = (d);                                                       \
-            for (size_t i = 0; i < n; i++)                                                      \
+#define CONV_FINISH_LOOP(ROUND, acc, d)                                                            \
+    do {                                                                                           \
+        const conv_rounding r = { p->fin_sign, p->fin_bias, p->fin_div, p->fin_shift,              \
+                                  p->fin_half, p->fin_inv };                                       \
+        if (p->out_type == IPK_U8) {                                                               \
+            uint8_t *restrict o8 = (d);                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o8[i] = (uint8_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 255);   \
+        } else {                                                                                   \
+            uint16_t *restrict o16 = (d);                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
                 o16[i] = (uint16_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 65535); \
-        }                                                                                       \
+        }                                                                                          \
     } while (0)
 
 /* Source row y (border mapped, zeros when it contributes nothing), widened and converted. */
-#define CONV_INT_FUNCS(T, SUF)                                                                  \
-static inline void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y, T *ext)              \
-{                                                                                               \
-    int sy = ipk_border_index(y, p->height, p->border);                                         \
-    if (sy < 0) {                                                                               \
-        memset(ext, 0, p->ext_len * sizeof *ext);                                               \
-        return;                                                                                 \
-    }                                                                                           \
-    const void *row = ipk_row(src, sy);                                                         \
-    T *mid = ext + (size_t)p->rx * p->channels;                                                 \
-    if (p->in_type == IPK_U8)                                                                   \
-        for (size_t i = 0; i < p->n; i++) mid[i] = (T)((const uint8_t *)row)[i];                \
-    else                                                                                        \
-        for (size_t i = 0; i < p->n; i++) mid[i] = (T)((const uint16_t *)row)[i];               \
-    for (int x = -p->rx; x < p->width + p->rx; x++) {                                           \
-        if (x == 0) x = p->width;                                                               \
-        if (x >= p->width + p->rx) break;                                                       \
-        int sx = ipk_border_index(x, p->width, p->border);                                      \
-        for (int c = 0; c < p->channels; c++)                                                   \
-            ext[(size_t)(x + p->rx) * p->channels + c] =                                        \
-                sx < 0 ? (T)0 : mid[(size_t)sx * p->channels + c];                              \
-    }                                                                                           \
-}                                                                                               \
-                                                                                                \
-/* out[i] = sum over the m taps of w[t] * src[t][i], three taps per pass over out (the        \
- * integer sums are exact, so the grouping does not matter); no taps: zeros. */                  \
-static inline void conv_sum_##SUF(const T *const *src, const T *w, int m, T *restrict out,       \
-                                  size_t n)                                                     \
-{                                                                                               \
-    if (m == 0) memset(out, 0, n * sizeof *out);                                                \
-    for (int t = 0; t < m; t += 3) {                                                            \
-        const T *restrict a = src[t], *restrict b = src[t + (t + 1 < m)];                       \
-        const T *restrict c = src[t + 2 * (t + 2 < m)];                                         \
-        const T wa = w[t], wb = t + 1 < m ? w[t + 1] : 0, wc = t + 2 < m ? w[t + 2] : 0;        \
-        if (t == 0)                                                                             \
-            for (size_t i = 0; i < n; i++) out[i] = (T)(wa * a[i] + wb * b[i] + wc * c[i]);     \
-        else                                                                                    \
+#define CONV_INT_FUNCS(T, SUF)                                                                     \
+static inline void conv_load_##SUF(const conv_plan *p, const ipk_img *src, int y, T *ext)          \
+{                                                                                                  \
+    int sy = ipk_border_index(y, p->height, p->border);                                            \
+    if (sy < 0) {                                                                                  \
+        memset(ext, 0, p->ext_len * sizeof *ext);                                                  \
+        return;                                                                                    \
+    }                                                                                              \
+    const void *row = ipk_row(src, sy);                                                            \
+    T *mid = ext + (size_t)p->rx * p->channels;                                                    \
+    if (p->in_type == IPK_U8)                                                                      \
+        for (size_t i = 0; i < p->n; i++) mid[i] = (T)((const uint8_t *)row)[i];                   \
+    else                                                                                           \
+        for (size_t i = 0; i < p->n; i++) mid[i] = (T)((const uint16_t *)row)[i];                  \
+    for (int x = -p->rx; x < p->width + p->rx; x++) {                                              \
+        if (x == 0) x = p->width;                                                                  \
+        if (x >= p->width + p->rx) break;                                                          \
+        int sx = ipk_border_index(x, p->width, p->border);                                         \
+        for (int c = 0; c < p->channels; c++)                                                      \
+            ext[(size_t)(x + p->rx) * p->channels + c] =                                           \
+                sx < 0 ? (T)0 : mid[(size_t)sx * p->channels + c];                                 \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+/* out[i] = sum over the m taps of w[t] * src[t][i], three taps per pass over out (the             \
+ * integer sums are exact, so the grouping does not matter); no taps: zeros. */                    \
+static inline void conv_sum_##SUF(const T *const *src, const T *w, int m, T *restrict out,         \
+                                  size_t n)                                                        \
+{                                                                                                  \
+    if (m == 0) memset(out, 0, n * sizeof *out);                                                   \
+    for (int t = 0; t < m; t += 3) {                                                               \
+        const T *restrict a = src[t], *restrict b = src[t + (t + 1 < m)];                          \
+        const T *restrict c = src[t + 2 * (t + 2 < m)];                                            \
+        const T wa = w[t], wb = t + 1 < m ? w[t + 1] : 0, wc = t + 2 < m ? w[t + 2] : 0;           \
+        if (t == 0)                                                                                \
+            for (size_t i = 0; i < n; i++) out[i] = (T)(wa * a[i] + wb * b[i] + wc * c[i]);        \
+        else                                                                                       \
             for (size_t i = 0; i < n; i++) out[i] = (T)(out[i] + wa * a[i] + wb * b[i] + wc * c[i]); \
-    }                                                                                           \
-}                                                                                               \
-                                                                                                \
-/* The non-zero taps of weights w[0..count-1] read at base[k] + k*step. */                      \
-static inline int conv_list_##SUF(const int64_t *w, int count, T *const base, size_t step,      \
-                                  const T **src, T *wt)                                         \
-{                                                                                               \
-    int m = 0;                                                                                  \
-    for (int k = 0; k < count; k++)                                                             \
-        if (w[k]) {                                                                             \
-            src[m] = base + (size_t)k * step;                                                   \
-            wt[m++] = (T)w[k];                                                                  \
-        }                                                                                       \
-    return m;                                                                                   \
-}                                                                                               \
-                                                                                                \
-/* Table lookups go to `near` (in cache) and then to the image in one copy: one scalar store a  \
- * byte straight into uncached rows would stall on every line. */                               \
-static inline void conv_finish_##SUF(const conv_plan *p, const T *restrict acc, void *near, void *d)  \
-{                                                                                               \
-    const size_t n = p->n;                                                                      \
-    if (p->lut && p->out_type == IPK_U8) {                                                      \
-        const uint8_t *restrict lut = (const uint8_t *)p->lut - p->lut_min;                     \
-        uint8_t *restrict out = near;                                                           \
-        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                    \
-        memcpy(d, near, n);                                                                     \
-    } else if (p->lut && p->out_type == IPK_U16) {                                              \
-        const uint16_t *restrict lut = (const uint16_t *)p->lut - p->lut_min;                   \
-        uint16_t *restrict out = near;                                                          \
-        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                    \
-        memcpy(d, near, n * 2);                                                                 \
-    } else if (p->finish == CONV_FINISH_SHIFT) {                                                \
-        CONV_FINISH_LOOP(conv_round_shift, T, acc, d);                                          \
-    } else if (p->finish == CONV_FINISH_ODD) {                                                  \
-        CONV_FINISH_LOOP(conv_round_odd, T, acc, d);                                            \
-    } else {                                                                                    \
-        for (size_t i = 0; i < p->n; i++)                                                       \
-            conv_store_double(p, d, i, (double)acc[i] / p->divisor + p->offset);                \
-    }                                                                                           \
-}                                                                                               \
-                                                                                                \
-/* Output rows y0..y1-1. ring: kh rows of ext_len (direct) or of n (separable, row-pass       \
- * results) plus one ext row; slot of source row j is j mod kh. */                              \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+/* The non-zero taps of weights w[0..count-1] read at base[k] + k*step. */                         \
+static inline int conv_list_##SUF(const int64_t *w, int count, T *const base, size_t step,         \
+                                  const T **src, T *wt)                                            \
+{                                                                                                  \
+    int m = 0;                                                                                     \
+    for (int k = 0; k < count; k++)                                                                \
+        if (w[k]) {                                                                                \
+            src[m] = base + (size_t)k * step;                                                      \
+            wt[m++] = (T)w[k];                                                                     \
+        }                                                                                          \
+    return m;                                                                                      \
+}                                                                                                  \
+                                                                                                   \
+/* Table lookups go to `near` (in cache) and then to the image in one copy: one scalar store a     \
+ * byte straight into uncached rows would stall on every line. */                                  \
+static inline void conv_finish_##SUF(const conv_plan *p, const T *restrict acc, void *near, void *d) \
+{                                                                                                  \
+    const size_t n = p->n;                                                                         \
+    if (p->lut && p->out_type == IPK_U8) {                                                         \
+        const uint8_t *restrict lut = (const uint8_t *)p->lut - p->lut_min;                        \
+        uint8_t *restrict out = near;                                                              \
+        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                       \
+        memcpy(d, near, n);                                                                        \
+    } else if (p->lut && p->out_type == IPK_U16) {                                                 \
+        const uint16_t *restrict lut = (const uint16_t *)p->lut - p->lut_min;                      \
+        uint16_t *restrict out = near;                                                             \
+        for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                       \
+        memcpy(d, near, n * 2);                                                                    \
+    } else if (p->finish == CONV_FINISH_SHIFT) {                                                   \
+        CONV_FINISH_LOOP(conv_round_shift, acc, d);                                                \
+    } else if (p->finish == CONV_FINISH_ODD) {                                                     \
+        CONV_FINISH_LOOP(conv_round_odd, acc, d);                                                  \
+    } else {                                                                                       \
+        for (size_t i = 0; i < p->n; i++)                                                          \
+            conv_store_double(p, d, i, (double)acc[i] / p->divisor + p->offset);                   \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+/* Output rows y0..y1-1. ring: kh rows of ext_len (direct) or of n (separable, row-pass            \
+ * results) plus one ext row; slot of source row j is j mod kh. */                                 \
 CONV_CLONES static void conv_strip_##SUF(const conv_plan *p, const ipk_img *src, const ipk_img *dst, \
-                                         int y0, int y1, T *ring, T *ext, T *acc)               \
-{                                                                                               \
-    const size_t slot = p->separable ? p->n : p->ext_len, ch = (size_t)p->channels;             \
-    const T *taps[31 * 31];                                                                     \
-    T weights[31 * 31];                                                                         \
-    for (int j = y0 - p->ry; j < y1 + p->ry; j++) {                                             \
-        T *r = ring + (size_t)(((j % p->kh) + p->kh) % p->kh) * slot;                           \
-        if (p->separable) {                                                                     \
-            conv_load_##SUF(p, src, j, ext);                                                    \
-            int m = conv_list_##SUF(p->irow, p->kw, ext, ch, taps, weights);                    \
-            conv_sum_##SUF(taps, weights, m, r, p->n);                                          \
-        } else {                                                                                \
-            conv_load_##SUF(p, src, j, r);                                                      \
-        }                                                                                       \
-        int y = j - p->ry, m = 0;                                                               \
-        if (y < y0) continue;                                                                   \
-        for (int k = 0; k < p->kh; k++) {                                                       \
-            T *row = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;       \
-            if (p->separable)                                                                   \
-                m += conv_list_##SUF(p->icol + k, 1, row, 0, taps + m, weights + m);            \
-            else                                                                                \
+                                         int y0, int y1, T *ring, T *ext, T *acc)                  \
+{                                                                                                  \
+    const size_t slot = p->separable ? p->n : p->ext_len, ch = (size_t)p->channels;                \
+    const T *taps[31 * 31];                                                                        \
+    T weights[31 * 31];                                                                            \
+    for (int j = y0 - p->ry; j < y1 + p->ry; j++) {                                                \
+        T *r = ring + (size_t)(((j % p->kh) + p->kh) % p->kh) * slot;                              \
+        if (p->separable) {                                                                        \
+            conv_load_##SUF(p, src, j, ext);                                                       \
+            int m = conv_list_##SUF(p->irow, p->kw, ext, ch, taps, weights);                       \
+            conv_sum_##SUF(taps, weights, m, r, p->n);                                             \
+        } else {                                                                                   \
+            conv_load_##SUF(p, src, j, r);                                                         \
+        }                                                                                          \
+        int y = j - p->ry, m = 0;                                                                  \
+        if (y < y0) continue;                                                                      \
+        for (int k = 0; k < p->kh; k++) {                                                          \
+            T *row = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;          \
+            if (p->separable)                                                                      \
+                m += conv_list_##SUF(p->icol + k, 1, row, 0, taps + m, weights + m);               \
+            else                                                                                   \
                 m += conv_list_##SUF(p->iw + (size_t)k * p->kw, p->kw, row, ch, taps + m, weights + m); \
-        }                                                                                       \
-        conv_sum_##SUF(taps, weights, m, acc, p->n);                                            \
-        conv_finish_##SUF(p, acc, ext, ipk_row(dst, y));                                        \
-    }                                                                                           \
+        }                                                                                          \
+        conv_sum_##SUF(taps, weights, m, acc, p->n);                                               \
+        conv_finish_##SUF(p, acc, ext, ipk_row(dst, y));                                           \
+    }                                                                                              \
 }
 
 CONV_INT_FUNCS(int16_t, i16)
 CONV_INT_FUNCS(int32_t, i32)
 CONV_INT_FUNCS(int64_t, i64)
 
-/* ---- float path ---- */
+/* Float path, in the documented order. */
 
 static inline void conv_load_f32(const conv_plan *p, const ipk_img *src, int y, float *ext)
 {
@@ -328,7 +328,6 @@ CONV_CLONES static void conv_strip_f32(const conv_plan *p, const ipk_img *src, c
     }
 }
 
-/* ---- planning ---- */
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
 {
