@@ -7,10 +7,11 @@
 #include "threads.h"
 
 /* Box mean by running sums: per strip of rows, column sums over the 2r+1 window rows slide
- * down one row at a time, and a running sum along each row adds them across; the cost per
- * pixel does not depend on the radius. Strips have a fixed height and restart their sums,
- * so the float rounding (double sums) never depends on the thread count; integer sums are
- * exact anyway. */
+ * down one row at a time, and a running sum along each row adds them across, so the cost per
+ * pixel does not depend on the radius. Exception, where it is faster: for windows up to
+ * 15x15 (8-bit) or 5x5 the row step adds the 2r+1 column sums directly, vectorised. Strips
+ * have a height that depends only on the radius and restart their sums, so the float
+ * rounding (double sums) never depends on the thread count; integer sums are exact anyway. */
 
 /* The hot loops are compiled twice, for plain x86-64 (the build's target) and for AVX2, and the
  * loader picks one for the machine: the same operations, so the same results. */
@@ -35,7 +36,9 @@ static int mean_strip_rows(int radius)
     return 2 * k > 64 ? 2 * k : 64;
 }
 
-/* Smallest shift with 2^shift >= 256 n^2 makes a*magic/2^shift exact for a < 256 n. */
+/* a * ceil(2^s / n) / 2^s = a/n + a * excess / (n 2^s), with excess < n: the floor stays
+ * floor(a/n) while a * excess < 2^s, i.e. for every a < 256 n when 2^s >= 256 n^2. The 16-bit
+ * pair (for the 16-bit lanes) is searched and kept only when that bound holds for it. */
 static void mean_set_magic(mean_geom *g, uint32_t n)
 {
     int log2n = 0;
