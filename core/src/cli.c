@@ -17,6 +17,7 @@
 #include "gpu.h"
 #include "image.h"
 #include "io.h"
+#include "newplugin.h"
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
@@ -51,6 +52,7 @@ static const char usage_text[] =
     "       imgpipe run [options] PIPELINE|-e TEXT IN_FOLDER|@LIST OUT_FOLDER\n"
     "       imgpipe check [options] PIPELINE | -e TEXT\n"
     "       imgpipe plugins [STAGE]\n"
+    "       imgpipe new-plugin NAME [DIR]\n"
     "       imgpipe --help | --version\n"
     "\n"
     "Runs an image-processing pipeline: each line of PIPELINE (or each '|'-separated part of\n"
@@ -61,6 +63,7 @@ static const char usage_text[] =
     "  run              process IN into OUT\n"
     "  check            validate a pipeline without images (stage names, arguments, shapes)\n"
     "  plugins [STAGE]  list the stages found, or one stage's parameters\n"
+    "  new-plugin NAME [DIR]  write a new stage's source, ready to build (DIR defaults to NAME)\n"
     "\n"
     "options:\n"
     "  -e TEXT                 the pipeline as text instead of a file\n"
@@ -627,6 +630,22 @@ static int cmd_plugins(const cli_options *o)
     return rc;
 }
 
+static int cmd_new_plugin(const cli_options *o)
+{
+    if (o->n_positional < 1 || o->n_positional > 2) return usage_error("new-plugin needs NAME and optionally DIR");
+    const char *name = o->positional[0], *dir = o->n_positional == 2 ? o->positional[1] : name;
+    char err[1024], prefix[4096];
+    int rc = newplugin_write(name, dir, err, sizeof err);
+    if (rc != IP_OK) {
+        fail("%s", err);
+        return rc == IP_EINVAL ? CLI_USAGE : CLI_IMAGE_FAILED;
+    }
+    if (newplugin_prefix(prefix, sizeof prefix, err, sizeof err) != IP_OK) snprintf(prefix, sizeof prefix, "PREFIX");
+    printf("wrote %s: build it with: cmake -S %s -B %s/build -DCMAKE_PREFIX_PATH=%s && cmake --build %s/build\n",
+           dir, dir, dir, prefix, dir);
+    return CLI_OK;
+}
+
 int cli_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -655,5 +674,6 @@ int cli_main(int argc, char **argv)
     if (strcmp(o.command, "run") == 0) return cmd_run(&o);
     if (strcmp(o.command, "check") == 0) return cmd_check(&o);
     if (strcmp(o.command, "plugins") == 0) return cmd_plugins(&o);
-    return usage_error("unknown command '%s': use run, check or plugins", o.command);
+    if (strcmp(o.command, "new-plugin") == 0) return cmd_new_plugin(&o);
+    return usage_error("unknown command '%s': use run, check, plugins or new-plugin", o.command);
 }

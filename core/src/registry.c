@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,9 @@ static const char *descriptor_problem(const ip_stage *s, char *buf, size_t len)
                  s->abi_version, IP_ABI_VERSION);
         return buf;
     }
-    if (s->struct_size < sizeof(ip_stage)) return "stage descriptor is smaller than ABI version 1 requires";
+    /* Fields added later go at the end; a descriptor needs only what version 1 had. */
+    if (s->struct_size < offsetof(ip_stage, destroy) + sizeof s->destroy)
+        return "stage descriptor is smaller than ABI version 1 requires";
     if (!s->name || !*s->name) return "stage has no name";
     if (!s->create || !s->plan || !s->run_cpu || !s->destroy)
         return "stage lacks create, plan, run_cpu or destroy";

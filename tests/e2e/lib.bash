@@ -7,7 +7,14 @@ SRC=${IMGPIPE_SOURCE_DIR:?}
 IMAGES=$SRC/samples
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/imgpipe-e2e.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-PY=${IMGPIPE_PYTHON:-/usr/bin/python3}
+# The first Python that has OpenCV: Debian's here, the GPU machine's own there.
+PY=${IMGPIPE_PYTHON:-}
+if [ -z "$PY" ]; then
+  for candidate in /usr/bin/python3 "$(command -v python3)"; do
+    if [ -x "$candidate" ] && "$candidate" -c "import cv2" 2>/dev/null; then PY=$candidate; break; fi
+  done
+  PY=${PY:-/usr/bin/python3}
+fi
 
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
