@@ -7,8 +7,9 @@
 #include "pixels.h"
 #include "threads.h"
 
-/* Counts in the 8-bit histograms are uint16_t: (2r+1)^2 must stay below 65536. */
 #define MEDIAN_MAX_RADIUS 127
+/* The 8-bit histograms count in int16 lanes: (2r+1)^2 must stay below 32768. */
+#define O1_MAX_RADIUS 90
 /* Tiles of the histogram path: narrow enough for the column histograms to stay in L2. */
 #define O1_TILE_W 512
 #define O1_TILE_H 512
@@ -365,14 +366,13 @@ static inline o1_vec v16_step(int bin, int delta)
                  _mm_and_si128(_mm_cmpgt_epi16(_mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15), n), d) };
     return v;
 }
-/* Lanes at most k, counts compared unsigned through a bias; cumulative counts never
+/* Lanes at most k (counts below 32768: see O1_MAX_RADIUS); cumulative counts never
  * decrease, so the lanes above k are the top ones and the first of them says how many. */
 static inline int v16_count_upto(o1_vec v, int k)
 {
-    const __m128i bias = _mm_set1_epi16((short)0x8000);
-    const __m128i kb = _mm_xor_si128(_mm_set1_epi16((short)k), bias);
-    int above = _mm_movemask_epi8(_mm_cmpgt_epi16(_mm_xor_si128(v.a, bias), kb)) |
-                _mm_movemask_epi8(_mm_cmpgt_epi16(_mm_xor_si128(v.b, bias), kb)) << 16;
+    const __m128i kv = _mm_set1_epi16((short)k);
+    int above = _mm_movemask_epi8(_mm_cmpgt_epi16(v.a, kv)) |
+                _mm_movemask_epi8(_mm_cmpgt_epi16(v.b, kv)) << 16;
     return above ? __builtin_ctz((unsigned)above) / 2 : 16;
 }
 #else
@@ -412,13 +412,18 @@ static inline void o1_count(uint16_t *coarse, uint16_t *fine, int v, int delta)
     v16_store(f, v16_add(v16_load(f), v16_step(v & 15, delta)));
 }
 
+/* Fields are copied to locals in the loops below: vector stores may alias anything and
+ * would otherwise force their reload on every column. */
 static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
 {
     if (sy < 0 && j->border != IPK_ZERO) return;
-    const uint8_t *row = sy >= 0 ? (const uint8_t *)ipk_row(j->src, sy) : NULL;
-    for (int m = 0; m < h->ncols; m++) {
-        int v = row ? row[(size_t)(h->cmin + m) * j->ch + c] : 0;
-        o1_count(h->coarse + m * 16, h->fine + m * 256, v, delta);
+    const uint8_t *row = sy >= 0 ? (const uint8_t *)ipk_row(j->src, sy) + c : NULL;
+    uint16_t *const coarse = h->coarse, *const fine = h->fine;
+    const int ncols = h->ncols, ch = j->ch;
+    const size_t first = (size_t)h->cmin * (size_t)ch;
+    for (int m = 0; m < ncols; m++) {
+        int v = row ? row[first + (size_t)m * ch] : 0;
+        o1_count(coarse + m * 16, fine + m * 256, v, delta);
     }
 }
 
@@ -433,17 +438,20 @@ static void o1_next_row(const o1_job *j, o1_hists *h, int out, int in, int c)
     }
     const uint8_t *old_row = (const uint8_t *)ipk_row(j->src, out) + c;
     const uint8_t *new_row = (const uint8_t *)ipk_row(j->src, in) + c;
-    for (int m = 0; m < h->ncols; m++) {
-        size_t i = (size_t)(h->cmin + m) * j->ch;
+    uint16_t *const coarse = h->coarse, *const fine = h->fine;
+    const int ncols = h->ncols, ch = j->ch;
+    const size_t first = (size_t)h->cmin * (size_t)ch;
+    for (int m = 0; m < ncols; m++) {
+        size_t i = first + (size_t)m * ch;
         int was = old_row[i], now = new_row[i];
-        uint16_t *coarse = h->coarse + m * 16, *fine = h->fine + m * 256;
+        uint16_t *cm = coarse + m * 16, *fm = fine + m * 256;
         if (was == now) continue;
         if (was >> 4 != now >> 4) {
-            o1_count(coarse, fine, was, -1);
-            o1_count(coarse, fine, now, 1);
+            o1_count(cm, fm, was, -1);
+            o1_count(cm, fm, now, 1);
             continue;
         }
-        uint16_t *f = fine + (now >> 4) * 16;
+        uint16_t *f = fm + (now >> 4) * 16;
         v16_store(f, v16_sub(v16_add(v16_load(f), v16_step(now & 15, 1)), v16_step(was & 15, 1)));
     }
 }
@@ -481,7 +489,7 @@ static int span_inside(int i, int r, int n)
 
 /* Brings the window's fine bins of coarse bin b from column `last` to column x: slides
  * when that is cheaper than summing the 2r+1 columns afresh. */
-static o1_vec o1_fine_update(const o1_hists *h, const int *slot, uint16_t *wf, int b, int last,
+static o1_vec o1_fine_update(const o1_hists *h, const int *slot, const uint16_t *wf, int b, int last,
                              int x, int r)
 {
     const uint16_t *fine = h->fine + b * 16;
@@ -489,41 +497,53 @@ static o1_vec o1_fine_update(const o1_hists *h, const int *slot, uint16_t *wf, i
     if (last == INT_MIN || x - last > r) {
         f = v16_zero();
         for (int d = -r; d <= r; d++) f = v16_add(f, v16_load(fine + (size_t)slot[x + d] * 256));
-    } else {
-        f = v16_load(wf + b * 16);
-        for (int xx = last + 1; xx <= x; xx++)
-            f = v16_sub(v16_add(f, v16_load(fine + (size_t)slot[xx + r] * 256)),
-                        v16_load(fine + (size_t)slot[xx - r - 1] * 256));
+        return f;
     }
-    v16_store(wf + b * 16, f);
+    f = v16_load(wf + b * 16);
+    for (int xx = last + 1; xx <= x; xx++)
+        f = v16_sub(v16_add(f, v16_load(fine + (size_t)slot[xx + r] * 256)),
+                    v16_load(fine + (size_t)slot[xx - r - 1] * 256));
     return f;
 }
 
-/* One output row of the tile. */
+/* One output row of the tile. Fields are copied to locals: the uint8_t output stores could
+ * otherwise alias them and force reloads on every pixel. */
 static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c)
 {
-    const int r = j->radius;
-    const int *slot = h->slot - (x0 - r);   /* slot[px] for window column px */
+    const int r = j->radius, ch = j->ch, width = j->src->width;
+    const int shrink = j->border == IPK_SHRINK;
+    const uint16_t *const coarse = h->coarse, *const fine = h->fine;
+    const int *const slot = h->slot - (x0 - r);   /* slot[px] for window column px */
     uint16_t wf[256];
     int fine_x[16];
     for (int b = 0; b < 16; b++) fine_x[b] = INT_MIN;
-    o1_vec wc = v16_zero();
-    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(h->coarse + slot[x0 + d] * 16));
-    int rows_in = j->border == IPK_SHRINK ? span_inside(y, r, j->src->height) : 2 * r + 1;
-    uint8_t *out = (uint8_t *)ipk_row(j->dst, y) + c;
+    o1_vec wc = v16_zero(), cur_f = v16_zero();
+    int cur_b = -1;   /* the coarse bin whose fine bins cur_f holds, up to date at x - 1 */
+    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(coarse + slot[x0 + d] * 16));
+    const int rows_in = shrink ? span_inside(y, r, j->src->height) : 2 * r + 1;
+    const int k_full = (rows_in * (2 * r + 1) - 1) / 2;
+    uint8_t *const out = (uint8_t *)ipk_row(j->dst, y) + c;
     for (int x = x0; x < x1; x++) {
         if (x > x0)
-            wc = v16_sub(v16_add(wc, v16_load(h->coarse + slot[x + r] * 16)),
-                         v16_load(h->coarse + slot[x - r - 1] * 16));
-        int cols_in = j->border == IPK_SHRINK ? span_inside(x, r, j->src->width) : 2 * r + 1;
-        int k = (rows_in * cols_in - 1) / 2;
+            wc = v16_sub(v16_add(wc, v16_load(coarse + slot[x + r] * 16)),
+                         v16_load(coarse + slot[x - r - 1] * 16));
+        int k = shrink ? (rows_in * span_inside(x, r, width) - 1) / 2 : k_full;
         uint16_t below[16];
         v16_store(below, wc);
         int b = v16_count_upto(wc, k) - 1;
-        o1_vec f = o1_fine_update(h, slot, wf, b, fine_x[b], x, r);
-        fine_x[b] = x;
-        int i = v16_count_upto(f, k - below[b]) - 1;
-        out[(size_t)x * j->ch] = (uint8_t)(b * 16 + i);
+        if (b == cur_b) {   /* the usual case: the fine bins stay in registers */
+            cur_f = v16_sub(v16_add(cur_f, v16_load(fine + (size_t)slot[x + r] * 256 + b * 16)),
+                            v16_load(fine + (size_t)slot[x - r - 1] * 256 + b * 16));
+        } else {
+            if (cur_b >= 0) {
+                v16_store(wf + cur_b * 16, cur_f);
+                fine_x[cur_b] = x - 1;
+            }
+            cur_f = o1_fine_update(h, slot, wf, b, fine_x[b], x, r);
+            cur_b = b;
+        }
+        int i = v16_count_upto(cur_f, k - below[b]) - 1;
+        out[(size_t)x * ch] = (uint8_t)(b * 16 + i);
     }
 }
 
@@ -596,6 +616,6 @@ int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_borde
         return IPK_OK;
     }
     if (radius <= 2) return median_network(src, dst, radius, border, threads);
-    if (src->dtype == IPK_U8) return median_o1_u8(src, dst, radius, border, threads);
+    if (src->dtype == IPK_U8 && radius <= O1_MAX_RADIUS) return median_o1_u8(src, dst, radius, border, threads);
     return median_generic(src, dst, radius, border, threads);
 }
