@@ -100,12 +100,6 @@ static inline double conv_saturate(double v, double max_value)
     return r >= 0 ? (r <= max_value ? r : max_value) : 0;
 }
 
-static inline float conv_saturate_f(float v, float max_value)
-{
-    float r = rintf(v);
-    return r >= 0 ? (r <= max_value ? r : max_value) : 0;
-}
-
 static void conv_store_double(const conv_plan *p, void *d, size_t i, double v)
 {
     if (p->out_type == IPK_F32) ((float *)d)[i] = (float)v;
@@ -271,63 +265,100 @@ static inline void conv_load_f32(const conv_plan *p, const ipk_img *src, int y, 
     }
 }
 
-/* out[i] = out[i] + w[k] * ext[i + k*channels] for k ascending; out starts at 0 unless
- * accumulate. Each pixel sees the additions in the documented order. */
-static inline void conv_taps_f32(const conv_plan *p, const float *w, int taps, const float *ext, float *out,
-                          int accumulate)
+/* out[i] = sum of w[t] * src[t][i] for t = 0..m-1, added one term at a time in that order to
+ * an accumulator that starts at 0.0f; three terms per pass over out. */
+static inline void conv_sum_f32(const float *const *src, const float *w, int m, float *restrict out, size_t n)
 {
-    if (!accumulate)
-        for (size_t i = 0; i < p->n; i++) out[i] = 0.0f;
-    for (int k = 0; k < taps; k++) {
-        const float wk = w[k], *e = ext + (size_t)k * p->channels;
-        for (size_t i = 0; i < p->n; i++) out[i] = out[i] + wk * e[i];
+    int t = 0;
+    for (; t + 3 <= m; t += 3) {
+        const float *restrict a = src[t], *restrict b = src[t + 1], *restrict c = src[t + 2];
+        const float wa = w[t], wb = w[t + 1], wc = w[t + 2], start = 0.0f;
+        if (t == 0)
+            for (size_t i = 0; i < n; i++) out[i] = ((start + wa * a[i]) + wb * b[i]) + wc * c[i];
+        else
+            for (size_t i = 0; i < n; i++) out[i] = ((out[i] + wa * a[i]) + wb * b[i]) + wc * c[i];
+    }
+    if (m - t == 2) {
+        const float *restrict a = src[t], *restrict b = src[t + 1];
+        const float wa = w[t], wb = w[t + 1];
+        for (size_t i = 0; i < n; i++) out[i] = ((t ? out[i] : 0.0f) + wa * a[i]) + wb * b[i];
+    } else if (m - t == 1) {
+        const float *restrict a = src[t];
+        const float wa = w[t];
+        for (size_t i = 0; i < n; i++) out[i] = (t ? out[i] : 0.0f) + wa * a[i];
     }
 }
 
-static inline void conv_finish_f32(const conv_plan *p, float *acc, void *d)
+/* Every tap, zero weights included (the order is part of the result): base + k*step. */
+static inline int conv_list_f32(const float *w, int count, const float *base, size_t step, const float **src,
+                                float *wt)
+{
+    for (int k = 0; k < count; k++) {
+        src[k] = base + (size_t)k * step;
+        wt[k] = w[k];
+    }
+    return count;
+}
+
+/* Integer output: rintf, then NaN and negatives to 0 and the top clamped, as compares that vectorise. */
+static inline void conv_finish_f32(const conv_plan *p, float *restrict acc, void *d)
 {
     const float div = p->fdivisor, off = p->foffset;
-    for (size_t i = 0; i < p->n; i++) acc[i] = acc[i] / div + off;
+    const size_t n = p->n;
+    for (size_t i = 0; i < n; i++) acc[i] = acc[i] / div + off;
     if (p->out_type == IPK_F32) {
-        memcpy(d, acc, p->n * sizeof *acc);
-    } else if (p->out_type == IPK_U8) {
-        for (size_t i = 0; i < p->n; i++) ((uint8_t *)d)[i] = (uint8_t)conv_saturate_f(acc[i], 255.0f);
+        memcpy(d, acc, n * sizeof *acc);
+        return;
+    }
+    const float max_value = p->out_type == IPK_U8 ? 255.0f : 65535.0f;
+    for (size_t i = 0; i < n; i++) {
+        float r = rintf(acc[i]);
+        r = r > 0.0f ? r : 0.0f;
+        acc[i] = r < max_value ? r : max_value;
+    }
+    if (p->out_type == IPK_U8) {
+        uint8_t *restrict o8 = d;
+        for (size_t i = 0; i < n; i++) o8[i] = (uint8_t)(int32_t)acc[i];
     } else {
-        for (size_t i = 0; i < p->n; i++) ((uint16_t *)d)[i] = (uint16_t)conv_saturate_f(acc[i], 65535.0f);
+        uint16_t *restrict o16 = d;
+        for (size_t i = 0; i < n; i++) o16[i] = (uint16_t)(int32_t)acc[i];
     }
 }
 
-CONV_CLONES static void conv_strip_f32(const conv_plan *p, const ipk_img *src, const ipk_img *dst, int y0, int y1,
-                           float *ring, float *ext, float *acc)
+CONV_CLONES static void conv_strip_f32(const conv_plan *p, const ipk_img *src, const ipk_img *dst, int y0,
+                                       int y1, float *ring, float *ext, float *acc)
 {
-    const size_t slot = p->separable ? p->n : p->ext_len;
-    const float *rows[31];
+    const size_t slot = p->separable ? p->n : p->ext_len, ch = (size_t)p->channels;
+    const float *taps[31 * 31];
+    float weights[31 * 31];
     for (int j = y0 - p->ry; j < y1 + p->ry; j++) {
         float *r = ring + (size_t)(((j % p->kh) + p->kh) % p->kh) * slot;
         if (p->separable) {
             conv_load_f32(p, src, j, ext);
-            conv_taps_f32(p, p->frow, p->kw, ext, r, 0);
+            conv_sum_f32(taps, weights, conv_list_f32(p->frow, p->kw, ext, ch, taps, weights), r, p->n);
         } else {
             conv_load_f32(p, src, j, r);
         }
-        int y = j - p->ry;
+        int y = j - p->ry, m = 0;
         if (y < y0) continue;
-        for (int k = 0; k < p->kh; k++)
-            rows[k] = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;
-        if (p->separable) {
-            for (size_t i = 0; i < p->n; i++) acc[i] = 0.0f;
-            for (int k = 0; k < p->kh; k++) {
-                const float wk = p->fcol[k], *rk = rows[k];
-                for (size_t i = 0; i < p->n; i++) acc[i] = acc[i] + wk * rk[i];
-            }
-        } else {
-            for (int k = 0; k < p->kh; k++)
-                conv_taps_f32(p, p->fw + (size_t)k * p->kw, p->kw, rows[k], acc, k > 0);
+        for (int k = 0; k < p->kh; k++) {
+            const float *row = ring + (size_t)((((y - p->ry + k) % p->kh) + p->kh) % p->kh) * slot;
+            if (p->separable)
+                m += conv_list_f32(p->fcol + k, 1, row, 0, taps + m, weights + m);
+            else
+                m += conv_list_f32(p->fw + (size_t)k * p->kw, p->kw, row, ch, taps + m, weights + m);
         }
+        conv_sum_f32(taps, weights, m, acc, p->n);
         conv_finish_f32(p, acc, ipk_row(dst, y));
     }
 }
 
+static int conv_weights_finite(const ipk_conv_params *p)
+{
+    for (int i = 0; i < p->kw * p->kh; i++)
+        if (!isfinite(p->weights[i])) return 0;
+    return 1;
+}
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
 {
@@ -338,7 +369,7 @@ static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_p
            (dst->dtype == src->dtype || dst->dtype == IPK_F32) && p->kw >= 1 && p->kw <= 31 &&
            p->kh >= 1 && p->kh <= 31 && p->kw % 2 == 1 && p->kh % 2 == 1 && p->divisor != 0 &&
            isfinite(p->divisor) && isfinite(p->offset) && p->border >= IPK_REPLICATE &&
-           p->border <= IPK_SHRINK;
+           p->border <= IPK_SHRINK && conv_weights_finite(p);
 }
 
 static int conv_is_int(double v, double limit) { return v == floor(v) && fabs(v) <= limit; }

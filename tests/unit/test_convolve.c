@@ -206,6 +206,8 @@ static void check_bad_arguments(void)
     CHECK(ipk_convolve_cpu(&src, &dst, &zero_div, 1) == IPK_EINVAL, "divisor 0");
     CHECK(ipk_convolve_cpu(&src, &d16, &ok, 1) == IPK_EINVAL, "u8 -> u16");
     CHECK(ipk_convolve_cpu(&src, &dst, &ok, 1) == IPK_OK, "valid call");
+    w[4] = NAN;
+    CHECK(ipk_convolve_cpu(&src, &dst, &ok, 1) == IPK_EINVAL, "NaN weight");
     tu_img_free(&src);
     tu_img_free(&dst);
     tu_img_free(&d16);
