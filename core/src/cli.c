@@ -331,25 +331,46 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", encode_ms);
 }
 
+/* Plans the pipeline as soon as the decoder knows the shape, before any pixel is decoded. */
+typedef struct {
+    plan *p;
+    const char *out_path;
+    ip_shape final;
+    int failed;
+} early_plan;
+
+static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t errlen)
+{
+    early_plan *ep = user;
+    int rc = plan_shapes(ep->p, shape, &ep->final, err, errlen);
+    if (rc == IP_OK && (rc = io_check_writable(io_format_from_ext(ep->out_path), &ep->final, err, errlen)) != IP_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", ep->out_path, why);
+    }
+    ep->failed = rc != IP_OK;
+    return rc;
+}
+
 /* One image through the plan on dev; a GPU failure under --device auto is retried on the CPU. */
 static int process_image(const cli_options *o, plan *p, exec_device dev, const char *in_path, const char *out_path)
 {
     char err[1024];
     ip_image in = { 0 }, out;
+    early_plan ep = { p, out_path, { 0 }, 0 };
+    io_options io = o->io;
+    io.on_shape = plan_on_shape;
+    io.on_shape_user = &ep;
     double t0 = now_ms();
-    int rc = io_read(in_path, &o->io, &in, err, sizeof err);
+    int rc = io_read(in_path, &io, &in, err, sizeof err);
     double decode_ms = now_ms() - t0;
+    if (rc != IP_OK && ep.failed) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
     if (rc != IP_OK) {
         fail("%s: %s", in_path, err);
         return CLI_IMAGE_FAILED;
-    }
-    ip_shape final;
-    io_format fmt = io_format_from_ext(out_path);
-    if (plan_shapes(p, &in.shape, &final, err, sizeof err) != IP_OK ||
-        io_check_writable(fmt, &final, err, sizeof err) != IP_OK) {
-        fail("%s", err);
-        img_free(&in);
-        return CLI_USAGE;
     }
     exec_options eo = { dev, 0, o->threads, o->transfer, o->profile };
     exec_ctx *ctx = NULL;

@@ -17,6 +17,16 @@ void io_default_options(io_options *opt)
     opt->png_level = 6;
     opt->jpeg_quality = 90;
     opt->max_pixels = IMG_DEFAULT_MAX_PIXELS;
+    opt->on_shape = NULL;
+    opt->on_shape_user = NULL;
+}
+
+int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen)
+{
+    size_t bytes;
+    int rc = img_size_check(shape, opt->max_pixels, &bytes, err, errlen);
+    if (rc == IP_OK && opt->on_shape) rc = opt->on_shape(opt->on_shape_user, shape, err, errlen);
+    return rc;
 }
 
 io_format io_detect(const unsigned char *head, size_t n)

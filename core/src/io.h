@@ -10,6 +10,10 @@ typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
     uint64_t max_pixels; /* refuse larger images before allocating */
+    /* Called by io_read once the header gives the decoded shape, before any pixel is decoded;
+     * a non-zero return stops the read with that code and the callback's message. */
+    int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
+    void *on_shape_user;
 } io_options;
 
 void io_default_options(io_options *opt);
@@ -18,6 +22,8 @@ io_format io_detect(const unsigned char *head, size_t n);
 io_format io_detect_file(const char *path);
 io_format io_format_from_ext(const char *path);
 const char *io_format_name(io_format fmt);
+/* For the readers: checks the pixel limit and calls opt->on_shape, if any. */
+int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen);
 
 /* Decodes any supported file into a freshly allocated packed host image (free with
  * img_free). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,

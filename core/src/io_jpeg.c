@@ -118,6 +118,8 @@ static int jpeg_decode(jpeg_reader *r)
     jpeg_calc_output_dimensions(&r->cinfo);
     ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
                        r->cinfo.output_components, IP_U8 };
+    rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
+    if (rc) return rc;
     rc = img_alloc(r->img, &shape, r->opt->max_pixels, r->e.err, r->e.errlen);
     if (rc) return rc;
     jpeg_start_decompress(&r->cinfo);

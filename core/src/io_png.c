@@ -71,8 +71,7 @@ static int png_decode(png_reader *r)
     png_set_user_limits(r->png, 0x7fffffff, 0x7fffffff);
     png_read_info(r->png, r->info);
     ip_shape shape = decoded_shape(r->png, r->info);
-    size_t bytes;
-    int rc = img_size_check(&shape, r->opt->max_pixels, &bytes, r->e.err, r->e.errlen);
+    int rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     request_plain_samples(r->png, r->info);
     rc = img_alloc(r->img, &shape, r->opt->max_pixels, r->e.err, r->e.errlen);

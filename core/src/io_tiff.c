@@ -188,8 +188,7 @@ static int alloc_raw(tiff_reader *r)
     ip_shape raw = { (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
     ip_shape final = raw;
     if (r->photometric == PHOTOMETRIC_PALETTE) final.channels = 3;
-    size_t bytes;
-    int rc = img_size_check(&final, r->opt->max_pixels, &bytes, r->err, r->errlen);
+    int rc = io_shape_known(r->opt, &final, r->err, r->errlen);
     if (!rc) rc = img_alloc(&r->raw, &raw, r->opt->max_pixels, r->err, r->errlen);
     return rc;
 }

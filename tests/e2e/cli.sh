@@ -87,6 +87,11 @@ expect 1 "output folder missing" "$B" run --device cpu -e grayscale "$IMAGES/cam
 expect 2 "float to png" "$B" run --device cpu -e "grayscale | entropy" "$IMAGES/camera.png" ent.png
 says "float to png" "PNG cannot hold 32-bit float"
 absent "float to png output" ent.png
+# planning happens from the header, before any pixel is decoded: a truncated colour PNG fed to
+# entropy is a pipeline error (exit 2), not a decoding failure
+head -c 100000 "$IMAGES/astronaut.png" > cut.png
+expect 2 "plan before decode" "$B" run --device cpu -e "entropy" cut.png out6.png
+says "plan before decode" "-e:1:1: entropy needs one channel, got 3: add 'grayscale' before it (input: 512x512 3-channel 8-bit)"
 
 # plugins from --plugin-path and IMGPIPE_PLUGIN_PATH; refused plugins are named
 TP=${IMGPIPE_TEST_PLUGINS:?}
