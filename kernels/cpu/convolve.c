@@ -38,7 +38,9 @@
 #define CONV_CLONES
 #endif
 
-#define CONV_STRIP_ROWS 32
+/* Rows per strip: each strip reads kh - 1 rows beyond its own, so tall kernels get taller
+ * strips. The split never changes a result: every output row is computed the same way. */
+static int conv_strip_rows(int kh) { return 4 * kh > 32 ? 4 * kh : 32; }
 #define CONV_LUT_MAX 65536
 
 typedef struct {
@@ -474,7 +476,7 @@ int ipk_convolve_cpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_para
     conv_plan_init(p, src, dst, params);
     const size_t ring_bytes = (size_t)p->kh * p->ext_len * (size_t)p->acc_bytes;
     const size_t row_bytes = p->ext_len * (size_t)p->acc_bytes;
-    const int n_strips = (src->height + CONV_STRIP_ROWS - 1) / CONV_STRIP_ROWS;
+    const int strip = conv_strip_rows(params->kh), n_strips = (src->height + strip - 1) / strip;
     int failed = 0;
 
     #pragma omp parallel num_threads(ipk_threads(threads))
@@ -486,8 +488,8 @@ int ipk_convolve_cpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_para
         }
         #pragma omp for schedule(static)
         for (int s = 0; s < n_strips; s++) {
-            int y1 = (s + 1) * CONV_STRIP_ROWS < src->height ? (s + 1) * CONV_STRIP_ROWS : src->height;
-            if (ring && ext && acc) conv_strip(p, src, dst, s * CONV_STRIP_ROWS, y1, ring, ext, acc);
+            int y1 = (s + 1) * strip < src->height ? (s + 1) * strip : src->height;
+            if (ring && ext && acc) conv_strip(p, src, dst, s * strip, y1, ring, ext, acc);
         }
         free(ring);
         free(ext);
