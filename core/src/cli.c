@@ -328,6 +328,7 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
         fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
     }
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "download", prof->download_ms);
+    fprintf(stderr, "  %-22s %9.3f ms\n", "run (wall)", prof->total_ms);
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", encode_ms);
 }
 

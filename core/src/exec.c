@@ -346,6 +346,9 @@ int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input
         memset(prof, 0, sizeof *prof);
         prof->n_stages = p->n;
     }
-    if (ctx->opt.device == EXEC_GPU) return run_gpu_path(ctx, p, in, input_path, out, prof, err, errlen);
-    return run_cpu_path(ctx, p, in, input_path, out, prof, err, errlen);
+    double t0 = now_ms();
+    int rc = ctx->opt.device == EXEC_GPU ? run_gpu_path(ctx, p, in, input_path, out, prof, err, errlen)
+                                          : run_cpu_path(ctx, p, in, input_path, out, prof, err, errlen);
+    if (prof) prof->total_ms = now_ms() - t0;
+    return rc;
 }

@@ -17,6 +17,7 @@ typedef struct {
 #define EXEC_MAX_STAGES 64
 
 typedef struct {
+    double total_ms;          /* wall time of exec_run: staging copies, transfers, stages, waits */
     double upload_ms, download_ms;
     double stage_ms[EXEC_MAX_STAGES];
     int stage_on_gpu[EXEC_MAX_STAGES];
