@@ -149,19 +149,22 @@ static int net_bufs_alloc(net_bufs *b, const ipk_img *src, int radius, int plane
     return b->mem != NULL;
 }
 
-/* Rows are often exactly a page, where hardware prefetchers stop: fetch the next row's lines
- * while this row is worked on. */
-static void prefetch_row(const ipk_img *img, int y)
+/* Rows are often exactly a page, where hardware prefetchers stop: the kernels fetch the
+ * next row's lines while they work on this one. */
+static void prefetch_bytes(const void *p, size_t bytes)
 {
 #if defined(__GNUC__)
-    if (y < 0) return;
-    const char *row = ipk_row(img, y);
-    size_t bytes = (size_t)img->width * (size_t)img->channels * ipk_dtype_bytes(img->dtype);
-    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(row + i);
+    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch((const char *)p + i);
 #else
-    (void)img;
-    (void)y;
+    (void)p;
+    (void)bytes;
 #endif
+}
+
+static void prefetch_row(const ipk_img *img, int y)
+{
+    if (y >= 0)
+        prefetch_bytes(ipk_row(img, y), (size_t)img->width * (size_t)img->channels * ipk_dtype_bytes(img->dtype));
 }
 
 /* Five planes at one index, unrolled by hand so that the loops around them vectorise. */
@@ -427,6 +430,14 @@ static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
     }
 }
 
+/* o1_steps[b][i] = (i > b): what one value of bin b adds to a cumulative histogram. */
+#define O1_STEP(b) { 0 > b, 1 > b, 2 > b, 3 > b, 4 > b, 5 > b, 6 > b, 7 > b, \
+                     8 > b, 9 > b, 10 > b, 11 > b, 12 > b, 13 > b, 14 > b, 15 > b }
+static const uint16_t o1_steps[16][16] = {
+    O1_STEP(0), O1_STEP(1), O1_STEP(2), O1_STEP(3), O1_STEP(4), O1_STEP(5), O1_STEP(6), O1_STEP(7),
+    O1_STEP(8), O1_STEP(9), O1_STEP(10), O1_STEP(11), O1_STEP(12), O1_STEP(13), O1_STEP(14), O1_STEP(15),
+};
+
 /* Moves the column histograms down one row: row `out` leaves, row `in` comes, with one
  * read-modify-write per histogram where the two values share it. */
 static void o1_next_row(const o1_job *j, o1_hists *h, int out, int in, int c)
@@ -444,15 +455,18 @@ static void o1_next_row(const o1_job *j, o1_hists *h, int out, int in, int c)
     for (int m = 0; m < ncols; m++) {
         size_t i = first + (size_t)m * ch;
         int was = old_row[i], now = new_row[i];
-        uint16_t *cm = coarse + m * 16, *fm = fine + m * 256;
         if (was == now) continue;
+        uint16_t *cm = coarse + m * 16, *fm = fine + m * 256;
+        uint16_t *f_now = fm + (now >> 4) * 16, *f_was = fm + (was >> 4) * 16;
         if (was >> 4 != now >> 4) {
-            o1_count(cm, fm, was, -1);
-            o1_count(cm, fm, now, 1);
-            continue;
+            v16_store(cm, v16_sub(v16_add(v16_load(cm), v16_load(o1_steps[now >> 4])),
+                                  v16_load(o1_steps[was >> 4])));
+            v16_store(f_was, v16_sub(v16_load(f_was), v16_load(o1_steps[was & 15])));
+            v16_store(f_now, v16_add(v16_load(f_now), v16_load(o1_steps[now & 15])));
+        } else {
+            v16_store(f_now, v16_sub(v16_add(v16_load(f_now), v16_load(o1_steps[now & 15])),
+                                     v16_load(o1_steps[was & 15])));
         }
-        uint16_t *f = fm + (now >> 4) * 16;
-        v16_store(f, v16_sub(v16_add(v16_load(f), v16_step(now & 15, 1)), v16_step(was & 15, 1)));
     }
 }
 
@@ -553,6 +567,10 @@ static void o1_tile(const o1_job *j, o1_hists *h, int x0, int x1, int y0, int y1
     for (int c = 0; c < j->ch; c++) {
         o1_init_columns(j, h, x0, x1, y0, c);
         for (int y = y0; y < y1; y++) {
+            int ahead = ipk_border_index(y + r + 1, height, (int)j->border);
+            if (ahead >= 0)
+                prefetch_bytes((const uint8_t *)ipk_row(j->src, ahead) + (size_t)h->cmin * j->ch,
+                               (size_t)h->ncols * j->ch);
             if (y > y0)
                 o1_next_row(j, h, ipk_border_index(y - r - 1, height, (int)j->border),
                             ipk_border_index(y + r, height, (int)j->border), c);
