@@ -430,6 +430,12 @@ static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
     }
 }
 
+#if defined(__GNUC__)
+#define O1_INLINE static inline __attribute__((always_inline))
+#else
+#define O1_INLINE static inline
+#endif
+
 /* o1_steps[b][i] = (i > b): what one value of bin b adds to a cumulative histogram. */
 #define O1_STEP(b) { 0 > b, 1 > b, 2 > b, 3 > b, 4 > b, 5 > b, 6 > b, 7 > b, \
                      8 > b, 9 > b, 10 > b, 11 > b, 12 > b, 13 > b, 14 > b, 15 > b }
@@ -521,33 +527,38 @@ static o1_vec o1_fine_update(const o1_hists *h, const int *slot, const uint16_t 
 }
 
 /* One output row of the tile. Fields are copied to locals: the uint8_t output stores could
- * otherwise alias them and force reloads on every pixel. */
-static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c)
+ * otherwise alias them and force reloads on every pixel. `linear`, a constant once inlined,
+ * says that window column px has slot px - cmin (every tile away from the image's sides),
+ * which spares a table look-up per histogram read. */
+O1_INLINE void o1_row_in(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c,
+                          int linear)
 {
     const int r = j->radius, ch = j->ch, width = j->src->width;
     const int shrink = j->border == IPK_SHRINK;
     const uint16_t *const coarse = h->coarse, *const fine = h->fine;
     const int *const slot = h->slot - (x0 - r);   /* slot[px] for window column px */
+    const int cmin = h->cmin;
+#define O1_SLOT(px) (linear ? (px) - cmin : slot[px])
     uint16_t wf[256];
     int fine_x[16];
     for (int b = 0; b < 16; b++) fine_x[b] = INT_MIN;
     o1_vec wc = v16_zero(), cur_f = v16_zero();
     int cur_b = -1;   /* the coarse bin whose fine bins cur_f holds, up to date at x - 1 */
-    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(coarse + slot[x0 + d] * 16));
+    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(coarse + O1_SLOT(x0 + d) * 16));
     const int rows_in = shrink ? span_inside(y, r, j->src->height) : 2 * r + 1;
     const int k_full = (rows_in * (2 * r + 1) - 1) / 2;
     uint8_t *const out = (uint8_t *)ipk_row(j->dst, y) + c;
     for (int x = x0; x < x1; x++) {
         if (x > x0)
-            wc = v16_sub(v16_add(wc, v16_load(coarse + slot[x + r] * 16)),
-                         v16_load(coarse + slot[x - r - 1] * 16));
+            wc = v16_sub(v16_add(wc, v16_load(coarse + O1_SLOT(x + r) * 16)),
+                         v16_load(coarse + O1_SLOT(x - r - 1) * 16));
         int k = shrink ? (rows_in * span_inside(x, r, width) - 1) / 2 : k_full;
         uint16_t below[16];
         v16_store(below, wc);
         int b = v16_count_upto(wc, k) - 1;
         if (b == cur_b) {   /* the usual case: the fine bins stay in registers */
-            cur_f = v16_sub(v16_add(cur_f, v16_load(fine + (size_t)slot[x + r] * 256 + b * 16)),
-                            v16_load(fine + (size_t)slot[x - r - 1] * 256 + b * 16));
+            cur_f = v16_sub(v16_add(cur_f, v16_load(fine + (size_t)O1_SLOT(x + r) * 256 + b * 16)),
+                            v16_load(fine + (size_t)O1_SLOT(x - r - 1) * 256 + b * 16));
         } else {
             if (cur_b >= 0) {
                 v16_store(wf + cur_b * 16, cur_f);
@@ -559,6 +570,13 @@ static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, in
         int i = v16_count_upto(cur_f, k - below[b]) - 1;
         out[(size_t)x * ch] = (uint8_t)(b * 16 + i);
     }
+}
+#undef O1_SLOT
+
+static void o1_row(const o1_job *j, const o1_hists *h, int x0, int x1, int y, int c)
+{
+    if (x0 - j->radius >= 0 && x1 + j->radius <= j->src->width) o1_row_in(j, h, x0, x1, y, c, 1);
+    else o1_row_in(j, h, x0, x1, y, c, 0);
 }
 
 static void o1_tile(const o1_job *j, o1_hists *h, int x0, int x1, int y0, int y1)
