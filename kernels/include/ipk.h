@@ -50,7 +50,10 @@ size_t ipk_mean_gpu_scratch(int width, int height, int channels, ipk_dtype dtype
 
 /* convolve: correlation as OpenCV filter2D with an odd kw x kh kernel (row-major, anchor at
  * the centre), result = sum / divisor + offset; integer dst rounded to nearest and
- * saturated, float dst (IPK_F32) kept as is. dst may be the src dtype or IPK_F32. */
+ * saturated, float dst (IPK_F32) kept as is. dst may be the src dtype or IPK_F32.
+ * IPK_SHRINK: out-of-image pixels contribute nothing and the divisor is unchanged (as IPK_ZERO).
+ * The exact arithmetic, which the CPU and GPU share bit for bit, is described at the top of
+ * kernels/cpu/convolve.c. */
 typedef struct {
     const double *weights;
     int kw, kh;
