@@ -81,18 +81,31 @@ static int entropy_run_cpu(const void *state, const ip_image *in, ip_image *out,
 }
 
 #ifdef IMGPIPE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include "../../kernels/common/entropy_scratch.cuh"
+
+/* The kernel clamps values >= levels and flags them in scratch. Only when the input's depth
+ * can hold such values is the flag read back, at the cost of one wait on the stream. */
+static int entropy_gpu_check_range(const entropy_state *s, const ip_image *in, const ip_exec *ex)
+{
+    int64_t depth_max = in->shape.dtype == IP_U8 ? 255 : 65535;
+    if (s->p.levels > depth_max) return IP_OK;
+    uint32_t words[2] = { 0, 0 };
+    cudaStream_t stream = (cudaStream_t)ex->stream;
+    if (cudaMemcpyAsync(words, (const char *)ex->scratch + IPK_ENTROPY_GPU_FLAG_OFFSET, sizeof words,
+                        cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess)
+        return adapt_status(IPK_ECUDA, "entropy", ex);
+    return words[0] ? entropy_range_error(s, in, (int64_t)words[1], ex) : IP_OK;
+}
+
 static int entropy_run_gpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
 {
     const entropy_state *s = state;
     ipk_img src = adapt_img(in), dst = adapt_img(out);
     int rc = ipk_entropy_gpu(&src, &dst, &s->p, ex->scratch, ex->scratch_bytes, ex->stream);
-    if (rc == IPK_ERANGE) {
-        if (ex->err && ex->errlen)
-            snprintf(ex->err, ex->errlen, "entropy: a pixel value is >= levels=%d (set levels=%d for %s images)",
-                     s->p.levels, in->shape.dtype == IP_U8 ? 256 : 65536, adapt_dtype_name(in->shape.dtype));
-        return IP_EINVAL;
-    }
-    return adapt_status(rc, "entropy", ex);
+    if (rc != IPK_OK) return adapt_status(rc, "entropy", ex);
+    return entropy_gpu_check_range(s, in, ex);
 }
 #define ENTROPY_RUN_GPU entropy_run_gpu
 #else

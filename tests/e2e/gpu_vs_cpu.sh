@@ -79,6 +79,12 @@ for p in denoise edges entropy; do
   both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" rgb_odd.png 1e-5 --transfer zerocopy
 done
 
+# a value >= levels is an error on both
+expect 1 "gpu: entropy value out of range" "$B" run --device gpu -e "entropy levels=256" gray16.png bad.tif
+says "gpu: entropy value out of range" "is >= levels=256"
+expect 1 "cpu: entropy value out of range" "$B" run --device cpu -e "entropy levels=256" gray16.png bad.tif
+says "cpu: entropy value out of range" "is >= levels=256"
+
 # histogram counts on the GPU equal the CPU's
 for in in "$IMAGES/astronaut.png" rgba16.png float.tif; do
   expect 0 "gpu histogram $in" "$B" run -q --device gpu -e "histogram bins=64 out=g.csv" "$in" hg.tif
