@@ -193,8 +193,9 @@ static int conv_launch_out(const ipk_img *src, const ipk_img *dst, int border, c
     return conv_launch_split<T, Acc, T>(src, dst, border, w, s);
 }
 
-/* Integer path weights; *wide says whether the exact sum may leave int32. */
-static void conv_prepare_int(const ipk_conv_params *p, ipk_dtype dtype, conv_weights *w, int *wide)
+/* Integer path weights; *wide says whether the exact sum may leave int32; *sum_bound bounds
+ * |partial sums| / max pixel. */
+static void conv_prepare_int(const ipk_conv_params *p, ipk_dtype dtype, conv_weights *w, int *wide, double *sum_bound)
 {
     const int n = p->kw * p->kh;
     int64_t col[CONV_MAXK], row[CONV_MAXK];
@@ -209,6 +210,7 @@ static void conv_prepare_int(const ipk_conv_params *p, ipk_dtype dtype, conv_wei
         for (int i = 0; i < n; i++) w->wi[i] = (int32_t)p->weights[i];
     }
     *wide = bound * (dtype == IPK_U8 ? 255.0 : 65535.0) >= 2147483647.0;
+    *sum_bound = bound;
 }
 
 static void conv_prepare_float(const ipk_conv_params *p, conv_weights *w)
@@ -222,6 +224,132 @@ static void conv_prepare_float(const ipk_conv_params *p, conv_weights *w)
     } else {
         for (int i = 0; i < n; i++) w->wf[i] = (float)p->weights[i];
     }
+}
+
+/* Fast path (rb_kernel of gpu_common.cuh): 1-channel u8 input, a square K x K kernel with
+ * K <= RB_MAXK. Float path: float taps without contraction, as above. Integer path: when
+ * sum|w| * 255 < 2^24 every partial sum is an integer that float holds exactly, so float
+ * fused multiply-adds in any order give the exact S. */
+struct fin_float {
+    float inv, div, off;
+    bool pow2;
+    __device__ __forceinline__ float value(float acc) const
+    {
+        return __fadd_rn(pow2 ? __fmul_rn(acc, inv) : __fdiv_rn(acc, div), off);
+    }
+};
+struct fin_float_u8 : fin_float {
+    __device__ __forceinline__ uint32_t operator()(float acc) const { return rb_rint_u8(value(acc)); }
+};
+struct fin_float_f32 : fin_float {
+    __device__ __forceinline__ float operator()(float acc) const { return value(acc); }
+};
+
+/* Exact sum S in acc. With offset 0 and a power-of-two divisor, S / divisor is exact in float
+ * and equals the CPU's double value; otherwise the CPU's double arithmetic. */
+struct fin_int {
+    double div, off;
+    float inv;
+    bool pow2;
+};
+struct fin_int_u8 : fin_int {
+    __device__ __forceinline__ uint32_t operator()(float acc) const
+    {
+        if (pow2) return rb_rint_u8(__fmul_rn(acc, inv));
+        return (uint32_t)conv_saturate(__dadd_rn(__ddiv_rn((double)acc, div), off), 255.0);
+    }
+};
+struct fin_int_f32 : fin_int {
+    __device__ __forceinline__ float operator()(float acc) const
+    {
+        if (pow2) return __fmul_rn(acc, inv);
+        return (float)__dadd_rn(__ddiv_rn((double)acc, div), off);
+    }
+};
+
+/* |d| = 2^k with 1/d a normal float: x / d == x * (1/d) exactly, both being x*2^-k rounded once. */
+static int conv_pow2(float d, float *inv)
+{
+    int e = 0;
+    float m = frexpf(fabsf(d), &e);
+    if (m != 0.5f || !isfinite(d)) return 0;
+    *inv = 1.0f / d;
+    return fabsf(*inv) >= 1.17549435e-38f;
+}
+
+template <int K, bool SEP, bool CONTRACT, typename FinU8, typename FinF32>
+static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, const FinU8 &fu8,
+                         const FinF32 &ff32, cudaStream_t s)
+{
+    if (dst->dtype == IPK_F32) return rb_launch<K, SEP, CONTRACT, float>(src, dst, border, w, ff32, s);
+    return rb_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, w, fu8, s);
+}
+
+template <int K, typename FinU8, typename FinF32>
+static int conv_fast_k(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool split,
+                       bool exact, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+{
+    if (exact) return split ? conv_fast_out<K, true, true>(src, dst, border, w, fu8, ff32, s)
+                            : conv_fast_out<K, false, true>(src, dst, border, w, fu8, ff32, s);
+    return split ? conv_fast_out<K, true, false>(src, dst, border, w, fu8, ff32, s)
+                 : conv_fast_out<K, false, false>(src, dst, border, w, fu8, ff32, s);
+}
+
+template <typename FinU8, typename FinF32>
+static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw, bool exact,
+                            const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+{
+    rb_weights w;
+    memset(&w, 0, sizeof w);
+    const int k = cw.kw, n = cw.split ? 2 * k : k * k;
+    for (int i = 0; i < n; i++) {
+        float v = exact ? (float)cw.wi[i] : cw.wf[i];
+        if (!cw.split) w.w[i] = v;
+        else if (i < k) w.row[i] = v;
+        else w.col[i - k] = v;
+    }
+    const bool split = cw.split != 0;
+    switch (k) {
+    case 3: return conv_fast_k<3>(src, dst, border, w, split, exact, fu8, ff32, s);
+    case 5: return conv_fast_k<5>(src, dst, border, w, split, exact, fu8, ff32, s);
+    case 7: return conv_fast_k<7>(src, dst, border, w, split, exact, fu8, ff32, s);
+    default: return conv_fast_k<9>(src, dst, border, w, split, exact, fu8, ff32, s);
+    }
+}
+
+static bool conv_fast_fits(const ipk_img *src, const ipk_conv_params *p)
+{
+    return src->dtype == IPK_U8 && src->channels == 1 && p->kw == p->kh && p->kw >= 3 && p->kw <= RB_MAXK;
+}
+
+static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
+                         cudaStream_t s)
+{
+    fin_int f;
+    f.div = p->divisor;
+    f.off = p->offset;
+    f.inv = 0;
+    f.pow2 = p->offset == 0.0 && (double)(float)p->divisor == p->divisor && conv_pow2((float)p->divisor, &f.inv);
+    fin_int_u8 fu8;
+    fin_int_f32 ff32;
+    (fin_int &)fu8 = f;
+    (fin_int &)ff32 = f;
+    return conv_fast_launch(src, dst, (int)p->border, cw, true, fu8, ff32, s);
+}
+
+static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
+                           cudaStream_t s)
+{
+    fin_float f;
+    f.div = cw.divisor_f;
+    f.off = cw.offset_f;
+    f.inv = 0;
+    f.pow2 = conv_pow2(cw.divisor_f, &f.inv);
+    fin_float_u8 fu8;
+    fin_float_f32 ff32;
+    (fin_float &)fu8 = f;
+    (fin_float &)ff32 = f;
+    return conv_fast_launch(src, dst, (int)p->border, cw, false, fu8, ff32, s);
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
@@ -258,7 +386,9 @@ extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ip
     const int integral = src->dtype != IPK_F32 && ipk_conv_weights_integral(p->weights, p->kw * p->kh);
     if (integral) {
         int wide = 0;
-        conv_prepare_int(p, src->dtype, &local, &wide);
+        double bound = 0;
+        conv_prepare_int(p, src->dtype, &local, &wide, &bound);
+        if (conv_fast_fits(src, p) && bound * 255.0 < 16777216.0) return conv_fast_int(src, dst, p, local, s);
         if (src->dtype == IPK_U8)
             return wide ? conv_launch_out<uint8_t, long long>(src, dst, border, local, s)
                         : conv_launch_out<uint8_t, int>(src, dst, border, local, s);
@@ -266,6 +396,7 @@ extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ip
                     : conv_launch_out<uint16_t, int>(src, dst, border, local, s);
     }
     conv_prepare_float(p, &local);
+    if (conv_fast_fits(src, p)) return conv_fast_float(src, dst, p, local, s);
     if (src->dtype == IPK_U8) return conv_launch_out<uint8_t, float>(src, dst, border, local, s);
     if (src->dtype == IPK_U16) return conv_launch_out<uint16_t, float>(src, dst, border, local, s);
     return conv_launch_split<float, float, float>(src, dst, border, local, s);

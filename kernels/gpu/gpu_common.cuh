@@ -68,4 +68,171 @@ template <> __device__ __forceinline__ uint16_t ipk_sat<uint16_t>(long long v)
     return (uint16_t)(v < 0 ? 0 : v > 65535 ? 65535 : v);
 }
 
+/* Register-blocked window sums over a 1-channel u8 image (the fast path of convolve and mean):
+ * a block computes RB_TW x RB_TH outputs; the input tile with a RB_HALO-column halo is loaded
+ * once into shared memory as floats (word loads when the tile is inside the image), then each
+ * thread computes RB_PX x RB_ROWS outputs from 16-byte shared loads, streaming input rows down
+ * so that every output adds its rows in ascending ky and, inside a row, its taps in ascending kx
+ * (the CPU's float order). u8 values are exact in float, and so is any integer sum below 2^24. */
+#define RB_PX 4
+#define RB_ROWS 8
+#define RB_TX 32
+#define RB_TY 8
+#define RB_TW (RB_PX * RB_TX)
+#define RB_TH (RB_ROWS * RB_TY)
+#define RB_HALO 4
+#define RB_SW4 ((RB_TW + 2 * RB_HALO) / 4)     /* float4 per shared row */
+#define RB_MAXK (2 * RB_HALO + 1)
+
+/* 2^23 + v: the low mantissa bits hold v; subtracting 2^23 gives v exactly, with no conversion unit. */
+#define RB_TWO23 8388608.0f
+__device__ __forceinline__ float rb_u8_to_float(uint32_t word, int byte)
+{
+    return __uint_as_float(0x4B000000u | ((word >> (8 * byte)) & 0xffu)) - RB_TWO23;
+}
+
+struct rb_weights {
+    float w[RB_MAXK * RB_MAXK];   /* 2-D taps, row-major */
+    float row[RB_MAXK], col[RB_MAXK];
+};
+
+template <bool CONTRACT>
+__device__ __forceinline__ float rb_mac(float acc, float w, float v)
+{
+    return CONTRACT ? fmaf(w, v, acc) : __fadd_rn(acc, __fmul_rn(w, v));
+}
+
+template <int K>
+__device__ void rb_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
+                             float4 *tile)
+{
+    const int rows = RB_TH + K - 1, xl = x0 - RB_HALO;
+    const bool inside = xl >= 0 && xl + 4 * RB_SW4 <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
+    const int tid = threadIdx.y * RB_TX + threadIdx.x;
+    for (int i = tid; i < rows * RB_SW4; i += RB_TX * RB_TY) {
+        const int ry = i / RB_SW4, wi = i - ry * RB_SW4;
+        const int yi = ipk_border_index(y0 - K / 2 + ry, height, border);
+        uint32_t word = 0;
+        if (yi >= 0) {
+            const uint8_t *row = src + (ptrdiff_t)yi * ss;
+            if (inside) {
+                word = *(const uint32_t *)(row + xl + 4 * wi);
+            } else {
+                for (int k = 0; k < 4; k++) {
+                    int xi = ipk_border_index(xl + 4 * wi + k, width, border);
+                    if (xi >= 0) word |= (uint32_t)row[xi] << (8 * k);
+                }
+            }
+        }
+        tile[i] = make_float4(rb_u8_to_float(word, 0), rb_u8_to_float(word, 1), rb_u8_to_float(word, 2),
+                              rb_u8_to_float(word, 3));
+    }
+}
+
+/* Outputs of one thread: u8 packed 4 to a word, or f32. */
+__device__ __forceinline__ void rb_store(uint8_t *d, const uint32_t *q, int n, bool word_ok)
+{
+    if (n == RB_PX && word_ok) {
+        *(uint32_t *)d = q[0] | (q[1] << 8) | (q[2] << 16) | (q[3] << 24);
+        return;
+    }
+    for (int j = 0; j < n; j++) d[j] = (uint8_t)q[j];
+}
+__device__ __forceinline__ void rb_store(float *d, const float *q, int n, bool vec_ok)
+{
+    if (n == RB_PX && vec_ok) {
+        *(float4 *)d = make_float4(q[0], q[1], q[2], q[3]);
+        return;
+    }
+    for (int j = 0; j < n; j++) d[j] = q[j];
+}
+
+template <typename Out> struct rb_out { typedef uint32_t value; };
+template <> struct rb_out<float> { typedef float value; };
+
+/* Fin: a functor, float sum -> rb_out<Out>::value. SEP: a row pass (w.row) into h, then
+ * the column pass (w.col); otherwise the K x K taps (w.w). */
+template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
+__global__ void __launch_bounds__(RB_TX *RB_TY)
+    rb_kernel(const uint8_t *src, ptrdiff_t ss, Out *dst, ptrdiff_t ds, int width, int height, int border,
+              const __grid_constant__ rb_weights w, const __grid_constant__ Fin fin)
+{
+    __shared__ float4 tile[(RB_TH + K - 1) * RB_SW4];
+    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
+    rb_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
+    __syncthreads();
+
+    const int R = K / 2, tx = threadIdx.x, ty = threadIdx.y;
+    float acc[RB_ROWS][RB_PX];
+    #pragma unroll
+    for (int o = 0; o < RB_ROWS; o++)
+        #pragma unroll
+        for (int j = 0; j < RB_PX; j++) acc[o][j] = 0.0f;
+    const float4 *t = tile + (ty * RB_ROWS) * RB_SW4 + tx;
+    #pragma unroll
+    for (int rr = 0; rr < RB_ROWS + K - 1; rr++) {
+        const float4 a = t[rr * RB_SW4], b = t[rr * RB_SW4 + 1], c = t[rr * RB_SW4 + 2];
+        const float v[12] = { a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w };
+        float h[RB_PX];
+        if (SEP) {
+            #pragma unroll
+            for (int j = 0; j < RB_PX; j++) {
+                h[j] = 0.0f;
+                #pragma unroll
+                for (int kx = 0; kx < K; kx++) h[j] = rb_mac<CONTRACT>(h[j], w.row[kx], v[j + kx - R + RB_HALO]);
+            }
+        }
+        #pragma unroll
+        for (int o = 0; o < RB_ROWS; o++) {
+            const int ky = rr - o;
+            if (ky < 0 || ky >= K) continue;
+            #pragma unroll
+            for (int j = 0; j < RB_PX; j++) {
+                if (SEP) {
+                    acc[o][j] = rb_mac<CONTRACT>(acc[o][j], w.col[ky], h[j]);
+                } else {
+                    #pragma unroll
+                    for (int kx = 0; kx < K; kx++)
+                        acc[o][j] = rb_mac<CONTRACT>(acc[o][j], w.w[ky * K + kx], v[j + kx - R + RB_HALO]);
+                }
+            }
+        }
+    }
+
+    const int x = x0 + tx * RB_PX, n = min(RB_PX, width - x);
+    if (n <= 0) return;
+    const bool vec_ok = ((uintptr_t)dst % (RB_PX * sizeof(Out))) == 0 && (ds % (RB_PX * sizeof(Out))) == 0;
+    #pragma unroll
+    for (int o = 0; o < RB_ROWS; o++) {
+        const int y = y0 + ty * RB_ROWS + o;
+        if (y >= height) break;
+        typename rb_out<Out>::value q[RB_PX];
+        #pragma unroll
+        for (int j = 0; j < RB_PX; j++) q[j] = fin(acc[o][j]);
+        rb_store(ipk_wrow<Out>(dst, ds, y) + x, q, n, vec_ok);
+    }
+}
+
+template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
+static int rb_launch(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, const Fin &fin,
+                     cudaStream_t s)
+{
+    dim3 block(RB_TX, RB_TY), grid(ipk_div_up(src->width, RB_TW), ipk_div_up(src->height, RB_TH));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    rb_kernel<K, SEP, CONTRACT, Out, Fin><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride,
+                                                                 (Out *)dst->data, dst->stride, src->width,
+                                                                 src->height, border, w, fin);
+    return ipk_launch_status();
+}
+
+/* Rounds v to the nearest integer (ties to even, as rintf), clamps to 0..255 (NaN to 0) and
+ * returns it: v + 1.5 * 2^23 rounds v into the low mantissa bits for |v| < 2^22; larger |v|
+ * lands beyond the clamp on the right side. */
+__device__ __forceinline__ uint32_t rb_rint_u8(float v)
+{
+    const float c = 12582912.0f;
+    float t = fminf(fmaxf(__fadd_rn(v, c), c), c + 255.0f);
+    return __float_as_uint(t) & 0xffu;
+}
+
 #endif

@@ -45,6 +45,42 @@ __device__ __forceinline__ hist_chunk chunk_at(const uint8_t *src, ptrdiff_t str
     return c;
 }
 
+/* A thread's place in the grid-stride walk over (row, chunk): advanced by adding the step's
+ * whole rows and chunks, so no 64-bit division runs per chunk. */
+struct hist_pos {
+    int y, c, step_y, step_c;
+};
+
+__device__ __forceinline__ hist_pos hist_pos_at(long long idx, int cpr, long long step)
+{
+    hist_pos p;
+    p.y = (int)(idx / cpr);
+    p.c = (int)(idx - (long long)p.y * cpr);
+    p.step_y = (int)(step / cpr);
+    p.step_c = (int)(step - (long long)p.step_y * cpr);
+    return p;
+}
+
+__device__ __forceinline__ void hist_advance(hist_pos *p, int cpr)
+{
+    p->y += p->step_y;
+    p->c += p->step_c;
+    if (p->c >= cpr) {
+        p->c -= cpr;
+        p->y++;
+    }
+}
+
+__device__ __forceinline__ hist_chunk chunk_yc(const uint8_t *src, ptrdiff_t stride, const hist_pos &pos,
+                                               int row_bytes)
+{
+    hist_chunk c;
+    c.first_byte = pos.c * HIST_CHUNK;
+    c.p = src + (ptrdiff_t)pos.y * stride + c.first_byte;
+    c.n = min(HIST_CHUNK, row_bytes - c.first_byte);
+    return c;
+}
+
 __device__ __forceinline__ uint4 load_chunk(const hist_chunk &c)
 {
     if (c.n == HIST_CHUNK && ((uintptr_t)c.p % 16) == 0) return __ldg((const uint4 *)c.p);
@@ -66,6 +102,16 @@ __device__ __forceinline__ void count_word_u8(uint32_t *h, uint32_t word, int fi
 }
 
 template <int C>
+__device__ __forceinline__ void count_chunk_u8(uint32_t *h, const uint4 &q, const hist_chunk &c)
+{
+    const int ch0 = c.first_byte % C;
+    count_word_u8<C>(h, q.x, 0, c.n, ch0);
+    count_word_u8<C>(h, q.y, 4, c.n, ch0);
+    count_word_u8<C>(h, q.z, 8, c.n, ch0);
+    count_word_u8<C>(h, q.w, 12, c.n, ch0);
+}
+
+template <int C>
 __global__ void __launch_bounds__(HIST_THREADS) hist_u8_kernel(const uint8_t *src, ptrdiff_t stride, int width,
                                                                int height, int bins, uint32_t *counts)
 {
@@ -75,16 +121,24 @@ __global__ void __launch_bounds__(HIST_THREADS) hist_u8_kernel(const uint8_t *sr
     uint32_t *mine = sh + (threadIdx.x / 32) * C * 256;
     const int row_bytes = width * C;
     const int cpr = (row_bytes + HIST_CHUNK - 1) / HIST_CHUNK;
-    const long long total = (long long)height * cpr;
-    for (long long idx = blockIdx.x * (long long)HIST_THREADS + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * HIST_THREADS) {
-        hist_chunk c = chunk_at(src, stride, idx, cpr, row_bytes);
-        uint4 q = load_chunk(c);
-        int ch0 = c.first_byte % C;
-        count_word_u8<C>(mine, q.x, 0, c.n, ch0);
-        count_word_u8<C>(mine, q.y, 4, c.n, ch0);
-        count_word_u8<C>(mine, q.z, 8, c.n, ch0);
-        count_word_u8<C>(mine, q.w, 12, c.n, ch0);
+    const long long total = (long long)height * cpr, step = (long long)gridDim.x * HIST_THREADS;
+    long long idx = blockIdx.x * (long long)HIST_THREADS + threadIdx.x;
+    hist_pos pos = hist_pos_at(idx, cpr, step);
+    /* two chunks loaded before either is counted, so that two loads are in flight */
+    while (idx < total) {
+        hist_chunk c0 = chunk_yc(src, stride, pos, row_bytes), c1 = c0;
+        uint4 q0 = load_chunk(c0), q1 = make_uint4(0, 0, 0, 0);
+        hist_advance(&pos, cpr);
+        idx += step;
+        const bool two = idx < total;
+        if (two) {
+            c1 = chunk_yc(src, stride, pos, row_bytes);
+            q1 = load_chunk(c1);
+            hist_advance(&pos, cpr);
+            idx += step;
+        }
+        count_chunk_u8<C>(mine, q0, c0);
+        if (two) count_chunk_u8<C>(mine, q1, c1);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < C * 256; i += HIST_THREADS) {

@@ -7,6 +7,7 @@
  * Cost per pixel does not grow with the radius past the first window of each segment.
  * Integer sums are exact in uint32 ((2*100+1)^2 * 65535 < 2^32); float sums run in double,
  * the horizontal sums kept as float. Needs no scratch. */
+#include <string.h>
 #include "gpu_common.cuh"
 
 #define MEAN_TILE_H 64
@@ -123,6 +124,47 @@ static int mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_b
     return ipk_launch_status();
 }
 
+/* Fast path for 1-channel u8 with a constant window (not shrink) and 2r+1 <= RB_MAXK: the
+ * register-blocked sums of gpu_common.cuh with unit weights (exact in float), rounded by a
+ * multiply-shift: floor(x / n) = (x * M) >> p with M = ceil(2^p / n), p = 31 + ceil(log2 n),
+ * exact for x < 2^31 since x * (M * n - 2^p) < 2^p. */
+struct fin_mean {
+    uint64_t mul;
+    uint32_t half;
+    int shift;
+    __device__ __forceinline__ uint32_t operator()(float acc) const
+    {
+        const uint32_t sum = __float_as_uint(__fadd_rn(acc, RB_TWO23)) & 0x7fffffu;
+        return (uint32_t)(((uint64_t)(sum + half) * mul) >> shift);
+    }
+};
+
+template <int K>
+static int mean_fast_k(const ipk_img *src, const ipk_img *dst, int border, cudaStream_t s)
+{
+    rb_weights w;
+    memset(&w, 0, sizeof w);
+    for (int i = 0; i < K; i++) w.row[i] = w.col[i] = 1.0f;
+    const uint32_t n = K * K;
+    int c = 0;
+    while ((1u << c) < n) c++;
+    fin_mean f;
+    f.shift = 31 + c;
+    f.mul = ((1ull << f.shift) + n - 1) / n;
+    f.half = n / 2;
+    return rb_launch<K, true, true, uint8_t>(src, dst, border, w, f, s);
+}
+
+static int mean_fast(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
+{
+    switch (radius) {
+    case 1: return mean_fast_k<3>(src, dst, (int)border, s);
+    case 2: return mean_fast_k<5>(src, dst, (int)border, s);
+    case 3: return mean_fast_k<7>(src, dst, (int)border, s);
+    default: return mean_fast_k<9>(src, dst, (int)border, s);
+    }
+}
+
 extern "C" size_t ipk_mean_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int radius)
 {
     (void)width; (void)height; (void)channels; (void)dtype; (void)radius;
@@ -138,6 +180,8 @@ extern "C" int ipk_mean_gpu(const ipk_img *src, const ipk_img *dst, int radius, 
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
+    if (src->dtype == IPK_U8 && src->channels == 1 && border != IPK_SHRINK && radius >= 1 && 2 * radius + 1 <= RB_MAXK)
+        return mean_fast(src, dst, radius, border, s);
     if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, s);
     if (src->dtype == IPK_U16) return mean_launch<uint16_t>(src, dst, radius, border, s);
     return mean_launch<float>(src, dst, radius, border, s);

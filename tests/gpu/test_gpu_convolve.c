@@ -158,9 +158,42 @@ static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const ke
     tu_img_free(&cpu);
 }
 
+/* The 1-channel u8 fast path (square kernels up to 9x9): every kind of weights it takes
+ * (float and integer, split or not), power-of-two and other divisors, offsets, both outputs,
+ * tiles inside and across the image edge, pitches that are not a multiple of 4. */
+static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
+{
+    static kernel_case k;
+    const int sizes[][2] = { { 1031, 131 }, { 256, 64 }, { 129, 65 }, { 5, 70 }, { 1, 1 }, { 133, 1 } };
+    const double divisors[] = { 1, 16, 7, -0.5 }, offsets[] = { 0, 3.25 };
+    int n = 0;
+    for (int kw = 3; kw <= 9; kw += 2)
+        for (int kind = 0; kind < 4; kind++, n++) {
+            double col[9], row[9];
+            for (int i = 0; i < kw; i++) {
+                col[i] = kind == 3 ? 1 + (int)(tu_next(rng) % 5) : (double)(tu_next(rng) % 1000) / 731.0 - 0.4;
+                row[i] = kind == 3 ? (int)(tu_next(rng) % 9) - 3 : (double)(tu_next(rng) % 1000) / 613.0 - 0.2;
+            }
+            k.kw = k.kh = kw;
+            k.name = kind == 0 ? "fast float" : kind == 1 ? "fast float split" : kind == 2 ? "fast int" : "fast int split";
+            if (kind == 1 || kind == 3) outer(&k, col, row);
+            for (int i = 0; kind == 0 && i < kw * kw; i++) k.w[i] = (double)(tu_next(rng) % 1000) / 517.0 - 0.8;
+            for (int i = 0; kind == 2 && i < kw * kw; i++) k.w[i] = (double)((int)(tu_next(rng) % 19) - 9);
+            k.divisor = divisors[n % 4];
+            k.offset = offsets[(n / 4) % 2];
+            for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+                if (quick && i > 1) break;
+                ipk_border b = (ipk_border)((n + (int)i) % 4);
+                ipk_dtype out = (n + (int)i) % 3 == 0 ? IPK_F32 : IPK_U8;
+                check_case(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n) & 1, s, rng);
+            }
+        }
+}
+
 int main(void)
 {
     need_gpu();
+    const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
     cudaStream_t s;
     if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
     tu_rng rng;
@@ -178,8 +211,10 @@ int main(void)
                     ipk_dtype out = (n / 4) % 2 ? IPK_F32 : types[ti];
                     check_case(sizes[i][0], sizes[i][1], c, types[ti], out, &ks[ki], (ipk_border)b, n & 1, s, &rng);
                 }
-    for (int ki = 0; ki < 3; ki++) check_case(1031, 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
-    check_case(4097, 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);
+    check_fast_path(quick, s, &rng);
+    for (int ki = 0; ki < 3; ki++)
+        check_case(quick ? 131 : 1031, quick ? 67 : 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
+    check_case(quick ? 517 : 4097, quick ? 31 : 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);
     check_case(333, 129, 3, IPK_U8, IPK_F32, &ks[4], IPK_ZERO, 0, s, &rng);
     check_case(257, 130, 4, IPK_U16, IPK_U16, &ks[10], IPK_SHRINK, 1, s, &rng);
     check_case(129, 67, 2, IPK_F32, IPK_F32, &ks[14], IPK_REFLECT101, 0, s, &rng);
