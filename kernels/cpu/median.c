@@ -36,7 +36,8 @@ static int median_args_ok(const ipk_img *src, const ipk_img *dst, int radius, ip
     size_t row_bytes = (size_t)src->width * (size_t)src->channels * ipk_dtype_bytes(src->dtype);
     if (src->stride < 0 || (size_t)src->stride < row_bytes) return 0;
     if (dst->stride < 0 || (size_t)dst->stride < row_bytes) return 0;
-    return radius >= 0 && radius <= MEDIAN_MAX_RADIUS && border >= IPK_REPLICATE && border <= IPK_SHRINK;
+    return radius >= 0 && radius <= MEDIAN_MAX_RADIUS &&
+           border >= IPK_REPLICATE && border <= IPK_SHRINK;
 }
 
 /* a * b, or 0 when it overflows (a size of 0 is never asked for). */
@@ -142,10 +143,11 @@ static int net_bufs_alloc(net_bufs *b, const ipk_img *src, int radius, int plane
     size_t px = (size_t)src->width + 2 * (size_t)radius, es = ipk_dtype_bytes(src->dtype);
     size_t plane = mul_size(px, (size_t)src->channels);
     /* whole cache lines plus three, so that planes do not all fall in the same cache sets */
-    b->plane = plane && plane < SIZE_MAX / 2 ? (plane + 64 / es - 1) / (64 / es) * (64 / es) + 192 / es : 0;
+    const size_t line = 64 / es;
+    b->plane = plane && plane < SIZE_MAX / 2 ? (plane + line - 1) / line * line + 3 * line : 0;
     size_t bytes = mul_size(mul_size(b->plane, (size_t)planes + 1), es);
     b->mem = bytes ? calloc(1, bytes) : NULL;
-    b->zeros = b->mem ? (char *)b->mem + b->plane * (size_t)planes * ipk_dtype_bytes(src->dtype) : NULL;
+    b->zeros = b->mem ? (char *)b->mem + b->plane * (size_t)planes * es : NULL;
     return b->mem != NULL;
 }
 
@@ -164,7 +166,8 @@ static void prefetch_bytes(const void *p, size_t bytes)
 static void prefetch_row(const ipk_img *img, int y)
 {
     if (y >= 0)
-        prefetch_bytes(ipk_row(img, y), (size_t)img->width * (size_t)img->channels * ipk_dtype_bytes(img->dtype));
+        prefetch_bytes(ipk_row(img, y),
+                       (size_t)img->width * (size_t)img->channels * ipk_dtype_bytes(img->dtype));
 }
 
 /* Five planes at one index, unrolled by hand so that the loops around them vectorise. */
@@ -185,11 +188,12 @@ static void pad_plane_##sfx(T *p, int width, int ch, int r, ipk_border border)  
     for (int px = -r; px < width + r; px = (px == -1 ? width : px + 1)) {                     \
         int m = ipk_border_index(px, width, (int)border);                                     \
         T *d = p + (size_t)(px + r) * ch;                                                     \
-        for (int c = 0; c < ch; c++) d[c] = m < 0 ? (T)0 : p[(size_t)(m + r) * ch + c];      \
+        for (int c = 0; c < ch; c++) d[c] = m < 0 ? (T)0 : p[(size_t)(m + r) * ch + c];       \
     }                                                                                         \
 }                                                                                             \
-MEDIAN_SIMD_CLONES static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
-                         int width, int ch, ipk_border border)                               \
+MEDIAN_SIMD_CLONES                                                                            \
+static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+                         int width, int ch, ipk_border border)                                \
 {                                                                                             \
     const int n = width * ch;                                                                 \
     const T *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2];           \
@@ -211,9 +215,10 @@ MEDIAN_SIMD_CLONES static void row3x3_##sfx(const T *const *rows, T *restrict ou
         out[i] = ipk_med3_##sfx(a, b, c);                                                     \
     }                                                                                         \
 }                                                                                             \
-/* planes: 5 sorted columns, 10 pairs of columns merged, 6 middle ranks of 4 columns */      \
-MEDIAN_SIMD_CLONES static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
-                         int width, int ch, ipk_border border)                               \
+/* planes: 5 sorted columns, 10 pairs of columns merged, 6 middle ranks of 4 columns */       \
+MEDIAN_SIMD_CLONES                                                                            \
+static void row5x5_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
+                         int width, int ch, ipk_border border)                                \
 {                                                                                             \
     static const int m2_rank[10] = IPK_MERGE55_RANKS, m4_rank[6] = IPK_MID6_RANKS;            \
     const int n = width * ch, pad = 2 * ch;                                                   \
@@ -229,10 +234,11 @@ MEDIAN_SIMD_CLONES static void row5x5_##sfx(const T *const *rows, T *restrict ou
     for (int k = 0; k < 5; k++) pad_plane_##sfx(s + k * plane, width, ch, 2, border);         \
     /* columns j and j+1 merged, for every padded column j that a window's pairs start at */  \
     _Pragma("GCC ivdep")                                                                      \
-    for (int i = 0; i < n + pad; i++) {                                                   \
+    for (int i = 0; i < n + pad; i++) {                                                       \
         T v[10] = { MEDIAN_GET5(s, i), MEDIAN_GET5(s, i + ch) };                              \
         ipk_merge_5_5_##sfx(v);                                                               \
-        MEDIAN_PUT5(m2, i, v[m2_rank[0]], v[m2_rank[1]], v[m2_rank[2]], v[m2_rank[3]], v[m2_rank[4]]); \
+        MEDIAN_PUT5(m2, i, v[m2_rank[0]], v[m2_rank[1]], v[m2_rank[2]], v[m2_rank[3]],        \
+                    v[m2_rank[4]]);                                                           \
         MEDIAN_PUT5(m2 + 5 * plane, i, v[m2_rank[5]], v[m2_rank[6]], v[m2_rank[7]], v[m2_rank[8]], \
                     v[m2_rank[9]]);                                                           \
     }                                                                                         \
@@ -242,7 +248,8 @@ MEDIAN_SIMD_CLONES static void row5x5_##sfx(const T *const *rows, T *restrict ou
         T v[20] = { MEDIAN_GET5(m2, i), MEDIAN_GET5(m2 + 5 * plane, i),                       \
                     MEDIAN_GET5(m2, i + pad), MEDIAN_GET5(m2 + 5 * plane, i + pad) };         \
         ipk_mid6_of_10_10_##sfx(v);                                                           \
-        MEDIAN_PUT5(m4, i, v[m4_rank[0]], v[m4_rank[1]], v[m4_rank[2]], v[m4_rank[3]], v[m4_rank[4]]); \
+        MEDIAN_PUT5(m4, i, v[m4_rank[0]], v[m4_rank[1]], v[m4_rank[2]], v[m4_rank[3]],        \
+                    v[m4_rank[4]]);                                                           \
         m4[5 * plane + i] = v[m4_rank[5]];                                                    \
     }                                                                                         \
     _Pragma("GCC ivdep")                                                                      \
@@ -252,14 +259,14 @@ MEDIAN_SIMD_CLONES static void row5x5_##sfx(const T *const *rows, T *restrict ou
     }                                                                                         \
 }                                                                                             \
 static void net_row_##sfx(const ipk_img *src, const ipk_img *dst, int y, int radius,          \
-                          ipk_border border, const net_bufs *b)                              \
+                          ipk_border border, const net_bufs *b)                               \
 {                                                                                             \
     const T *rows[5];                                                                         \
     for (int k = 0; k <= 2 * radius; k++) {                                                   \
         int sy = ipk_border_index(y - radius + k, src->height, (int)border);                  \
         rows[k] = sy < 0 ? (const T *)b->zeros : (const T *)ipk_row(src, sy);                 \
     }                                                                                         \
-    prefetch_row(src, ipk_border_index(y + radius + 1, src->height, (int)border));           \
+    prefetch_row(src, ipk_border_index(y + radius + 1, src->height, (int)border));            \
     if (radius == 1)                                                                          \
         row3x3_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
     else                                                                                      \
@@ -350,7 +357,11 @@ static inline void v16_store(uint16_t *p, o1_vec v)
     _mm_storeu_si128((__m128i *)p, v.a);
     _mm_storeu_si128((__m128i *)(p + 8), v.b);
 }
-static inline o1_vec v16_zero(void) { o1_vec v = { _mm_setzero_si128(), _mm_setzero_si128() }; return v; }
+static inline o1_vec v16_zero(void)
+{
+    o1_vec v = { _mm_setzero_si128(), _mm_setzero_si128() };
+    return v;
+}
 static inline o1_vec v16_add(o1_vec x, o1_vec y)
 {
     o1_vec v = { _mm_add_epi16(x.a, y.a), _mm_add_epi16(x.b, y.b) };
@@ -441,7 +452,8 @@ static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
                      8 > b, 9 > b, 10 > b, 11 > b, 12 > b, 13 > b, 14 > b, 15 > b }
 static const uint16_t o1_steps[16][16] = {
     O1_STEP(0), O1_STEP(1), O1_STEP(2), O1_STEP(3), O1_STEP(4), O1_STEP(5), O1_STEP(6), O1_STEP(7),
-    O1_STEP(8), O1_STEP(9), O1_STEP(10), O1_STEP(11), O1_STEP(12), O1_STEP(13), O1_STEP(14), O1_STEP(15),
+    O1_STEP(8), O1_STEP(9), O1_STEP(10), O1_STEP(11),
+    O1_STEP(12), O1_STEP(13), O1_STEP(14), O1_STEP(15),
 };
 
 /* Moves the column histograms down one row: row `out` leaves, row `in` comes, with one
@@ -509,8 +521,8 @@ static int span_inside(int i, int r, int n)
 
 /* Brings the window's fine bins of coarse bin b from column `last` to column x: slides
  * when that is cheaper than summing the 2r+1 columns afresh. */
-static o1_vec o1_fine_update(const o1_hists *h, const int *slot, const uint16_t *wf, int b, int last,
-                             int x, int r)
+static o1_vec o1_fine_update(const o1_hists *h, const int *slot, const uint16_t *wf, int b,
+                             int last, int x, int r)
 {
     const uint16_t *fine = h->fine + b * 16;
     o1_vec f;
@@ -652,6 +664,7 @@ int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_borde
         return IPK_OK;
     }
     if (radius <= 2) return median_network(src, dst, radius, border, threads);
-    if (src->dtype == IPK_U8 && radius <= O1_MAX_RADIUS) return median_o1_u8(src, dst, radius, border, threads);
+    if (src->dtype == IPK_U8 && radius <= O1_MAX_RADIUS)
+        return median_o1_u8(src, dst, radius, border, threads);
     return median_generic(src, dst, radius, border, threads);
 }
