@@ -191,6 +191,20 @@ static void pad_plane_##sfx(T *p, int width, int ch, int r, ipk_border border)  
         for (int c = 0; c < ch; c++) d[c] = m < 0 ? (T)0 : p[(size_t)(m + r) * ch + c];       \
     }                                                                                         \
 }                                                                                             \
+/* Paeth's 3x3: the median of nine is the median of the largest of the column minima, the     \
+ * median of the column medians and the smallest of the column maxima. */                     \
+MEDIAN_SIMD_CLONES                                                                            \
+static void h3x3_##sfx(const T *restrict lo, const T *restrict mid, const T *restrict hi,     \
+                       T *restrict out, int n, int ch)                                        \
+{                                                                                             \
+    _Pragma("GCC ivdep")                                                                      \
+    for (int i = 0; i < n; i++) {                                                             \
+        T a = IPK_MAX(IPK_MAX(lo[i], lo[i + ch]), lo[i + 2 * ch]);                            \
+        T b = ipk_med3_##sfx(mid[i], mid[i + ch], mid[i + 2 * ch]);                           \
+        T c = IPK_MIN(IPK_MIN(hi[i], hi[i + ch]), hi[i + 2 * ch]);                            \
+        out[i] = ipk_med3_##sfx(a, b, c);                                                     \
+    }                                                                                         \
+}                                                                                             \
 MEDIAN_SIMD_CLONES                                                                            \
 static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_t plane,      \
                          int width, int ch, ipk_border border)                                \
@@ -207,13 +221,32 @@ static void row3x3_##sfx(const T *const *rows, T *restrict out, T *planes, size_
         hi[ch + i] = v[2];                                                                    \
     }                                                                                         \
     for (int k = 0; k < 3; k++) pad_plane_##sfx(planes + k * plane, width, ch, 1, border);    \
+    h3x3_##sfx(lo, mid, hi, out, n, ch);                                                      \
+}                                                                                             \
+/* Two output rows from four input rows: the middle two are sorted once for both. */          \
+MEDIAN_SIMD_CLONES                                                                            \
+static void row3x3_pair_##sfx(const T *const *rows, T *restrict out0, T *restrict out1,       \
+                              T *planes, size_t plane, int width, int ch, ipk_border border)  \
+{                                                                                             \
+    const int n = width * ch;                                                                 \
+    const T *restrict r0 = rows[0], *restrict r1 = rows[1], *restrict r2 = rows[2];           \
+    const T *restrict r3 = rows[3];                                                           \
+    T *restrict lo0 = planes, *restrict mid0 = planes + plane, *restrict hi0 = planes + 2 * plane; \
+    T *restrict lo1 = planes + 3 * plane, *restrict mid1 = planes + 4 * plane;                \
+    T *restrict hi1 = planes + 5 * plane;                                                     \
     _Pragma("GCC ivdep")                                                                      \
     for (int i = 0; i < n; i++) {                                                             \
-        T a = IPK_MAX(IPK_MAX(lo[i], lo[i + ch]), lo[i + 2 * ch]);                            \
-        T b = ipk_med3_##sfx(mid[i], mid[i + ch], mid[i + 2 * ch]);                           \
-        T c = IPK_MIN(IPK_MIN(hi[i], hi[i + ch]), hi[i + 2 * ch]);                            \
-        out[i] = ipk_med3_##sfx(a, b, c);                                                     \
+        T s = IPK_MIN(r1[i], r2[i]), t = IPK_MAX(r1[i], r2[i]), p = r0[i], q = r3[i];         \
+        lo0[ch + i] = IPK_MIN(p, s);                                                          \
+        mid0[ch + i] = IPK_MAX(s, IPK_MIN(p, t));                                             \
+        hi0[ch + i] = IPK_MAX(p, t);                                                          \
+        lo1[ch + i] = IPK_MIN(q, s);                                                          \
+        mid1[ch + i] = IPK_MAX(s, IPK_MIN(q, t));                                             \
+        hi1[ch + i] = IPK_MAX(q, t);                                                          \
     }                                                                                         \
+    for (int k = 0; k < 6; k++) pad_plane_##sfx(planes + k * plane, width, ch, 1, border);    \
+    h3x3_##sfx(lo0, mid0, hi0, out0, n, ch);                                                  \
+    h3x3_##sfx(lo1, mid1, hi1, out1, n, ch);                                                  \
 }                                                                                             \
 /* planes: 5 sorted columns, 10 pairs of columns merged, 6 middle ranks of 4 columns */       \
 MEDIAN_SIMD_CLONES                                                                            \
@@ -271,6 +304,19 @@ static void net_row_##sfx(const ipk_img *src, const ipk_img *dst, int y, int rad
         row3x3_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
     else                                                                                      \
         row5x5_##sfx(rows, ipk_row(dst, y), b->mem, b->plane, src->width, src->channels, border); \
+}                                                                                             \
+static void net_pair_##sfx(const ipk_img *src, const ipk_img *dst, int y, ipk_border border,  \
+                           const net_bufs *b)                                                 \
+{                                                                                             \
+    const T *rows[4];                                                                         \
+    for (int k = 0; k < 4; k++) {                                                             \
+        int sy = ipk_border_index(y - 1 + k, src->height, (int)border);                       \
+        rows[k] = sy < 0 ? (const T *)b->zeros : (const T *)ipk_row(src, sy);                 \
+    }                                                                                         \
+    prefetch_row(src, ipk_border_index(y + 3, src->height, (int)border));                     \
+    prefetch_row(src, ipk_border_index(y + 4, src->height, (int)border));                     \
+    row3x3_pair_##sfx(rows, ipk_row(dst, y), ipk_row(dst, y + 1), b->mem, b->plane, src->width, \
+                      src->channels, border);                                                 \
 }
 
 MEDIAN_NET_ROWS(uint8_t, u8)
@@ -283,6 +329,14 @@ static void net_row(const ipk_img *src, const ipk_img *dst, int y, int radius, i
     if (src->dtype == IPK_U8) net_row_u8(src, dst, y, radius, border, b);
     else if (src->dtype == IPK_U16) net_row_u16(src, dst, y, radius, border, b);
     else net_row_f32(src, dst, y, radius, border, b);
+}
+
+static void net_pair(const ipk_img *src, const ipk_img *dst, int y, ipk_border border,
+                     const net_bufs *b)
+{
+    if (src->dtype == IPK_U8) net_pair_u8(src, dst, y, border, b);
+    else if (src->dtype == IPK_U16) net_pair_u16(src, dst, y, border, b);
+    else net_pair_f32(src, dst, y, border, b);
 }
 
 /* Shrink windows differ from the padded ones only within r of an edge: those pixels are
@@ -304,17 +358,24 @@ static int median_network(const ipk_img *src, const ipk_img *dst, int radius, ip
     {
         net_bufs b;
         float buf[25];
-        int ok = net_bufs_alloc(&b, src, radius, radius == 1 ? 3 : 21);
+        int ok = net_bufs_alloc(&b, src, radius, radius == 1 ? 6 : 21);
         if (!ok) {
             #pragma omp atomic write
             failed = 1;
         }
         #pragma omp for schedule(static)
-        for (int y = 0; y < src->height; y++) {
+        for (int pair = 0; pair < (src->height + 1) / 2; pair++) {
+            const int y0 = 2 * pair, rows = src->height - y0 < 2 ? 1 : 2;
             if (!ok) continue;
-            int edge_row = y < radius || y >= src->height - radius;
-            if (border != IPK_SHRINK || !edge_row) net_row(src, dst, y, radius, border, &b);
-            if (border == IPK_SHRINK) shrink_edges(src, dst, y, radius, buf);
+            if (radius == 1 && rows == 2 && border != IPK_SHRINK) {
+                net_pair(src, dst, y0, border, &b);
+                continue;
+            }
+            for (int y = y0; y < y0 + rows; y++) {
+                int edge_row = y < radius || y >= src->height - radius;
+                if (border != IPK_SHRINK || !edge_row) net_row(src, dst, y, radius, border, &b);
+                if (border == IPK_SHRINK) shrink_edges(src, dst, y, radius, buf);
+            }
         }
         free(b.mem);
     }

@@ -86,7 +86,7 @@ static void check_case(int w, int h, int ch, ipk_dtype t, int r, ipk_border bord
 /* Every dtype, channel count and border at small radii on small and odd sizes. */
 static void test_small_images(void)
 {
-    static const int sizes[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 7, 5 }, { 2, 3 }, { 37, 23 } };
+    static const int sizes[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 7, 5 }, { 2, 3 }, { 5, 4 }, { 37, 23 } };
     static const int radii[] = { 1, 2, 3, 4, 7 };
     uint64_t seed = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
