@@ -109,14 +109,18 @@ __device__ void rb_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int he
     const int rows = RB_TH + K - 1, xl = x0 - RB_HALO;
     const bool inside = xl >= 0 && xl + 4 * RB_SW4 <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
     const int tid = threadIdx.y * RB_TX + threadIdx.x;
-    for (int i = tid; i < rows * RB_SW4; i += RB_TX * RB_TY) {
-        const int ry = i / RB_SW4, wi = i - ry * RB_SW4;
-        const int yi = ipk_border_index(y0 - K / 2 + ry, height, border);
+    /* every word is loaded before any is stored, so that a thread has all its loads in flight */
+    constexpr int ITER = ((RB_TH + K - 1) * RB_SW4 + RB_TX * RB_TY - 1) / (RB_TX * RB_TY);
+    uint32_t words[ITER];
+    #pragma unroll
+    for (int it = 0; it < ITER; it++) {
+        const int i = tid + it * RB_TX * RB_TY, ry = i / RB_SW4, wi = i - ry * RB_SW4;
+        const int yi = ry < rows ? ipk_border_index(y0 - K / 2 + ry, height, border) : -1;
         uint32_t word = 0;
         if (yi >= 0) {
             const uint8_t *row = src + (ptrdiff_t)yi * ss;
             if (inside) {
-                word = *(const uint32_t *)(row + xl + 4 * wi);
+                word = __ldg((const uint32_t *)(row + xl + 4 * wi));
             } else {
                 for (int k = 0; k < 4; k++) {
                     int xi = ipk_border_index(xl + 4 * wi + k, width, border);
@@ -124,8 +128,14 @@ __device__ void rb_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int he
                 }
             }
         }
-        tile[i] = make_float4(rb_u8_to_float(word, 0), rb_u8_to_float(word, 1), rb_u8_to_float(word, 2),
-                              rb_u8_to_float(word, 3));
+        words[it] = word;
+    }
+    #pragma unroll
+    for (int it = 0; it < ITER; it++) {
+        const int i = tid + it * RB_TX * RB_TY;
+        if (i < rows * RB_SW4)
+            tile[i] = make_float4(rb_u8_to_float(words[it], 0), rb_u8_to_float(words[it], 1),
+                                  rb_u8_to_float(words[it], 2), rb_u8_to_float(words[it], 3));
     }
 }
 

@@ -196,7 +196,7 @@ static unsigned hist_grid(long long chunks)
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         sms = 132;
     long long want = (chunks + HIST_THREADS - 1) / HIST_THREADS;
-    long long most = (long long)sms * 4;
+    long long most = (long long)sms * 8;   /* 8 blocks of 256 fill an SM */
     return (unsigned)(want < most ? (want > 0 ? want : 1) : most);
 }
 
