@@ -607,15 +607,31 @@ static const char *type_name(ip_type t)
     return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
+/* "a|b|c" as "a, b, c" */
+static void choices_text(const char *choices, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *c = choices; *c && n + 3 < len; c++) {
+        if (*c == '|') {
+            buf[n++] = ',';
+            buf[n++] = ' ';
+        } else {
+            buf[n++] = *c;
+        }
+    }
+    buf[n] = '\0';
+}
+
 static void print_param(const ip_param *pa)
 {
-    char range[128] = "";
-    if (pa->choices && pa->type == IP_ENUM) snprintf(range, sizeof range, "one of %s", pa->choices);
+    char range[256] = "", words[200] = "";
+    if (pa->choices) choices_text(pa->choices, words, sizeof words);
+    if (pa->choices && pa->type == IP_ENUM) snprintf(range, sizeof range, "one of %s", words);
     else if (pa->min < pa->max && pa->type == IP_INT) snprintf(range, sizeof range, "%.0f to %.0f", pa->min, pa->max);
     else if (pa->min < pa->max) snprintf(range, sizeof range, "%g to %g", pa->min, pa->max);
     if (pa->choices && pa->type != IP_ENUM) {
         size_t used = strlen(range);
-        snprintf(range + used, sizeof range - used, "%sor %s", used ? ", " : "", pa->choices);
+        snprintf(range + used, sizeof range - used, "%sor %s", used ? ", " : "", words);
     }
     printf("  %-10s %-7s default %-12s %s\n", pa->name, type_name(pa->type),
            pa->default_text && *pa->default_text ? pa->default_text : "(none)", range);
