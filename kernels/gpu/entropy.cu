@@ -1,11 +1,14 @@
 /* Entropy map on the GPU. Each thread owns one column and walks a strip of rows down,
  * keeping its window's bin counts (one histogram per thread, laid out [bin][thread] so
  * that a warp's accesses fall in distinct banks) and sum n_i log n_i in the same 64-bit
- * fixed point as kernels/cpu/entropy.c, so results match the CPU kernel exactly up to
- * the device's log() in the tables. Histograms live in shared memory when they fit,
- * else in the caller's scratch (global memory, few threads walking many columns). */
+ * fixed point as kernels/cpu/entropy.c. The n log n and 1/n tables are built on the host with
+ * the CPU kernel's expressions (the device's log() is 1 ulp off glibc's at times, which moved
+ * u8 outputs by one), so results match the CPU kernel bit for bit. Histograms live in shared
+ * memory when they fit, else in the caller's scratch (global memory, few threads walking many
+ * columns). */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdlib.h>
 #include "ipk.h"
 #include "entropy_scratch.cuh"
 
@@ -23,8 +26,8 @@ typedef struct {
     int dst_u8;
     double out_scale;
     unsigned *flag;
-    const long long *delta;     /* delta[k] = T(k+1) - T(k), nmax entries */
-    const double *log_n, *inv_n;
+    const long long *t_n;       /* T(n) = llround(n log n 2^40), n = 0..nmax */
+    const double *inv_n;        /* 1 / (n 2^40), n = 0..nmax */
     unsigned *hist;             /* global histograms, or NULL for shared ones */
     long long workers;          /* global mode: threads in the grid */
 } ent_args;
@@ -48,7 +51,7 @@ static ent_plan ent_make_plan(const ipk_entropy_params *p)
 {
     ent_plan pl;
     size_t side = (size_t)(2 * p->radius + 1), nmax = side * side;
-    pl.table_bytes = ent_align16(nmax * 8) + 2 * ent_align16((nmax + 1) * 8);
+    pl.table_bytes = 2 * ent_align16((nmax + 1) * 8);
     size_t fixed = ent_align16(nmax * 8) + 256 * 4;
     pl.threads = 0;
     pl.hist_bytes = 0;
@@ -70,17 +73,15 @@ static ent_plan ent_make_plan(const ipk_entropy_params *p)
     return pl;
 }
 
-/* Same tables as the CPU kernel: T(k) = llround(k log k 2^40), log n and 1/n. */
-__global__ void ent_tables(long long *delta, double *log_n, double *inv_n, int nmax)
+/* The CPU kernel's tables, with its expressions, in host code (glibc's log). */
+static void ent_host_tables(long long *t_n, double *inv_n, int nmax)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k > nmax) return;
-    log_n[k] = k ? log((double)k) : 0.0;
-    inv_n[k] = k ? __ddiv_rn(1.0, (double)k) : 0.0;
-    if (k == 0) return;
-    long long t = llround(__dmul_rn(__dmul_rn((double)k, log((double)k)), ENT_FIX_SCALE));
-    long long prev = k == 1 ? 0 : llround(__dmul_rn(__dmul_rn((double)(k - 1), log((double)(k - 1))), ENT_FIX_SCALE));
-    delta[k - 1] = t - prev;
+    t_n[0] = 0;
+    inv_n[0] = 0;
+    for (int n = 1; n <= nmax; n++) {
+        t_n[n] = llround((double)n * log((double)n) * ENT_FIX_SCALE);
+        inv_n[n] = 1.0 / ((double)n * ENT_FIX_SCALE);
+    }
 }
 
 template <bool U16>
@@ -120,9 +121,7 @@ __device__ __forceinline__ long long ent_row(const ent_args &a, const unsigned *
 /* The CPU kernel's expression, without contraction, so u8 rounding agrees too. */
 __device__ __forceinline__ void ent_store(const ent_args &a, int x, int y, long long sum, int n)
 {
-    double mean = __dmul_rn(__dmul_rn((double)sum, 1.0 / ENT_FIX_SCALE), __ldg(a.inv_n + n));
-    double h = __dsub_rn(__ldg(a.log_n + n), mean);
-    h = h > 0 ? __dmul_rn(h, a.out_scale) : 0.0;
+    double h = __dmul_rn(__dmul_rn((double)(__ldg(a.t_n + n) - sum), __ldg(a.inv_n + n)), a.out_scale);
     char *row = a.dst + (ptrdiff_t)y * a.dst_stride;
     if (a.dst_u8) ((unsigned char *)row)[x] = (unsigned char)(h >= 255.0 ? 255 : (int)__dadd_rn(h, 0.5));
     else ((float *)row)[x] = (float)h;
@@ -160,7 +159,7 @@ __global__ void ent_kernel(ent_args a)
     unsigned *hist_s = lut + 256;
     const int tid = threadIdx.x, nt = blockDim.x;
 
-    for (int i = tid; i < nmax; i += nt) delta[i] = a.delta[i];
+    for (int i = tid; i < nmax; i += nt) delta[i] = a.t_n[i + 1] - a.t_n[i];
     if (!U16)
         for (int v = tid; v < 256; v += nt) {
             unsigned c = v < a.levels ? v : a.levels - 1;
@@ -209,7 +208,7 @@ static int ent_images_ok(const ipk_img *src, const ipk_img *dst)
 
 static int ent_strip_rows(int radius) { return radius <= 4 ? 64 : 8 * (2 * radius + 1); }
 
-/* Scratch: header (flag words), delta table, log n, 1/n, then global histograms if any. */
+/* Scratch: header (flag words), T(n), 1/n, then global histograms if any. */
 static void ent_fill_args(ent_args *a, const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
                           const ent_plan *pl, char *scratch)
 {
@@ -229,9 +228,8 @@ static void ent_fill_args(ent_args *a, const ipk_img *src, const ipk_img *dst, c
     a->out_scale = a->dst_u8 ? (hmax > 0 ? 255.0 / hmax : 0.0) : p->log_scale;
     char *t = scratch + IPK_ENTROPY_GPU_HEADER_BYTES;
     a->flag = (unsigned *)(scratch + IPK_ENTROPY_GPU_FLAG_OFFSET);
-    a->delta = (const long long *)t;
-    a->log_n = (const double *)(t + ent_align16((size_t)nmax * 8));
-    a->inv_n = (const double *)(t + ent_align16((size_t)nmax * 8) + ent_align16(((size_t)nmax + 1) * 8));
+    a->t_n = (const long long *)t;
+    a->inv_n = (const double *)(t + ent_align16(((size_t)nmax + 1) * 8));
     a->hist = pl->threads ? NULL : (unsigned *)(t + pl->table_bytes);
     a->workers = pl->workers;
 }
@@ -255,6 +253,19 @@ static int ent_launch(const ent_args *a, const ent_plan *pl, bool u16, cudaStrea
     return cudaGetLastError() == cudaSuccess ? IPK_OK : IPK_ECUDA;
 }
 
+/* A small pageable copy (at most 60 KB, radius 30): cudaMemcpyAsync stages pageable memory
+ * before it returns, so the host buffer may go at once; the copy is ordered on the stream. */
+static int ent_upload_tables(const ent_args *a, const ent_plan *pl, const ipk_entropy_params *p, cudaStream_t s)
+{
+    const int side = 2 * p->radius + 1, nmax = side * side;
+    char *host = (char *)calloc(1, pl->table_bytes);
+    if (!host) return IPK_ENOMEM;
+    ent_host_tables((long long *)host, (double *)(host + ((const char *)a->inv_n - (const char *)a->t_n)), nmax);
+    cudaError_t e = cudaMemcpyAsync((void *)a->t_n, host, pl->table_bytes, cudaMemcpyHostToDevice, s);
+    free(host);
+    return e == cudaSuccess ? IPK_OK : IPK_ECUDA;
+}
+
 extern "C" int ipk_entropy_gpu(const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
                                void *scratch, size_t scratch_bytes, void *stream)
 {
@@ -269,8 +280,7 @@ extern "C" int ipk_entropy_gpu(const ipk_img *src, const ipk_img *dst, const ipk
     if (cudaMemsetAsync(scratch, 0, IPK_ENTROPY_GPU_HEADER_BYTES, s) != cudaSuccess) return IPK_ECUDA;
     if (src->width == 0 || src->height == 0) return IPK_OK;
     if (a.hist && cudaMemsetAsync(a.hist, 0, pl.hist_bytes, s) != cudaSuccess) return IPK_ECUDA;
-    const int side = 2 * p->radius + 1, nmax = side * side;
-    ent_tables<<<(nmax + 1 + 255) / 256, 256, 0, s>>>((long long *)a.delta, (double *)a.log_n, (double *)a.inv_n, nmax);
-    if (cudaGetLastError() != cudaSuccess) return IPK_ECUDA;
+    int rc = ent_upload_tables(&a, &pl, p, s);
+    if (rc != IPK_OK) return rc;
     return ent_launch(&a, &pl, src->dtype == IPK_U16, s);
 }
