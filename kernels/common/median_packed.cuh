@@ -1,38 +1,89 @@
-/* Sorting-network pieces on 4 packed 8-bit pixels (one per byte): __vminu4/__vmaxu4 do
- * 4 compare-exchanges in one instruction. */
+/* Sorting-network pieces on 2 pixels per word, one in each 16-bit lane: on sm_90
+ * __vminu2/__vmaxu2 are single native instructions, while the byte-wise __vminu4/__vmaxu4
+ * are emulated with several. */
 #ifndef IPK_MEDIAN_PACKED_CUH
 #define IPK_MEDIAN_PACKED_CUH
 
+__device__ __forceinline__ unsigned med_min(unsigned a, unsigned b) { return __vminu2(a, b); }
+__device__ __forceinline__ unsigned med_max(unsigned a, unsigned b) { return __vmaxu2(a, b); }
+
 __device__ __forceinline__ void med_sort2(unsigned &a, unsigned &b)
 {
-    unsigned lo = __vminu4(a, b);
-    b = __vmaxu4(a, b);
+    unsigned lo = med_min(a, b);
+    b = med_max(a, b);
     a = lo;
-}
-
-/* a <= b <= c per byte afterwards. */
-__device__ __forceinline__ void med_sort3(unsigned &a, unsigned &b, unsigned &c)
-{
-    med_sort2(a, b);
-    med_sort2(b, c);
-    med_sort2(a, b);
 }
 
 __device__ __forceinline__ unsigned med_med3(unsigned a, unsigned b, unsigned c)
 {
-    return __vmaxu4(__vminu4(a, b), __vminu4(__vmaxu4(a, b), c));
+    return med_max(med_min(a, b), med_min(med_max(a, b), c));
 }
 
-/* Columns x-1..x+2 from columns x..x+3 and the value of column x-1 (in the low byte). */
-__device__ __forceinline__ unsigned med_shift_left(unsigned centre, unsigned left)
+/* Sorts v[0..N-1] per lane (insertion network: the compiler drops the min/max whose results
+ * go unused when only some ranks are read). */
+template <int N>
+__device__ __forceinline__ void med_sort_n(unsigned *v)
 {
-    return (centre << 8) | (left & 0xffu);
+#pragma unroll
+    for (int i = 1; i < N; i++)
+#pragma unroll
+        for (int j = i; j > 0; j--) med_sort2(v[j - 1], v[j]);
 }
 
-/* Columns x+1..x+4 from columns x..x+3 and the value of column x+4 (in the low byte). */
-__device__ __forceinline__ unsigned med_shift_right(unsigned centre, unsigned right)
+/* Inserts c into the sorted s[0..N-1], giving the sorted out[0..N]. */
+template <int N>
+__device__ __forceinline__ void med_insert(const unsigned *s, unsigned c, unsigned *out)
 {
-    return (centre >> 8) | ((right & 0xffu) << 24);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        out[i] = med_min(s[i], c);
+        c = med_max(s[i], c);
+    }
+    out[N] = c;
+}
+
+/* Forgetful selection of the median of N (odd): keep N/2 + 2 values, drop the smallest and
+ * the largest, take the next value, repeat; the median of the last three is the answer. */
+template <int N>
+__device__ __forceinline__ unsigned med_forgetful(const unsigned *v)
+{
+    constexpr int keep = N / 2 + 2 < N ? N / 2 + 2 : N;
+    unsigned w[keep];
+#pragma unroll
+    for (int i = 0; i < keep; i++) w[i] = v[i];
+#pragma unroll
+    for (int step = 0; step < N - keep; step++) {
+        const int n = keep - step;
+#pragma unroll
+        for (int i = 1; i < n; i++) med_sort2(w[0], w[i]);
+#pragma unroll
+        for (int i = 1; i < n - 1; i++) med_sort2(w[i], w[n - 1]);
+#pragma unroll
+        for (int i = 0; i < n - 2; i++) w[i] = w[i + 1];
+        w[n - 2] = v[keep + step];
+    }
+    return med_med3(w[0], w[1], w[2]);
+}
+
+/* Median of the S x S window from its columns sorted (col[k][j]: k-th smallest of column j):
+ * after sorting each rank row too, columns stay sorted, so entry (k, j) has at least
+ * (k+1)(j+1) values at or below it and (S-k)(S-j) at or above; only entries that can hold
+ * rank (S*S+1)/2 are kept, and as many values lie surely below them as surely above. */
+template <int S>
+__device__ __forceinline__ unsigned med_from_sorted_columns(unsigned (*col)[S])
+{
+    constexpr int half = (S * S + 1) / 2;
+    constexpr int ncand = S == 3 ? 3 : S == 5 ? 13 : 29;
+    unsigned cand[ncand];
+    int n = 0;
+#pragma unroll
+    for (int k = 0; k < S; k++) {
+        med_sort_n<S>(col[k]);
+#pragma unroll
+        for (int j = 0; j < S; j++)
+            if ((k + 1) * (j + 1) <= half && (S - k) * (S - j) <= half) cand[n++] = col[k][j];
+    }
+    return med_forgetful<ncand>(cand);
 }
 
 #endif

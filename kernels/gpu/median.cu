@@ -1,7 +1,8 @@
 /* Median filter on the GPU, three paths:
- * - u8, 1 channel, radius 1 or 2, replicate/reflect101/zero: 4 packed pixels per thread;
- *   3x3 by column sorts (max of lows / median of middles / min of highs), 5x5 by forgetful
- *   selection over the 25 shifted words;
+ * - u8, 1 channel, radius 1 to 3, replicate/reflect101/zero: 16 pixels (4 packed words) by
+ *   a few rows per thread; columns sorted once per word with __vminu4/__vmaxu4 (shared by
+ *   the 2R+1 horizontal neighbours, and the 2R common rows by two vertical ones), then the
+ *   rank rows pruned to the entries that can be the median, and a forgetful selection;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2);
@@ -15,8 +16,6 @@
 
 #define MED_MAX_RADIUS 25
 #define MED_HUANG_THREADS 64
-#define MED_P3_ROWS 8
-#define MED_P5_ROWS 4
 #define MED_MAX_GRID_Y 65535
 
 typedef struct {
@@ -153,146 +152,150 @@ __global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang_u8(med_args a, in
     }
 }
 
-/* Loads columns gx..gx+3 of logical row ly packed in *centre and columns gx-1, gx+4 in
- * bytes 0 and 1 of *edges; out-of-image pixels of the zero border read 0. */
-__device__ __forceinline__ void med_p3_load(const med_args &a, int gx, int ly, unsigned *centre, unsigned *edges)
+/* Packed path: each thread owns 16 adjacent pixels of med_pk<R>::ROWS rows, 2 pixels per
+ * word (16-bit lanes). A row is 8 words of columns gx..gx+15 and R edge words: [8] holds
+ * gx-2, gx-1 and [9] gx+16, gx+17 (R >= 2); the last one packs the odd outer pair, gx-R in
+ * its high lane and gx+15+R in its low lane (R = 1 or 3). */
+template <int R> struct med_pk {
+    static constexpr int S = 2 * R + 1;
+    static constexpr int NW = 8 + R;            /* words per row */
+    static constexpr int LW = (R + 1) / 2;      /* words left of column gx in the extended row */
+    static constexpr int ROWS = R == 1 ? 8 : R == 2 ? 4 : 2; /* output rows per thread (even) */
+};
+
+__device__ __forceinline__ unsigned med_byte(const med_args &a, const unsigned char *row, int x)
+{
+    int xx = ipk_border_index(x, a.width, a.border);
+    return xx >= 0 ? __ldg(row + xx) : 0u;
+}
+
+/* Two 16-bit lanes from pixels lo and hi. */
+__device__ __forceinline__ unsigned med_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
+
+/* Logical row ly around columns gx..gx+15; out-of-image pixels of the zero border read 0. */
+template <int R>
+__device__ __forceinline__ void med_pk_load(const med_args &a, int gx, int ly, unsigned *w)
 {
     int yy = ipk_border_index(ly, a.height, a.border);
     if (yy < 0) {
-        *centre = *edges = 0;
+#pragma unroll
+        for (int i = 0; i < med_pk<R>::NW; i++) w[i] = 0;
         return;
     }
     const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
-    if (gx >= 1 && gx + 4 < a.width && ((uintptr_t)(row + gx) & 3) == 0) {
-        *centre = __ldg((const unsigned *)(row + gx));
-        *edges = __ldg(row + gx - 1) | ((unsigned)__ldg(row + gx + 4) << 8);
-        return;
+    unsigned l0, l1, l2, r0, r1, r2;   /* pixels gx-1, gx-2, gx-3 and gx+16, gx+17, gx+18 */
+    if (gx >= 4 && gx + 20 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
+        uint4 c = __ldg((const uint4 *)(row + gx));
+        unsigned q[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i] = __byte_perm(q[i], 0, 0x4140);
+            w[2 * i + 1] = __byte_perm(q[i], 0, 0x4342);
+        }
+        unsigned left = __ldg((const unsigned *)(row + gx - 4)), right = __ldg((const unsigned *)(row + gx + 16));
+        l0 = left >> 24, l1 = (left >> 16) & 0xffu, l2 = (left >> 8) & 0xffu;
+        r0 = right & 0xffu, r1 = (right >> 8) & 0xffu, r2 = (right >> 16) & 0xffu;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 8; i++) w[i] = med_lanes(med_byte(a, row, gx + 2 * i), med_byte(a, row, gx + 2 * i + 1));
+        l0 = med_byte(a, row, gx - 1);
+        r0 = med_byte(a, row, gx + 16);
+        l1 = R >= 2 ? med_byte(a, row, gx - 2) : 0u;
+        r1 = R >= 2 ? med_byte(a, row, gx + 17) : 0u;
+        l2 = R >= 3 ? med_byte(a, row, gx - 3) : 0u;
+        r2 = R >= 3 ? med_byte(a, row, gx + 18) : 0u;
     }
-    unsigned px[6];
-    for (int j = 0; j < 6; j++) {
-        int xx = ipk_border_index(gx - 1 + j, a.width, a.border);
-        px[j] = xx >= 0 ? __ldg(row + xx) : 0u;
+    if (R == 1) w[8] = med_lanes(r0, l0);
+    if (R >= 2) {
+        w[8] = med_lanes(l1, l0);
+        w[9] = med_lanes(r0, r1);
     }
-    *centre = px[1] | (px[2] << 8) | (px[3] << 16) | (px[4] << 24);
-    *edges = px[0] | (px[5] << 8);
+    if (R == 3) w[10] = med_lanes(r2, l2);
 }
 
-__device__ __forceinline__ void med_p3_store(const med_args &a, int gx, int y, unsigned v)
+__device__ __forceinline__ void med_pk_store(const med_args &a, int gx, int y, const unsigned *v)
 {
     unsigned char *row = (unsigned char *)(a.dst + (ptrdiff_t)y * a.dst_stride);
-    if (gx + 3 < a.width && ((uintptr_t)(row + gx) & 3) == 0) {
-        *(unsigned *)(row + gx) = v;
+    unsigned q[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) q[i] = __byte_perm(v[2 * i], v[2 * i + 1], 0x6420);
+    if (gx + 16 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
+        *(uint4 *)(row + gx) = make_uint4(q[0], q[1], q[2], q[3]);
         return;
     }
-    for (int j = 0; j < 4 && gx + j < a.width; j++) row[gx + j] = (unsigned char)(v >> (8 * j));
+    for (int j = 0; j < 16 && gx + j < a.width; j++) row[gx + j] = (unsigned char)(q[j >> 2] >> (8 * (j & 3)));
 }
 
-/* Median of 9 from three sorted columns: med3(max of lows, med3 of middles, min of highs). */
-__device__ __forceinline__ unsigned med_p3_median(unsigned c0, unsigned c1, unsigned c2,
-                                                  unsigned e0, unsigned e1, unsigned e2)
+/* Word `wi` of row words w as extended by the edge words: index -LW.. 8+LW-1. */
+template <int R>
+__device__ __forceinline__ unsigned med_pk_ext(const unsigned *w, int wi)
 {
-    med_sort3(c0, c1, c2);
-    med_sort3(e0, e1, e2);
-    unsigned lo = __vmaxu4(__vmaxu4(med_shift_left(c0, e0), c0), med_shift_right(c0, e0 >> 8));
-    unsigned mid = med_med3(med_shift_left(c1, e1), c1, med_shift_right(c1, e1 >> 8));
-    unsigned hi = __vminu4(__vminu4(med_shift_left(c2, e2), c2), med_shift_right(c2, e2 >> 8));
-    return med_med3(lo, mid, hi);
+    if (wi >= 0 && wi < 8) return w[wi];
+    if (R == 1) return w[8];
+    if (wi == -1) return w[8];
+    if (wi == 8) return w[9];
+    return w[10];   /* R = 3: wi == -2 or 9 */
 }
 
-/* Each thread: 4 adjacent pixels of MED_P3_ROWS rows, three input rows in registers. */
-__global__ void med_3x3_u8(med_args a)
+/* Pixels gx+p, gx+p+1 as one word, p in -R..16+R-2. */
+template <int R>
+__device__ __forceinline__ unsigned med_pk_pair(const unsigned *w, int p)
 {
-    const int gx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * MED_P3_ROWS;
+    const int q = p >= 0 ? p / 2 : -((-p + 1) / 2);
+    if ((p & 1) == 0) return med_pk_ext<R>(w, q);
+    return __byte_perm(med_pk_ext<R>(w, q), med_pk_ext<R>(w, q + 1), 0x5432);
+}
+
+/* Medians of the 8 words of one output row from its window's columns sorted per word. */
+template <int R>
+__device__ __forceinline__ void med_pk_row(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
+{
+    typedef med_pk<R> P;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        unsigned col[P::S][P::S];   /* [rank][column offset + R] */
+#pragma unroll
+        for (int k = 0; k < P::S; k++)
+#pragma unroll
+            for (int d = -R; d <= R; d++) col[k][R + d] = med_pk_pair<R>(sorted[k], 2 * i + d);
+        out[i] = med_from_sorted_columns<P::S>(col);
+    }
+}
+
+/* Rows y0..y0+ROWS-1 in pairs: the 2R rows two outputs share are sorted once per word, then
+ * each output's own extra row is inserted. */
+template <int R>
+__global__ void __launch_bounds__(128) med_packed_u8(med_args a)
+{
+    typedef med_pk<R> P;
+    const int gx = 16 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * P::ROWS;
     if (gx >= a.width || y0 >= a.height) return;
-    unsigned c0, c1, c2, e0, e1, e2;
-    med_p3_load(a, gx, y0 - 1, &c0, &e0);
-    med_p3_load(a, gx, y0, &c1, &e1);
-    for (int i = 0; i < MED_P3_ROWS && y0 + i < a.height; i++) {
-        med_p3_load(a, gx, y0 + i + 1, &c2, &e2);
-        med_p3_store(a, gx, y0 + i, med_p3_median(c0, c1, c2, e0, e1, e2));
-        c0 = c1;
-        c1 = c2;
-        e0 = e1;
-        e1 = e2;
-    }
-}
-
-/* Loads columns gx..gx+3 of logical row ly packed in *centre and columns gx-2, gx-1, gx+4,
- * gx+5 in bytes 0..3 of *edges; out-of-image pixels of the zero border read 0. */
-__device__ __forceinline__ void med_p5_load(const med_args &a, int gx, int ly, unsigned *centre, unsigned *edges)
-{
-    int yy = ipk_border_index(ly, a.height, a.border);
-    if (yy < 0) {
-        *centre = *edges = 0;
-        return;
-    }
-    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
-    if (gx >= 2 && gx + 5 < a.width && ((uintptr_t)(row + gx) & 3) == 0) {
-        *centre = __ldg((const unsigned *)(row + gx));
-        *edges = __ldg(row + gx - 2) | ((unsigned)__ldg(row + gx - 1) << 8) | ((unsigned)__ldg(row + gx + 4) << 16) |
-                 ((unsigned)__ldg(row + gx + 5) << 24);
-        return;
-    }
-    unsigned px[8];
-    for (int j = 0; j < 8; j++) {
-        int xx = ipk_border_index(gx - 2 + j, a.width, a.border);
-        px[j] = xx >= 0 ? __ldg(row + xx) : 0u;
-    }
-    *centre = px[2] | (px[3] << 8) | (px[4] << 16) | (px[5] << 24);
-    *edges = px[0] | (px[1] << 8) | (px[6] << 16) | (px[7] << 24);
-}
-
-/* The row's five horizontal shifts (columns -2..+2 around each of the 4 pixels). */
-__device__ __forceinline__ void med_p5_shifts(unsigned c, unsigned e, unsigned *v)
-{
-    v[0] = (c << 16) | (e & 0xffffu);
-    v[1] = (c << 8) | ((e >> 8) & 0xffu);
-    v[2] = c;
-    v[3] = (c >> 8) | (((e >> 16) & 0xffu) << 24);
-    v[4] = (c >> 16) | ((e >> 16) << 16);
-}
-
-/* Forgetful selection of the 13th of 25: keep 14 values, drop the smallest and the largest,
- * take the next value, repeat; the median of the last three is the median of all 25. */
-__device__ __forceinline__ unsigned med_p5_select(const unsigned *v)
-{
-    unsigned w[14];
+    unsigned rows[P::ROWS + 2 * R][P::NW];
 #pragma unroll
-    for (int i = 0; i < 14; i++) w[i] = v[i];
+    for (int j = 0; j < P::ROWS + 2 * R; j++) med_pk_load<R>(a, gx, y0 - R + j, rows[j]);
 #pragma unroll
-    for (int step = 0; step < 11; step++) {
-        const int n = 14 - step;
+    for (int p = 0; p < P::ROWS; p += 2) {
+        unsigned top[P::S][P::NW], bottom[P::S][P::NW];
 #pragma unroll
-        for (int i = 1; i < n; i++) med_sort2(w[0], w[i]);
+        for (int i = 0; i < P::NW; i++) {
+            unsigned shared[2 * R], sa[P::S], sb[P::S];
 #pragma unroll
-        for (int i = 1; i < n - 1; i++) med_sort2(w[i], w[n - 1]);
+            for (int j = 0; j < 2 * R; j++) shared[j] = rows[p + 1 + j][i];
+            med_sort_n<2 * R>(shared);
+            med_insert<2 * R>(shared, rows[p][i], sa);
+            med_insert<2 * R>(shared, rows[p + 2 * R + 1][i], sb);
 #pragma unroll
-        for (int i = 0; i < n - 2; i++) w[i] = w[i + 1];
-        w[n - 2] = v[14 + step];
-    }
-    return med_med3(w[0], w[1], w[2]);
-}
-
-/* Each thread: 4 adjacent pixels of MED_P5_ROWS rows, five input rows in registers. */
-__global__ void med_5x5_u8(med_args a)
-{
-    const int gx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * MED_P5_ROWS;
-    if (gx >= a.width || y0 >= a.height) return;
-    unsigned c[5], e[5], v[25];
-#pragma unroll
-    for (int j = 0; j < 4; j++) med_p5_load(a, gx, y0 - 2 + j, &c[j], &e[j]);
-    for (int i = 0; i < MED_P5_ROWS && y0 + i < a.height; i++) {
-        med_p5_load(a, gx, y0 + i + 2, &c[4], &e[4]);
-#pragma unroll
-        for (int j = 0; j < 5; j++) med_p5_shifts(c[j], e[j], v + 5 * j);
-        med_p3_store(a, gx, y0 + i, med_p5_select(v));
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            c[j] = c[j + 1];
-            e[j] = e[j + 1];
+            for (int k = 0; k < P::S; k++) {
+                top[k][i] = sa[k];
+                bottom[k][i] = sb[k];
+            }
         }
+        unsigned out[8];
+        med_pk_row<R>(top, out);
+        if (y0 + p < a.height) med_pk_store(a, gx, y0 + p, out);
+        med_pk_row<R>(bottom, out);
+        if (y0 + p + 1 < a.height) med_pk_store(a, gx, y0 + p + 1, out);
     }
 }
 
@@ -344,18 +347,25 @@ static int med_launch_huang(const med_args *a, cudaStream_t s)
     return IPK_OK;
 }
 
-/* The packed networks: radius 1 or 2, 4 pixels by `rows` rows per thread. */
-static int med_launch_packed(const med_args *a, cudaStream_t s)
+template <int R>
+static int med_launch_packed_r(const med_args *a, cudaStream_t s)
 {
-    const int rows = a->radius == 1 ? MED_P3_ROWS : MED_P5_ROWS;
-    dim3 block(64, 4);
-    long long quads = (a->width + 3) / 4, bands = (a->height + rows - 1) / rows;
+    const int rows = med_pk<R>::ROWS;
+    dim3 block(32, 4);
+    long long groups = (a->width + 15) / 16, bands = (a->height + rows - 1) / rows;
     long long gy = (bands + block.y - 1) / block.y;
     if (gy > MED_MAX_GRID_Y) return IPK_EINVAL;
-    dim3 grid((unsigned)((quads + block.x - 1) / block.x), (unsigned)gy);
-    if (a->radius == 1) med_3x3_u8<<<grid, block, 0, s>>>(*a);
-    else med_5x5_u8<<<grid, block, 0, s>>>(*a);
+    dim3 grid((unsigned)((groups + block.x - 1) / block.x), (unsigned)gy);
+    med_packed_u8<R><<<grid, block, 0, s>>>(*a);
     return IPK_OK;
+}
+
+/* The packed networks: radius 1 to 3, 16 pixels by a few rows per thread. */
+static int med_launch_packed(const med_args *a, cudaStream_t s)
+{
+    if (a->radius == 1) return med_launch_packed_r<1>(a, s);
+    if (a->radius == 2) return med_launch_packed_r<2>(a, s);
+    return med_launch_packed_r<3>(a, s);
 }
 
 extern "C" int ipk_median_gpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
@@ -369,7 +379,7 @@ extern "C" int ipk_median_gpu(const ipk_img *src, const ipk_img *dst, int radius
                   src->width, src->height, src->channels, radius, (int)border};
     cudaStream_t s = (cudaStream_t)stream;
     int rc;
-    if (src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2) && border != IPK_SHRINK)
+    if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK)
         rc = med_launch_packed(&a, s);
     else if (src->dtype == IPK_U8) rc = med_launch_huang(&a, s);
     else {

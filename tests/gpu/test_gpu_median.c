@@ -26,14 +26,16 @@ static ipk_img dev_alloc(const ipk_img *like, int pad)
 
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
-static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed)
+/* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad. */
+static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
-    int host_pad = t == IPK_U8 ? 3 : (int)elem_bytes(t) * 3, dev_pad = (int)elem_bytes(t) * 5;
+    int host_pad = t == IPK_U8 ? 3 : (int)elem_bytes(t) * 3;
+    if (dev_pad < 0) dev_pad = (int)elem_bytes(t) * 5;
     ipk_img src = tu_img_random(w, h, c, t, host_pad, &rng);
     ipk_img want = tu_img_zeros(w, h, c, t, 0), got = tu_img_zeros(w, h, c, t, host_pad);
-    ipk_img dsrc = dev_alloc(&src, dev_pad), ddst = dev_alloc(&src, dev_pad + (int)elem_bytes(t));
+    ipk_img dsrc = dev_alloc(&src, dev_pad), ddst = dev_alloc(&src, dev_pad);
     int ok = dsrc.data && ddst.data;
     ok = ok && cuda_ok(cudaMemcpy2D(dsrc.data, dsrc.stride, src.data, src.stride, row_bytes(&src), h,
                                     cudaMemcpyHostToDevice), "upload");
@@ -61,30 +63,52 @@ static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     return ok;
 }
 
-static void small_sizes(void)
+static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed)
+{
+    return run_case_pad(w, h, c, t, radius, border, seed, -1);
+}
+
+static void small_sizes(int quick)
 {
     static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}};
     static const int radii[] = {1, 2, 3, 4, 7, 15, 25};
+    const size_t nradii = quick ? 4 : sizeof radii / sizeof radii[0];
     static const ipk_dtype types[] = {IPK_U8, IPK_U16, IPK_F32};
     uint64_t seed = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int ti = 0; ti < 3; ti++)
             for (int c = 1; c <= 4; c++)
                 for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
-                    for (size_t r = 0; r < sizeof radii / sizeof radii[0]; r++)
+                    for (size_t r = 0; r < nradii; r++)
                         if (!run_case(sizes[s][0], sizes[s][1], c, types[ti], radii[r], (ipk_border)b, seed++)) return;
 }
 
-/* The packed 3x3 and 5x5 paths: aligned and unaligned rows, widths around multiples of 4. */
+/* The packed radius 1..3 paths on unaligned rows, widths around multiples of 4 and 16. */
 static void packed(void)
 {
-    static const int widths[] = {2, 3, 4, 5, 6, 7, 8, 63, 64, 65, 130, 257};
+    static const int widths[] = {2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 63, 64, 65, 130, 257};
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-        for (int r = 1; r <= 2; r++)
+        for (int r = 1; r <= 3; r++)
             for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
                 run_case(widths[i], 19, 1, IPK_U8, r, (ipk_border)b, 100 + i);
                 run_case(widths[i], 2, 1, IPK_U8, r, (ipk_border)b, 200 + i);
             }
+}
+
+/* Rows whose pitch is a multiple of 16 bytes: the 16-byte loads and stores, with the thread
+ * groups at both image edges and in a partial last group on the slow path. */
+static void packed_aligned(void)
+{
+    static const int widths[] = {16, 19, 20, 21, 36, 37, 47, 100, 513, 1000};
+    static const int heights[] = {1, 3, 9, 19, 40};
+    uint64_t seed = 700;
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        for (size_t j = 0; j < sizeof heights / sizeof heights[0]; j++)
+            for (int r = 1; r <= 3; r++)
+                for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++) {
+                    int pad = (16 - widths[i] % 16) % 16 + 16 * (int)(j % 2);
+                    run_case_pad(widths[i], heights[j], 1, IPK_U8, r, (ipk_border)b, seed++, pad);
+                }
 }
 
 static void large(void)
@@ -92,6 +116,9 @@ static void large(void)
     for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) run_case(4097, 3001, 1, IPK_U8, 1, (ipk_border)b, 300 + b);
     run_case(4097, 3001, 1, IPK_U8, 2, IPK_REPLICATE, 310);
     run_case(4097, 3001, 1, IPK_U8, 2, IPK_ZERO, 315);
+    run_case_pad(4096, 3001, 1, IPK_U8, 2, IPK_REFLECT101, 316, 0);
+    run_case_pad(4090, 2999, 1, IPK_U8, 3, IPK_REPLICATE, 317, 6);
+    run_case_pad(4090, 2999, 1, IPK_U8, 1, IPK_ZERO, 318, 22);
     run_case(4097, 3001, 1, IPK_U8, 7, IPK_REFLECT101, 311);
     run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
     run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
@@ -116,9 +143,12 @@ int main(void)
         snprintf(why, sizeof why, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         tu_skip(why);
     }
+    /* IMGPIPE_TEST_QUICK=1 (compute-sanitizer): fewer radii and no large images */
+    const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
     bad_arguments();
-    small_sizes();
+    small_sizes(quick);
     packed();
-    large();
+    packed_aligned();
+    if (!quick) large();
     return tu_finish();
 }
