@@ -652,6 +652,22 @@ static void print_device(const bench *b)
            b->npp.missing[0] ? b->npp.missing : "");
 }
 
+static int bench_selected(const char *name, const char *only)
+{
+    if (!only || !*only) return 1;
+    char word[64];
+    for (const char *p = only; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > 0 && n < sizeof word) {
+            memcpy(word, p, n);
+            word[n] = '\0';
+            if (strstr(name, word)) return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 static int parse_runs(int argc, char **argv)
 {
     if (argc < 3) return DEFAULT_RUNS;
@@ -678,9 +694,12 @@ int main(int argc, char **argv)
     setup(&b);
     print_device(&b);
     bench_copy(&b);
-    for (int i = 0; i < N_OPS; i++) bench_op(&b, &OPS[i]);
-    bench_denoise(&b);
-    bench_host_copies(&b);
+    /* IMGPIPE_BENCH_ONLY=median,entropy times only the operations whose names contain a listed word */
+    const char *only = getenv("IMGPIPE_BENCH_ONLY");
+    for (int i = 0; i < N_OPS; i++)
+        if (bench_selected(OPS[i].name, only)) bench_op(&b, &OPS[i]);
+    if (bench_selected("denoise", only)) bench_denoise(&b);
+    if (bench_selected("host copies", only)) bench_host_copies(&b);
     print_table(&b);
     printf("notes: %%copy = bytes read+written by the op over the device copy's rate; NPP median runs on the "
            "interior (no border mode); NPP filters use replicate borders, imgpipe its stage defaults\n");
