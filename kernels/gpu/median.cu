@@ -160,7 +160,7 @@ template <int R> struct med_pk {
     static constexpr int S = 2 * R + 1;
     static constexpr int NW = 8 + R;            /* words per row */
     static constexpr int LW = (R + 1) / 2;      /* words left of column gx in the extended row */
-    static constexpr int ROWS = R == 1 ? 8 : R == 2 ? 4 : 2; /* output rows per thread (even) */
+    static constexpr int ROWS = R == 1 ? 4 : 2; /* output rows per thread (even) */
 };
 
 __device__ __forceinline__ unsigned med_byte(const med_args &a, const unsigned char *row, int x)
