@@ -89,20 +89,47 @@ static float select_kth(float *v, int n, int k)
     return v[k];
 }
 
+/* Appends the 2r+1 values of row sy around column x (all inside the image) to buf. */
+static int gather_span(const ipk_img *src, int sy, int x, int c, int r, float *buf)
+{
+    const size_t ch = (size_t)src->channels, first = (size_t)(x - r) * ch + (size_t)c;
+    const char *row = ipk_row(src, sy);
+    if (src->dtype == IPK_U8)
+        for (int i = 0; i <= 2 * r; i++) buf[i] = ((const uint8_t *)row)[first + (size_t)i * ch];
+    else if (src->dtype == IPK_U16)
+        for (int i = 0; i <= 2 * r; i++) buf[i] = ((const uint16_t *)row)[first + (size_t)i * ch];
+    else
+        for (int i = 0; i <= 2 * r; i++) buf[i] = ((const float *)row)[first + (size_t)i * ch];
+    return 2 * r + 1;
+}
+
+/* The window's values of channel c as the border gives them; returns their count. */
+static int gather_window(const ipk_img *src, int x, int y, int c, int r, ipk_border border,
+                         float *buf)
+{
+    const int inside_x = x - r >= 0 && x + r < src->width;
+    int n = 0;
+    for (int dy = -r; dy <= r; dy++) {
+        int sy = ipk_border_index(y + dy, src->height, (int)border);
+        if (sy >= 0 && inside_x) {
+            n += gather_span(src, sy, x, c, r, buf + n);
+            continue;
+        }
+        for (int dx = -r; dx <= r; dx++) {
+            int sx = ipk_border_index(x + dx, src->width, (int)border);
+            if (sx >= 0 && sy >= 0) buf[n++] = value_at(src, sx, sy, c);
+            else if (border == IPK_ZERO) buf[n++] = 0.0f;
+        }
+    }
+    return n;
+}
+
 /* u8 and u16 values are exact in a float, so one float path serves every dtype. */
 static void generic_pixel(const ipk_img *src, const ipk_img *dst, int x, int y, int radius,
                           ipk_border border, float *buf)
 {
     for (int c = 0; c < src->channels; c++) {
-        int n = 0;
-        for (int dy = -radius; dy <= radius; dy++) {
-            int sy = ipk_border_index(y + dy, src->height, (int)border);
-            for (int dx = -radius; dx <= radius; dx++) {
-                int sx = ipk_border_index(x + dx, src->width, (int)border);
-                if (sx >= 0 && sy >= 0) buf[n++] = value_at(src, sx, sy, c);
-                else if (border == IPK_ZERO) buf[n++] = 0.0f;
-            }
-        }
+        int n = gather_window(src, x, y, c, radius, border, buf);
         store_at(dst, x, y, c, select_kth(buf, n, (n - 1) / 2));
     }
 }
