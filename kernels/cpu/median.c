@@ -1,3 +1,9 @@
+/* Median filter on the CPU. Every method is exact, so results never depend on the thread
+ * count, the tiling or the method chosen:
+ *   radius 1, 2 (any dtype): columns sorted once per row, then a comparator network per pixel
+ *     over the sorted columns, vectorised along the row (median_net.h);
+ *   8-bit, radius 3 to 90: Perreault & Hebert's constant-time sliding histograms;
+ *   16-bit and float, radius 3 and up: the window gathered and selected pixel by pixel. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +13,10 @@
 #include "pixels.h"
 #include "threads.h"
 
+/* Larger windows are no median filter anyone runs; the bound keeps every count in range. */
 #define MEDIAN_MAX_RADIUS 127
+/* Row indices are int: a row of more values than this is refused (IPK_ERANGE). */
+#define MEDIAN_MAX_ROW_VALUES (INT_MAX / 4)
 /* The 8-bit histograms count in int16 lanes: (2r+1)^2 must stay below 32768. */
 #define O1_MAX_RADIUS 90
 /* Tiles of the histogram path: narrow enough for the column histograms to stay in L2. */
@@ -525,7 +534,7 @@ static void o1_add_row(const o1_job *j, o1_hists *h, int sy, int c, int delta)
     const size_t first = (size_t)h->cmin * (size_t)ch;
     for (int m = 0; m < ncols; m++) {
         int v = row ? row[first + (size_t)m * ch] : 0;
-        o1_count(coarse + m * 16, fine + m * 256, v, delta);
+        o1_count(coarse + (size_t)m * 16, fine + (size_t)m * 256, v, delta);
     }
 }
 
@@ -562,7 +571,7 @@ static void o1_next_row(const o1_job *j, o1_hists *h, int out, int in, int c)
         size_t i = first + (size_t)m * ch;
         int was = old_row[i], now = new_row[i];
         if (was == now) continue;
-        uint16_t *cm = coarse + m * 16, *fm = fine + m * 256;
+        uint16_t *cm = coarse + (size_t)m * 16, *fm = fine + (size_t)m * 256;
         uint16_t *f_now = fm + (now >> 4) * 16, *f_was = fm + (was >> 4) * 16;
         if (was >> 4 != now >> 4) {
             v16_store(cm, v16_sub(v16_add(v16_load(cm), v16_load(o1_steps[now >> 4])),
@@ -595,7 +604,7 @@ static void o1_init_columns(const o1_job *j, o1_hists *h, int x0, int x1, int y0
     memset(h->coarse, 0, (size_t)(h->ncols + 1) * 16 * sizeof *h->coarse);
     memset(h->fine, 0, (size_t)(h->ncols + 1) * 256 * sizeof *h->fine);
     if (j->border == IPK_ZERO)   /* a column outside the image: 2r+1 zeros */
-        o1_count(h->coarse + h->ncols * 16, h->fine + h->ncols * 256, 0, 2 * r + 1);
+        o1_count(h->coarse + (size_t)h->ncols * 16, h->fine + (size_t)h->ncols * 256, 0, 2 * r + 1);
     for (int dy = -r; dy <= r; dy++)
         o1_add_row(j, h, ipk_border_index(y0 + dy, j->src->height, (int)j->border), c, 1);
 }
@@ -644,14 +653,14 @@ O1_INLINE void o1_row_in(const o1_job *j, const o1_hists *h, int x0, int x1, int
     for (int b = 0; b < 16; b++) fine_x[b] = INT_MIN;
     o1_vec wc = v16_zero(), cur_f = v16_zero();
     int cur_b = -1;   /* the coarse bin whose fine bins cur_f holds, up to date at x - 1 */
-    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(coarse + O1_SLOT(x0 + d) * 16));
+    for (int d = -r; d <= r; d++) wc = v16_add(wc, v16_load(coarse + (size_t)O1_SLOT(x0 + d) * 16));
     const int rows_in = shrink ? span_inside(y, r, j->src->height) : 2 * r + 1;
     const int k_full = (rows_in * (2 * r + 1) - 1) / 2;
     uint8_t *const out = (uint8_t *)ipk_row(j->dst, y) + c;
     for (int x = x0; x < x1; x++) {
         if (x > x0)
-            wc = v16_sub(v16_add(wc, v16_load(coarse + O1_SLOT(x + r) * 16)),
-                         v16_load(coarse + O1_SLOT(x - r - 1) * 16));
+            wc = v16_sub(v16_add(wc, v16_load(coarse + (size_t)O1_SLOT(x + r) * 16)),
+                         v16_load(coarse + (size_t)O1_SLOT(x - r - 1) * 16));
         int k = shrink ? (rows_in * span_inside(x, r, width) - 1) / 2 : k_full;
         uint16_t below[16];
         v16_store(below, wc);
@@ -743,10 +752,10 @@ static void copy_image(const ipk_img *src, const ipk_img *dst)
     for (int y = 0; y < src->height; y++) memcpy(ipk_row(dst, y), ipk_row(src, y), row_bytes);
 }
 
-/* Every method is exact, so the result never depends on the thread count or the tiling. */
 int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int threads)
 {
     if (!median_args_ok(src, dst, radius, border)) return IPK_EINVAL;
+    if ((size_t)src->width * (size_t)src->channels > MEDIAN_MAX_ROW_VALUES) return IPK_ERANGE;
     if (radius == 0) {
         copy_image(src, dst);
         return IPK_OK;

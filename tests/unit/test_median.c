@@ -179,6 +179,13 @@ static void test_bad_arguments(void)
     CHECK(ipk_median_cpu(&src, &dst, 1, (ipk_border)7, 1) == IPK_EINVAL, "unknown border accepted");
     src.stride = 3;
     CHECK(ipk_median_cpu(&src, &dst, 1, IPK_REPLICATE, 1) == IPK_EINVAL, "short stride accepted");
+    /* refused before any pixel is read, so the small buffers stand in for huge rows */
+    ipk_img wide_src = src, wide_dst = dst;
+    wide_src.width = wide_dst.width = 1 << 28;
+    wide_src.channels = wide_dst.channels = 4;
+    wide_src.stride = wide_dst.stride = (ptrdiff_t)1 << 30;
+    CHECK(ipk_median_cpu(&wide_src, &wide_dst, 1, IPK_REPLICATE, 1) == IPK_ERANGE,
+          "row of 2^30 values accepted");
     tu_img_free(&src);
     tu_img_free(&dst);
     tu_img_free(&wrong);
