@@ -101,6 +101,206 @@ __global__ void mean_kernel(const void *src, ptrdiff_t ss, void *dst, ptrdiff_t 
     }
 }
 
+/* Running-sum path for 1-channel u8, radius 1..RS_MAXR, every border: a block of RS_THREADS
+ * makes RS_TW x RS_TH outputs. Its input tile (a RS_HALO-byte halo each side, zeros where the
+ * border contributes nothing) is loaded as words into shared memory; row window sums of
+ * RS_HSEG outputs per thread slide four bytes at a time into uint16 (31 * 255 fits); then each
+ * thread walks RS_VSEG rows down two columns keeping vertical running sums. The work per pixel
+ * does not grow with the radius beyond the first window of each segment. */
+#define RS_MAXR 15
+#define RS_HALO 16
+#define RS_TW 128
+#define RS_TH 64
+#define RS_THREADS 256
+#define RS_HSEG 16
+#define RS_VSEG 16
+#define RS_TWORDS ((RS_TW + 2 * RS_HALO) / 4 + 1)   /* odd: rows fall on different banks */
+#define RS_HWORDS (RS_TW / 2 + 1)                   /* uint16 pairs per row sum row, odd */
+#define RS_ROWS_MAX (RS_TH + 2 * RS_MAXR)
+
+/* Each row: RS_TW + 2 * RS_HALO bytes as 16-byte loads when the row span is inside the image
+ * and aligned, else byte by byte through the border; the pad word is zeroed. */
+__device__ __forceinline__ void rs_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border,
+                                             int x0, int y0, int radius, uint32_t *tile)
+{
+    constexpr int Q = (RS_TW + 2 * RS_HALO) / 16;   /* 16-byte pieces per row */
+    const int rows = RS_TH + 2 * radius, xl = x0 - RS_HALO;
+    const bool inside = xl >= 0 && xl + 16 * Q <= width && ((uintptr_t)src % 16) == 0 && (ss % 16) == 0;
+    constexpr int ITER = (RS_ROWS_MAX * Q + RS_THREADS - 1) / RS_THREADS;
+    uint4 pieces[ITER];
+    #pragma unroll
+    for (int it = 0; it < ITER; it++) {
+        const int i = threadIdx.x + it * RS_THREADS, ry = i / Q, qi = i - ry * Q;
+        const int yi = ry < rows ? ipk_border_index(y0 - radius + ry, height, border) : -1;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (yi >= 0) {
+            const uint8_t *row = src + (ptrdiff_t)yi * ss;
+            if (inside) {
+                v = __ldg((const uint4 *)(row + xl + 16 * qi));
+            } else {
+                uint32_t w[4] = { 0, 0, 0, 0 };
+                for (int k = 0; k < 16; k++) {
+                    int xi = ipk_border_index(xl + 16 * qi + k, width, border);
+                    if (xi >= 0) w[k >> 2] |= (uint32_t)row[xi] << (8 * (k & 3));
+                }
+                v = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+        }
+        pieces[it] = v;
+    }
+    #pragma unroll
+    for (int it = 0; it < ITER; it++) {
+        const int i = threadIdx.x + it * RS_THREADS, ry = i / Q, qi = i - ry * Q;
+        if (i < rows * Q) {
+            uint32_t *t = tile + ry * RS_TWORDS + 4 * qi;
+            t[0] = pieces[it].x;
+            t[1] = pieces[it].y;
+            t[2] = pieces[it].z;
+            t[3] = pieces[it].w;
+        }
+    }
+    for (int ry = threadIdx.x; ry < rows; ry += RS_THREADS) tile[ry * RS_TWORDS + RS_TWORDS - 1] = 0;
+}
+
+/* Sum of the bytes a .. a+n-1 of a shared row, a word (masked at the ends) per __dp4a. */
+__device__ __forceinline__ uint32_t rs_byte_sum(const uint32_t *row, int a, int n)
+{
+    uint32_t sum = 0;
+    const int b = a + n;
+    for (int wi = a >> 2; 4 * wi < b; wi++) {
+        const int lo = max(a - 4 * wi, 0), hi = min(b - 4 * wi, 4);
+        const uint32_t mask = (hi == 4 ? 0xffffffffu : (1u << (8 * hi)) - 1) & ~((1u << (8 * lo)) - 1);
+        sum = __dp4a(row[wi] & mask, 0x01010101u, sum);
+    }
+    return sum;
+}
+
+/* Four bytes starting at byte c of a shared row (c unaligned: a funnel shift of two words). */
+__device__ __forceinline__ uint32_t rs_bytes4(const uint32_t *row, int c)
+{
+    return __funnelshift_r(row[c >> 2], row[(c >> 2) + 1], 8 * (c & 3));
+}
+
+/* Bytes 0..b of a word: RS_PREFIX(b) adds them in a __dp4a, RS_LOW(b) (bytes of -1) subtracts. */
+#define RS_LOW(b) (0xffffffffu >> (8 * (3 - (b))))
+#define RS_PREFIX(b) (RS_LOW(b) & 0x01010101u)
+
+/* c + the unsigned bytes of a times the signed bytes of b (no CUDA intrinsic mixes them). */
+__device__ __forceinline__ uint32_t rs_dp4a_su(uint32_t a, int b, uint32_t c)
+{
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"((int)c));
+    return (uint32_t)d;
+}
+
+/* Window sums of one tile row for outputs j0 .. j0+RS_HSEG-1, as uint16 pairs. */
+__device__ __forceinline__ void rs_row_segment(const uint32_t *row, int j0, int radius, uint32_t *out)
+{
+    const int enter = RS_HALO + j0 + radius + 1, leave = RS_HALO + j0 - radius;
+    uint32_t h[RS_HSEG];
+    uint32_t sum = rs_byte_sum(row, leave, 2 * radius + 1);
+    h[0] = sum;
+    #pragma unroll
+    for (int q = 0; q < RS_HSEG / 4; q++) {
+        const uint32_t in = rs_bytes4(row, enter + 4 * q), out4 = rs_bytes4(row, leave + 4 * q);
+        #pragma unroll
+        for (int b = 0; b < 4; b++)
+            if (4 * q + b + 1 < RS_HSEG)
+                h[4 * q + b + 1] = rs_dp4a_su(out4, (int)RS_LOW(b), __dp4a(in, RS_PREFIX(b), sum));
+        sum = h[4 * q + 4 < RS_HSEG ? 4 * q + 4 : RS_HSEG - 1];
+    }
+    #pragma unroll
+    for (int p = 0; p < RS_HSEG / 2; p++) out[p] = h[2 * p] | (h[2 * p + 1] << 16);
+}
+
+/* floor((sum + n/2) / n) = umulhi(x, ceil(2^32 / n)) with x = sum + n/2: the error x * e / 2^32,
+ * e = ceil(2^32 / n) * n - 2^32 < n, stays under 1/n for x < 2^22 / n (x < 2^18, n <= 961).
+ * Where the shrink border cuts the window, a division. */
+struct rs_div {
+    uint32_t n, mul;
+    __device__ __forceinline__ uint32_t full(uint32_t sum) const { return __umulhi(sum + n / 2, mul); }
+    __device__ __forceinline__ uint32_t any(uint32_t sum, uint32_t count) const
+    {
+        return count == n ? full(sum) : (sum + count / 2) / count;
+    }
+};
+
+template <bool SHRINK>
+__global__ void __launch_bounds__(RS_THREADS, 5)
+    rs_mean_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int radius,
+                   int border, rs_div div)
+{
+    __shared__ uint32_t tile[RS_ROWS_MAX * RS_TWORDS];
+    __shared__ uint32_t hs[RS_ROWS_MAX * RS_HWORDS];
+    const int x0 = blockIdx.x * RS_TW, y0 = blockIdx.y * RS_TH, rows = RS_TH + 2 * radius;
+    rs_load_tile(src, ss, width, height, border, x0, y0, radius, tile);
+    __syncthreads();
+
+    constexpr int SEGS = RS_TW / RS_HSEG;
+    for (int item = threadIdx.x; item < rows * SEGS; item += RS_THREADS) {
+        const int ry = item % rows, g = item / rows;
+        rs_row_segment(tile + ry * RS_TWORDS, g * RS_HSEG, radius, hs + ry * RS_HWORDS + g * (RS_HSEG / 2));
+    }
+    __syncthreads();
+
+    const int cp = threadIdx.x % (RS_TW / 2), ty0 = (threadIdx.x / (RS_TW / 2)) * RS_VSEG;
+    const int x = x0 + 2 * cp;
+    if (x >= width || y0 + ty0 >= height) return;
+    const uint32_t wx0 = SHRINK ? mean_span(x, width, radius) : 0;
+    const uint32_t wx1 = SHRINK ? mean_span(min(x + 1, width - 1), width, radius) : 0;
+    const bool pair_ok = x + 1 < width && ((uintptr_t)dst % 2) == 0 && (ds % 2) == 0;
+    const uint32_t *col = hs + ty0 * RS_HWORDS + cp;
+    uint32_t s0 = 0, s1 = 0;
+    for (int r = 0; r < 2 * radius + 1; r++) {
+        const uint32_t v = col[r * RS_HWORDS];
+        s0 += v & 0xffffu;
+        s1 += v >> 16;
+    }
+    const int n_rows = min(RS_VSEG, height - (y0 + ty0));
+    uint8_t *d = ipk_wrow<uint8_t>(dst, ds, y0 + ty0) + x;
+    #pragma unroll 4
+    for (int k = 0; k < n_rows; k++, d += ds) {
+        if (k > 0) {
+            const uint32_t in = col[(k + 2 * radius) * RS_HWORDS], out = col[(k - 1) * RS_HWORDS];
+            s0 += (in & 0xffffu) - (out & 0xffffu);
+            s1 += (in >> 16) - (out >> 16);
+        }
+        uint32_t m0, m1;
+        if (SHRINK) {
+            const uint32_t wy = mean_span(y0 + ty0 + k, height, radius);
+            m0 = div.any(s0, wx0 * wy);
+            m1 = div.any(s1, wx1 * wy);
+        } else {
+            m0 = div.full(s0);
+            m1 = div.full(s1);
+        }
+        if (pair_ok) {
+            *(uint16_t *)d = (uint16_t)(m0 | (m1 << 8));
+        } else {
+            d[0] = (uint8_t)m0;
+            if (x + 1 < width) d[1] = (uint8_t)m1;
+        }
+    }
+}
+
+static int rs_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
+{
+    rs_div div;
+    div.n = (uint32_t)((2 * radius + 1) * (2 * radius + 1));
+    div.mul = (uint32_t)(((1ull << 32) + div.n - 1) / div.n);
+    dim3 grid(ipk_div_up(src->width, RS_TW), ipk_div_up(src->height, RS_TH));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    const uint8_t *sp = (const uint8_t *)src->data;
+    uint8_t *dp = (uint8_t *)dst->data;
+    if (border == IPK_SHRINK)
+        rs_mean_kernel<true><<<grid, RS_THREADS, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
+                                                         radius, (int)border, div);
+    else
+        rs_mean_kernel<false><<<grid, RS_THREADS, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
+                                                          radius, (int)border, div);
+    return ipk_launch_status();
+}
+
 static int mean_values_per_tile(int channels) { return channels == 3 ? 48 : 64; }
 
 static size_t mean_smem_bytes(int radius, int channels)
@@ -124,47 +324,6 @@ static int mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_b
     return ipk_launch_status();
 }
 
-/* Fast path for 1-channel u8 with a constant window (not shrink) and 2r+1 <= RB_MAXK: the
- * register-blocked sums of gpu_common.cuh with unit weights (exact in float), rounded by a
- * multiply-shift: floor(x / n) = (x * M) >> p with M = ceil(2^p / n), p = 31 + ceil(log2 n),
- * exact for x < 2^31 since x * (M * n - 2^p) < 2^p. */
-struct fin_mean {
-    uint64_t mul;
-    uint32_t half;
-    int shift;
-    __device__ __forceinline__ uint32_t operator()(float acc) const
-    {
-        const uint32_t sum = __float_as_uint(__fadd_rn(acc, RB_TWO23)) & 0x7fffffu;
-        return (uint32_t)(((uint64_t)(sum + half) * mul) >> shift);
-    }
-};
-
-template <int K>
-static int mean_fast_k(const ipk_img *src, const ipk_img *dst, int border, cudaStream_t s)
-{
-    rb_weights w;
-    memset(&w, 0, sizeof w);
-    for (int i = 0; i < K; i++) w.row[i] = w.col[i] = 1.0f;
-    const uint32_t n = K * K;
-    int c = 0;
-    while ((1u << c) < n) c++;
-    fin_mean f;
-    f.shift = 31 + c;
-    f.mul = ((1ull << f.shift) + n - 1) / n;
-    f.half = n / 2;
-    return rb_launch<K, true, true, uint8_t>(src, dst, border, w, f, s);
-}
-
-static int mean_fast(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
-{
-    switch (radius) {
-    case 1: return mean_fast_k<3>(src, dst, (int)border, s);
-    case 2: return mean_fast_k<5>(src, dst, (int)border, s);
-    case 3: return mean_fast_k<7>(src, dst, (int)border, s);
-    default: return mean_fast_k<9>(src, dst, (int)border, s);
-    }
-}
-
 extern "C" size_t ipk_mean_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int radius)
 {
     (void)width; (void)height; (void)channels; (void)dtype; (void)radius;
@@ -180,8 +339,8 @@ extern "C" int ipk_mean_gpu(const ipk_img *src, const ipk_img *dst, int radius, 
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    if (src->dtype == IPK_U8 && src->channels == 1 && border != IPK_SHRINK && radius >= 1 && 2 * radius + 1 <= RB_MAXK)
-        return mean_fast(src, dst, radius, border, s);
+    if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= RS_MAXR)
+        return rs_mean_launch(src, dst, radius, border, s);
     if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, s);
     if (src->dtype == IPK_U16) return mean_launch<uint16_t>(src, dst, radius, border, s);
     return mean_launch<float>(src, dst, radius, border, s);

@@ -137,15 +137,17 @@ int main(void)
                 for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
                     for (int r = 0; r < 5; r++, k++)
                         check_case(sizes[i][0], sizes[i][1], c, types[ti], radii[r], (ipk_border)b, k & 1, s, &rng);
-    /* the 1-channel u8 fast path: radii 1..4, tiles inside and across the edges, pitches
-     * that are not a multiple of 4 */
-    const int fast_sizes[][2] = { { 1031, 131 }, { 256, 64 }, { 129, 65 }, { 5, 70 }, { 133, 1 } };
-    for (int r = 1; r <= 4; r++)
+    /* the 1-channel u8 running-sum path (radii 1..15, every border): tiles inside and across
+     * the edges, odd widths and heights, pitches that are not a multiple of 2 or 4 */
+    const int fast_sizes[][2] = { { 1031, 131 }, { 256, 64 }, { 129, 65 }, { 5, 70 }, { 133, 1 }, { 2, 3 },
+                                  { 293, 197 } };
+    for (int r = 1; r <= 15; r++)
         for (size_t i = 0; i < sizeof fast_sizes / sizeof fast_sizes[0]; i++, k++)
-            check_case(fast_sizes[i][0], fast_sizes[i][1], 1, IPK_U8, r, (ipk_border)(k % 3), k & 1, s, &rng);
+            check_case(fast_sizes[i][0], fast_sizes[i][1], 1, IPK_U8, r, (ipk_border)(k % 4), k & 1, s, &rng);
     const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
     check_case(quick ? 517 : 4097, quick ? 301 : 3001, 1, IPK_U8, 1, IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 101 : 1001, 1, IPK_U8, 15, IPK_REPLICATE, 1, s, &rng);
+    check_case(quick ? 389 : 2053, quick ? 131 : 1031, 1, IPK_U8, 11, IPK_SHRINK, 0, s, &rng);
     check_case(1031, 517, 3, IPK_U8, 7, IPK_SHRINK, 0, s, &rng);
     check_case(301, 203, 4, IPK_U16, 40, IPK_REFLECT101, 1, s, &rng);
     check_case(301, 203, 2, IPK_F32, 40, IPK_ZERO, 0, s, &rng);
