@@ -482,9 +482,9 @@ static inline o1_vec v16_step(int bin, int delta)
 static inline int v16_count_upto(o1_vec v, int k)
 {
     const __m128i kv = _mm_set1_epi16((short)k);
-    int above = _mm_movemask_epi8(_mm_cmpgt_epi16(v.a, kv)) |
-                _mm_movemask_epi8(_mm_cmpgt_epi16(v.b, kv)) << 16;
-    return above ? __builtin_ctz((unsigned)above) / 2 : 16;
+    unsigned above = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi16(v.a, kv)) |
+                     (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi16(v.b, kv)) << 16;
+    return above ? __builtin_ctz(above) / 2 : 16;
 }
 #else
 typedef struct { uint16_t c[16]; } o1_vec;
