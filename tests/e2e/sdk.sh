@@ -77,19 +77,13 @@ if "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden 
 expect 0 "plugin built with pkg-config flags loads" "$B" plugins --plugin-path bypc threshold
 
 # imgpipe new-plugin writes a template that builds as it is.
-"$B" new-plugin mystage "$TMP/mystage" >np.out 2>np.err
-np_rc=$?
-if [ $np_rc -eq 2 ] && grep -q "unknown command" np.err; then
-  echo "note: imgpipe new-plugin is not wired yet; its output is checked by unit.test_newplugin"
-elif [ $np_rc -ne 0 ]; then
-  bad "new-plugin: exit $np_rc: $(cat np.err)"
-else
-  ok
-  grep -q "wrote $TMP/mystage" np.out np.err && ok || bad "new-plugin did not say what it wrote: $(cat np.out np.err)"
-  exists "new-plugin source" "$TMP/mystage/mystage.c"
-  build_plugin "new-plugin output" mystage mystage/build &&
-    expect 0 "new-plugin stage loads" "$B" plugins --plugin-path mystage/build mystage
-  "$B" new-plugin other "$TMP/mystage" >np.out 2>np.err && bad "new-plugin wrote into an existing folder" ||
-    { grep -q "already exists" np.err && ok || bad "new-plugin existing folder: $(cat np.err)"; }
-fi
+"$B" new-plugin mystage "$TMP/mystage" >np.out 2>np.err && ok || bad "new-plugin: exit $?: $(cat np.err)"
+grep -q "wrote $TMP/mystage" np.out np.err && ok || bad "new-plugin did not say what it wrote: $(cat np.out np.err)"
+exists "new-plugin source" "$TMP/mystage/mystage.c"
+build_plugin "new-plugin output" mystage mystage/build &&
+  expect 0 "new-plugin stage loads" "$B" plugins --plugin-path mystage/build mystage
+"$B" new-plugin other "$TMP/mystage" >np.out 2>np.err && bad "new-plugin wrote into an existing folder" ||
+  { grep -q "already exists" np.err && ok || bad "new-plugin existing folder: $(cat np.err)"; }
+expect 2 "new-plugin refuses a bad name" "$B" new-plugin "Bad-Name" "$TMP/bad"
+absent "new-plugin bad name wrote nothing" "$TMP/bad"
 finish
