@@ -3,7 +3,8 @@
  *   radius 1, 2 (any dtype): columns sorted once per row, then a comparator network per pixel
  *     over the sorted columns, vectorised along the row (median_net.h);
  *   8-bit, radius 3 to 90: Perreault & Hebert's constant-time sliding histograms;
- *   16-bit and float, radius 3 and up: the window gathered and selected pixel by pixel. */
+ *   16-bit, radius 3 and up: Huang's sliding histogram, two levels;
+ *   float, radius 3 and up: the window gathered and selected pixel by pixel. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -746,6 +747,109 @@ static int median_o1_u8(const ipk_img *src, const ipk_img *dst, int radius, ipk_
     return failed ? IPK_ENOMEM : IPK_OK;
 }
 
+/* ---- 16-bit, radius 3 and up: Huang's sliding histogram along each row ----
+ * 65536 fine bins and 256 coarse ones; the median and the count below it follow the
+ * window, skipping whole coarse bins, so a pixel costs 2(2r+1) updates plus the median's
+ * move. */
+
+typedef struct {
+    uint16_t *fine;        /* [65536] */
+    uint16_t coarse[256];  /* values >> 8 */
+    int med, below;        /* current median, and the window's values below it */
+    const int *rows;       /* the window's source rows for this output row, -1 outside */
+} h16_state;
+
+static void h16_column(const ipk_img *src, h16_state *h, int px, int c, int r, ipk_border border,
+                       int delta)
+{
+    int sx = ipk_border_index(px, src->width, (int)border);
+    if (sx < 0 && border != IPK_ZERO) return;
+    const size_t i = (size_t)(sx < 0 ? 0 : sx) * (size_t)src->channels + (size_t)c;
+    for (int d = 0; d <= 2 * r; d++) {
+        int sy = h->rows[d];
+        if (sy < 0 && border != IPK_ZERO) continue;
+        int v = sx < 0 || sy < 0 ? 0 : ((const uint16_t *)ipk_row(src, sy))[i];
+        h->fine[v] = (uint16_t)(h->fine[v] + delta);
+        h->coarse[v >> 8] = (uint16_t)(h->coarse[v >> 8] + delta);
+        if (v < h->med) h->below += delta;
+    }
+}
+
+/* Moves the median to the k-th smallest value of the window. */
+static void h16_settle(h16_state *h, int k)
+{
+    while (h->below > k) {
+        if ((h->med & 255) == 0 && h->below - h->coarse[(h->med >> 8) - 1] > k) {
+            h->med -= 256;
+            h->below -= h->coarse[h->med >> 8];
+        } else {
+            h->med--;
+            h->below -= h->fine[h->med];
+        }
+    }
+    for (;;) {
+        if ((h->med & 255) == 0 && h->below + h->coarse[h->med >> 8] <= k) {
+            h->below += h->coarse[h->med >> 8];
+            h->med += 256;
+        } else if (h->below + h->fine[h->med] <= k) {
+            h->below += h->fine[h->med];
+            h->med++;
+        } else {
+            return;
+        }
+    }
+}
+
+static void h16_row(const ipk_img *src, const ipk_img *dst, int y, int r, ipk_border border,
+                    h16_state *h)
+{
+    const int width = src->width, shrink = border == IPK_SHRINK;
+    const int rows_in = shrink ? span_inside(y, r, src->height) : 2 * r + 1;
+    uint16_t *out = (uint16_t *)ipk_row(dst, y);
+    for (int c = 0; c < src->channels; c++) {
+        h->med = h->below = 0;
+        for (int px = -r; px <= r; px++) h16_column(src, h, px, c, r, border, 1);
+        for (int x = 0; x < width; x++) {
+            if (x > 0) {
+                h16_column(src, h, x - r - 1, c, r, border, -1);
+                h16_column(src, h, x + r, c, r, border, 1);
+            }
+            int cols_in = shrink ? span_inside(x, r, width) : 2 * r + 1;
+            h16_settle(h, (rows_in * cols_in - 1) / 2);
+            out[(size_t)x * src->channels + c] = (uint16_t)h->med;
+        }
+        for (int px = width - 1 - r; px <= width - 1 + r; px++) h16_column(src, h, px, c, r, border, -1);
+    }
+}
+
+static int median_huang_u16(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                            int threads)
+{
+    int failed = 0;
+    #pragma omp parallel num_threads(ipk_threads(threads))
+    {
+        h16_state h;
+        h.fine = calloc(65536, sizeof *h.fine);
+        int *rows = malloc((2 * (size_t)radius + 1) * sizeof *rows);
+        memset(h.coarse, 0, sizeof h.coarse);
+        h.rows = rows;
+        if (!h.fine || !rows) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(static)
+        for (int y = 0; y < src->height; y++) {
+            if (!h.fine || !rows) continue;
+            for (int d = 0; d <= 2 * radius; d++)
+                rows[d] = ipk_border_index(y - radius + d, src->height, (int)border);
+            h16_row(src, dst, y, radius, border, &h);
+        }
+        free(h.fine);
+        free(rows);
+    }
+    return failed ? IPK_ENOMEM : IPK_OK;
+}
+
 static void copy_image(const ipk_img *src, const ipk_img *dst)
 {
     size_t row_bytes = (size_t)src->width * (size_t)src->channels * ipk_dtype_bytes(src->dtype);
@@ -763,5 +867,6 @@ int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_borde
     if (radius <= 2) return median_network(src, dst, radius, border, threads);
     if (src->dtype == IPK_U8 && radius <= O1_MAX_RADIUS)
         return median_o1_u8(src, dst, radius, border, threads);
+    if (src->dtype == IPK_U16) return median_huang_u16(src, dst, radius, border, threads);
     return median_generic(src, dst, radius, border, threads);
 }
