@@ -756,19 +756,19 @@ typedef struct {
     uint16_t *fine;        /* [65536] */
     uint16_t coarse[256];  /* values >> 8 */
     int med, below;        /* current median, and the window's values below it */
-    const int *rows;       /* the window's source rows for this output row, -1 outside */
+    const uint16_t **rows; /* the window's source rows for this output row, NULL outside */
 } h16_state;
 
-static void h16_column(const ipk_img *src, h16_state *h, int px, int c, int r, ipk_border border,
-                       int delta)
+static void h16_column(const ipk_img *src, h16_state *h, int px, int c, int r,
+                       ipk_border border, int delta)
 {
     int sx = ipk_border_index(px, src->width, (int)border);
     if (sx < 0 && border != IPK_ZERO) return;
     const size_t i = (size_t)(sx < 0 ? 0 : sx) * (size_t)src->channels + (size_t)c;
     for (int d = 0; d <= 2 * r; d++) {
-        int sy = h->rows[d];
-        if (sy < 0 && border != IPK_ZERO) continue;
-        int v = sx < 0 || sy < 0 ? 0 : ((const uint16_t *)ipk_row(src, sy))[i];
+        const uint16_t *row = h->rows[d];
+        if (!row && border != IPK_ZERO) continue;
+        int v = sx < 0 || !row ? 0 : row[i];
         h->fine[v] = (uint16_t)(h->fine[v] + delta);
         h->coarse[v >> 8] = (uint16_t)(h->coarse[v >> 8] + delta);
         if (v < h->med) h->below += delta;
@@ -818,19 +818,20 @@ static void h16_row(const ipk_img *src, const ipk_img *dst, int y, int r, ipk_bo
             h16_settle(h, (rows_in * cols_in - 1) / 2);
             out[(size_t)x * src->channels + c] = (uint16_t)h->med;
         }
-        for (int px = width - 1 - r; px <= width - 1 + r; px++) h16_column(src, h, px, c, r, border, -1);
+        for (int px = width - 1 - r; px <= width - 1 + r; px++)
+            h16_column(src, h, px, c, r, border, -1);
     }
 }
 
-static int median_huang_u16(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
-                            int threads)
+static int median_huang_u16(const ipk_img *src, const ipk_img *dst, int radius,
+                            ipk_border border, int threads)
 {
     int failed = 0;
     #pragma omp parallel num_threads(ipk_threads(threads))
     {
         h16_state h;
         h.fine = calloc(65536, sizeof *h.fine);
-        int *rows = malloc((2 * (size_t)radius + 1) * sizeof *rows);
+        const uint16_t **rows = malloc((2 * (size_t)radius + 1) * sizeof *rows);
         memset(h.coarse, 0, sizeof h.coarse);
         h.rows = rows;
         if (!h.fine || !rows) {
@@ -840,12 +841,14 @@ static int median_huang_u16(const ipk_img *src, const ipk_img *dst, int radius, 
         #pragma omp for schedule(static)
         for (int y = 0; y < src->height; y++) {
             if (!h.fine || !rows) continue;
-            for (int d = 0; d <= 2 * radius; d++)
-                rows[d] = ipk_border_index(y - radius + d, src->height, (int)border);
+            for (int d = 0; d <= 2 * radius; d++) {
+                int sy = ipk_border_index(y - radius + d, src->height, (int)border);
+                rows[d] = sy < 0 ? NULL : (const uint16_t *)ipk_row(src, sy);
+            }
             h16_row(src, dst, y, radius, border, &h);
         }
         free(h.fine);
-        free(rows);
+        free((void *)rows);
     }
     return failed ? IPK_ENOMEM : IPK_OK;
 }
@@ -856,7 +859,8 @@ static void copy_image(const ipk_img *src, const ipk_img *dst)
     for (int y = 0; y < src->height; y++) memcpy(ipk_row(dst, y), ipk_row(src, y), row_bytes);
 }
 
-int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int threads)
+int ipk_median_cpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                   int threads)
 {
     if (!median_args_ok(src, dst, radius, border)) return IPK_EINVAL;
     if ((size_t)src->width * (size_t)src->channels > MEDIAN_MAX_ROW_VALUES) return IPK_ERANGE;
