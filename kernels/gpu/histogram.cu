@@ -1,7 +1,7 @@
 /* Histogram on the GPU: a persistent grid reads the image in 16-byte chunks and counts into
  * privatised shared-memory counters, merged into counts_dev with one atomic per non-zero
- * counter per block. 8-bit images count values (256 per channel, one copy per warp) and map
- * values to bins at the merge, so any bin count stays in shared memory. 16-bit and float
+ * counter per block. 8-bit images count values (1 channel: 32 lane-interleaved copies per
+ * block; more channels: 256 per channel, one copy per warp) and map values to bins at the merge, so any bin count stays in shared memory. 16-bit and float
  * images count bins in one block copy when channels*bins fits, else straight in global memory. */
 #include "gpu_common.cuh"
 
@@ -150,6 +150,63 @@ __global__ void __launch_bounds__(HIST_THREADS) hist_u8_kernel(const uint8_t *sr
     }
 }
 
+/* 1-channel u8: the block keeps 32 copies of the 256 counters, one per lane, interleaved so
+ * that the counter of value v for lane l is word v*32 + l: the 32 atomics of a warp then fall
+ * in 32 different banks whatever the values, and no two lanes of a warp share an address.
+ * Warps of the block share the copies (their atomics meet only on equal lane and value). */
+#define HIST1_THREADS 512
+#define HIST1_BATCH 4   /* chunks loaded before any is counted, so that several loads are in flight */
+
+template <bool FULL>
+__device__ __forceinline__ void count_chunk_lane(uint32_t *lane_counters, const uint4 &q, int n)
+{
+    const uint32_t w[4] = { q.x, q.y, q.z, q.w };
+    #pragma unroll
+    for (int i = 0; i < HIST_CHUNK; i++)
+        if (FULL || i < n) atomicAdd(&lane_counters[((w[i / 4] >> (8 * (i % 4))) & 0xffu) * 32], 1u);
+}
+
+__global__ void __launch_bounds__(HIST1_THREADS) hist_u8c1_kernel(const uint8_t *src, ptrdiff_t stride, int width,
+                                                                  int height, int bins, uint32_t *counts)
+{
+    __shared__ uint32_t sh[256 * 32];
+    for (int i = threadIdx.x; i < 256 * 32; i += HIST1_THREADS) sh[i] = 0;
+    __syncthreads();
+    uint32_t *lane_counters = sh + threadIdx.x % 32;
+    const int cpr = (width + HIST_CHUNK - 1) / HIST_CHUNK;
+    const long long total = (long long)height * cpr, step = (long long)gridDim.x * HIST1_THREADS;
+    long long idx = blockIdx.x * (long long)HIST1_THREADS + threadIdx.x;
+    hist_pos pos = hist_pos_at(idx, cpr, step);
+    while (idx < total) {
+        uint4 q[HIST1_BATCH];
+        int n[HIST1_BATCH];
+        #pragma unroll
+        for (int k = 0; k < HIST1_BATCH; k++) {
+            n[k] = 0;
+            q[k] = make_uint4(0, 0, 0, 0);
+            if (idx < total) {
+                hist_chunk c = chunk_yc(src, stride, pos, width);
+                q[k] = load_chunk(c);
+                n[k] = c.n;
+                hist_advance(&pos, cpr);
+                idx += step;
+            }
+        }
+        #pragma unroll
+        for (int k = 0; k < HIST1_BATCH; k++) {
+            if (n[k] == HIST_CHUNK) count_chunk_lane<true>(lane_counters, q[k], HIST_CHUNK);
+            else count_chunk_lane<false>(lane_counters, q[k], n[k]);
+        }
+    }
+    __syncthreads();
+    /* value v sums its 32 copies starting at copy v%32, so a warp's reads hit 32 banks */
+    for (int v = threadIdx.x; v < 256; v += HIST1_THREADS) {
+        uint32_t sum = 0;
+        for (int k = 0; k < 32; k++) sum += sh[v * 32 + ((k + v) & 31)];
+        if (sum) atomicAdd(&counts[((long long)v * bins) / 256], sum);
+    }
+}
+
 /* 16-bit and float: values of T, one shared copy of channels*bins counters, or global ones. */
 template <typename T>
 __device__ __forceinline__ void count_values(uint32_t *h, const T *v, int n, int ch0, int channels, uint32_t bins)
@@ -200,6 +257,29 @@ static unsigned hist_grid(long long chunks)
     return (unsigned)(want < most ? (want > 0 ? want : 1) : most);
 }
 
+/* Blocks for hist_u8c1_kernel: as many as fit on the device at once, fewer for a small image. The device's figure is cached as one atomic word
+ * ((device + 1) << 32 | blocks), so concurrent callers see a whole pair or none. */
+static unsigned hist1_grid(long long chunks)
+{
+    static unsigned long long cached = 0;
+    int dev = 0, sms = 132, per_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;
+    unsigned long long c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    unsigned most = (unsigned)(c & 0xffffffffu);
+    if ((c >> 32) != (unsigned long long)dev + 1) {
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) sms = 132;
+        cudaFuncSetAttribute(hist_u8c1_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared);
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hist_u8c1_kernel, HIST1_THREADS, 0) !=
+                cudaSuccess || per_sm < 1)
+            per_sm = 1;
+        most = (unsigned)(sms * per_sm);
+        __atomic_store_n(&cached, ((unsigned long long)dev + 1) << 32 | most, __ATOMIC_RELAXED);
+    }
+    long long want = (chunks + HIST1_THREADS - 1) / HIST1_THREADS;
+    return want < (long long)most ? (unsigned)(want > 0 ? want : 1) : most;
+}
+
 template <typename T>
 static void launch_wide(const ipk_img *src, int bins, uint32_t *counts, unsigned grid, cudaStream_t s)
 {
@@ -215,8 +295,13 @@ static void launch_wide(const ipk_img *src, int bins, uint32_t *counts, unsigned
 static void launch_u8(const ipk_img *src, int bins, uint32_t *counts, unsigned grid, cudaStream_t s)
 {
     const uint8_t *p = (const uint8_t *)src->data;
+    if (src->channels == 1) {
+        const long long chunks = (long long)src->height * ((src->width + HIST_CHUNK - 1) / HIST_CHUNK);
+        hist_u8c1_kernel<<<hist1_grid(chunks), HIST1_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins,
+                                                                       counts);
+        return;
+    }
     switch (src->channels) {
-    case 1: hist_u8_kernel<1><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
     case 2: hist_u8_kernel<2><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
     case 3: hist_u8_kernel<3><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;
     default: hist_u8_kernel<4><<<grid, HIST_THREADS, 0, s>>>(p, src->stride, src->width, src->height, bins, counts); break;

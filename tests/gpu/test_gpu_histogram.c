@@ -87,10 +87,11 @@ static void add_float_specials(ipk_img *img)
     }
 }
 
-static void check_case(int w, int h, int c, ipk_dtype t, int bins, int aligned16, cudaStream_t s, tu_rng *rng)
+static void check_img(const ipk_img *host, int bins, int aligned16, cudaStream_t s)
 {
-    ipk_img src = tu_img_random(w, h, c, t, 9 * (int)esize(t), rng);
-    if (t == IPK_F32) add_float_specials(&src);
+    const ipk_img src = *host;
+    const int w = src.width, h = src.height, c = src.channels;
+    const ipk_dtype t = src.dtype;
     size_t n = (size_t)c * bins;
     uint64_t *cpu = calloc(n, sizeof *cpu);
     uint32_t *got = calloc(n, sizeof *got), *dcounts = NULL;
@@ -113,9 +114,28 @@ static void check_case(int w, int h, int c, ipk_dtype t, int bins, int aligned16
     }
     cudaFree(dcounts);
     dev_free(&dsrc);
-    tu_img_free(&src);
     free(cpu);
     free(got);
+}
+
+static void check_case(int w, int h, int c, ipk_dtype t, int bins, int aligned16, cudaStream_t s, tu_rng *rng)
+{
+    ipk_img src = tu_img_random(w, h, c, t, 9 * (int)esize(t), rng);
+    if (t == IPK_F32) add_float_specials(&src);
+    check_img(&src, bins, aligned16, s);
+    tu_img_free(&src);
+}
+
+/* 1-channel u8 where nearly every pixel is `value`: every warp's atomics then meet on the same
+ * lane copies, and each counter copy passes 2^16 in the full-size case. */
+static void check_one_value(int w, int h, int value, int bins, int aligned16, cudaStream_t s, tu_rng *rng)
+{
+    ipk_img src = tu_img_random(w, h, 1, IPK_U8, 7, rng);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            if ((x * 7 + y * 13) % 101 != 0) *(uint8_t *)tu_px(&src, x, y, 0) = (uint8_t)value;
+    check_img(&src, bins, aligned16, s);
+    tu_img_free(&src);
 }
 
 int main(void)
@@ -138,6 +158,9 @@ int main(void)
     /* many chunks per thread in the grid-stride walk, and rows of 1 chunk */
     check_case(quick ? 331 : 2051, quick ? 257 : 2047, 1, IPK_U8, 256, 0, s, &rng);
     check_case(13, quick ? 3001 : 40001, 1, IPK_U8, 256, 1, s, &rng);
+    check_one_value(quick ? 1031 : 8192, quick ? 517 : 4096, 200, 256, 1, s, &rng);
+    check_one_value(quick ? 1001 : 4099, quick ? 263 : 2053, 0, 7, 0, s, &rng);
+    check_one_value(1, 5000, 255, 256, 0, s, &rng);
     check_case(1001, 301, 3, IPK_U8, 256, 0, s, &rng);
     check_case(517, 211, 4, IPK_U8, 65536, 1, s, &rng);
     check_case(517, 211, 1, IPK_U16, 65536, 1, s, &rng);
