@@ -5,16 +5,13 @@ borderType=...) (OpenCV computes 8-bit filters in float, we round the exact inte
 the zero and shrink borders against BORDER_CONSTANT (shrink only cuts the window: the divisor
 stays); f32 output against filter2D in float. Thread counts must not change a single pixel."""
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
+from crosslib import BIN, IMAGES, check, run_image as run, summary
 
-BIN = os.environ.get("IMGPIPE_BIN")
-IMAGES = os.environ.get("IMGPIPE_SHARED_IMAGES", "")
-passed = failed = 0
 
 NAMED = {
     "box3": np.ones((3, 3)),
@@ -41,26 +38,6 @@ LITERALS = [
 
 BORDERS = {"reflect101": cv2.BORDER_REFLECT_101, "replicate": cv2.BORDER_REPLICATE,
            "zero": cv2.BORDER_CONSTANT, "shrink": cv2.BORDER_CONSTANT}
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
-def run(stage, src_path, out_path, threads=None):
-    cmd = [BIN, "run", "--device", "cpu", "-e", stage, src_path, out_path]
-    if threads:
-        cmd[2:2] = ["--threads", str(threads)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        print("imgpipe failed:", " ".join(cmd), res.stderr.strip())
-        return None
-    return cv2.imread(out_path, cv2.IMREAD_UNCHANGED)
 
 
 def opencv_result(img, weights, divisor, offset, border, ddepth=-1):
@@ -127,8 +104,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cases = inputs(tmp)
         if not cases:
-            print("SKIP: no sample images in", IMAGES)
-            return 77
+            print("FAIL: no sample images in", IMAGES)
+            return 1
         for index, (name, path, img) in enumerate(cases):
             for kernel, weights in NAMED.items():
                 offset = 128 if weights.sum() == 0 and img.dtype == np.uint8 else 0
@@ -140,8 +117,7 @@ def main():
                     compare(tmp, name, path, img, text, weights, divisor, offset, border)
         check_f32_output(tmp, cases[0][0], cases[0][1], cases[0][2])
         check_threads(tmp, cases[0][1])
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

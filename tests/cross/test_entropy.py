@@ -1,28 +1,16 @@
 """entropy stage against scikit-image rank.entropy on real photographs, through the CLI."""
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 from skimage.filters.rank import entropy as sk_entropy
-
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+from crosslib import BIN, IMAGES, check, cli, summary
 
 
 def run(stage, src, dst, *extra):
-    cmd = [os.environ["IMGPIPE_BIN"], "run", "--device", "cpu", *extra, "-e", stage, src, dst]
-    return subprocess.run(cmd, capture_output=True, text=True)
+    return cli(*extra, "-e", stage, src, dst)
 
 
 def reference(img, radius, levels, bins):
@@ -86,16 +74,16 @@ def check_range_error(tmp, img16):
 
 
 def main():
-    if not os.environ.get("IMGPIPE_BIN"):
+    if not BIN:
         print("SKIP: IMGPIPE_BIN is not set")
         return 77
-    images = os.environ.get("IMGPIPE_SHARED_IMAGES", "")
+    images = IMAGES
     camera = cv2.imread(os.path.join(images, "camera.png"), cv2.IMREAD_GRAYSCALE)
     astronaut = cv2.cvtColor(cv2.imread(os.path.join(images, "astronaut.png")), cv2.COLOR_BGR2GRAY)
     coffee = cv2.cvtColor(cv2.imread(os.path.join(images, "coffee.png")), cv2.COLOR_BGR2GRAY)
     if camera is None or astronaut is None or coffee is None:
-        print("SKIP: sample images not found in", images)
-        return 77
+        print("FAIL: sample images not found in", images)
+        return 1
     with tempfile.TemporaryDirectory() as tmp:
         compare_f32(tmp, "camera", camera, 2, 256, 256, "2")
         compare_f32(tmp, "camera", camera, 1, 256, 256, "2")
@@ -108,8 +96,7 @@ def main():
         compare_u8(tmp, "camera", camera, 2, 16)
         check_threads(tmp, astronaut[:131, :173])
         check_range_error(tmp, camera16[:50, :50])
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

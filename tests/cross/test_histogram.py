@@ -1,28 +1,16 @@
 """histogram stage against numpy bincount and cv2.calcHist on real photographs, through the CLI."""
 import csv
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
-
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+from crosslib import BIN, IMAGES, check, cli, summary
 
 
 def run(stage, src, dst, cwd):
-    cmd = [os.environ["IMGPIPE_BIN"], "run", "--device", "cpu", "-e", stage, src, dst]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    return cli("-e", stage, src, dst, cwd=cwd)
 
 
 def read_csv(path):
@@ -81,16 +69,16 @@ def check_plot(tmp, img):
 
 
 def main():
-    if not os.environ.get("IMGPIPE_BIN"):
+    if not BIN:
         print("SKIP: IMGPIPE_BIN is not set")
         return 77
-    images = os.environ.get("IMGPIPE_SHARED_IMAGES", "")
+    images = IMAGES
     camera = cv2.imread(os.path.join(images, "camera.png"), cv2.IMREAD_GRAYSCALE)
     coffee = cv2.imread(os.path.join(images, "coffee.png"))
     chelsea = cv2.imread(os.path.join(images, "chelsea.png"))
     if camera is None or coffee is None or chelsea is None:
-        print("SKIP: sample images not found in", images)
-        return 77
+        print("FAIL: sample images not found in", images)
+        return 1
     coffee = cv2.cvtColor(coffee, cv2.COLOR_BGR2RGB)
     chelsea = cv2.cvtColor(chelsea, cv2.COLOR_BGR2RGB)
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,8 +90,7 @@ def main():
         run_case(tmp, "chelsea16", chelsea.astype(np.uint16) * 256, 4096, "png", ["bin", "r", "g", "b"])
         run_case(tmp, "camerafloat", (camera.astype(np.float32) / 255.0), 50, "tif", ["bin", "count"])
         check_plot(tmp, coffee)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

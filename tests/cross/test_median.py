@@ -5,37 +5,13 @@
 borders against scipy.ndimage.median_filter (modes 'mirror' and 'constant'), shrink against
 a numpy loop on a crop. Thread counts must not change a single pixel."""
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 from scipy import ndimage
-
-BIN = os.environ.get("IMGPIPE_BIN")
-IMAGES = os.environ.get("IMGPIPE_SHARED_IMAGES", "")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
-def run(stage, src_path, out_path, threads=None):
-    cmd = [BIN, "run", "--device", "cpu", "-e", stage, src_path, out_path]
-    if threads:
-        cmd[2:2] = ["--threads", str(threads)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        print("imgpipe failed:", " ".join(cmd), res.stderr.strip())
-        return None
-    return cv2.imread(out_path, cv2.IMREAD_UNCHANGED)
+from crosslib import BIN, IMAGES, check, run_image as run, summary
 
 
 def same(got, want):
@@ -137,15 +113,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         photos = photo_inputs(tmp)
         if not photos:
-            print("SKIP: no sample photographs in", IMAGES)
-            return 77
+            print("FAIL: no sample photographs in", IMAGES)
+            return 1
         check_opencv(tmp, photos, (3, 5, 7, 9, 15))
         check_opencv(tmp, deep_inputs(tmp), (3, 5))
         for name, _, img in photos[:2]:
             check_scipy_borders(tmp, name, img)
         check_threads(tmp, photos[0][0], photos[0][1])
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ static void check_sample(const char *dir, const char *file, int w, int h, int c,
 
 int main(void)
 {
-    const char *dir = getenv("IMGPIPE_SHARED_IMAGES");
+    const char *dir = getenv("IMGPIPE_SAMPLES");
     char probe_path[1024];
     snprintf(probe_path, sizeof probe_path, "%s/camera.png", dir ? dir : "");
-    if (!dir || !tio_exists(probe_path)) tu_skip("IMGPIPE_SHARED_IMAGES does not hold the sample images");
+    if (!dir || !tio_exists(probe_path)) tu_skip("IMGPIPE_SAMPLES does not hold the sample images");
 
     static const probe camera[] = { { 0, 0, { 200 } }, { 511, 511, { 149 } }, { 256, 170, { 218 } }, { 17, 101, { 213 } } };
     check_sample(dir, "camera.png", 512, 512, 1, IP_U8, camera, 4, 33832495);

@@ -1,0 +1,50 @@
+"""Shared by the cross-checks: a pass/fail tally and running the imgpipe command line."""
+import os
+import subprocess
+import sys
+
+import cv2
+
+BIN = os.environ.get("IMGPIPE_BIN")
+IMAGES = os.environ.get("IMGPIPE_SAMPLES", "")
+_tally = {"passed": 0, "failed": 0}
+
+
+def check(ok, what):
+    if ok:
+        _tally["passed"] += 1
+    else:
+        _tally["failed"] += 1
+        print("FAIL:", what)
+
+
+def summary():
+    """Prints the closing line; returns the exit code."""
+    print("%d passed, %d failed" % (_tally["passed"], _tally["failed"]))
+    return 1 if _tally["failed"] else 0
+
+
+def require_setup(*images):
+    """Exits 77 outside ctest; a missing sample image is a failure, not a skip."""
+    if not BIN:
+        print("SKIP: IMGPIPE_BIN is not set (run through ctest)")
+        sys.exit(77)
+    missing = [name for name in images if not os.path.exists(os.path.join(IMAGES, name))]
+    if missing:
+        print("FAIL: sample images missing from %s: %s" % (IMAGES, ", ".join(missing)))
+        sys.exit(1)
+
+
+def cli(*args, cwd=None):
+    """Runs `imgpipe run --device cpu ARGS...`."""
+    return subprocess.run([BIN, "run", "--device", "cpu", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def run_image(stage, src_path, out_path, threads=None):
+    """Runs one stage; returns the output image, or None (with the error printed)."""
+    extra = ["--threads", str(threads)] if threads else []
+    res = cli(*extra, "-e", stage, src_path, out_path)
+    if res.returncode != 0:
+        print("imgpipe failed:", stage, src_path, res.stderr.strip())
+        return None
+    return cv2.imread(out_path, cv2.IMREAD_UNCHANGED)
