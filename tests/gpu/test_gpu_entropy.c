@@ -118,6 +118,21 @@ static void many_bins(void)
     run_case(64, 64, IPK_U8, IPK_F32, 3, 256, 256, 1.0, 404);
 }
 
+/* The <= 16 bins, radius <= 3 path: several 1024-column blocks and 32-row strips, widths that
+ * end inside a thread's 8 columns, odd pitches (scalar stores) and 16-byte ones. */
+static void fast_path(int quick)
+{
+    static const int sizes[][2] = {{2053, 71}, {1031, 33}, {17, 97}, {1024, 64}};
+    const int nsizes = quick ? 2 : 4;
+    uint64_t seed = 700;
+    for (int s = 0; s < nsizes; s++)
+        for (int r = 1; r <= 3; r++) {
+            run_case(sizes[s][0], sizes[s][1], IPK_U8, IPK_F32, r, 16, 16, 1 / log(2.0), seed++);
+            run_case(sizes[s][0], sizes[s][1], IPK_U8, IPK_U8, r, 256, 13, 1.0, seed++);
+            run_case(sizes[s][0], sizes[s][1], IPK_U16, IPK_F32, r, 4096, 16, 1 / log(10.0), seed++);
+        }
+}
+
 static void large(void)
 {
     run_case(4097, 3001, IPK_U8, IPK_F32, 2, 16, 16, 1.0, 501);
@@ -178,6 +193,7 @@ int main(void)
     small_sizes(quick);
     many_bins();
     out_of_range();
+    fast_path(quick);
     if (!quick) large();
     else run_case(301, 67, IPK_U8, IPK_U8, 2, 16, 16, 1 / log(2.0), 504);
     return tu_finish();
