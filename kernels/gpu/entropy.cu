@@ -330,7 +330,8 @@ __device__ __forceinline__ void entf_store_row(const ent_args &a, int y, int x0,
 #pragma unroll
             for (int k = 0; k < 4; k++) h[k] = h[k] + xin[k] - xout[k];
         }
-        const int x = x0 + i, cols = min(x + R, a.width - 1) - max(x - R, 0) + 1;
+        /* columns beyond the image take the last one's count, so the table reads stay in range */
+        const int x = min(x0 + i, a.width - 1), cols = min(x + R, a.width - 1) - max(x - R, 0) + 1;
         const bool full = cols == 2 * R + 1;
         const int n = rows * cols;
         if (F32) {
