@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <string.h>
 #include "ipk.h"
 #include "pixels.h"
@@ -5,6 +6,13 @@
 
 /* Blocked so that both the reads and the writes of a block stay in cache. */
 #define TRANSPOSE_BLOCK 32
+
+/* Whole pixels of 1, 2, 4 or 8 bytes move as one value; other sizes (3, 6, 12 bytes) by memcpy. */
+#define TRANSPOSE_TILE(T)                                                                 \
+    for (int y = y0; y < y1; y++) {                                                       \
+        const T *s = (const T *)ipk_row(src, y);                                          \
+        for (int x = x0; x < x1; x++) ((T *)ipk_row(dst, x))[y] = s[x];                   \
+    }
 
 int ipk_transpose_cpu(const ipk_img *src, const ipk_img *dst, int threads)
 {
@@ -18,12 +26,18 @@ int ipk_transpose_cpu(const ipk_img *src, const ipk_img *dst, int threads)
     #pragma omp parallel for schedule(static) collapse(2) num_threads(ipk_threads(threads))
     for (int by = 0; by < bh; by++)
         for (int bx = 0; bx < bw; bx++) {
-            int y1 = (by + 1) * TRANSPOSE_BLOCK < src->height ? (by + 1) * TRANSPOSE_BLOCK : src->height;
-            int x1 = (bx + 1) * TRANSPOSE_BLOCK < src->width ? (bx + 1) * TRANSPOSE_BLOCK : src->width;
-            for (int y = by * TRANSPOSE_BLOCK; y < y1; y++) {
-                const char *s = (const char *)ipk_row(src, y);
-                for (int x = bx * TRANSPOSE_BLOCK; x < x1; x++)
-                    memcpy((char *)ipk_row(dst, x) + (size_t)y * px, s + (size_t)x * px, px);
+            int y0 = by * TRANSPOSE_BLOCK, x0 = bx * TRANSPOSE_BLOCK;
+            int y1 = y0 + TRANSPOSE_BLOCK < src->height ? y0 + TRANSPOSE_BLOCK : src->height;
+            int x1 = x0 + TRANSPOSE_BLOCK < src->width ? x0 + TRANSPOSE_BLOCK : src->width;
+            switch (px) {
+            case 1: TRANSPOSE_TILE(uint8_t); break;
+            case 2: TRANSPOSE_TILE(uint16_t); break;
+            case 4: TRANSPOSE_TILE(uint32_t); break;
+            case 8: TRANSPOSE_TILE(uint64_t); break;
+            default:
+                for (int y = y0; y < y1; y++)
+                    for (int x = x0; x < x1; x++)
+                        memcpy((char *)ipk_row(dst, x) + (size_t)y * px, (const char *)ipk_row(src, y) + (size_t)x * px, px);
             }
         }
     return IPK_OK;
