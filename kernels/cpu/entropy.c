@@ -217,6 +217,203 @@ static int ent_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int
     return IPK_OK;
 }
 
+/* Fast path for bins <= 16 and windows of at most 255 pixels: every column keeps the 16 bin
+ * counts (bytes) of its 2R+1 window rows, updated as a row enters and one leaves; the window's
+ * counts then move along a row by adding one column and subtracting another (16 lanes, which
+ * the compiler vectorises), with R+1 zero columns of padding on each side in place of border
+ * tests. sum T(n_i) is looked up whole for each pixel, as T(a) + T(b) for pairs of bins when the
+ * pair table fits in L1: the same exact integer the sliding update reaches, so the same output. */
+#define ENT_LANES 16
+#define ENT_PAIR_SHIFT_MAX 6   /* pair table of 2^12 int64 (32 KiB) at most */
+
+typedef struct {
+    int64_t *pair;   /* pair[(a << shift) | b] = T(a) + T(b); NULL: single lookups */
+    int shift;
+} ent_fast;
+
+static int ent_fast_fits(const ent_ctx *c) { return c->bins <= ENT_LANES && c->radius <= 7; }
+
+static int ent_fast_init(ent_fast *f, const ent_ctx *c)
+{
+    const int nmax = (2 * c->radius + 1) * (2 * c->radius + 1);
+    f->pair = NULL;
+    f->shift = 0;
+    while ((1 << f->shift) <= nmax) f->shift++;
+    if (f->shift > ENT_PAIR_SHIFT_MAX) return IPK_OK;
+    const int side = 1 << f->shift;
+    f->pair = malloc(sizeof *f->pair * (size_t)side * (size_t)side);
+    if (!f->pair) return IPK_ENOMEM;
+    for (int a = 0; a < side; a++)
+        for (int b = 0; b < side; b++)
+            f->pair[(a << f->shift) | b] = (a <= nmax ? c->t_n[a] : 0) + (b <= nmax ? c->t_n[b] : 0);
+    return IPK_OK;
+}
+
+/* Adds source row y_in (if >= 0) to every column's counts and removes row y_out (if >= 0),
+ * in one pass so each column's line is loaded once. */
+#define ENT_ROWS_LOOP(T)                                                                          \
+    do {                                                                                          \
+        const T *s_in = y_in >= 0 ? ipk_row(src, y_in) : NULL;                                   \
+        const T *s_out = y_out >= 0 ? ipk_row(src, y_out) : NULL;                                \
+        if (s_in && s_out)                                                                        \
+            for (int x = 0; x < w; x++) {                                                         \
+                cols[(size_t)x * ENT_LANES + bin_of[s_in[x]]]++;                                  \
+                cols[(size_t)x * ENT_LANES + bin_of[s_out[x]]]--;                                 \
+            }                                                                                     \
+        else if (s_in)                                                                            \
+            for (int x = 0; x < w; x++) cols[(size_t)x * ENT_LANES + bin_of[s_in[x]]]++;          \
+        else if (s_out)                                                                           \
+            for (int x = 0; x < w; x++) cols[(size_t)x * ENT_LANES + bin_of[s_out[x]]]--;         \
+    } while (0)
+
+static void ent_fast_rows(const ent_ctx *c, const ipk_img *src, int y_in, int y_out, uint8_t *cols)
+{
+    const int w = c->width;
+    const uint16_t *bin_of = c->bin_of;
+    if (src->dtype == IPK_U8) ENT_ROWS_LOOP(uint8_t);
+    else ENT_ROWS_LOOP(uint16_t);
+}
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+typedef __m128i ent_win;   /* a window's 16 bin counts */
+
+static inline ent_win ent_win_step(ent_win win, const uint8_t *in, const uint8_t *gone)
+{
+    win = _mm_sub_epi8(win, _mm_loadu_si128((const __m128i *)(const void *)gone));
+    return _mm_add_epi8(win, _mm_loadu_si128((const __m128i *)(const void *)in));
+}
+
+/* T(a) + T(b) for the 8 pairs of lanes, looked up by (a << shift) | b. */
+static inline int64_t ent_win_sum_pairs(ent_win win, const int64_t *pair, __m128i shift)
+{
+    const __m128i lo = _mm_and_si128(win, _mm_set1_epi16(0xff)), hi = _mm_srli_epi16(win, 8);
+    const __m128i idx = _mm_or_si128(_mm_sll_epi16(lo, shift), hi);
+    return ((pair[_mm_extract_epi16(idx, 0)] + pair[_mm_extract_epi16(idx, 1)]) +
+            (pair[_mm_extract_epi16(idx, 2)] + pair[_mm_extract_epi16(idx, 3)])) +
+           ((pair[_mm_extract_epi16(idx, 4)] + pair[_mm_extract_epi16(idx, 5)]) +
+            (pair[_mm_extract_epi16(idx, 6)] + pair[_mm_extract_epi16(idx, 7)]));
+}
+
+static inline int64_t ent_win_sum(ent_win win, const ent_fast *f, const int64_t *t_n)
+{
+    if (f->pair) return ent_win_sum_pairs(win, f->pair, _mm_cvtsi32_si128(f->shift));
+    uint8_t n[ENT_LANES];
+    _mm_storeu_si128((__m128i *)(void *)n, win);
+    int64_t sum = 0;
+    for (int b = 0; b < ENT_LANES; b++) sum += t_n[n[b]];
+    return sum;
+}
+
+/* The middle of a row with the pair table, where every window has n pixels: the loop the
+ * time goes to, with everything it reads in locals. */
+static inline __attribute__((always_inline)) ent_win ent_fast_mid(const ent_ctx *c, const ent_fast *f,
+                                                                 const uint8_t *cols, ent_win win, int x_begin,
+                                                                 int x_end, int n, void *out, const int out_u8)
+{
+    const int64_t t_full = c->t_n[n], *pair = f->pair;
+    const double inv_n = c->inv_n[n], scale = c->out_scale;
+    const __m128i shift = _mm_cvtsi32_si128(f->shift);
+    const uint8_t *in = cols + (size_t)(x_begin + 2 * c->radius + 1) * ENT_LANES;
+    const uint8_t *gone = cols + (size_t)x_begin * ENT_LANES;
+    for (int x = x_begin; x < x_end; x++, in += ENT_LANES, gone += ENT_LANES) {
+        win = ent_win_step(win, in, gone);
+        double h = (double)(t_full - ent_win_sum_pairs(win, pair, shift)) * inv_n * scale;
+        if (out_u8) ((uint8_t *)out)[x] = (uint8_t)(h >= 255.0 ? 255 : (int)(h + 0.5));
+        else ((float *)out)[x] = (float)h;
+    }
+    return win;
+}
+#define ENT_HAVE_FAST_MID 1
+#else
+typedef struct { uint8_t n[ENT_LANES]; } ent_win;
+
+static inline ent_win ent_win_step(ent_win win, const uint8_t *in, const uint8_t *gone)
+{
+    for (int b = 0; b < ENT_LANES; b++) win.n[b] = (uint8_t)(win.n[b] + in[b] - gone[b]);
+    return win;
+}
+
+static inline int64_t ent_win_sum(ent_win win, const ent_fast *f, const int64_t *t_n)
+{
+    int64_t sum = 0;
+    (void)f;
+    for (int b = 0; b < ENT_LANES; b++) sum += t_n[win.n[b]];
+    return sum;
+}
+#endif
+
+/* Output pixels [x_begin, x_end) of a row; n_fixed > 0 is every pixel's window size there. */
+static inline __attribute__((always_inline)) ent_win ent_fast_span(const ent_ctx *c, const ent_fast *f,
+                                                                  const uint8_t *cols, ent_win win, int x_begin,
+                                                                  int x_end, int nrows, int n_fixed, void *out)
+{
+    const int w = c->width, r = c->radius;
+    for (int x = x_begin; x < x_end; x++) {
+        win = ent_win_step(win, cols + (size_t)(x + 2 * r + 1) * ENT_LANES, cols + (size_t)x * ENT_LANES);
+        int x0 = x - r > 0 ? x - r : 0, x1 = x + r < w ? x + r : w - 1;
+        int n = n_fixed > 0 ? n_fixed : (x1 - x0 + 1) * nrows;
+        ent_store(c, out, x, ent_win_sum(win, f, c->t_n), n);
+    }
+    return win;
+}
+
+/* One output row from the padded column counts (column x at cols + (x + R + 1) lanes): the
+ * edges, where the window is cut, apart from the middle, where its size is fixed. */
+static void ent_fast_out_row(const ent_ctx *c, const ent_fast *f, const uint8_t *cols, int nrows, void *out)
+{
+    const int w = c->width, r = c->radius;
+    const int mid_begin = r < w ? r : w, mid_end = w - r > mid_begin ? w - r : mid_begin;
+    ent_win win;
+    memset(&win, 0, sizeof win);
+    for (int x = 0; x < r; x++) win = ent_win_step(win, cols + (size_t)(x + r + 1) * ENT_LANES, cols);   /* minus zeros */
+    win = ent_fast_span(c, f, cols, win, 0, mid_begin, nrows, 0, out);
+#ifdef ENT_HAVE_FAST_MID
+    if (f->pair && c->out_u8) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, (2 * r + 1) * nrows, out, 1);
+    else if (f->pair) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, (2 * r + 1) * nrows, out, 0);
+    else
+#endif
+        win = ent_fast_span(c, f, cols, win, mid_begin, mid_end, nrows, (2 * r + 1) * nrows, out);
+    ent_fast_span(c, f, cols, win, mid_end, w, nrows, 0, out);
+}
+
+/* Rows [y_begin, y_end); cols holds width + 2R + 1 zeroed columns of 16 counts. */
+static void ent_fast_strip(const ent_ctx *c, const ent_fast *f, const ipk_img *src, const ipk_img *dst,
+                           int y_begin, int y_end, uint8_t *cols_padded)
+{
+    const int r = c->radius, h = c->height;
+    uint8_t *cols = cols_padded + (size_t)(r + 1) * ENT_LANES;
+    for (int y = y_begin - r > 0 ? y_begin - r : 0; y < y_begin + r && y < h; y++) ent_fast_rows(c, src, y, -1, cols);
+    for (int y = y_begin; y < y_end; y++) {
+        ent_fast_rows(c, src, y + r < h ? y + r : -1, y > y_begin && y - r - 1 >= 0 ? y - r - 1 : -1, cols);
+        int nrows = (y + r < h ? y + r : h - 1) - (y - r > 0 ? y - r : 0) + 1;
+        ent_fast_out_row(c, f, cols_padded, nrows, ipk_row(dst, y));
+    }
+}
+
+static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int threads)
+{
+    const int nt = ipk_threads(threads);
+    const size_t ncols = (size_t)c->width + 2 * (size_t)c->radius + 1;
+    if (ncols > SIZE_MAX / ENT_LANES / (size_t)nt) return IPK_ENOMEM;
+    ent_fast f;
+    int rc = ent_fast_init(&f, c);
+    uint8_t *work = rc == IPK_OK ? calloc((size_t)nt * ncols, ENT_LANES) : NULL;
+    if (!work) {
+        free(f.pair);
+        return IPK_ENOMEM;
+    }
+    #pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), used = omp_get_num_threads();
+        int y_begin = (int)((int64_t)c->height * t / used), y_end = (int)((int64_t)c->height * (t + 1) / used);
+        ent_fast_strip(c, &f, src, dst, y_begin, y_end, work + (size_t)t * ncols * ENT_LANES);
+    }
+    free(work);
+    free(f.pair);
+    return IPK_OK;
+}
+
 /* Entropy of each pixel's window: the window's bin counts slide along a row (a column
  * enters, a column leaves) and sum n_i log n_i follows from a k log k table, touching only
  * the bins that changed. Rows are cut into one strip per thread; a pixel's value depends
@@ -234,7 +431,7 @@ int ipk_entropy_cpu(const ipk_img *src, const ipk_img *dst, const ipk_entropy_pa
     ent_ctx c;
     memset(&c, 0, sizeof c);
     int rc = ent_ctx_init(&c, src, dst, p);
-    if (rc == IPK_OK) rc = ent_run(&c, src, dst, threads);
+    if (rc == IPK_OK) rc = ent_fast_fits(&c) ? ent_fast_run(&c, src, dst, threads) : ent_run(&c, src, dst, threads);
     ent_ctx_free(&c);
     return rc;
 }
