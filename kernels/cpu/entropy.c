@@ -28,28 +28,43 @@ static int ent_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_entropy
            p->levels <= 65536 && p->bins >= 1 && p->bins <= p->levels && isfinite(p->log_scale);
 }
 
+/* Largest value of a row: a loop without an early exit, so the compiler vectorises it. */
+static int ent_row_max(const ipk_img *src, int y)
+{
+    const void *row = ipk_row(src, y);
+    int top = 0;
+    if (src->dtype == IPK_U8) {
+        const uint8_t *s = row;
+        uint8_t m = 0;
+        for (int x = 0; x < src->width; x++) m = s[x] > m ? s[x] : m;
+        top = m;
+    } else {
+        const uint16_t *s = row;
+        uint16_t m = 0;
+        for (int x = 0; x < src->width; x++) m = s[x] > m ? s[x] : m;
+        top = m;
+    }
+    return top;
+}
+
 /* First value >= levels in raster order, so the report is the same for any thread count. */
 static int ent_find_bad_value(const ipk_img *src, int levels, int threads, int64_t *bad_value)
 {
     if (levels >= (src->dtype == IPK_U8 ? 256 : 65536)) return 0;
-    int64_t first = INT64_MAX;
-    const int w = src->width;
-    #pragma omp parallel for schedule(static) reduction(min : first) num_threads(ipk_threads(threads))
-    for (int y = 0; y < src->height; y++) {
-        const void *row = ipk_row(src, y);
-        for (int x = 0; x < w; x++) {
-            int v = src->dtype == IPK_U8 ? ((const uint8_t *)row)[x] : ((const uint16_t *)row)[x];
-            if (v >= levels) {
-                first = (int64_t)y * w + x < first ? (int64_t)y * w + x : first;
-                break;
-            }
+    int first_row = INT32_MAX;
+    #pragma omp parallel for schedule(static) reduction(min : first_row) num_threads(ipk_threads(threads))
+    for (int y = 0; y < src->height; y++)
+        if (y < first_row && ent_row_max(src, y) >= levels) first_row = y;
+    if (first_row == INT32_MAX) return 0;
+    const void *row = ipk_row(src, first_row);
+    for (int x = 0; x < src->width; x++) {
+        int v = src->dtype == IPK_U8 ? ((const uint8_t *)row)[x] : ((const uint16_t *)row)[x];
+        if (v >= levels) {
+            *bad_value = v;
+            return 1;
         }
     }
-    if (first == INT64_MAX) return 0;
-    const void *row = ipk_row(src, (int)(first / w));
-    int x = (int)(first % w);
-    *bad_value = src->dtype == IPK_U8 ? ((const uint8_t *)row)[x] : ((const uint16_t *)row)[x];
-    return 1;
+    return 0;
 }
 
 static void ent_ctx_free(ent_ctx *c)
@@ -289,10 +304,9 @@ static inline int64_t ent_win_sum_pairs(ent_win win, const int64_t *pair, __m128
 {
     const __m128i lo = _mm_and_si128(win, _mm_set1_epi16(0xff)), hi = _mm_srli_epi16(win, 8);
     const __m128i idx = _mm_or_si128(_mm_sll_epi16(lo, shift), hi);
-    return ((pair[_mm_extract_epi16(idx, 0)] + pair[_mm_extract_epi16(idx, 1)]) +
-            (pair[_mm_extract_epi16(idx, 2)] + pair[_mm_extract_epi16(idx, 3)])) +
-           ((pair[_mm_extract_epi16(idx, 4)] + pair[_mm_extract_epi16(idx, 5)]) +
-            (pair[_mm_extract_epi16(idx, 6)] + pair[_mm_extract_epi16(idx, 7)]));
+    uint16_t i[8];
+    _mm_storeu_si128((__m128i *)(void *)i, idx);
+    return ((pair[i[0]] + pair[i[1]]) + (pair[i[2]] + pair[i[3]])) + ((pair[i[4]] + pair[i[5]]) + (pair[i[6]] + pair[i[7]]));
 }
 
 static inline int64_t ent_win_sum(ent_win win, const ent_fast *f, const int64_t *t_n)
