@@ -405,6 +405,8 @@ static void ent_fast_strip(const ent_ctx *c, const ent_fast *f, const ipk_img *s
     }
 }
 
+#define ENT_STRIP_ROWS 64
+
 static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int threads)
 {
     const int nt = ipk_threads(threads);
@@ -417,11 +419,19 @@ static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst
         free(f.pair);
         return IPK_ENOMEM;
     }
+    /* Strips are handed out as threads come free, so a core that is busy with something else
+     * does not hold the rest back; each strip starts from zero counts and its 2R rows above. */
+    const int strip_rows = nt == 1 ? c->height : 16 * c->radius > ENT_STRIP_ROWS ? 16 * c->radius : ENT_STRIP_ROWS;
+    const int nstrips = (int)(((int64_t)c->height + strip_rows - 1) / strip_rows);
     #pragma omp parallel num_threads(nt)
     {
-        int t = omp_get_thread_num(), used = omp_get_num_threads();
-        int y_begin = (int)((int64_t)c->height * t / used), y_end = (int)((int64_t)c->height * (t + 1) / used);
-        ent_fast_strip(c, &f, src, dst, y_begin, y_end, work + (size_t)t * ncols * ENT_LANES);
+        uint8_t *cols = work + (size_t)omp_get_thread_num() * ncols * ENT_LANES;
+        #pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < nstrips; k++) {
+            int y_begin = k * strip_rows, y_end = c->height - y_begin > strip_rows ? y_begin + strip_rows : c->height;
+            memset(cols, 0, ncols * ENT_LANES);
+            ent_fast_strip(c, &f, src, dst, y_begin, y_end, cols);
+        }
     }
     free(work);
     free(f.pair);

@@ -132,6 +132,12 @@ static void check_parameters(void)
     check_case(37, 23, IPK_U8, 256, 256, 1, ln2, IPK_U8, 13);
     check_case(61, 7, IPK_U16, 65536, 64, 5, ln10, IPK_U8, 14);
     check_case(1, 1, IPK_U16, 65536, 16, 3, 1.0, IPK_U8, 15);
+    /* Tall enough for several row strips with 2 and 3 threads; bins <= 16 with the pair table
+     * (r <= 3) and with single lookups (r 4 to 7). */
+    check_case(19, 203, IPK_U8, 16, 16, 2, ln2, IPK_F32, 16);
+    check_case(23, 250, IPK_U8, 256, 16, 7, 1.0, IPK_U8, 17);
+    check_case(31, 150, IPK_U16, 300, 5, 3, ln10, IPK_F32, 18);
+    check_case(29, 140, IPK_U8, 256, 13, 5, 1.0, IPK_F32, 19);
 }
 
 /* A constant window has entropy 0; all-distinct values in a full window give log n. */
