@@ -12,6 +12,7 @@
 /* The 32-bit counters are flushed into 64-bit ones before they can reach 2^32. */
 #define HIST_FLUSH_AT ((uint64_t)UINT32_MAX - (1u << 24))
 #define HIST_SEGMENT (1 << 24)
+#define HIST_CHUNK_ROWS 32
 
 /* F32: floor(v * bins) in double (exact for any float and bins <= 65536, as numpy's
  * float64 arithmetic), values below 0 in bin 0, 1 and above in the last bin; NaN is
@@ -77,27 +78,23 @@ static void hist_flush(uint32_t *sub, size_t plane, uint64_t *values)
     memset(sub, 0, HIST_SUBS * plane * sizeof *sub);
 }
 
-/* Rows [y_begin, y_end) of a U8 image into values[c * 256 + v]; long rows go in segments so
- * that no 32-bit counter can overflow between flushes. */
-static void hist_u8_rows(const ipk_img *src, int y_begin, int y_end, uint32_t *sub, uint64_t *values)
+/* Row y of a U8 image into the sub-histograms; long rows go in segments, and *pending (values
+ * counted since the last flush) decides when the 32-bit counters must be flushed. */
+static void hist_u8_row(const ipk_img *src, int y, uint32_t *sub, uint64_t *values, uint64_t *pending)
 {
     const int ch = src->channels;
     const size_t plane = (size_t)ch * 256, w = (size_t)src->width;
-    uint64_t pending = 0;
-    for (int y = y_begin; y < y_end; y++) {
-        const uint8_t *row = ipk_row(src, y);
-        for (size_t x = 0; x < w; x += HIST_SEGMENT) {
-            size_t npix = w - x < HIST_SEGMENT ? w - x : HIST_SEGMENT;
-            if (ch == 1) hist_bytes_1ch(row + x, npix, sub);
-            else hist_bytes_nch(row + x * (size_t)ch, npix, ch, sub);
-            pending += npix;
-            if (pending >= HIST_FLUSH_AT) {
-                hist_flush(sub, plane, values);
-                pending = 0;
-            }
+    const uint8_t *row = ipk_row(src, y);
+    for (size_t x = 0; x < w; x += HIST_SEGMENT) {
+        size_t npix = w - x < HIST_SEGMENT ? w - x : HIST_SEGMENT;
+        if (ch == 1) hist_bytes_1ch(row + x, npix, sub);
+        else hist_bytes_nch(row + x * (size_t)ch, npix, ch, sub);
+        *pending += npix;
+        if (*pending >= HIST_FLUSH_AT) {
+            hist_flush(sub, plane, values);
+            *pending = 0;
         }
     }
-    hist_flush(sub, plane, values);
 }
 
 /* U8: b = v * bins >> 8, in 32-bit arithmetic as the per-pixel formula always was. */
@@ -119,11 +116,16 @@ static int hist_u8(const ipk_img *src, int bins, uint64_t *counts, int nt)
         free(subs);
         return IPK_ENOMEM;
     }
+    /* Rows are handed out in chunks as threads come free, so a core busy with other work
+     * does not hold the rest back. */
     #pragma omp parallel num_threads(nt)
     {
-        int t = omp_get_thread_num(), used = omp_get_num_threads();
-        int y_begin = (int)((int64_t)src->height * t / used), y_end = (int)((int64_t)src->height * (t + 1) / used);
-        hist_u8_rows(src, y_begin, y_end, subs + (size_t)t * HIST_SUBS * plane, values + (size_t)t * plane);
+        const int t = omp_get_thread_num();
+        uint32_t *sub = subs + (size_t)t * HIST_SUBS * plane;
+        uint64_t *mine = values + (size_t)t * plane, pending = 0;
+        #pragma omp for schedule(dynamic, HIST_CHUNK_ROWS)
+        for (int y = 0; y < src->height; y++) hist_u8_row(src, y, sub, mine, &pending);
+        hist_flush(sub, plane, mine);
     }
     for (int t = 1; t < nt; t++)
         for (size_t i = 0; i < plane; i++) values[i] += values[(size_t)t * plane + i];
