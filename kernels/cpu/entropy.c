@@ -105,6 +105,17 @@ static int ent_ctx_init(ent_ctx *c, const ipk_img *src, const ipk_img *dst, cons
     return IPK_OK;
 }
 
+/* Rows are handed out in strips as threads come free, so a core that is busy with something
+ * else does not hold the rest back; a strip starts over from the 2R rows above it, which stays
+ * a small part of its work at 16R rows or more. */
+#define ENT_STRIP_ROWS 64
+
+static int ent_strip_rows(const ent_ctx *c, int nt)
+{
+    if (nt == 1) return c->height > 0 ? c->height : 1;
+    return 16 * c->radius > ENT_STRIP_ROWS ? 16 * c->radius : ENT_STRIP_ROWS;
+}
+
 /* Maps source row y to bins, stored in the ring slot y % (2R+1). */
 static void ent_map_row(const ent_ctx *c, const ipk_img *src, int y, uint16_t *ring)
 {
@@ -221,12 +232,17 @@ static int ent_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int
     if (!work) return IPK_ENOMEM;
     size_t per_thread_elems = per_thread / sizeof(uint16_t);
 
+    /* Strips as in the fast path; every row leaves the counts at zero, so a strip can follow
+     * any other on the same thread. */
+    const int strip_rows = ent_strip_rows(c, nt), nstrips = (int)(((int64_t)c->height + strip_rows - 1) / strip_rows);
     #pragma omp parallel num_threads(nt)
     {
-        int t = omp_get_thread_num(), used = omp_get_num_threads();
-        int y_begin = (int)((int64_t)c->height * t / used), y_end = (int)((int64_t)c->height * (t + 1) / used);
-        uint16_t *ring = work + (size_t)t * per_thread_elems;
-        ent_strip(c, src, dst, y_begin, y_end, ring, ring + ring_elems);
+        uint16_t *ring = work + (size_t)omp_get_thread_num() * per_thread_elems;
+        #pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < nstrips; k++) {
+            int y_begin = k * strip_rows, y_end = c->height - y_begin > strip_rows ? y_begin + strip_rows : c->height;
+            ent_strip(c, src, dst, y_begin, y_end, ring, ring + ring_elems);
+        }
     }
     free(work);
     return IPK_OK;
@@ -405,8 +421,6 @@ static void ent_fast_strip(const ent_ctx *c, const ent_fast *f, const ipk_img *s
     }
 }
 
-#define ENT_STRIP_ROWS 64
-
 static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int threads)
 {
     const int nt = ipk_threads(threads);
@@ -419,9 +433,8 @@ static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst
         free(f.pair);
         return IPK_ENOMEM;
     }
-    /* Strips are handed out as threads come free, so a core that is busy with something else
-     * does not hold the rest back; each strip starts from zero counts and its 2R rows above. */
-    const int strip_rows = nt == 1 ? c->height : 16 * c->radius > ENT_STRIP_ROWS ? 16 * c->radius : ENT_STRIP_ROWS;
+    /* Each strip starts from zero counts (a strip leaves its columns' counts non-zero). */
+    const int strip_rows = ent_strip_rows(c, nt);
     const int nstrips = (int)(((int64_t)c->height + strip_rows - 1) / strip_rows);
     #pragma omp parallel num_threads(nt)
     {
@@ -440,8 +453,9 @@ static int ent_fast_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst
 
 /* Entropy of each pixel's window: the window's bin counts slide along a row (a column
  * enters, a column leaves) and sum n_i log n_i follows from a k log k table, touching only
- * the bins that changed. Rows are cut into one strip per thread; a pixel's value depends
- * only on its window, so the result does not depend on the thread count. */
+ * the bins that changed; bins <= 16 take the column-count fast path above. Rows are cut into
+ * strips shared out among threads; a pixel's value depends only on its window and the sum is
+ * exact, so the result depends neither on the thread count nor on the path taken. */
 int ipk_entropy_cpu(const ipk_img *src, const ipk_img *dst, const ipk_entropy_params *p,
                     int threads, int64_t *bad_value)
 {

@@ -147,7 +147,7 @@ static int hist_wide(const ipk_img *src, int bins, uint64_t *counts, int nt)
     #pragma omp parallel num_threads(nt)
     {
         uint64_t *mine = priv + (size_t)omp_get_thread_num() * per_thread;
-        #pragma omp for schedule(static)
+        #pragma omp for schedule(dynamic, HIST_CHUNK_ROWS)
         for (int y = 0; y < src->height; y++) hist_row_wide(src, y, bins, mine);
     }
     for (int t = 0; t < nt; t++)

@@ -138,6 +138,7 @@ static void check_parameters(void)
     check_case(23, 250, IPK_U8, 256, 16, 7, 1.0, IPK_U8, 17);
     check_case(31, 150, IPK_U16, 300, 5, 3, ln10, IPK_F32, 18);
     check_case(29, 140, IPK_U8, 256, 13, 5, 1.0, IPK_F32, 19);
+    check_case(17, 180, IPK_U8, 256, 256, 2, 1.0, IPK_F32, 20);   /* more than 16 bins, several strips */
 }
 
 /* A constant window has entropy 0; all-distinct values in a full window give log n. */
