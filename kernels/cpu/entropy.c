@@ -250,9 +250,9 @@ static int ent_run(const ent_ctx *c, const ipk_img *src, const ipk_img *dst, int
 
 /* Fast path for bins <= 16 and windows of at most 255 pixels: every column keeps the 16 bin
  * counts (bytes) of its 2R+1 window rows, updated as a row enters and one leaves; the window's
- * counts then move along a row by adding one column and subtracting another (16 lanes, which
- * the compiler vectorises), with R+1 zero columns of padding on each side in place of border
- * tests. sum T(n_i) is looked up whole for each pixel, as T(a) + T(b) for pairs of bins when the
+ * counts then move along a row by adding one column and subtracting another (16 byte lanes:
+ * one SSE2 add and one subtract), with R+1 zero columns of padding on each side in place of
+ * border tests. sum T(n_i) is looked up whole for each pixel, as T(a) + T(b) for pairs of bins when the
  * pair table fits in L1: the same exact integer the sliding update reaches, so the same output. */
 #define ENT_LANES 16
 #define ENT_PAIR_SHIFT_MAX 6   /* pair table of 2^12 int64 (32 KiB) at most */
@@ -322,7 +322,8 @@ static inline int64_t ent_win_sum_pairs(ent_win win, const int64_t *pair, __m128
     const __m128i idx = _mm_or_si128(_mm_sll_epi16(lo, shift), hi);
     uint16_t i[8];
     _mm_storeu_si128((__m128i *)(void *)i, idx);
-    return ((pair[i[0]] + pair[i[1]]) + (pair[i[2]] + pair[i[3]])) + ((pair[i[4]] + pair[i[5]]) + (pair[i[6]] + pair[i[7]]));
+    return ((pair[i[0]] + pair[i[1]]) + (pair[i[2]] + pair[i[3]])) +
+           ((pair[i[4]] + pair[i[5]]) + (pair[i[6]] + pair[i[7]]));
 }
 
 static inline int64_t ent_win_sum(ent_win win, const ent_fast *f, const int64_t *t_n)
@@ -396,14 +397,16 @@ static void ent_fast_out_row(const ent_ctx *c, const ent_fast *f, const uint8_t 
     const int mid_begin = r < w ? r : w, mid_end = w - r > mid_begin ? w - r : mid_begin;
     ent_win win;
     memset(&win, 0, sizeof win);
-    for (int x = 0; x < r; x++) win = ent_win_step(win, cols + (size_t)(x + r + 1) * ENT_LANES, cols);   /* minus zeros */
+    for (int x = 0; x < r; x++)   /* columns 0..R-1, less a zero padding column */
+        win = ent_win_step(win, cols + (size_t)(x + r + 1) * ENT_LANES, cols);
     win = ent_fast_span(c, f, cols, win, 0, mid_begin, nrows, 0, out);
+    const int n_full = (2 * r + 1) * nrows;
 #ifdef ENT_HAVE_FAST_MID
-    if (f->pair && c->out_u8) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, (2 * r + 1) * nrows, out, 1);
-    else if (f->pair) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, (2 * r + 1) * nrows, out, 0);
+    if (f->pair && c->out_u8) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, n_full, out, 1);
+    else if (f->pair) win = ent_fast_mid(c, f, cols, win, mid_begin, mid_end, n_full, out, 0);
     else
 #endif
-        win = ent_fast_span(c, f, cols, win, mid_begin, mid_end, nrows, (2 * r + 1) * nrows, out);
+        win = ent_fast_span(c, f, cols, win, mid_begin, mid_end, nrows, n_full, out);
     ent_fast_span(c, f, cols, win, mid_end, w, nrows, 0, out);
 }
 
