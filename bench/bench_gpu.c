@@ -482,8 +482,9 @@ static void bench_denoise(bench *b)
         alone = ms < 0 || alone < 0 ? -1 : alone + ms;
     }
     double px = (double)IMG * IMG;
-    row *r = add_row(b, "denoise chain (3 kernels)", px * (4 + 2 + 2), px, alone);
-    snprintf(r->npp_note, sizeof r->npp_note, "target=sum alone");
+    /* The target: the chain within 5% of its kernels timed alone. */
+    row *r = add_row(b, "denoise chain (3 kernels)", px * (4 + 2 + 2), px, alone < 0 ? -1 : alone * 1.05);
+    snprintf(r->npp_note, sizeof r->npp_note, "sum alone %.4f", alone);
     if (alone < 0) {
         r->status = "not built";
         return;
