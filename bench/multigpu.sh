@@ -23,7 +23,7 @@ for i in range(n):
     img = cv2.resize(photos[i % 3], (4000, 3000), interpolation=cv2.INTER_LINEAR)
     cv2.imwrite(os.path.join(dst, "img%03d.jpg" % i), img if i % 2 else img[:, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 90])
 PYEOF
-P="grayscale | median radius=15 | mean radius=15 | median radius=15 | median radius=15"
+P=${MULTIGPU_PIPELINE:-"grayscale | median radius=15 | mean radius=15 | median radius=15 | median radius=15"}
 timed() {
   local t0 t1
   t0=$(date +%s.%N)
