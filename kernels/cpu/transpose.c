@@ -20,6 +20,10 @@ int ipk_transpose_cpu(const ipk_img *src, const ipk_img *dst, int threads)
         src->dtype != dst->dtype)
         return IPK_EINVAL;
     const size_t px = ipk_dtype_bytes(src->dtype) * (size_t)src->channels;
+    /* Whole-pixel moves need every pixel aligned to its size; otherwise bytes are copied. */
+    const uintptr_t addresses = (uintptr_t)src->data | (uintptr_t)src->stride | (uintptr_t)dst->data |
+                                (uintptr_t)dst->stride;
+    const size_t move = (px & (px - 1)) == 0 && px <= 8 && addresses % px == 0 ? px : 0;
     const int bw = (src->width + TRANSPOSE_BLOCK - 1) / TRANSPOSE_BLOCK;
     const int bh = (src->height + TRANSPOSE_BLOCK - 1) / TRANSPOSE_BLOCK;
 
@@ -29,7 +33,7 @@ int ipk_transpose_cpu(const ipk_img *src, const ipk_img *dst, int threads)
             int y0 = by * TRANSPOSE_BLOCK, x0 = bx * TRANSPOSE_BLOCK;
             int y1 = y0 + TRANSPOSE_BLOCK < src->height ? y0 + TRANSPOSE_BLOCK : src->height;
             int x1 = x0 + TRANSPOSE_BLOCK < src->width ? x0 + TRANSPOSE_BLOCK : src->width;
-            switch (px) {
+            switch (move) {
             case 1: TRANSPOSE_TILE(uint8_t); break;
             case 2: TRANSPOSE_TILE(uint16_t); break;
             case 4: TRANSPOSE_TILE(uint32_t); break;
