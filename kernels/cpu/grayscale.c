@@ -10,11 +10,32 @@ static int gray_args_ok(const ipk_img *src, const ipk_img *dst)
 
 /* 255 * 32768 + 16384 fits 32 bits: 32-bit lanes, and a channel count known at each call
  * site, let the compiler vectorise the row. */
+/* Compiled for plain x86-64 and for AVX2, whose shuffles vectorise the 3- and 4-channel loads;
+ * the loader picks one: the same integer operations, so the same results. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GRAY_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GRAY_CLONES
+#endif
+
+GRAY_CLONES static void gray_row_u8_3(const uint8_t *s, uint8_t *d, int width, const int32_t w[3]);
+GRAY_CLONES static void gray_row_u8_4(const uint8_t *s, uint8_t *d, int width, const int32_t w[3]);
+
 static inline void gray_row_u8(const uint8_t *s, uint8_t *d, int width, int ch, const int32_t w[3])
 {
     const uint32_t w0 = (uint32_t)w[0], w1 = (uint32_t)w[1], w2 = (uint32_t)w[2];
     for (int x = 0; x < width; x++)
         d[x] = (uint8_t)((s[x * ch] * w0 + s[x * ch + 1] * w1 + s[x * ch + 2] * w2 + 16384u) >> 15);
+}
+
+static void gray_row_u8_3(const uint8_t *s, uint8_t *d, int width, const int32_t w[3])
+{
+    gray_row_u8(s, d, width, 3, w);
+}
+
+static void gray_row_u8_4(const uint8_t *s, uint8_t *d, int width, const int32_t w[3])
+{
+    gray_row_u8(s, d, width, 4, w);
 }
 
 /* Rounded Q15 fixed point, so 8-bit output equals OpenCV's cvtColor(RGB2GRAY);
@@ -32,9 +53,9 @@ int ipk_grayscale_cpu(const ipk_img *src, const ipk_img *dst, const int32_t weig
         const void *s = ipk_row(src, y);
         void *d = ipk_row(dst, y);
         if (dtype == IPK_U8 && ch == 3) {
-            gray_row_u8(s, d, width, 3, weights_q15);
+            gray_row_u8_3(s, d, width, weights_q15);
         } else if (dtype == IPK_U8) {
-            gray_row_u8(s, d, width, 4, weights_q15);
+            gray_row_u8_4(s, d, width, weights_q15);
         } else if (dtype == IPK_U16) {
             const uint16_t *sp = s;
             uint16_t *dp = d;

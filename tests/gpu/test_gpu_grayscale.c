@@ -1,78 +1,8 @@
 /* GPU grayscale against the CPU kernel: bit-identical for u8/u16, 1e-5 for f32, on odd sizes,
  * padded host rows, aligned and unaligned device pitches, 3 and 4 channels, non-default weights. */
 #include <stdlib.h>
-#include <cuda_runtime_api.h>
-#include "testutil.h"
+#include "gpu_testutil.h"
 #include "ipk.h"
-
-/* Device images for the GPU-vs-CPU comparisons: rows padded so the pitch is not the row
- * size, either 16-byte aligned (the vector paths) or only element aligned (the fallbacks). */
-static void need_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
-        tu_skip(msg);
-    }
-}
-
-static int cuda_ok(cudaError_t e, const char *what)
-{
-    CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
-    return e == cudaSuccess;
-}
-
-static size_t esize(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
-
-/* A device image poisoned with 0xA5 bytes; aligned16 picks the pitch kind. */
-static ipk_img dev_alloc(int w, int h, int c, ipk_dtype t, int aligned16)
-{
-    ipk_img d = { 0 };
-    size_t row = (size_t)w * c * esize(t);
-    size_t pitch = aligned16 ? (row + 16 + 15) / 16 * 16 : row + 3 * esize(t);
-    d.width = w;
-    d.height = h;
-    d.channels = c;
-    d.dtype = t;
-    d.stride = (ptrdiff_t)pitch;
-    if (!cuda_ok(cudaMalloc(&d.data, pitch * (size_t)(h > 0 ? h : 1)), "cudaMalloc")) exit(1);
-    cuda_ok(cudaMemset(d.data, 0xA5, pitch * (size_t)(h > 0 ? h : 1)), "cudaMemset");
-    return d;
-}
-
-static ipk_img dev_upload(const ipk_img *host, int aligned16)
-{
-    ipk_img d = dev_alloc(host->width, host->height, host->channels, host->dtype, aligned16);
-    size_t row = (size_t)host->width * host->channels * esize(host->dtype);
-    if (host->height > 0 && row > 0)
-        cuda_ok(cudaMemcpy2D(d.data, d.stride, host->data, host->stride, row, host->height, cudaMemcpyHostToDevice),
-                "upload");
-    return d;
-}
-
-/* Copies a device image into a new host image with padded rows. */
-static ipk_img dev_download(const ipk_img *d)
-{
-    ipk_img h = tu_img_zeros(d->width, d->height, d->channels, d->dtype, 5 * (int)esize(d->dtype));
-    size_t row = (size_t)d->width * d->channels * esize(d->dtype);
-    if (d->height > 0 && row > 0)
-        cuda_ok(cudaMemcpy2D(h.data, h.stride, d->data, d->stride, row, d->height, cudaMemcpyDeviceToHost), "download");
-    return h;
-}
-
-static void dev_free(ipk_img *d)
-{
-    cuda_ok(cudaFree(d->data), "cudaFree");
-    d->data = NULL;
-}
-
-static int gpu_finish_ok(int status, const char *what)
-{
-    CHECK(status == IPK_OK, "%s returned %d", what, status);
-    return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
-}
 
 static void check_case(int w, int h, int c, ipk_dtype t, int aligned16, const int32_t q[3], cudaStream_t s,
                        tu_rng *rng)
