@@ -95,6 +95,18 @@ for p in denoise edges entropy; do
   both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" rgb_odd.png 1e-5 --transfer zerocopy
 done
 
+# a stage without a GPU path: one round trip, said once, same result as the CPU
+TP=${IMGPIPE_TEST_PLUGINS:?}
+expect 0 "gpu: stage without a GPU path" "$B" run --device gpu --plugin-path "$TP/good" -e "grayscale | invert | transpose" "$IMAGES/astronaut.png" rt-g.png
+says "round trip said" "stage 'invert' has no GPU path: it runs on the CPU, costing one round trip"
+[ "$(grep -c "has no GPU path" "$TMP/.stderr")" -eq 1 ] && ok || bad "the round trip must be said once"
+expect 0 "cpu: stage without a GPU path" "$B" run --device cpu --plugin-path "$TP/good" -e "grayscale | invert | transpose" "$IMAGES/astronaut.png" rt-c.png
+cmp -s rt-g.png rt-c.png && ok || bad "round-trip result differs from the CPU's"
+# a stage failing on the GPU path: one line naming it, no output
+expect 1 "gpu: failing stage" "$B" run --device gpu --plugin-path "$TP/failing" -e "grayscale | failing" "$IMAGES/astronaut.png" f.png
+says "gpu: failing stage named" "stage 'failing' (line 1) failed: deliberate failure (test plugin)"
+absent "gpu: failing stage output" f.png
+
 # a value >= levels is an error on both
 expect 1 "gpu: entropy value out of range" "$B" run --device gpu -e "entropy levels=256" gray16.png bad.tif
 says "gpu: entropy value out of range" "is >= levels=256"
