@@ -22,6 +22,8 @@ typedef struct {
     batch_entry *items;
     int n, cap;
     int not_images;
+    dev_t skip_dev;      /* the output folder, never listed as input (it may lie inside it) */
+    ino_t skip_ino;
 } entry_list;
 
 typedef struct {
@@ -122,7 +124,8 @@ static int list_folder(entry_list *l, const char *dir, const char *rel, int recu
         struct stat st;
         if (!path || !sub) rc = IP_ENOMEM;
         else if (rc == IP_OK && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (recursive && depth < 64) rc = list_folder(l, path, sub, recursive, depth + 1);
+            int is_output = st.st_dev == l->skip_dev && st.st_ino == l->skip_ino;
+            if (recursive && depth < 64 && !is_output) rc = list_folder(l, path, sub, recursive, depth + 1);
         } else if (rc == IP_OK) {
             rc = list_add(l, path, sub);
         }
@@ -369,15 +372,32 @@ static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
     return started ? IP_OK : rc;
 }
 
+/* Makes the output folder first, so that a folder inside the input can be left out of the listing. */
+static int output_folder_identity(const batch_options *o, entry_list *l, char *err, size_t errlen)
+{
+    struct stat st;
+    if (make_dirs(o->output_dir) != 0 || stat(o->output_dir, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot create the output folder: %s", o->output_dir, strerror(errno));
+        return IP_EIO;
+    }
+    l->skip_dev = st.st_dev;
+    l->skip_ino = st.st_ino;
+    return IP_OK;
+}
+
 int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
               char *err, size_t errlen)
 {
     entry_list list = { 0 };
     memset(result, 0, sizeof *result);
     int rc;
-    if (o->input[0] == '@') rc = list_file_of_paths(&list, o->input + 1, err, errlen);
-    else if ((rc = list_folder(&list, o->input, "", o->recursive, 0)) != IP_OK)
-        snprintf(err, errlen, "%s: cannot read the folder", o->input);
+    if (o->input[0] == '@') {
+        rc = list_file_of_paths(&list, o->input + 1, err, errlen);
+    } else {
+        rc = output_folder_identity(o, &list, err, errlen);
+        if (rc == IP_OK && (rc = list_folder(&list, o->input, "", o->recursive, 0)) != IP_OK)
+            snprintf(err, errlen, "%s: cannot read the folder", o->input);
+    }
     if (rc == IP_OK) rc = prepare_outputs(o, &list, err, errlen);
     if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory listing the input");
     if (rc != IP_OK) {

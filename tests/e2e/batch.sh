@@ -29,6 +29,12 @@ expect 0 "--resume skips finished outputs" "$B" run --device cpu -r --resume -e 
 says "--resume summary" "0 succeeded, 0 failed, 5 skipped (output exists)"
 expect 2 "refuses to overwrite inputs" "$B" run --device cpu -e "$P" --format png in in
 says "refuses to overwrite inputs" "would overwrite the input"
+# an output folder inside the input folder is never read back as input
+expect 0 "output inside the input" "$B" run --device cpu -r -e "$P" in in/processed
+expect 0 "output inside the input, again" "$B" run --device cpu -r --resume -e "$P" in in/processed
+says "output inside the input, again" "0 succeeded, 0 failed, 5 skipped (output exists)"
+absent "nothing processed twice" in/processed/processed
+rm -rf in/processed
 printf '%s\n' "$PWD/in/camera.png" "$PWD/in/sub/hubble_deep_field.jpg" > list.txt
 expect 0 "@list" "$B" run --device cpu -e "$P" --format png @list.txt fromlist
 exists "@list output" fromlist/hubble_deep_field.png
