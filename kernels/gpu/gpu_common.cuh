@@ -245,4 +245,149 @@ __device__ __forceinline__ uint32_t rb_rint_u8(float v)
     return __float_as_uint(t) & 0xffu;
 }
 
+/* 3x3 strip path (1-channel u8): each thread walks down a strip ST_PX columns wide and ST_ROWS
+ * rows tall. It first loads every input row of the strip (a 16-byte load plus the byte on each
+ * side), all in flight before any store, then adds them in, keeping the running sums of the two
+ * outputs still open in registers: no shared memory, each input byte read about once. Every
+ * output adds its rows in ascending ky and its taps in ascending kx, as rb_kernel does, so the
+ * results are the same. */
+#define ST_PX 16
+#define ST_ROWS 8
+#define ST_BX 128
+
+/* Row y of the strip: bytes x .. x+ST_PX-1 in q and the bytes x-1 and x+ST_PX in the low two
+ * bytes of *edges; pixels the border drops are 0. */
+__device__ __forceinline__ void st_load_row(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
+                                            int border, int x, int xl, int xr, int y, bool vec, uint4 *q,
+                                            uint32_t *edges)
+{
+    const int yi = ipk_border_index(y, height, border);
+    *q = make_uint4(0, 0, 0, 0);
+    *edges = 0;
+    if (yi < 0) return;
+    const uint8_t *row = src + (ptrdiff_t)yi * ss;
+    *edges = (xl >= 0 ? (uint32_t)__ldg(row + xl) : 0u) | (xr >= 0 ? (uint32_t)__ldg(row + xr) << 8 : 0u);
+    if (vec) {
+        *q = __ldg((const uint4 *)(row + x));
+        return;
+    }
+    uint32_t w[4] = { 0, 0, 0, 0 };
+    for (int k = 0; k < ST_PX; k++) {
+        const int xi = ipk_border_index(x + k, width, border);
+        if (xi >= 0) w[k / 4] |= (uint32_t)row[xi] << (8 * (k % 4));
+    }
+    *q = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* The ST_PX + 2 bytes of a loaded row as floats, left edge first. */
+__device__ __forceinline__ void st_unpack(uint4 q, uint32_t edges, float *v)
+{
+    const uint32_t words[4] = { q.x, q.y, q.z, q.w };
+    v[0] = rb_u8_to_float(edges, 0);
+    #pragma unroll
+    for (int k = 0; k < ST_PX; k++) v[1 + k] = rb_u8_to_float(words[k / 4], k % 4);
+    v[ST_PX + 1] = rb_u8_to_float(edges, 1);
+}
+
+__device__ __forceinline__ void st_store(uint8_t *d, const uint32_t *q, int n, bool vec)
+{
+    if (n == ST_PX && vec) {
+        uint32_t w[4];
+        #pragma unroll
+        for (int k = 0; k < 4; k++) w[k] = q[4 * k] | (q[4 * k + 1] << 8) | (q[4 * k + 2] << 16) | (q[4 * k + 3] << 24);
+        *(uint4 *)d = make_uint4(w[0], w[1], w[2], w[3]);
+        return;
+    }
+    for (int j = 0; j < n; j++) d[j] = (uint8_t)q[j];
+}
+__device__ __forceinline__ void st_store(float *d, const float *q, int n, bool vec)
+{
+    if (n == ST_PX && vec) {
+        #pragma unroll
+        for (int k = 0; k < ST_PX / 4; k++) ((float4 *)d)[k] = make_float4(q[4 * k], q[4 * k + 1], q[4 * k + 2], q[4 * k + 3]);
+        return;
+    }
+    for (int j = 0; j < n; j++) d[j] = q[j];
+}
+
+/* Adds input row ky of the window to acc: the row pass h (SEP) times col[ky], or the 3 taps. */
+template <bool SEP, bool CONTRACT>
+__device__ __forceinline__ void st_add_row(float *acc, const float *v, const float *h, const rb_weights &w, int ky)
+{
+    #pragma unroll
+    for (int j = 0; j < ST_PX; j++) {
+        if (SEP) {
+            acc[j] = rb_mac<CONTRACT>(acc[j], w.col[ky], h[j]);
+        } else {
+            #pragma unroll
+            for (int kx = 0; kx < 3; kx++) acc[j] = rb_mac<CONTRACT>(acc[j], w.w[ky * 3 + kx], v[j + kx]);
+        }
+    }
+}
+
+template <bool SEP, bool CONTRACT, typename Out, typename Fin>
+__global__ void __launch_bounds__(ST_BX)
+    st3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, Out *__restrict__ dst, ptrdiff_t ds, int width,
+               int height, int border, const __grid_constant__ rb_weights w, const __grid_constant__ Fin fin)
+{
+    const int x = (blockIdx.x * ST_BX + threadIdx.x) * ST_PX, y0 = blockIdx.y * ST_ROWS;
+    if (x >= width) return;
+    const bool vec_in = x + ST_PX <= width && ((uintptr_t)src % 16) == 0 && (ss % 16) == 0;
+    const bool vec_out = ((uintptr_t)dst % 16) == 0 && (ds % 16) == 0;
+    const int n = min(ST_PX, width - x), rows = min(ST_ROWS, height - y0);
+    const int xl = ipk_border_index(x - 1, width, border), xr = ipk_border_index(x + ST_PX, width, border);
+    uint4 q[ST_ROWS + 2];
+    uint32_t edges[ST_ROWS + 2];
+    #pragma unroll
+    for (int rr = 0; rr < ST_ROWS + 2; rr++) {
+        if (rr - 2 >= rows) break;
+        st_load_row(src, ss, width, height, border, x, xl, xr, y0 + rr - 1, vec_in, &q[rr], &edges[rr]);
+    }
+    float older[ST_PX], newer[ST_PX];   /* outputs y - 2 and y - 1 while row y is added */
+    #pragma unroll
+    for (int j = 0; j < ST_PX; j++) older[j] = newer[j] = 0.0f;
+    #pragma unroll
+    for (int rr = 0; rr < ST_ROWS + 2; rr++) {
+        if (rr - 2 >= rows) break;
+        float v[ST_PX + 2], h[ST_PX], fresh[ST_PX];
+        st_unpack(q[rr], edges[rr], v);
+        if (SEP) {
+            #pragma unroll
+            for (int j = 0; j < ST_PX; j++) {
+                h[j] = 0.0f;
+                #pragma unroll
+                for (int kx = 0; kx < 3; kx++) h[j] = rb_mac<CONTRACT>(h[j], w.row[kx], v[j + kx]);
+            }
+        }
+        if (rr >= 2) {
+            st_add_row<SEP, CONTRACT>(older, v, h, w, 2);
+            typename rb_out<Out>::value out[ST_PX];
+            #pragma unroll
+            for (int j = 0; j < ST_PX; j++) out[j] = fin(older[j]);
+            st_store(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, out, n, vec_out);
+        }
+        if (rr >= 1) st_add_row<SEP, CONTRACT>(newer, v, h, w, 1);
+        #pragma unroll
+        for (int j = 0; j < ST_PX; j++) fresh[j] = 0.0f;
+        st_add_row<SEP, CONTRACT>(fresh, v, h, w, 0);
+        #pragma unroll
+        for (int j = 0; j < ST_PX; j++) {
+            older[j] = newer[j];
+            newer[j] = fresh[j];
+        }
+    }
+}
+
+template <bool SEP, bool CONTRACT, typename Out, typename Fin>
+static int st3_launch(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, const Fin &fin,
+                      cudaStream_t s)
+{
+    dim3 grid(ipk_div_up(src->width, (long long)ST_BX * ST_PX), ipk_div_up(src->height, ST_ROWS));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    st3_kernel<SEP, CONTRACT, Out, Fin><<<grid, ST_BX, 0, s>>>((const uint8_t *)src->data, src->stride,
+                                                               (Out *)dst->data, dst->stride, src->width,
+                                                               src->height, border, w, fin);
+    return ipk_launch_status();
+}
+
 #endif

@@ -301,6 +301,24 @@ static int rs_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ip
     return ipk_launch_status();
 }
 
+/* Radius 1 without shrink: the 3x3 strip path of gpu_common.cuh with unit weights (the sum,
+ * at most 9 * 255, is exact in float), rounded as rs_mean_kernel does. */
+struct st_mean_fin {
+    rs_div div;
+    __device__ __forceinline__ uint32_t operator()(float sum) const { return div.full((uint32_t)sum); }
+};
+
+static int st_mean_launch(const ipk_img *src, const ipk_img *dst, ipk_border border, cudaStream_t s)
+{
+    rb_weights w;
+    memset(&w, 0, sizeof w);
+    for (int k = 0; k < 3; k++) w.row[k] = w.col[k] = 1.0f;
+    st_mean_fin fin;
+    fin.div.n = 9;
+    fin.div.mul = (uint32_t)(((1ull << 32) + 9 - 1) / 9);
+    return st3_launch<true, true, uint8_t>(src, dst, (int)border, w, fin, s);
+}
+
 static int mean_values_per_tile(int channels) { return channels == 3 ? 48 : 64; }
 
 static size_t mean_smem_bytes(int radius, int channels)
@@ -339,6 +357,8 @@ extern "C" int ipk_mean_gpu(const ipk_img *src, const ipk_img *dst, int radius, 
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
+    if (src->dtype == IPK_U8 && src->channels == 1 && radius == 1 && border != IPK_SHRINK)
+        return st_mean_launch(src, dst, border, s);
     if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= RS_MAXR)
         return rs_mean_launch(src, dst, radius, border, s);
     if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, s);

@@ -74,6 +74,13 @@ int main(void)
     for (int r = 1; r <= 15; r++)
         for (size_t i = 0; i < sizeof fast_sizes / sizeof fast_sizes[0]; i++, k++)
             check_case(fast_sizes[i][0], fast_sizes[i][1], 1, IPK_U8, r, (ipk_border)(k % 4), k & 1, s, &rng);
+    /* radius 1 without shrink takes the 3x3 strip path: strips of 16 columns whole or cut by the
+     * right edge, 8-row strips cut by the bottom, 16-byte loads (aligned source) or stores */
+    const int strip_sizes[][2] = { { 2064, 37 }, { 16, 1 }, { 17, 2 }, { 4099, 18 }, { 1, 40 } };
+    for (size_t i = 0; i < sizeof strip_sizes / sizeof strip_sizes[0]; i++)
+        for (int b = IPK_REPLICATE; b < IPK_SHRINK; b++, k++)
+            for (int a = 0; a < 2; a++)
+                check_case(strip_sizes[i][0], strip_sizes[i][1], 1, IPK_U8, 1, (ipk_border)b, a, s, &rng);
     const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
     check_case(quick ? 517 : 4097, quick ? 301 : 3001, 1, IPK_U8, 1, IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 101 : 1001, 1, IPK_U8, 15, IPK_REPLICATE, 1, s, &rng);
