@@ -68,7 +68,7 @@ static const char usage_text[] =
     "options:\n"
     "  -e TEXT                 the pipeline as text instead of a file\n"
     "  --device auto|cpu|gpu   where to run (auto: the GPU when one is present; default auto)\n"
-    "  --threads N             CPU threads for CPU stages (default: all cores)\n"
+    "  --threads N             CPU threads for CPU stages and codecs (default: all cores)\n"
     "  --transfer copy|zerocopy  GPU: copy the image through pinned memory (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
     "  --profile               print the time of decode, upload, each stage, download, encode\n"
@@ -76,6 +76,8 @@ static const char usage_text[] =
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --png-level 0..9        PNG compression level (default 6)\n"
     "  --quality 1..100        JPEG quality (default 90)\n"
+    "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
+    "                          with the predictor)\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
@@ -221,6 +223,13 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--quality")) {
         if (!(rc = parse_numeric_option("--quality", option_value(argc, argv, i, "--quality"), 1, 100, &n)))
             o->io.jpeg_quality = (int)n;
+    } else if (is_option(a, "--tiff-compression")) {
+        v = option_value(argc, argv, i, "--tiff-compression");
+        if (v && strcmp(v, "deflate") == 0) o->io.tiff_compression = IO_TIFF_DEFLATE;
+        else if (v && strcmp(v, "lzw") == 0) o->io.tiff_compression = IO_TIFF_LZW;
+        else if (v && strcmp(v, "zstd") == 0) o->io.tiff_compression = IO_TIFF_ZSTD;
+        else if (v && strcmp(v, "none") == 0) o->io.tiff_compression = IO_TIFF_NONE;
+        else return usage_error("--tiff-compression must be deflate, lzw, zstd or none");
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
@@ -252,6 +261,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
             return usage_error("too many arguments");
         }
     }
+    o->io.threads = o->threads;
     return CLI_OK;
 }
 
@@ -505,6 +515,8 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
     b->io = o->io;
+    /* Images in flight already share the cores; each codec takes its share. */
+    b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
     b->stop = &interrupted;
     if (dev == EXEC_GPU) {
         char why[128];

@@ -19,6 +19,48 @@ void io_default_options(io_options *opt)
     opt->max_pixels = IMG_DEFAULT_MAX_PIXELS;
     opt->on_shape = NULL;
     opt->on_shape_user = NULL;
+    opt->threads = 0;
+    opt->tiff_compression = IO_TIFF_DEFLATE;
+    opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
+}
+
+int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
+{
+    if (!opt->memory.alloc) return img_alloc(img, shape, opt->max_pixels, err, errlen);
+    size_t bytes;
+    int rc = img_size_check(shape, opt->max_pixels, &bytes, err, errlen);
+    if (rc) return rc;
+    void *data = NULL;
+    rc = opt->memory.alloc(opt->memory.user, bytes, &data, err, errlen);
+    if (rc) return rc;
+    *img = (ip_image){ data, (ptrdiff_t)img_row_bytes(shape), *shape, 0 };
+    return IP_OK;
+}
+
+void io_image_free(const io_options *opt, ip_image *img)
+{
+    if (!img || !img->data) return;
+    if (opt->memory.release) opt->memory.release(opt->memory.user, img->data);
+    else if (!opt->memory.alloc) free(img->data);
+    img->data = NULL;
+}
+
+int io_thread_count(const io_options *opt)
+{
+    if (opt->threads > 0) return opt->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 1;
+}
+
+const char *io_tiff_compression_name(io_tiff_compression c)
+{
+    switch (c) {
+    case IO_TIFF_DEFLATE: return "deflate";
+    case IO_TIFF_LZW: return "lzw";
+    case IO_TIFF_ZSTD: return "zstd";
+    case IO_TIFF_NONE: return "none";
+    }
+    return "?";
 }
 
 int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen)
@@ -163,7 +205,7 @@ int io_read(const char *path, const io_options *opt, ip_image *out, char *err, s
         else rc = io_read_tiff(fileno(f), opt, out, err, errlen);
     }
     fclose(f);
-    if (rc) img_free(out);
+    if (rc) io_image_free(opt, out);
     return rc;
 }
 

@@ -5,11 +5,23 @@
 #include "imgpipe/plugin.h"
 
 typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
+typedef enum { IO_TIFF_DEFLATE = 0, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE } io_tiff_compression;
+
+/* Where a decoder puts the final pixels, so a run can decode straight into the memory it uploads
+ * from (pinned or mapped host memory). Without a provider, malloc (and img_free). */
+typedef struct {
+    int (*alloc)(void *user, size_t bytes, void **ptr, char *err, size_t errlen);
+    void (*release)(void *user, void *ptr);
+    void *user;
+} io_pixel_memory;
 
 typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
     uint64_t max_pixels; /* refuse larger images before allocating */
+    int threads;         /* codec threads (strips, tiles, PNG bands); 0 = all cores */
+    io_tiff_compression tiff_compression;   /* default deflate, with the predictor */
+    io_pixel_memory memory;                 /* all NULL: malloc */
     /* Called by io_read once the header gives the decoded shape, before any pixel is decoded;
      * a non-zero return stops the read with that code and the callback's message. */
     int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
@@ -25,8 +37,16 @@ const char *io_format_name(io_format fmt);
 /* For the readers: checks the pixel limit and calls opt->on_shape, if any. */
 int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen);
 
+/* The decoders' allocation of the final image (packed, stride = row bytes), through
+ * opt->memory when set; io_image_free gives it back the same way. */
+int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen);
+void io_image_free(const io_options *opt, ip_image *img);
+/* Codec threads to use: opt->threads, or the cores when 0. */
+int io_thread_count(const io_options *opt);
+const char *io_tiff_compression_name(io_tiff_compression c);
+
 /* Decodes any supported file into a freshly allocated packed host image (free with
- * img_free). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
+ * io_image_free, or img_free when opt has no memory provider). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
  * unsupported), IP_ELIMIT (too many pixels). The message does not repeat the path. */
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
 

@@ -120,7 +120,7 @@ static int jpeg_decode(jpeg_reader *r)
                        r->cinfo.output_components, IP_U8 };
     rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
-    rc = img_alloc(r->img, &shape, r->opt->max_pixels, r->e.err, r->e.errlen);
+    rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     jpeg_start_decompress(&r->cinfo);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
@@ -146,7 +146,7 @@ int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_
     int rc = jpeg_decode(r);
     jpeg_destroy_decompress(&r->cinfo);
     free(r);
-    if (rc) img_free(out);
+    if (rc) io_image_free(opt, out);
     return rc;
 }
 

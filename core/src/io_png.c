@@ -74,7 +74,7 @@ static int png_decode(png_reader *r)
     int rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     request_plain_samples(r->png, r->info);
-    rc = img_alloc(r->img, &shape, r->opt->max_pixels, r->e.err, r->e.errlen);
+    rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     if (png_get_channels(r->png, r->info) != shape.channels ||
         png_get_rowbytes(r->png, r->info) != (size_t)r->img->stride) {
@@ -107,7 +107,7 @@ int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t
     int rc = png_decode(&r);
     png_destroy_read_struct(&r.png, &r.info, NULL);
     free(r.rows);
-    if (rc) img_free(out);
+    if (rc) io_image_free(opt, out);
     return rc;
 }
 

@@ -189,7 +189,9 @@ static int alloc_raw(tiff_reader *r)
     ip_shape final = raw;
     if (r->photometric == PHOTOMETRIC_PALETTE) final.channels = 3;
     int rc = io_shape_known(r->opt, &final, r->err, r->errlen);
-    if (!rc) rc = img_alloc(&r->raw, &raw, r->opt->max_pixels, r->err, r->errlen);
+    /* A palette image is expanded into a second buffer; otherwise the samples are the result. */
+    if (!rc && r->photometric == PHOTOMETRIC_PALETTE) rc = img_alloc(&r->raw, &raw, r->opt->max_pixels, r->err, r->errlen);
+    else if (!rc) rc = io_image_alloc(r->opt, &r->raw, &raw, r->err, r->errlen);
     return rc;
 }
 
@@ -300,7 +302,7 @@ static int expand_palette(tiff_reader *r, ip_image *out)
     for (size_t i = 0; i < entries; i++)
         if (map[0][i] > 255 || map[1][i] > 255 || map[2][i] > 255) shift = 8;
     ip_shape shape = { r->raw.shape.width, r->raw.shape.height, 3, IP_U8 };
-    int rc = img_alloc(out, &shape, r->opt->max_pixels, r->err, r->errlen);
+    int rc = io_image_alloc(r->opt, out, &shape, r->err, r->errlen);
     if (rc) return rc;
     for (int32_t y = 0; y < shape.height; y++) {
         const uint8_t *src = (const uint8_t *)r->raw.data + (size_t)y * (size_t)r->raw.stride;
@@ -378,12 +380,19 @@ int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t
     int rc = decode(&r, out);
     TIFFClose(r.tif);
     free(r.block);
-    img_free(&r.raw);
-    if (rc) img_free(out);
+    if (r.photometric == PHOTOMETRIC_PALETTE) img_free(&r.raw);
+    else io_image_free(opt, &r.raw);
+    if (rc) io_image_free(opt, out);
     return rc;
 }
 
-static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip)
+static uint16_t tiff_scheme(io_tiff_compression c)
+{
+    return c == IO_TIFF_LZW ? COMPRESSION_LZW : c == IO_TIFF_ZSTD ? COMPRESSION_ZSTD
+         : c == IO_TIFF_NONE ? COMPRESSION_NONE : COMPRESSION_ADOBE_DEFLATE;
+}
+
+static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c)
 {
     int is_float = s->dtype == IP_F32;
     int has_alpha = s->channels == 2 || s->channels == 4;
@@ -395,8 +404,9 @@ static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip)
            TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, is_float ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
            TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
            TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-           TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE) &&
-           TIFFSetField(tif, TIFFTAG_PREDICTOR, is_float ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL) &&
+           TIFFSetField(tif, TIFFTAG_COMPRESSION, tiff_scheme(c)) &&
+           (c == IO_TIFF_NONE ||
+            TIFFSetField(tif, TIFFTAG_PREDICTOR, is_float ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL)) &&
            TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip) &&
            (!has_alpha || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha));
 }
@@ -421,7 +431,6 @@ static int write_strips(TIFF *tif, const ip_image *img, size_t row_bytes, uint32
 
 int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen)
 {
-    (void)opt;
     tiff_log log = { .have = 0 };
     char why[128];
     const ip_shape *s = &img->shape;
@@ -439,7 +448,14 @@ int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err,
         close(fd);
         return IP_EIO;
     }
-    int rc = set_tags(tif, s, rps) ? write_strips(tif, img, row_bytes, rps) : IP_EIO;
+    if (!TIFFIsCODECConfigured(tiff_scheme(opt->tiff_compression))) {
+        snprintf(err, errlen, "cannot write TIFF: this libtiff has no %s compression; choose another "
+                 "--tiff-compression", io_tiff_compression_name(opt->tiff_compression));
+        TIFFClose(tif);
+        close(fd);
+        return IP_EINVAL;
+    }
+    int rc = set_tags(tif, s, rps, opt->tiff_compression) ? write_strips(tif, img, row_bytes, rps) : IP_EIO;
     if (!rc && !TIFFFlush(tif)) rc = IP_EIO;
     TIFFClose(tif);
     if (rc) snprintf(err, errlen, "cannot write TIFF: %s", log_text(&log, rc == IP_ENOMEM ? "out of memory" : "write error"));
