@@ -276,7 +276,9 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     const batch_options *o = w->sh->o;
     ip_image in = { 0 }, out;
     ip_shape final;
-    int rc = io_read(e->in, &o->io, &in, err, errlen);
+    io_options io = o->io;
+    io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
+    int rc = io_read(e->in, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
     rc = plan_shapes(&w->own, &in.shape, &final, err, errlen);
     if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(e->out), &final, err, errlen);
@@ -286,7 +288,7 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
             rc = run_on_cpu(eo, &w->own, &in, e->in, &out, cpu_ctx, err, errlen);
     }
     if (rc == IP_OK) rc = io_write(e->out, &out, &o->io, err, errlen);
-    img_free(&in);
+    io_image_free(&io, &in);
     return rc;
 }
 
@@ -318,7 +320,7 @@ static void *worker_main(void *arg)
     worker *w = arg;
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
-    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0 };
+    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1 };
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);

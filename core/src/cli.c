@@ -13,6 +13,7 @@
 #endif
 #include <signal.h>
 #include "batch.h"
+#include "cost.h"
 #include "exec.h"
 #include "gpu.h"
 #include "image.h"
@@ -21,6 +22,7 @@
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
+#include "startup.h"
 
 #ifndef IMGPIPE_VERSION
 #define IMGPIPE_VERSION "0.0.0"
@@ -296,6 +298,23 @@ static int load_plan(const cli_options *o, const char *file, const registry *reg
     return CLI_OK;
 }
 
+static int cpu_threads(const cli_options *o)
+{
+    int threads = o->threads;
+#ifdef _OPENMP
+    if (!threads) threads = omp_get_max_threads();
+#endif
+    return threads > 0 ? threads : 1;
+}
+
+/* --device gpu in a build without CUDA fails before anything is read. */
+static int check_gpu_build(const cli_options *o)
+{
+    if (o->device != DEV_GPU || gpu_built()) return CLI_OK;
+    fail("--device gpu: imgpipe was built without CUDA");
+    return CLI_USAGE;
+}
+
 static int choose_device(const cli_options *o, exec_device *dev)
 {
     char why[256] = "", name[256] = "GPU";
@@ -309,15 +328,90 @@ static int choose_device(const cli_options *o, exec_device *dev)
         say(o, "device: GPU 0 (%s)%s", name, o->transfer == EXEC_ZEROCOPY ? ", zero-copy transfers" : "");
         *dev = EXEC_GPU;
     } else {
-        int threads = o->threads;
-#ifdef _OPENMP
-        if (!threads) threads = omp_get_max_threads();
-#endif
-        if (o->device == DEV_CPU) say(o, "device: CPU, %d threads", threads > 0 ? threads : 1);
-        else say(o, "device: CPU, %d threads (%s)", threads > 0 ? threads : 1, why);
+        if (o->device == DEV_CPU) say(o, "device: CPU, %d threads", cpu_threads(o));
+        else say(o, "device: CPU, %d threads (%s)", cpu_threads(o), why);
         *dev = EXEC_CPU;
     }
     return CLI_OK;
+}
+
+/* One image's run: where it goes, and the GPU start-up running beside the decoding. */
+typedef struct {
+    const cli_options *o;
+    plan *p;
+    const char *out_path;
+    io_format in_format;
+    ip_shape final;
+    int failed;               /* the pipeline cannot take this image (a usage error) */
+    exec_device dev;
+    startup *gpu_startup;     /* running while the image decodes */
+    char why[1024];           /* why auto chose what it chose */
+} one_run;
+
+static int begin_gpu(one_run *r, char *err, size_t errlen)
+{
+    exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
+    r->dev = EXEC_GPU;
+    return startup_begin(&r->gpu_startup, &eo, err, errlen);
+}
+
+/* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
+ * waits for it. */
+static int choose_for_image(one_run *r, const ip_shape *shape, char *err, size_t errlen)
+{
+    if (r->o->device != DEV_AUTO) return IP_OK;
+    if (!gpu_built()) {
+        snprintf(r->why, sizeof r->why, "imgpipe was built without CUDA");
+        return IP_OK;
+    }
+    cost_estimate est;
+    cost_estimate_plan(r->p, shape, r->in_format, cpu_threads(r->o), &est);
+    if (est.cpu_ms <= est.gpu_ms) {
+        snprintf(r->why, sizeof r->why, "auto: the CPU is estimated faster for this image, %.0f ms against %.0f ms "
+                 "on the GPU with %.0f ms of its start-up", est.cpu_ms, est.gpu_ms, est.startup_ms);
+        return IP_OK;
+    }
+    snprintf(r->why, sizeof r->why, "auto: estimated %.0f ms against %.0f ms on the CPU", est.gpu_ms, est.cpu_ms);
+    return begin_gpu(r, err, errlen);
+}
+
+/* Plans the pipeline as soon as the decoder knows the shape, before any pixel is decoded. */
+static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t errlen)
+{
+    one_run *r = user;
+    int rc = plan_shapes(r->p, shape, &r->final, err, errlen);
+    if (rc == IP_OK && (rc = io_check_writable(io_format_from_ext(r->out_path), &r->final, err, errlen)) != IP_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", r->out_path, why);
+    }
+    r->failed = rc != IP_OK;
+    return rc == IP_OK ? choose_for_image(r, shape, err, errlen) : rc;
+}
+
+/* Collects the started GPU context; under auto, a GPU that is not there sends the image to the
+ * CPU, under --device gpu it is a usage error. */
+static int finish_start(one_run *r, exec_ctx **ctx, double *took_ms, double *waited_ms, char *err, size_t errlen)
+{
+    if (!r->gpu_startup) return IP_OK;
+    int rc = startup_finish(r->gpu_startup, ctx, took_ms, waited_ms, err, errlen);
+    r->gpu_startup = NULL;
+    if (rc == IP_OK || r->o->device == DEV_GPU) return rc;
+    snprintf(r->why, sizeof r->why, "%s", err);
+    r->dev = EXEC_CPU;
+    return IP_OK;
+}
+
+static void announce(const one_run *r)
+{
+    char name[256] = "GPU";
+    if (r->dev == EXEC_GPU) {
+        gpu_device_name(0, name, sizeof name);
+        say(r->o, "device: GPU 0 (%s)%s%s%s%s", name, r->o->transfer == EXEC_ZEROCOPY ? ", zero-copy transfers" : "",
+            r->why[0] ? " (" : "", r->why, r->why[0] ? ")" : "");
+    } else {
+        say(r->o, "device: CPU, %d threads%s%s%s", cpu_threads(r->o), r->why[0] ? " (" : "", r->why, r->why[0] ? ")" : "");
+    }
 }
 
 static double now_ms(void)
@@ -327,9 +421,17 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, double decode_ms, double encode_ms)
+typedef struct {
+    double decode_ms, encode_ms, startup_ms, startup_wait_ms;
+} run_times;
+
+static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t)
 {
-    fprintf(stderr, "profile:\n  %-22s %9.3f ms\n", "decode", decode_ms);
+    fprintf(stderr, "profile:\n");
+    if (dev == EXEC_GPU)
+        fprintf(stderr, "  %-22s %9.3f ms (beside decoding; waited %.3f ms for it)\n", "gpu start-up", t->startup_ms,
+                t->startup_wait_ms);
+    fprintf(stderr, "  %-22s %9.3f ms\n", "decode", t->decode_ms);
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
     for (int i = 0; i < prof->n_stages; i++) {
         char label[64];
@@ -339,72 +441,66 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
     }
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "download", prof->download_ms);
     fprintf(stderr, "  %-22s %9.3f ms\n", "run (wall)", prof->total_ms);
-    fprintf(stderr, "  %-22s %9.3f ms\n", "encode", encode_ms);
+    fprintf(stderr, "  %-22s %9.3f ms\n", "encode", t->encode_ms);
 }
 
-/* Plans the pipeline as soon as the decoder knows the shape, before any pixel is decoded. */
-typedef struct {
-    plan *p;
-    const char *out_path;
-    ip_shape final;
-    int failed;
-} early_plan;
-
-static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t errlen)
+/* Runs the plan on dev; a GPU failure under --device auto is retried on the CPU. */
+static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx **ctx, const ip_image *in,
+                      const char *in_path, ip_image *out, exec_profile *prof, char *err, size_t errlen)
 {
-    early_plan *ep = user;
-    int rc = plan_shapes(ep->p, shape, &ep->final, err, errlen);
-    if (rc == IP_OK && (rc = io_check_writable(io_format_from_ext(ep->out_path), &ep->final, err, errlen)) != IP_OK) {
-        char why[768];
-        snprintf(why, sizeof why, "%s", err);
-        snprintf(err, errlen, "%s: %s", ep->out_path, why);
+    exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0 };
+    int rc = *ctx ? IP_OK : exec_create(ctx, &eo, err, errlen);
+    if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
+    if (rc == IP_OK && exec_take_notes(*ctx)[0]) say(o, "%s", exec_take_notes(*ctx));
+    if (rc != IP_OK && *dev == EXEC_GPU && o->device == DEV_AUTO) {
+        fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
+        exec_destroy(*ctx);
+        *ctx = NULL;
+        eo.device = *dev = EXEC_CPU;
+        rc = exec_create(ctx, &eo, err, errlen);
+        if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
     }
-    ep->failed = rc != IP_OK;
     return rc;
 }
 
-/* One image through the plan on dev; a GPU failure under --device auto is retried on the CPU. */
-static int process_image(const cli_options *o, plan *p, exec_device dev, const char *in_path, const char *out_path)
+/* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
+ * the GPU starts on a thread while the image is read. */
+static int process_image(const cli_options *o, plan *p, const char *in_path, const char *out_path)
 {
     char err[1024];
     ip_image in = { 0 }, out;
-    early_plan ep = { p, out_path, { 0 }, 0 };
-    io_options io = o->io;
-    io.on_shape = plan_on_shape;
-    io.on_shape_user = &ep;
-    double t0 = now_ms();
-    int rc = io_read(in_path, &io, &in, err, sizeof err);
-    double decode_ms = now_ms() - t0;
-    if (rc != IP_OK && ep.failed) {
+    one_run r = { .o = o, .p = p, .out_path = out_path, .in_format = io_detect_file(in_path), .dev = EXEC_CPU };
+    if (o->device == DEV_GPU && begin_gpu(&r, err, sizeof err) != IP_OK) {
         fail("%s", err);
-        return CLI_USAGE;
-    }
-    if (rc != IP_OK) {
-        fail("%s: %s", in_path, err);
         return CLI_IMAGE_FAILED;
     }
-    exec_options eo = { dev, 0, o->threads, o->transfer, o->profile };
+    io_options io = o->io;
+    io.on_shape = plan_on_shape;
+    io.on_shape_user = &r;
+    run_times t = { 0 };
+    double t0 = now_ms();
+    int rc = io_read(in_path, &io, &in, err, sizeof err);
+    t.decode_ms = now_ms() - t0;
     exec_ctx *ctx = NULL;
-    exec_profile prof;
-    rc = exec_create(&ctx, &eo, err, sizeof err);
-    if (rc == IP_OK) rc = exec_run(ctx, p, &in, in_path, &out, &prof, err, sizeof err);
-    if (rc == IP_OK && exec_take_notes(ctx)[0]) say(o, "%s", exec_take_notes(ctx));
-    if (rc != IP_OK && dev == EXEC_GPU && o->device == DEV_AUTO) {
-        fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
+    char start_err[512];
+    int start_rc = finish_start(&r, &ctx, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
+    if (rc != IP_OK || start_rc != IP_OK) {
         exec_destroy(ctx);
-        ctx = NULL;
-        eo.device = dev = EXEC_CPU;
-        rc = exec_create(&ctx, &eo, err, sizeof err);
-        if (rc == IP_OK) rc = exec_run(ctx, p, &in, in_path, &out, &prof, err, sizeof err);
+        img_free(&in);
+        if (rc != IP_OK && r.failed) fail("%s", err);
+        else if (rc != IP_OK) fail("%s: %s", in_path, err);
+        else fail("--device gpu: %s", start_err);
+        return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
+    announce(&r);
+    exec_profile prof;
+    rc = run_stages(o, p, &r.dev, &ctx, &in, in_path, &out, &prof, err, sizeof err);
     if (rc == IP_OK) {
         t0 = now_ms();
         rc = io_write(out_path, &out, &o->io, err, sizeof err);
-        if (rc == IP_OK && o->profile) print_profile(p, &prof, dev, decode_ms, now_ms() - t0);
-        if (rc != IP_OK) {
-            fail("%s: %s", out_path, err);
-            rc = -1;
-        }
+        t.encode_ms = now_ms() - t0;
+        if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t);
+        if (rc != IP_OK) fail("%s: %s", out_path, err);
     } else {
         fail("%s: %s", in_path, err);
     }
@@ -579,9 +675,13 @@ static int cmd_run(const cli_options *o)
     if (rc) return rc;
     rc = load_plan(o, o->expr ? NULL : o->positional[0], &reg, &p);
     if (rc == CLI_OK) {
-        rc = choose_device(o, &dev);
-        if (rc == CLI_OK)
-            rc = is_batch ? cmd_batch(o, &p, dev, in_path, out_path) : process_image(o, &p, dev, in_path, out_path);
+        gpu_prefer_eager_loading();
+        if (!is_batch) {
+            rc = check_gpu_build(o);
+            if (rc == CLI_OK) rc = process_image(o, &p, in_path, out_path);
+        } else if ((rc = choose_device(o, &dev)) == CLI_OK) {
+            rc = cmd_batch(o, &p, dev, in_path, out_path);
+        }
         plan_free(&p);
     }
     registry_free(&reg);

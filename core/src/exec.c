@@ -20,6 +20,7 @@ struct exec_ctx {
     grow_buf host[2], scratch;                 /* CPU path */
     grow_buf dev[2], dev_scratch;              /* GPU path */
     grow_buf pinned_in, pinned_out, pinned_tmp[2];
+    grow_buf host_out;                         /* GPU path without pinning: the downloaded result */
     void *stream;
     void *events[2 * EXEC_MAX_STAGES + 4];
     int n_events;
@@ -114,6 +115,7 @@ void exec_destroy(exec_ctx *ctx)
         buf_release(&ctx->pinned_tmp[i], MEM_PINNED);
     }
     buf_release(&ctx->scratch, MEM_HOST);
+    buf_release(&ctx->host_out, MEM_HOST);
     buf_release(&ctx->dev_scratch, MEM_DEVICE);
     buf_release(&ctx->pinned_in, MEM_MAPPED);
     buf_release(&ctx->pinned_out, MEM_MAPPED);
@@ -174,8 +176,35 @@ static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     return IP_OK;
 }
 
-/* Device buffers hold any stage's image at an aligned pitch; pinned buffers the packed
- * input and output, mapped so zero-copy can use them directly. */
+static int uses_pinned(const exec_ctx *ctx)
+{
+    return ctx->opt.device == EXEC_GPU && (ctx->opt.pin_host || ctx->opt.transfer == EXEC_ZEROCOPY);
+}
+
+static int alloc_input(void *user, size_t bytes, void **ptr, char *err, size_t errlen)
+{
+    exec_ctx *ctx = user;
+    int rc = buf_reserve(&ctx->pinned_in, bytes, MEM_MAPPED, err, errlen);
+    *ptr = rc == IP_OK ? ctx->pinned_in.ptr : NULL;
+    return rc;
+}
+
+/* The buffer stays with the context, for the next image. */
+static void keep_input(void *user, void *ptr)
+{
+    (void)user;
+    (void)ptr;
+}
+
+io_pixel_memory exec_input_memory(exec_ctx *ctx)
+{
+    io_pixel_memory m = { NULL, NULL, NULL };
+    if (uses_pinned(ctx)) m = (io_pixel_memory){ alloc_input, keep_input, ctx };
+    return m;
+}
+
+/* Device buffers hold any stage's image at an aligned pitch; with pinning, pinned buffers the
+ * packed input and output, mapped so zero-copy can use them directly. */
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen)
 {
     size_t largest = pitch_of(in_shape) * (size_t)in_shape->height, scratch = 0, host_tmp = 0;
@@ -194,8 +223,10 @@ static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, c
     if (rc == IP_OK) rc = buf_reserve(&ctx->dev[1], largest, MEM_DEVICE, err, errlen);
     if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->dev_scratch, scratch, MEM_DEVICE, err, errlen);
     if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->scratch, scratch, MEM_HOST, err, errlen);
-    if (rc == IP_OK) rc = buf_reserve(&ctx->pinned_in, packed_bytes(in_shape), MEM_MAPPED, err, errlen);
-    if (rc == IP_OK) rc = buf_reserve(&ctx->pinned_out, packed_bytes(&p->steps[p->n - 1].out), MEM_MAPPED, err, errlen);
+    size_t out_bytes = packed_bytes(&p->steps[p->n - 1].out);
+    if (rc == IP_OK && uses_pinned(ctx)) rc = buf_reserve(&ctx->pinned_in, packed_bytes(in_shape), MEM_MAPPED, err, errlen);
+    if (rc == IP_OK && uses_pinned(ctx)) rc = buf_reserve(&ctx->pinned_out, out_bytes, MEM_MAPPED, err, errlen);
+    if (rc == IP_OK && !uses_pinned(ctx)) rc = buf_reserve(&ctx->host_out, out_bytes, MEM_HOST, err, errlen);
     for (int i = 0; i < 2 && rc == IP_OK && host_tmp; i++)
         rc = buf_reserve(&ctx->pinned_tmp[i], host_tmp, MEM_PINNED, err, errlen);
     return rc;
@@ -234,11 +265,21 @@ static int record(exec_ctx *ctx, int k)
     return ctx->opt.profile && k < ctx->n_events ? gpu_event_record(ctx->events[k], ctx->stream) : IP_OK;
 }
 
+/* Pixels decoded into the pinned input buffer go up as they are; others are staged into it only
+ * when pinning is wanted, and otherwise copied from pageable memory directly. */
 static int upload(exec_ctx *ctx, const ip_image *in, ip_image *dev_in, char *err, size_t errlen)
 {
     size_t row = img_row_bytes(&in->shape);
-    for (int y = 0; y < in->shape.height; y++)
-        memcpy((char *)ctx->pinned_in.ptr + (size_t)y * row, (const char *)in->data + (ptrdiff_t)y * in->stride, row);
+    const void *src = in->data;
+    size_t src_pitch = (size_t)in->stride;
+    if (uses_pinned(ctx) && in->data != ctx->pinned_in.ptr) {
+        for (int y = 0; y < in->shape.height; y++)
+            memcpy((char *)ctx->pinned_in.ptr + (size_t)y * row, (const char *)in->data + (ptrdiff_t)y * in->stride, row);
+    }
+    if (uses_pinned(ctx)) {
+        src = ctx->pinned_in.ptr;
+        src_pitch = row;
+    }
     if (ctx->opt.transfer == EXEC_ZEROCOPY) {
         void *mapped;
         int rc = gpu_host_device_pointer(ctx->pinned_in.ptr, &mapped, err, errlen);
@@ -246,7 +287,7 @@ static int upload(exec_ctx *ctx, const ip_image *in, ip_image *dev_in, char *err
         return rc;
     }
     *dev_in = image_at(ctx->dev[1].ptr, (ptrdiff_t)pitch_of(&in->shape), &in->shape, 1);
-    return gpu_copy2d(dev_in->data, (size_t)dev_in->stride, ctx->pinned_in.ptr, row, row, (size_t)in->shape.height,
+    return gpu_copy2d(dev_in->data, (size_t)dev_in->stride, src, src_pitch, row, (size_t)in->shape.height,
                       GPU_H2D, ctx->stream, err, errlen);
 }
 
@@ -304,7 +345,9 @@ static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
 static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const char *path, ip_image *out,
                         exec_profile *prof, char *err, size_t errlen)
 {
-    int rc = reserve_gpu(ctx, p, &in->shape, err, errlen);
+    /* The context may have been made on another thread (start-up runs beside decoding). */
+    int rc = gpu_select(ctx->opt.gpu_index, err, errlen);
+    if (rc == IP_OK) rc = reserve_gpu(ctx, p, &in->shape, err, errlen);
     if (rc != IP_OK) return rc;
     ip_image cur;
     record(ctx, 0);
@@ -313,10 +356,10 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     if (rc == IP_OK) rc = run_gpu_stages(ctx, p, &cur, path, err, errlen);
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
+    void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;
     record(ctx, 2 + 2 * p->n);
-    if (rc == IP_OK && cur.data != ctx->pinned_out.ptr && !(ctx->opt.transfer == EXEC_ZEROCOPY &&
-                                                             p->steps[p->n - 1].plugin->stage->run_gpu))
-        rc = gpu_copy2d(ctx->pinned_out.ptr, row, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
+    if (rc == IP_OK && !(ctx->opt.transfer == EXEC_ZEROCOPY && p->steps[p->n - 1].plugin->stage->run_gpu))
+        rc = gpu_copy2d(host_out, row, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
                         ctx->stream, err, errlen);
     record(ctx, 3 + 2 * p->n);
     char sync_err[256] = "";
@@ -330,7 +373,7 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
         return rc;
     }
     gpu_profile(ctx, p, prof);
-    *out = image_at(ctx->pinned_out.ptr, (ptrdiff_t)row, final, 0);
+    *out = image_at(host_out, (ptrdiff_t)row, final, 0);
     return IP_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Running a plan on one image: buffers, CPU/GPU dispatch, timing. */
 #ifndef IMGPIPE_EXEC_H
 #define IMGPIPE_EXEC_H
+#include "io.h"
 #include "plan.h"
 
 typedef enum { EXEC_CPU, EXEC_GPU } exec_device;
@@ -12,6 +13,9 @@ typedef struct {
     int threads;             /* OpenMP threads for CPU stages, 0 = all cores */
     exec_transfer transfer;
     int profile;             /* record per-stage times */
+    int pin_host;            /* GPU: keep pinned host buffers and decode into them (folders, where
+                                they are reused); 0: copy from and to pageable memory, since pinning
+                                a whole image once costs more than the faster copy saves */
 } exec_options;
 
 #define EXEC_MAX_STAGES 64
@@ -36,6 +40,11 @@ void exec_destroy(exec_ctx *ctx);
  * IP_ECUDA or IP_ENOMEM with a message naming the stage. */
 int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input_path, ip_image *out,
              exec_profile *prof, char *err, size_t errlen);
+
+/* Memory for the decoder to write the next input into, so the upload needs no staging copy:
+ * the context's pinned (mapped, under zero-copy) input buffer on the GPU with pin_host or
+ * zero-copy; malloc otherwise. Free the image with io_image_free, never img_free. */
+io_pixel_memory exec_input_memory(exec_ctx *ctx);
 
 /* Notes worth telling the user once (e.g. a stage without a GPU path), then cleared;
  * "" when there is none. */

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 #include "gpu.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,6 +6,13 @@
 
 #ifdef IMGPIPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+int gpu_built(void) { return 1; }
+
+void gpu_prefer_eager_loading(void)
+{
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
 
 static int cuda_fail(cudaError_t rc, const char *what, char *err, size_t errlen)
 {
@@ -38,6 +46,24 @@ int gpu_device_name(int device, char *name, size_t len)
 int gpu_select(int device, char *err, size_t errlen)
 {
     return cuda_fail(cudaSetDevice(device), "cudaSetDevice", err, errlen);
+}
+
+int gpu_start(int device, char *err, size_t errlen)
+{
+    char why[256];
+    int n = gpu_device_count(why, sizeof why);
+    if (n == 0) {
+        snprintf(err, errlen, "%s", why);
+        return IP_EUNSUPPORTED;
+    }
+    if (device >= n) {
+        snprintf(err, errlen, "GPU %d does not exist (this machine has %d)", device, n);
+        return IP_EINVAL;
+    }
+    int rc = gpu_select(device, err, errlen);
+    /* cudaFree(0) makes the primary context now rather than at the first real call. */
+    if (rc == IP_OK) rc = cuda_fail(cudaFree(0), "creating the GPU context", err, errlen);
+    return rc;
 }
 
 int gpu_stream_create(void **stream, char *err, size_t errlen)
@@ -145,6 +171,10 @@ static int no_cuda(char *err, size_t errlen)
     if (err && errlen) snprintf(err, errlen, "imgpipe was built without CUDA");
     return IP_EUNSUPPORTED;
 }
+
+int gpu_built(void) { return 0; }
+void gpu_prefer_eager_loading(void) {}
+int gpu_start(int device, char *err, size_t errlen) { (void)device; return no_cuda(err, errlen); }
 
 int gpu_device_count(char *why, size_t whylen)
 {

@@ -5,6 +5,15 @@
 
 typedef enum { GPU_H2D, GPU_D2H, GPU_D2D } gpu_copy_kind;
 
+/* Whether this build has the CUDA path at all (no driver call). */
+int gpu_built(void);
+/* Asks CUDA to load every registered kernel when the context is made instead of at its first
+ * launch (unless CUDA_MODULE_LOADING is set already). Call before any other gpu_ function,
+ * from one thread, after the plugins are loaded: the start-up thread then pays it. */
+void gpu_prefer_eager_loading(void);
+/* Initialises the driver and makes device's context (the slow part of start-up). */
+int gpu_start(int device, char *err, size_t errlen);
+
 /* Number of usable devices, 0 with the reason in `why` when there is none. */
 int gpu_device_count(char *why, size_t whylen);
 int gpu_device_name(int device, char *name, size_t len);

@@ -1,0 +1,18 @@
+/* --device auto: an estimate of a plan's time on the CPU and on the GPU, start-up and transfers
+ * included, from per-stage costs measured once (the measurements are in cost.c). */
+#ifndef IMGPIPE_COST_H
+#define IMGPIPE_COST_H
+#include "io.h"
+#include "plan.h"
+
+typedef struct {
+    double cpu_ms;        /* every stage on the CPU cores */
+    double gpu_ms;        /* start-up not hidden by decoding, upload, stages, download */
+    double startup_ms;    /* the part of gpu_ms that is GPU start-up */
+} cost_estimate;
+
+/* p must be planned (plan_shapes) for the input shape; in_format is the input file's format and
+ * cpu_threads the threads the CPU path would use. */
+void cost_estimate_plan(const plan *p, const ip_shape *in, io_format in_format, int cpu_threads,
+                        cost_estimate *out);
+#endif

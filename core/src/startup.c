@@ -1,0 +1,63 @@
+#define _POSIX_C_SOURCE 200809L
+#include "startup.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "gpu.h"
+
+struct startup {
+    pthread_t thread;
+    exec_options opt;
+    exec_ctx *ctx;
+    int rc;
+    char err[512];
+    double began_ms, took_ms;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *start_gpu(void *arg)
+{
+    startup *s = arg;
+    s->rc = gpu_start(s->opt.gpu_index, s->err, sizeof s->err);
+    if (s->rc == IP_OK) s->rc = exec_create(&s->ctx, &s->opt, s->err, sizeof s->err);
+    s->took_ms = now_ms() - s->began_ms;
+    return NULL;
+}
+
+int startup_begin(startup **out, const exec_options *opt, char *err, size_t errlen)
+{
+    startup *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    s->opt = *opt;
+    s->began_ms = now_ms();
+    if (pthread_create(&s->thread, NULL, start_gpu, s) != 0) {
+        free(s);
+        snprintf(err, errlen, "cannot start the GPU start-up thread");
+        return IP_ENOMEM;
+    }
+    *out = s;
+    return IP_OK;
+}
+
+int startup_finish(startup *s, exec_ctx **ctx, double *took_ms, double *waited_ms, char *err, size_t errlen)
+{
+    double t0 = now_ms();
+    pthread_join(s->thread, NULL);
+    if (waited_ms) *waited_ms = now_ms() - t0;
+    if (took_ms) *took_ms = s->took_ms;
+    int rc = s->rc;
+    *ctx = s->ctx;
+    if (rc != IP_OK) snprintf(err, errlen, "%s", s->err);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* GPU start-up in the background: driver, context, kernels and the run's stream are made on a
+ * thread while the main thread reads and decodes the input, so the user does not wait for both. */
+#ifndef IMGPIPE_STARTUP_H
+#define IMGPIPE_STARTUP_H
+#include "exec.h"
+
+typedef struct startup startup;
+
+/* Starts making a GPU exec context for opt (opt->device must be EXEC_GPU). */
+int startup_begin(startup **s, const exec_options *opt, char *err, size_t errlen);
+
+/* Waits for the thread and hands over its context, or its error (IP_EUNSUPPORTED when there is no
+ * usable GPU). *took_ms: how long start-up took; *waited_ms: how long this call waited for it.
+ * Frees s. */
+int startup_finish(startup *s, exec_ctx **ctx, double *took_ms, double *waited_ms, char *err, size_t errlen);
+#endif
