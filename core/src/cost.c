@@ -1,18 +1,17 @@
 #include "cost.h"
 #include <string.h>
 
-/* Costs per input sample (pixel x channel) at one radius. CPU: core-nanoseconds, from
- * bench/run-cpu on the 2-core machine (4096^2 u8, 2 threads; bench/RESULTS.md, commit 12ff3eb),
- * scaled by the cores. GPU: nanoseconds of the whole card, from bench_gpu on the H100 (8192^2 u8,
- * commit 23ce0be). Only their order of magnitude matters: the choice turns on start-up and
- * transfers, which dwarf the GPU's stages. */
+/* Costs per input sample (pixel x channel, counted in bytes for deeper samples), measured by
+ * bench/stage-costs on the H100 machine (16 cores; 8192x8192 u8 photographs, each stage alone,
+ * its --profile time: the CPU's includes touching fresh output memory) on 2026-11-23 at commit
+ * caf9004. CPU: core-nanoseconds (ms x 16 cores / samples); GPU: nanoseconds of the card. */
 typedef struct {
     double cpu_core_ns, gpu_ns;
 } stage_cost;
 
-/* The driver and context (100-200 and 115-135 ms on the H100 machine, shared/GPU.md) plus
- * loading every plugin's kernels eagerly. */
-#define GPU_STARTUP_MS 330.0
+/* Driver, context and every plugin's kernels loaded eagerly: 212-244 ms in a fresh process there
+ * (192-194 ms lazily, but then each stage's first launch costs 1-8 ms more). */
+#define GPU_STARTUP_MS 240.0
 /* Pageable copies (not pinned: pinning a whole image costs more than it saves), measured by
  * bench/transfer.sh on the H100: 192 MiB up in 40 ms, 64 MiB down in 9 ms. */
 #define UPLOAD_BYTES_PER_MS 4.8e6
@@ -22,27 +21,30 @@ typedef struct {
 #define DECODE_NS_JPEG 8.0
 #define DECODE_NS_TIFF 12.0
 
-static double cube(double x) { return x * x * x; }
-
+/* Median by radius: measured at 1, 2, 3, 7 and 15, straight lines between (and beyond 15). */
 static stage_cost median_cost(int r)
 {
-    /* 8-bit: sorting networks up to 5x5, a sliding histogram (constant in r) beyond. */
-    if (r <= 1) return (stage_cost){ 0.31, 0.0023 };
-    if (r == 2) return (stage_cost){ 1.03, 0.0116 };
-    return (stage_cost){ 11.0, 0.040 * cube((2.0 * r + 1) / 7.0) };
+    static const struct { int r; double cpu, gpu; } at[] = {
+        { 1, 1.51, 0.0028 }, { 2, 3.68, 0.0120 }, { 3, 18.5, 0.0405 }, { 7, 19.2, 0.116 }, { 15, 19.6, 0.209 },
+    };
+    int n = (int)(sizeof at / sizeof *at), i = 0;
+    if (r <= at[0].r) return (stage_cost){ at[0].cpu, at[0].gpu };
+    while (i < n - 2 && r > at[i + 1].r) i++;
+    double f = (double)(r - at[i].r) / (at[i + 1].r - at[i].r);
+    return (stage_cost){ at[i].cpu + f * (at[i + 1].cpu - at[i].cpu), at[i].gpu + f * (at[i + 1].gpu - at[i].gpu) };
 }
 
 static stage_cost cost_of(const char *name, int r)
 {
     double w = 2.0 * r + 1;
-    if (!strcmp(name, "grayscale")) return (stage_cost){ 0.16, 0.0005 };
+    if (!strcmp(name, "grayscale")) return (stage_cost){ 0.64, 0.00064 };
     if (!strcmp(name, "median")) return median_cost(r);
-    if (!strcmp(name, "mean")) return (stage_cost){ 0.35 + 0.05 * r, 0.0016 + 0.0001 * r };
-    if (!strcmp(name, "convolve")) return (stage_cost){ 0.07 * w * w, 0.0022 * w * w / 9.0 };
-    if (!strcmp(name, "entropy")) return (stage_cost){ 5.3 * (r + 1) / 3.0, 0.0055 * w * w / 25.0 };
-    if (!strcmp(name, "histogram")) return (stage_cost){ 0.39, 0.0005 };
-    if (!strcmp(name, "transpose")) return (stage_cost){ 3.2, 0.0008 };
-    return (stage_cost){ 1.0, 0.01 };   /* a stage of someone else's: a light window stage */
+    if (!strcmp(name, "mean")) return (stage_cost){ 1.45 + 0.12 * r, 0.0020 + 0.00006 * r };
+    if (!strcmp(name, "convolve")) return (stage_cost){ 0.2 * w * w, 0.0030 };
+    if (!strcmp(name, "entropy")) return (stage_cost){ 11.0 * w * w / 25.0, 0.0065 * w * w / 25.0 };
+    if (!strcmp(name, "histogram")) return (stage_cost){ 9.0, 0.0105 };
+    if (!strcmp(name, "transpose")) return (stage_cost){ 17.8, 0.0011 };
+    return (stage_cost){ 2.0, 0.01 };   /* a stage of someone else's: as a light window stage */
 }
 
 static double samples(const ip_shape *s)
@@ -75,10 +77,10 @@ void cost_estimate_plan(const plan *p, const ip_shape *in, io_format in_format, 
     for (int i = 0; i < p->n; i++) {
         const plan_step *st = &p->steps[i];
         stage_cost c = cost_of(st->plugin->stage->name, st->needs.halo);
-        double n = samples(&st->in) * (double)ip_dtype_size(st->in.dtype);
-        double cpu_ms = c.cpu_core_ns * n / threads / 1e6;
+        double work = bytes_of(&st->in);
+        double cpu_ms = c.cpu_core_ns * work / threads / 1e6;
         cpu += cpu_ms;
-        if (st->plugin->stage->run_gpu) gpu += c.gpu_ns * n / 1e6;
+        if (st->plugin->stage->run_gpu) gpu += c.gpu_ns * work / 1e6;
         else gpu += cpu_ms + bytes_of(&st->in) / DOWNLOAD_BYTES_PER_MS + bytes_of(&st->out) / UPLOAD_BYTES_PER_MS;
     }
     double hidden = decode_ms(in, in_format, threads);

@@ -65,6 +65,21 @@ expect 2 "--device gpu without a GPU or CUDA" env CUDA_VISIBLE_DEVICES= "$B" run
 says "--device gpu" "--device gpu:"
 absent "--device gpu output" g.png
 
+# auto: a small image never starts the GPU; with CUDA built, heavy work on a larger image asks
+# for it (and without a GPU goes on on the CPU, saying why)
+expect 0 "auto, small image" "$B" run -e "grayscale | median | convolve" "$IMAGES/camera.png" auto_small.png
+says "auto, small image" "device: CPU"
+if "$B" --version | grep -q "CUDA built in"; then
+  says "auto, small image, why" "the CPU is estimated faster"
+  $PY -c "import cv2, numpy as np; cv2.imwrite('gray2k.tif', np.tile(cv2.imread('$IMAGES/camera.png', 0), (4, 4)))"
+  expect 0 "auto, heavy work" env CUDA_VISIBLE_DEVICES= "$B" run --threads 2 \
+    -e "median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15" \
+    gray2k.tif auto_heavy.tif
+  says "auto, heavy work, GPU asked for" "no usable CUDA device"
+else
+  says "auto, small image, why" "built without CUDA"
+fi
+
 # image errors: exit 1, one line, no output, no temporary left
 head -c 3000 "$IMAGES/astronaut.png" > truncated.png
 expect 1 "truncated input" "$B" run --device cpu -e grayscale truncated.png out2.png

@@ -11,7 +11,7 @@ fi
 
 # Odd sizes and depths made here: prime width, 16-bit and float, 1..4 channels.
 $PY - <<'PYEOF' || { echo "cannot make test images"; exit 1; }
-import cv2, numpy as np
+import cv2, numpy as np, os
 r = np.random.default_rng(7)
 cv2.imwrite("rgb_odd.png", r.integers(0, 256, (3001, 4097, 3), dtype=np.uint8))
 cv2.imwrite("gray_odd.png", r.integers(0, 256, (61, 101), dtype=np.uint8))
@@ -21,6 +21,8 @@ cv2.imwrite("tiny.png", r.integers(0, 256, (1, 1), dtype=np.uint8))
 cv2.imwrite("row.png", r.integers(0, 256, (1, 333, 3), dtype=np.uint8))
 cv2.imwrite("float.tif", r.random((211, 173), dtype=np.float32))
 cv2.imwrite("levels16.png", r.integers(0, 16, (523, 491), dtype=np.uint8))
+cam = cv2.imread(os.environ["IMGPIPE_SAMPLES"] + "/camera.png", cv2.IMREAD_GRAYSCALE)
+cv2.imwrite("big_gray.tif", np.tile(cam, (16, 16)))
 PYEOF
 
 # Pairs are compared all at once at the end (one Python start instead of hundreds).
@@ -128,11 +130,23 @@ while read -r verdict rest; do
   if [ "$verdict" = ok ]; then ok; else bad "GPU and CPU differ: $rest"; fi
 done < <(compare_pairs)
 
+# auto: a small image stays on the CPU (no GPU start-up), heavy work on a large one goes to the GPU
+heavy="median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15"
+expect 0 "auto, small image" "$B" run --device auto -e "grayscale | median | convolve" "$IMAGES/camera.png" auto_small.png
+says "auto, small image" "device: CPU"
+says "auto, small image, why" "the CPU is estimated faster"
+expect 0 "auto, heavy work on a large image" "$B" run --device auto --profile -e "$heavy" big_gray.tif auto_big.tif
+says "auto, heavy work on a large image" "device: GPU 0"
+says "auto, start-up beside decoding" "gpu start-up"
+"$B" run -q --device cpu -e "$heavy" big_gray.tif cpu_big.tif
+if cmp -s auto_big.tif cpu_big.tif; then ok; else bad "auto on the GPU and the CPU wrote different files"; fi
+
 # a GPU that cannot hold the image: one-line error with --device gpu, CPU fallback with auto
 expect 1 "gpu out of memory" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device gpu -e "median radius=2" "$IMAGES/camera.png" oom.png
 says "gpu out of memory" "GPU out of memory"
 absent "gpu out of memory output" oom.png
-expect 0 "auto falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto -e "median radius=2" "$IMAGES/camera.png" oom.png
+expect 0 "auto falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto -e "$heavy" big_gray.tif oom.tif
 says "auto falls back to the CPU" "running this image on the CPU"
-exists "auto fallback output" oom.png
+exists "auto fallback output" oom.tif
+if cmp -s oom.tif cpu_big.tif; then ok; else bad "auto's CPU fallback and the CPU wrote different files"; fi
 finish
