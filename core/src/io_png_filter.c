@@ -99,57 +99,46 @@ unsigned pngx_allowed_filters(uint32_t width, uint32_t height)
     return allowed ? allowed : 1u;
 }
 
-/* The reconstruction loops, specialised by the compiler for each pixel size they are called
- * with; prev is all zeros (NULL) only for the first row. */
-static inline __attribute__((always_inline)) void unfilter(int type, uint8_t *r, const uint8_t *p, size_t n,
-                                                          unsigned bpp)
+/* The reconstruction loops, from the filtered bytes f into r, specialised by the compiler for
+ * each pixel size they are called with. */
+static inline __attribute__((always_inline)) void unfilter(int type, const uint8_t *f, uint8_t *r, const uint8_t *p,
+                                                          size_t n, unsigned bpp)
 {
-    size_t i;
+    size_t i = 0;
     switch (type) {
+    case PNGX_FILTER_NONE:
+        memcpy(r, f, n);
+        break;
     case PNGX_FILTER_SUB:
-        for (i = bpp; i < n; i++) r[i] = (uint8_t)(r[i] + r[i - bpp]);
+        for (; i < bpp && i < n; i++) r[i] = f[i];
+        for (; i < n; i++) r[i] = (uint8_t)(f[i] + r[i - bpp]);
         break;
     case PNGX_FILTER_UP:
-        for (i = 0; i < n; i++) r[i] = (uint8_t)(r[i] + p[i]);
+        for (; i < n; i++) r[i] = (uint8_t)(f[i] + p[i]);
         break;
     case PNGX_FILTER_AVG:
-        for (i = 0; i < bpp && i < n; i++) r[i] = (uint8_t)(r[i] + (p[i] >> 1));
-        for (; i < n; i++) r[i] = (uint8_t)(r[i] + ((r[i - bpp] + p[i]) >> 1));
+        for (; i < bpp && i < n; i++) r[i] = (uint8_t)(f[i] + (p[i] >> 1));
+        for (; i < n; i++) r[i] = (uint8_t)(f[i] + ((r[i - bpp] + p[i]) >> 1));
         break;
-    case PNGX_FILTER_PAETH:
-        for (i = 0; i < bpp && i < n; i++) r[i] = (uint8_t)(r[i] + p[i]);
-        for (; i < n; i++) r[i] = (uint8_t)(r[i] + paeth_predictor(r[i - bpp], p[i], p[i - bpp]));
+    default:
+        for (; i < bpp && i < n; i++) r[i] = (uint8_t)(f[i] + p[i]);
+        for (; i < n; i++) r[i] = (uint8_t)(f[i] + paeth_predictor(r[i - bpp], p[i], p[i - bpp]));
         break;
     }
 }
 
-/* The first row: Up, Avg and Paeth see a zero row above, so they reduce to None, Sub-like. */
-static void unfilter_first(int type, uint8_t *r, size_t n, unsigned bpp)
-{
-    size_t i;
-    if (type == PNGX_FILTER_SUB || type == PNGX_FILTER_PAETH) {
-        for (i = bpp; i < n; i++) r[i] = (uint8_t)(r[i] + r[i - bpp]);
-    } else if (type == PNGX_FILTER_AVG) {
-        for (i = bpp; i < n; i++) r[i] = (uint8_t)(r[i] + (r[i - bpp] >> 1));
-    }
-}
-
-int pngx_unfilter_row(int type, uint8_t *row, const uint8_t *prev, size_t n, unsigned bpp)
+int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t n,
+                      unsigned bpp)
 {
     if (type < PNGX_FILTER_NONE || type > PNGX_FILTER_PAETH) return -1;
-    if (type == PNGX_FILTER_NONE) return 0;
-    if (!prev) {
-        unfilter_first(type, row, n, bpp);
-        return 0;
-    }
     switch (bpp) {
-    case 1: unfilter(type, row, prev, n, 1); break;
-    case 2: unfilter(type, row, prev, n, 2); break;
-    case 3: unfilter(type, row, prev, n, 3); break;
-    case 4: unfilter(type, row, prev, n, 4); break;
-    case 6: unfilter(type, row, prev, n, 6); break;
-    case 8: unfilter(type, row, prev, n, 8); break;
-    default: unfilter(type, row, prev, n, bpp); break;
+    case 1: unfilter(type, filtered, row, prev, n, 1); break;
+    case 2: unfilter(type, filtered, row, prev, n, 2); break;
+    case 3: unfilter(type, filtered, row, prev, n, 3); break;
+    case 4: unfilter(type, filtered, row, prev, n, 4); break;
+    case 6: unfilter(type, filtered, row, prev, n, 6); break;
+    case 8: unfilter(type, filtered, row, prev, n, 8); break;
+    default: unfilter(type, filtered, row, prev, n, bpp); break;
     }
     return 0;
 }

@@ -41,9 +41,10 @@ void pngx_filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsigned
 /* The filters libpng's writer allows for an image of this size (it drops those that cannot
  * help one row high or one pixel wide). */
 unsigned pngx_allowed_filters(uint32_t width, uint32_t height);
-/* Reverses filter type in place on row (n bytes); prev is the previous reconstructed row or
- * NULL for the first. Returns 0, or -1 for an unknown filter type. */
-int pngx_unfilter_row(int type, uint8_t *row, const uint8_t *prev, size_t n, unsigned bpp);
+/* Reconstructs a row of n bytes from its filtered bytes; prev is the previous reconstructed
+ * row (zeros for the first). Returns 0, or -1 for an unknown filter type. */
+int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t n,
+                      unsigned bpp);
 
 /* Decoders of a parsed file: ours (8/16-bit gray, gray+alpha, RGB, RGBA, not interlaced, no
  * tRNS) and libpng's for everything else. */

@@ -78,20 +78,26 @@ static int unfilter_rows(const unsigned char *filtered, ip_image *img, unsigned 
                          size_t errlen)
 {
     size_t n = (size_t)img->stride, h = (size_t)img->shape.height;
-    uint8_t *prev = NULL;
-    for (size_t y = 0; y < h; y++) {
+    uint8_t *zeros = calloc(1, n);
+    if (!zeros) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    uint8_t *prev = zeros;
+    int rc = IP_OK;
+    for (size_t y = 0; y < h && !rc; y++) {
         const unsigned char *src = filtered + y * (n + 1);
         uint8_t *row = (uint8_t *)img->data + y * n;
-        memcpy(row, src + 1, n);
-        if (pngx_unfilter_row(src[0], row, prev, n, bpp)) {
+        if (pngx_unfilter_row(src[0], src + 1, row, prev, n, bpp)) {
             snprintf(err, errlen, "truncated or corrupt PNG: bad filter type");
-            return IP_EFORMAT;
+            rc = IP_EFORMAT;
         }
-        if (swap && prev) swap16(prev, n);
+        if (swap && y > 0) swap16(prev, n);
         prev = row;
     }
-    if (swap) swap16(prev, n);
-    return IP_OK;
+    if (swap && !rc) swap16(prev, n);
+    free(zeros);
+    return rc;
 }
 
 int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, const io_options *opt, ip_image *out,
