@@ -2,8 +2,8 @@
 #include "io_internal.h"
 #include <stdlib.h>
 
-/* The file is read whole and its chunks checked once; the common plain 8/16-bit files go to
- * our libdeflate decoder (about three times libpng's speed), the rest to libpng. */
+/* The file is read whole and its chunks checked once; plain 8/16-bit files go to our decoder
+ * (libdeflate inflates all image data in one call, then rows are unfiltered), the rest to libpng. */
 int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     out->data = NULL;
