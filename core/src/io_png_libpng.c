@@ -1,0 +1,128 @@
+#define _POSIX_C_SOURCE 200809L
+#include "io_png_internal.h"
+#include "io_internal.h"
+#include "image.h"
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libpng decodes what our own decoder leaves to it: palette, tRNS, gray below 8 bits and
+ * interlaced files, from the file already in memory. */
+
+/* libpng reports errors through these; the error function must not return, so it jumps
+ * back to the setjmp in decode. */
+typedef struct {
+    jmp_buf jmp;
+    char *err;
+    size_t errlen;
+} png_error_ctx;
+
+static void on_png_error(png_structp png, png_const_charp msg)
+{
+    png_error_ctx *ctx = png_get_error_ptr(png);
+    snprintf(ctx->err, ctx->errlen, "truncated or corrupt PNG: %s", msg);
+    longjmp(ctx->jmp, 1);
+}
+
+static void on_png_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+typedef struct {
+    const unsigned char *data;
+    size_t size, at;
+} memory_source;
+
+static void read_memory(png_structp png, png_bytep out, size_t n)
+{
+    memory_source *src = png_get_io_ptr(png);
+    if (src->size - src->at < n) png_error(png, "file ends early");
+    memcpy(out, src->data + src->at, n);
+    src->at += n;
+}
+
+/* State lives outside the function that calls setjmp, so nothing is clobbered by longjmp. */
+typedef struct {
+    png_error_ctx e;
+    memory_source src;
+    const io_options *opt;
+    png_structp png;
+    png_infop info;
+    png_bytep *rows;
+    ip_image *img;
+} png_reader;
+
+/* The decoded shape after request_plain_samples, known from the header alone so that the
+ * size is checked before libpng allocates its row buffers. */
+static ip_shape decoded_shape(png_structp png, png_infop info)
+{
+    int type = png_get_color_type(png, info);
+    int trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+    int channels = type == PNG_COLOR_TYPE_GRAY         ? 1 + trns
+                   : type == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+                   : type == PNG_COLOR_TYPE_RGB_ALPHA  ? 4
+                                                       : 3 + trns;
+    ip_shape s = { (int32_t)png_get_image_width(png, info), (int32_t)png_get_image_height(png, info),
+                   channels, png_get_bit_depth(png, info) == 16 ? IP_U16 : IP_U8 };
+    return s;
+}
+
+/* Asks libpng for 8 or 16-bit gray, gray+alpha, RGB or RGBA in host byte order. */
+static void request_plain_samples(png_structp png, png_infop info)
+{
+    png_set_expand(png);   /* palette -> RGB, gray below 8 bits -> 8, tRNS -> alpha */
+    if (png_get_bit_depth(png, info) == 16 && io_host_is_little_endian()) png_set_swap(png);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+}
+
+static int decode(png_reader *r)
+{
+    if (setjmp(r->e.jmp)) return IP_EFORMAT;
+    png_set_read_fn(r->png, &r->src, read_memory);
+    /* Our own pixel limit governs, not libpng's default of a million a side. */
+    png_set_user_limits(r->png, 0x7fffffff, 0x7fffffff);
+    png_read_info(r->png, r->info);
+    ip_shape shape = decoded_shape(r->png, r->info);
+    int rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
+    if (rc) return rc;
+    request_plain_samples(r->png, r->info);
+    rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
+    if (rc) return rc;
+    if (png_get_channels(r->png, r->info) != shape.channels ||
+        png_get_rowbytes(r->png, r->info) != (size_t)r->img->stride) {
+        snprintf(r->e.err, r->e.errlen, "unsupported PNG: unexpected decoded row size");
+        return IP_EFORMAT;
+    }
+    size_t height = (size_t)shape.height;
+    r->rows = malloc(height * sizeof *r->rows);
+    if (!r->rows) {
+        snprintf(r->e.err, r->e.errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    for (size_t y = 0; y < height; y++) r->rows[y] = (png_bytep)r->img->data + (size_t)y * r->img->stride;
+    png_read_image(r->png, r->rows);
+    png_read_end(r->png, NULL);   /* a file cut before IEND is truncated, not fine */
+    return IP_OK;
+}
+
+int pngx_decode_libpng(const unsigned char *data, size_t size, const io_options *opt, ip_image *out,
+                       char *err, size_t errlen)
+{
+    png_reader r = { .e = { .err = err, .errlen = errlen }, .src = { data, size, 0 }, .opt = opt, .img = out };
+    r.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r.e, on_png_error, on_png_warning);
+    if (r.png) r.info = png_create_info_struct(r.png);
+    if (!r.png || !r.info) {
+        png_destroy_read_struct(&r.png, NULL, NULL);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    int rc = decode(&r);
+    png_destroy_read_struct(&r.png, &r.info, NULL);
+    free(r.rows);
+    if (rc) io_image_free(opt, out);
+    return rc;
+}
