@@ -13,9 +13,10 @@ typedef struct {
     jm_sampling sampling;
     int progressive;
     int restart_rows;   /* restart marker every this many MCU rows; 0: none */
+    J_COLOR_SPACE file_colour;   /* JCS_UNKNOWN (0): libjpeg's default for the input */
 } jm_settings;
 
-/* Encodes packed 8-bit pixels (1 or 3 channels, stride bytes a row); returns malloc'd bytes or
+/* Encodes packed 8-bit pixels (1, 3 or 4 = CMYK channels, stride bytes a row); returns malloc'd bytes or
  * NULL (libjpeg's errors end the process: the inputs are the test's own). */
 static inline unsigned char *jm_encode(const unsigned char *pixels, size_t stride, int w, int h, int channels,
                                        const jm_settings *s, size_t *len)
@@ -30,10 +31,11 @@ static inline unsigned char *jm_encode(const unsigned char *pixels, size_t strid
     c.image_width = (JDIMENSION)w;
     c.image_height = (JDIMENSION)h;
     c.input_components = channels;
-    c.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    c.in_color_space = channels == 1 ? JCS_GRAYSCALE : channels == 4 ? JCS_CMYK : JCS_RGB;
     jpeg_set_defaults(&c);
+    if (s->file_colour != JCS_UNKNOWN) jpeg_set_colorspace(&c, s->file_colour);
     jpeg_set_quality(&c, s->quality, TRUE);
-    if (channels == 3) {
+    if (channels == 3 && s->file_colour != JCS_RGB) {
         c.comp_info[0].h_samp_factor = s->sampling == JM_444 ? 1 : 2;
         c.comp_info[0].v_samp_factor = s->sampling == JM_420 ? 2 : 1;
         for (int k = 1; k < 3; k++) c.comp_info[k].h_samp_factor = c.comp_info[k].v_samp_factor = 1;

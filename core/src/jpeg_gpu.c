@@ -80,6 +80,7 @@ struct jpeg_gpu {
     nvjpegDecodeParams_t params;
     nvjpegJpegState_t batch_state;
     int batch_ready_size;                 /* 0: nvjpegDecodeBatchedInitialize needed */
+    long hardware_decodes;
     nvjpegOutputFormat_t batch_ready_format;
     cuda_decoder cuda;                    /* decoder NULL until first needed */
     nvjpegEncoderState_t enc_state;       /* NULL: encoder unavailable, reason in enc_why */
@@ -266,6 +267,8 @@ int jpeg_gpu_has_hardware(const jpeg_gpu *g) { return g && g->hardware; }
 
 const char *jpeg_gpu_description(const jpeg_gpu *g) { return g ? g->description : "no nvJPEG"; }
 
+long jpeg_gpu_hardware_decodes(const jpeg_gpu *g) { return g ? g->hardware_decodes : 0; }
+
 /* The decoded shape, when nvJPEG can decode the file the way libjpeg-turbo would. */
 static int check_layout(const unsigned char *data, size_t len, ip_shape *shape, char *err, size_t errlen)
 {
@@ -396,7 +399,10 @@ static void run_hardware_batch(jpeg_gpu *g, hardware_batch *b, nvjpegOutputForma
 {
     if (b->n == 0) return;
     char why[256];
-    if (decode_with_hardware(g, b->n, b->data, b->len, b->dest, format, why, sizeof why) == IP_OK) return;
+    if (decode_with_hardware(g, b->n, b->data, b->len, b->dest, format, why, sizeof why) == IP_OK) {
+        g->hardware_decodes += b->n;
+        return;
+    }
     keep_first_error(err, errlen, why);
     for (int k = 0; k < b->n; k++) {
         rcs[b->index[k]] = IP_EUNSUPPORTED;
@@ -567,6 +573,7 @@ int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errl
 void jpeg_gpu_close(jpeg_gpu *g) { (void)g; }
 int jpeg_gpu_has_hardware(const jpeg_gpu *g) { (void)g; return 0; }
 const char *jpeg_gpu_description(const jpeg_gpu *g) { (void)g; return "no nvJPEG"; }
+long jpeg_gpu_hardware_decodes(const jpeg_gpu *g) { (void)g; return 0; }
 
 int jpeg_gpu_decode(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
                     const jpeg_gpu_memory *mem, ip_image *out, char *err, size_t errlen)

@@ -44,6 +44,8 @@ void jpeg_gpu_close(jpeg_gpu *g);
 int jpeg_gpu_has_hardware(const jpeg_gpu *g);
 /* The backend and flags in use, for logs ("nvJPEG hardware backend, strict, ..."). */
 const char *jpeg_gpu_description(const jpeg_gpu *g);
+/* Images decoded by the hardware engine so far (the rest took the CUDA decoder). */
+long jpeg_gpu_hardware_decodes(const jpeg_gpu *g);
 
 /* Decodes a whole JPEG file held in memory into device memory from mem: packed rows (stride =
  * width * channels), RGB (3 channels) or gray (1), u8, out->on_device = 1; done when it returns.

@@ -39,8 +39,8 @@ static size_t find_marker(const unsigned char *d, size_t len, int m, size_t from
 static void good_files(void)
 {
     const int sizes[][2] = { { 1, 1 }, { 17, 9 }, { 641, 479 }, { 1, 37 } };
-    const jm_settings settings[] = { { 90, JM_444, 0, 0 }, { 85, JM_422, 0, 0 }, { 75, JM_420, 0, 0 },
-                                     { 90, JM_420, 1, 0 }, { 90, JM_420, 0, 1 }, { 90, JM_444, 1, 2 } };
+    const jm_settings settings[] = { { 90, JM_444, 0, 0, JCS_UNKNOWN }, { 85, JM_422, 0, 0, JCS_UNKNOWN }, { 75, JM_420, 0, 0, JCS_UNKNOWN },
+                                     { 90, JM_420, 1, 0, JCS_UNKNOWN }, { 90, JM_420, 0, 1, JCS_UNKNOWN }, { 90, JM_444, 1, 2, JCS_UNKNOWN } };
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
         for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++)
             for (int c = 1; c <= 3; c += 2) {
@@ -72,7 +72,7 @@ static void good_files(void)
 /* Every cut before the end-of-image marker is found. */
 static void truncations(void)
 {
-    const jm_settings settings[] = { { 90, JM_420, 0, 0 }, { 90, JM_420, 1, 0 }, { 90, JM_444, 0, 1 } };
+    const jm_settings settings[] = { { 90, JM_420, 0, 0, JCS_UNKNOWN }, { 90, JM_420, 1, 0, JCS_UNKNOWN }, { 90, JM_444, 0, 1, JCS_UNKNOWN } };
     for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
         size_t len;
         unsigned char *jpg = make(97, 61, 3, settings[k], &len);
@@ -98,7 +98,7 @@ static int layout_ok(const unsigned char *d, size_t len)
 static void restart_damage(void)
 {
     size_t len;
-    unsigned char *jpg = make(160, 128, 3, (jm_settings){ 90, JM_420, 0, 1 }, &len);
+    unsigned char *jpg = make(160, 128, 3, (jm_settings){ 90, JM_420, 0, 1, JCS_UNKNOWN }, &len);
     CHECK(layout_ok(jpg, len), "%s", why);
     size_t sos = find_marker(jpg, len, 0xDA, 2);
     size_t rst0 = find_marker(jpg, len, 0xD0, sos), rst1 = find_marker(jpg, len, 0xD1, sos);
@@ -117,7 +117,7 @@ static void restart_damage(void)
     free(jpg);
 
     /* A restart marker in a file with no restart interval, as a damaged byte pair would make. */
-    jpg = make(160, 128, 3, (jm_settings){ 90, JM_420, 0, 0 }, &len);
+    jpg = make(160, 128, 3, (jm_settings){ 90, JM_420, 0, 0, JCS_UNKNOWN }, &len);
     sos = find_marker(jpg, len, 0xDA, 2);
     size_t mid = sos + (len - sos) / 2;
     while (jpg[mid] == 0xFF || jpg[mid - 1] == 0xFF) mid++;
@@ -190,7 +190,7 @@ static void colour_and_coding(void)
 static void random_damage(void)
 {
     size_t len;
-    unsigned char *jpg = make(64, 48, 3, (jm_settings){ 80, JM_420, 1, 1 }, &len);
+    unsigned char *jpg = make(64, 48, 3, (jm_settings){ 80, JM_420, 1, 1, JCS_UNKNOWN }, &len);
     unsigned char *copy = malloc(len);
     tu_rng rng;
     tu_seed(&rng, 11);
