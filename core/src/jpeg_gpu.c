@@ -403,8 +403,13 @@ static void run_hardware_batch(jpeg_gpu *g, hardware_batch *b, nvjpegOutputForma
         g->hardware_decodes += b->n;
         return;
     }
-    keep_first_error(err, errlen, why);
+    /* One bad file fails the whole batch: find it by decoding the files one by one. */
     for (int k = 0; k < b->n; k++) {
+        if (b->n > 1 && decode_with_hardware(g, 1, &b->data[k], &b->len[k], &b->dest[k], format, why, sizeof why) == IP_OK) {
+            g->hardware_decodes++;
+            continue;
+        }
+        keep_first_error(err, errlen, why);
         rcs[b->index[k]] = IP_EUNSUPPORTED;
         out[b->index[k]].data = NULL;
     }
