@@ -403,12 +403,17 @@ static void run_hardware_batch(jpeg_gpu *g, hardware_batch *b, nvjpegOutputForma
         g->hardware_decodes += b->n;
         return;
     }
-    /* One bad file fails the whole batch: find it by decoding the files one by one. */
+    /* One bad file fails the whole batch: find it by decoding the files one by one, and give the
+     * engine's failures a second chance on the CUDA decoder. */
     for (int k = 0; k < b->n; k++) {
         if (b->n > 1 && decode_with_hardware(g, 1, &b->data[k], &b->len[k], &b->dest[k], format, why, sizeof why) == IP_OK) {
             g->hardware_decodes++;
             continue;
         }
+        decode_item item = { b->data[k], b->len[k], format, b->dest[k] };
+        char cuda_why[256];
+        nvjpegStatus_t s = g->api.nvjpegJpegStreamParse(g->handle, item.data, item.len, 0, 0, g->parsed);
+        if (s == NVJPEG_STATUS_SUCCESS && decode_with_cuda(g, &item, cuda_why, sizeof cuda_why) == IP_OK) continue;
         keep_first_error(err, errlen, why);
         rcs[b->index[k]] = IP_EUNSUPPORTED;
         out[b->index[k]].data = NULL;
