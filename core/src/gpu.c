@@ -162,6 +162,11 @@ float gpu_event_ms(void *start, void *stop)
     return ms;
 }
 
+int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
+{
+    return cuda_fail(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo", err, errlen);
+}
+
 void gpu_clear_error(void) { cudaGetLastError(); }
 
 #else
@@ -210,5 +215,10 @@ int gpu_event_create(void **event, char *err, size_t errlen) { *event = NULL; re
 void gpu_event_destroy(void *event) { (void)event; }
 int gpu_event_record(void *event, void *stream) { (void)event; (void)stream; return IP_EUNSUPPORTED; }
 float gpu_event_ms(void *start, void *stop) { (void)start; (void)stop; return -1.0f; }
+int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
+{
+    *free_bytes = *total_bytes = 0;
+    return no_cuda(err, errlen);
+}
 void gpu_clear_error(void) {}
 #endif

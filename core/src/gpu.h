@@ -38,6 +38,8 @@ void gpu_event_destroy(void *event);
 int gpu_event_record(void *event, void *stream);
 /* Milliseconds between two recorded events (waits for the second). */
 float gpu_event_ms(void *start, void *stop);
+/* Free and total memory of the current device (cudaMemGetInfo). */
+int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 /* Clears a sticky error left by a failed kernel so the process can carry on on the CPU. */
 void gpu_clear_error(void);
 #endif

@@ -316,24 +316,18 @@ static int encode(io_format fmt, int fd, const ip_image *img, const io_options *
     return io_write_tiff(fd, img, opt, err, errlen);
 }
 
-int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen)
+/* Fills the open temporary file; owns fd (always closes it). */
+typedef int (*fill_fn)(int fd, const void *ctx, char *err, size_t errlen);
+
+static int write_atomically(const char *path, fill_fn fill, const void *ctx, char *err, size_t errlen)
 {
-    io_options defaults;
-    if (!opt) {
-        io_default_options(&defaults);
-        opt = &defaults;
-    }
-    io_format fmt = io_format_from_ext(path);
-    int rc = io_check_writable(fmt, &img->shape, err, errlen);
-    if (!rc) rc = check_source(img, err, errlen);
-    if (!rc) rc = valid_options(opt, err, errlen);
-    if (rc) return rc;
     char *tmp = temp_template(path);
     if (!tmp) {
         snprintf(err, errlen, "output path names a folder, not a file");
         return IP_EINVAL;
     }
     char why[128];
+    int rc = IP_OK;
     int fd = mkstemp(tmp);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create a file in the output folder: %s",
@@ -346,7 +340,7 @@ int io_write(const char *path, const ip_image *img, const io_options *opt, char 
         rc = IP_EIO;
         close(fd);
     }
-    if (!rc) rc = encode(fmt, fd, img, opt, err, errlen);
+    if (!rc) rc = fill(fd, ctx, err, errlen);
     if (!rc && rename(tmp, path) != 0) {
         snprintf(err, errlen, "cannot move the finished file into place: %s",
                  io_strerror(errno, why, sizeof why));
@@ -355,4 +349,57 @@ int io_write(const char *path, const ip_image *img, const io_options *opt, char 
     if (rc) unlink(tmp);
     free(tmp);
     return rc;
+}
+
+typedef struct {
+    io_format fmt;
+    const ip_image *img;
+    const io_options *opt;
+} encode_job;
+
+static int fill_encoded(int fd, const void *ctx, char *err, size_t errlen)
+{
+    const encode_job *job = ctx;
+    return encode(job->fmt, fd, job->img, job->opt, err, errlen);
+}
+
+int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen)
+{
+    io_options defaults;
+    if (!opt) {
+        io_default_options(&defaults);
+        opt = &defaults;
+    }
+    io_format fmt = io_format_from_ext(path);
+    int rc = io_check_writable(fmt, &img->shape, err, errlen);
+    if (!rc) rc = check_source(img, err, errlen);
+    if (!rc) rc = valid_options(opt, err, errlen);
+    if (rc) return rc;
+    encode_job job = { fmt, img, opt };
+    return write_atomically(path, fill_encoded, &job, err, errlen);
+}
+
+typedef struct {
+    const unsigned char *bytes;
+    size_t len;
+} byte_span;
+
+static int fill_bytes(int fd, const void *ctx, char *err, size_t errlen)
+{
+    const byte_span *span = ctx;
+    FILE *f = io_fdopen_write(fd, err, errlen);
+    if (!f) return IP_EIO;
+    if (span->len && fwrite(span->bytes, 1, span->len, f) != span->len) {
+        char why[128];
+        snprintf(err, errlen, "cannot write: %s", io_strerror(errno, why, sizeof why));
+        fclose(f);
+        return IP_EIO;
+    }
+    return io_fclose_checked(f, err, errlen);
+}
+
+int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, char *err, size_t errlen)
+{
+    byte_span span = { bytes, len };
+    return write_atomically(path, fill_bytes, &span, err, errlen);
 }

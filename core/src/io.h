@@ -57,4 +57,6 @@ int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t er
 /* Encodes to path by writing a temporary file in the same folder and renaming it;
  * on any failure no file at path (nor the temporary) is left. */
 int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen);
+/* Writes already-encoded file bytes (a GPU-encoded JPEG) to path the same way as io_write. */
+int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, char *err, size_t errlen);
 #endif
