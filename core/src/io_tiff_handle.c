@@ -167,13 +167,17 @@ static tmsize_t sink_write(thandle_t h, void *buf, tmsize_t size)
 {
     tiff_sink *s = h;
     if (!s->collecting || size <= 0) return size;
-    if ((size_t)size > SIZE_MAX - s->len) return -1;
-    if (s->len + (size_t)size > s->cap && sink_grow(s, s->len + (size_t)size) != 0) return -1;
+    if ((size_t)size > SIZE_MAX - s->len ||
+        (s->len + (size_t)size > s->cap && sink_grow(s, s->len + (size_t)size) != 0)) {
+        s->out_of_memory = 1;
+        return -1;
+    }
     memcpy(s->data + s->len, buf, (size_t)size);
     s->len += (size_t)size;
     return size;
 }
 
+/* Positions do not matter: a strip's bytes arrive in order, with no seek inside a strip. */
 static toff_t sink_seek(thandle_t h, toff_t off, int whence)
 {
     (void)h;

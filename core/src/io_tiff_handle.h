@@ -35,6 +35,7 @@ typedef struct {
     unsigned char *data;
     size_t len, cap;
     int collecting;
+    int out_of_memory;        /* a write failed for want of memory */
 } tiff_sink;
 
 /* Opens a handle whose writes go to sink; give it the tags of the real file, write one strip

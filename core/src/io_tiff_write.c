@@ -118,7 +118,7 @@ static int encode_strip(strip_encoder *e, const strip_writer *w, uint32_t strip)
     e->sink.collecting = 1;
     tmsize_t n = TIFFWriteEncodedStrip(e->tif, strip, e->rows, (tmsize_t)(rows * w->row_bytes));
     e->sink.collecting = 0;
-    return n < 0 ? IP_EIO : IP_OK;
+    return n >= 0 ? IP_OK : e->sink.out_of_memory ? IP_ENOMEM : IP_EIO;
 }
 
 static void write_strip(strip_writer *w, uint32_t strip)
@@ -155,7 +155,7 @@ static void write_strips(strip_writer *w, int threads)
 #pragma omp for schedule(dynamic, 1)
         for (uint32_t s = 0; s < w->strips; s++) {
             int rc = setup || failed_before(w, s) ? -1 : encode_strip(&e, w, s);
-            if (rc > 0) record_failure(w, s, rc, tiff_log_text(&e.log, "cannot compress"));
+            if (rc > 0) record_failure(w, s, rc, rc == IP_ENOMEM ? "out of memory" : tiff_log_text(&e.log, "cannot compress"));
             if (rc == IP_OK) hand_over(w, &e, s);
         }
         encoder_close(&e);
