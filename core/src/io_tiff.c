@@ -1,89 +1,37 @@
+/* TIFF reading: strips and tiles decoded by all threads, one libtiff handle per thread on the
+ * one descriptor, straight into the final image where the layout allows. */
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "io_tiff_handle.h"
 #include "image.h"
-#include <errno.h>
-#include <stdarg.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <tiffio.h>
 
 #define TILE_SIDE_MAX 65536u
 #define BLOCK_BYTES_FLOOR ((uint64_t)64 << 20)   /* tiles may exceed a small image, not by this */
-#define STRIP_TARGET_BYTES ((size_t)256 << 10)
-/* Classic TIFF offsets are 32-bit; leave room for deflate's worst case and the directory. */
-#define BIGTIFF_THRESHOLD ((uint64_t)3584 << 20)
-
-/* Per-handle message capture: libtiff never prints and no global handler is touched. */
-typedef struct {
-    char text[256];
-    int have;
-    char warning[256];   /* libtiff sometimes fails an open after warnings only */
-} tiff_log;
-
-/* libtiff starts many messages with the handle's name ("TIFF: ..."); our prefix says it. */
-static void drop_handle_name(char *text)
-{
-    static const char name[] = "TIFF: ";
-    if (strncmp(text, name, sizeof name - 1) == 0) memmove(text, text + sizeof name - 1, strlen(text) - (sizeof name - 2));
-}
-
-static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)tif;
-    (void)module;
-    tiff_log *log = user;
-    if (!log->have) {   /* the first message names the cause; later ones are consequences */
-        vsnprintf(log->text, sizeof log->text, fmt, ap);
-        drop_handle_name(log->text);
-        log->have = 1;
-    }
-    return 1;
-}
-
-static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)tif;
-    (void)module;
-    tiff_log *log = user;
-    if (log) {
-        vsnprintf(log->warning, sizeof log->warning, fmt, ap);
-        drop_handle_name(log->warning);
-    }
-    return 1;
-}
-
-static TIFF *tiff_open_fd(int fd, const char *mode, tiff_log *log)
-{
-    TIFFOpenOptions *o = TIFFOpenOptionsAlloc();
-    if (!o) return NULL;
-    TIFFOpenOptionsSetErrorHandlerExtR(o, on_tiff_error, log);
-    TIFFOpenOptionsSetWarningHandlerExtR(o, on_tiff_warning, log);
-    TIFF *tif = TIFFFdOpenExt(fd, "TIFF", mode, o);
-    TIFFOpenOptionsFree(o);
-    return tif;
-}
-
-static const char *log_text(const tiff_log *log, const char *fallback)
-{
-    return log->have ? log->text : log->warning[0] ? log->warning : fallback;
-}
 
 typedef struct {
     TIFF *tif;
     tiff_log log;
+    tiff_fd_cursor cursor;
     char *err;
     size_t errlen;
     const io_options *opt;
+    int threads;
     uint32_t width, height;
     uint16_t spp, bps, format, planar, photometric, compression, extra_count;
+    int jpeg_to_rgb;           /* YCbCr JPEG: every handle asks libjpeg for RGB */
     ip_image raw;              /* samples as stored: u8 for 8 bits and fewer, u16, f32 */
-    unsigned char *block;      /* one decoded strip or tile */
+    /* The lowest failed block, so the message does not depend on the thread count. */
+    uint64_t failed_block;     /* UINT64_MAX: none */
+    int failed_rc;
+    char failed_msg[256];
 } tiff_reader;
 
 static int corrupt(tiff_reader *r, const char *fallback)
 {
-    snprintf(r->err, r->errlen, "truncated or corrupt TIFF: %s", log_text(&r->log, fallback));
+    snprintf(r->err, r->errlen, "truncated or corrupt TIFF: %s", tiff_log_text(&r->log, fallback));
     return IP_EFORMAT;
 }
 
@@ -149,6 +97,7 @@ static int check_colour(tiff_reader *r)
             return unsupported(r, "YCbCr colour without JPEG compression; convert it to RGB first");
         /* libjpeg converts JPEG-compressed YCbCr to RGB for us. */
         if (!TIFFSetField(r->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return corrupt(r, "bad JPEG tables");
+        r->jpeg_to_rgb = 1;
         r->photometric = PHOTOMETRIC_RGB;
         return r->spp >= 3 ? IP_OK : unsupported(r, "YCbCr with fewer than 3 samples per pixel");
     case PHOTOMETRIC_SEPARATED:
@@ -228,67 +177,156 @@ static void copy_block(tiff_reader *r, const unsigned char *buf, size_t row_byte
     }
 }
 
-static int alloc_block(tiff_reader *r, uint64_t bytes)
-{
-    uint64_t cap = 4 * (uint64_t)r->raw.stride * r->height;
-    if (cap < BLOCK_BYTES_FLOOR) cap = BLOCK_BYTES_FLOOR;
-    if (bytes == 0 || bytes > cap || bytes > SIZE_MAX) return corrupt(r, "strip or tile size out of range");
-    r->block = malloc((size_t)bytes);
-    if (!r->block) {
-        snprintf(r->err, r->errlen, "out of memory");
-        return IP_ENOMEM;
-    }
-    return IP_OK;
-}
-
 static unsigned plane_count(const tiff_reader *r)
 {
     return r->planar == PLANARCONFIG_SEPARATE ? r->spp : 1;
 }
 
-static int read_strips(tiff_reader *r)
+/* Strips or tiles: blocks of bw x bh pixels, `across` in a band, `down` bands in a plane;
+ * block b is libtiff's strip or tile number b. */
+typedef struct {
+    int tiled;
+    int direct;                /* strips decode straight into the image: same rows */
+    uint32_t bw, bh, across, down;
+    uint64_t count, row_bytes, block_bytes;
+} block_layout;
+
+static int check_block_size(tiff_reader *r, uint64_t bytes)
+{
+    uint64_t cap = 4 * (uint64_t)r->raw.stride * r->height;
+    if (cap < BLOCK_BYTES_FLOOR) cap = BLOCK_BYTES_FLOOR;
+    if (bytes == 0 || bytes > cap || bytes > SIZE_MAX) return corrupt(r, "strip or tile size out of range");
+    return IP_OK;
+}
+
+static int strip_layout(tiff_reader *r, block_layout *l)
 {
     uint32_t rps = 0;
     TIFFGetFieldDefaulted(r->tif, TIFFTAG_ROWSPERSTRIP, &rps);
     if (rps == 0 || rps > r->height) rps = r->height;
-    uint32_t per_plane = (uint32_t)(((uint64_t)r->height + rps - 1) / rps);
-    if ((uint64_t)TIFFNumberOfStrips(r->tif) < (uint64_t)per_plane * plane_count(r))
-        return corrupt(r, "fewer strips than the image needs");
-    uint64_t row_bytes = TIFFScanlineSize64(r->tif);
-    int rc = alloc_block(r, row_bytes * rps);
-    if (rc) return rc;
-    for (unsigned p = 0; p < plane_count(r); p++)
-        for (uint32_t s = 0; s < per_plane; s++) {
-            uint32_t y0 = s * rps;
-            uint32_t rows = r->height - y0 < rps ? r->height - y0 : rps;
-            tmsize_t need = (tmsize_t)(rows * row_bytes);
-            if (TIFFReadEncodedStrip(r->tif, p * per_plane + s, r->block, need) < need)
-                return corrupt(r, "strip shorter than expected");
-            copy_block(r, r->block, (size_t)row_bytes, 0, y0, r->width, rows, p);
-        }
-    return IP_OK;
+    *l = (block_layout){ .bw = r->width, .bh = rps, .across = 1, .down = (uint32_t)(((uint64_t)r->height + rps - 1) / rps) };
+    l->count = (uint64_t)l->down * plane_count(r);
+    if ((uint64_t)TIFFNumberOfStrips(r->tif) < l->count) return corrupt(r, "fewer strips than the image needs");
+    l->row_bytes = TIFFScanlineSize64(r->tif);
+    if (l->row_bytes == 0 || rps > UINT64_MAX / l->row_bytes) return corrupt(r, "strip size out of range");
+    l->block_bytes = l->row_bytes * rps;
+    l->direct = r->planar == PLANARCONFIG_CONTIG && r->bps >= 8 && l->row_bytes == (uint64_t)r->raw.stride;
+    return check_block_size(r, l->block_bytes);
 }
 
-static int read_tiles(tiff_reader *r)
+static int tile_layout(tiff_reader *r, block_layout *l)
 {
     uint32_t tw = 0, th = 0;
     TIFFGetField(r->tif, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(r->tif, TIFFTAG_TILELENGTH, &th);
     if (tw == 0 || th == 0 || tw > TILE_SIDE_MAX || th > TILE_SIDE_MAX) return corrupt(r, "bad tile size");
-    uint64_t row_bytes = TIFFTileRowSize64(r->tif);
-    uint64_t tile_bytes = TIFFTileSize64(r->tif);
-    int rc = alloc_block(r, tile_bytes);
-    if (rc) return rc;
-    for (unsigned p = 0; p < plane_count(r); p++)
-        for (uint32_t y0 = 0; y0 < r->height; y0 += th)
-            for (uint32_t x0 = 0; x0 < r->width; x0 += tw) {
-                uint32_t rows = r->height - y0 < th ? r->height - y0 : th;
-                uint32_t tile = TIFFComputeTile(r->tif, x0, y0, 0, (uint16_t)p);
-                if (TIFFReadEncodedTile(r->tif, tile, r->block, (tmsize_t)tile_bytes) < (tmsize_t)(rows * row_bytes))
-                    return corrupt(r, "tile shorter than expected");
-                copy_block(r, r->block, (size_t)row_bytes, x0, y0, tw, rows, p);
-            }
-    return IP_OK;
+    *l = (block_layout){ .tiled = 1, .bw = tw, .bh = th, .across = (uint32_t)(((uint64_t)r->width + tw - 1) / tw),
+                         .down = (uint32_t)(((uint64_t)r->height + th - 1) / th) };
+    l->count = (uint64_t)l->across * l->down * plane_count(r);
+    if ((uint64_t)TIFFNumberOfTiles(r->tif) < l->count) return corrupt(r, "fewer tiles than the image needs");
+    l->row_bytes = TIFFTileRowSize64(r->tif);
+    l->block_bytes = TIFFTileSize64(r->tif);
+    return check_block_size(r, l->block_bytes);
+}
+
+/* One thread's reading state: its own handle (thread 0 keeps the one that read the tags). */
+typedef struct {
+    TIFF *tif;
+    tiff_log *log;
+    tiff_log own_log;
+    tiff_fd_cursor cursor;
+    unsigned char *scratch;    /* one decoded block, when it cannot go straight into the image */
+} block_worker;
+
+static int worker_open(tiff_reader *r, const block_layout *l, block_worker *w, int index)
+{
+    w->tif = r->tif;
+    w->log = &r->log;
+    if (index > 0) {
+        w->log = &w->own_log;
+        w->cursor = (tiff_fd_cursor){ r->cursor.fd, 0 };
+        w->tif = tiff_open_shared(&w->cursor, w->log);
+        if (!w->tif) return IP_EFORMAT;
+        if (r->jpeg_to_rgb && !TIFFSetField(w->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return IP_EFORMAT;
+    }
+    if (l->direct) return IP_OK;
+    w->scratch = malloc((size_t)l->block_bytes);
+    return w->scratch ? IP_OK : IP_ENOMEM;
+}
+
+static void worker_close(tiff_reader *r, block_worker *w)
+{
+    if (w->tif && w->tif != r->tif) TIFFClose(w->tif);
+    free(w->scratch);
+}
+
+static int read_block(tiff_reader *r, const block_layout *l, block_worker *w, uint64_t b)
+{
+    uint64_t per_plane = (uint64_t)l->across * l->down;
+    unsigned plane = (unsigned)(b / per_plane);
+    uint32_t x0 = (uint32_t)(b % per_plane % l->across) * l->bw;
+    uint32_t y0 = (uint32_t)(b % per_plane / l->across) * l->bh;
+    uint32_t rows = r->height - y0 < l->bh ? r->height - y0 : l->bh;
+    tmsize_t need = (tmsize_t)(rows * l->row_bytes);
+    *w->log = (tiff_log){ .have = 0 };   /* this block's own message, not an earlier one's */
+    if (l->direct) {
+        unsigned char *dst = (unsigned char *)r->raw.data + (size_t)y0 * (size_t)r->raw.stride;
+        return TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need ? -1 : 0;
+    }
+    tmsize_t got = l->tiled ? TIFFReadEncodedTile(w->tif, (uint32_t)b, w->scratch, (tmsize_t)l->block_bytes)
+                            : TIFFReadEncodedStrip(w->tif, (uint32_t)b, w->scratch, need);
+    if (got < need) return -1;
+    copy_block(r, w->scratch, (size_t)l->row_bytes, x0, y0, l->bw, rows, plane);
+    return 0;
+}
+
+static void record_failure(tiff_reader *r, uint64_t block, int rc, const char *why)
+{
+#pragma omp critical(io_tiff_read_failure)
+    if (block < r->failed_block) {
+        r->failed_rc = rc;
+        snprintf(r->failed_msg, sizeof r->failed_msg, "%s%s", rc == IP_EFORMAT ? "truncated or corrupt TIFF: " : "", why);
+#pragma omp atomic write
+        r->failed_block = block;
+    }
+}
+
+static int failed_before(tiff_reader *r, uint64_t block)
+{
+    uint64_t failed;
+#pragma omp atomic read
+    failed = r->failed_block;
+    return failed < block;
+}
+
+/* Blocks are handed out in order, so every block before the first bad one is tried whatever
+ * the thread count, and the message names the same cause. */
+static int read_blocks(tiff_reader *r, const block_layout *l)
+{
+    int threads = (uint64_t)r->threads < l->count ? r->threads : (int)l->count;
+    const char *short_block = l->tiled ? "tile shorter than expected" : "strip shorter than expected";
+    r->failed_block = UINT64_MAX;
+#pragma omp parallel num_threads(threads)
+    {
+        block_worker w = { .tif = NULL };
+        int setup = worker_open(r, l, &w, omp_get_thread_num());
+        if (setup) record_failure(r, l->count, setup, setup == IP_ENOMEM ? "out of memory" : tiff_log_text(w.log, "cannot reopen"));
+#pragma omp for schedule(dynamic, 1)
+        for (uint64_t b = 0; b < l->count; b++)
+            if (!setup && !failed_before(r, b) && read_block(r, l, &w, b) != 0)
+                record_failure(r, b, IP_EFORMAT, tiff_log_text(w.log, short_block));
+        worker_close(r, &w);
+    }
+    if (r->failed_block == UINT64_MAX) return IP_OK;
+    snprintf(r->err, r->errlen, "%s", r->failed_msg);
+    return r->failed_rc;
+}
+
+static int read_pixels(tiff_reader *r)
+{
+    block_layout l;
+    int rc = TIFFIsTiled(r->tif) ? tile_layout(r, &l) : strip_layout(r, &l);
+    return rc ? rc : read_blocks(r, &l);
 }
 
 static int expand_palette(tiff_reader *r, ip_image *out)
@@ -304,6 +342,7 @@ static int expand_palette(tiff_reader *r, ip_image *out)
     ip_shape shape = { r->raw.shape.width, r->raw.shape.height, 3, IP_U8 };
     int rc = io_image_alloc(r->opt, out, &shape, r->err, r->errlen);
     if (rc) return rc;
+#pragma omp parallel for num_threads(r->threads) schedule(static)
     for (int32_t y = 0; y < shape.height; y++) {
         const uint8_t *src = (const uint8_t *)r->raw.data + (size_t)y * (size_t)r->raw.stride;
         uint8_t *dst = (uint8_t *)out->data + (size_t)y * (size_t)out->stride;
@@ -314,10 +353,11 @@ static int expand_palette(tiff_reader *r, ip_image *out)
 }
 
 /* 1, 2 and 4-bit samples become 0..255, as libpng does for low-depth gray. */
-static void scale_to_8bit(ip_image *img, unsigned bps)
+static void scale_to_8bit(ip_image *img, unsigned bps, int threads)
 {
     unsigned max = (1u << bps) - 1;
     size_t n = (size_t)img->shape.width * (size_t)img->shape.channels;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int32_t y = 0; y < img->shape.height; y++) {
         uint8_t *row = (uint8_t *)img->data + (size_t)y * (size_t)img->stride;
         for (size_t i = 0; i < n; i++) row[i] = (uint8_t)(row[i] * 255u / max);
@@ -325,9 +365,10 @@ static void scale_to_8bit(ip_image *img, unsigned bps)
 }
 
 /* Min-is-white stores 0 as white; flip the colour channels (not alpha) to min-is-black. */
-static void invert_colour(ip_image *img, int colour_channels)
+static void invert_colour(ip_image *img, int colour_channels, int threads)
 {
     int c = img->shape.channels;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int32_t y = 0; y < img->shape.height; y++) {
         unsigned char *row = (unsigned char *)img->data + (size_t)y * (size_t)img->stride;
         for (size_t x = 0; x < (size_t)img->shape.width; x++)
@@ -341,10 +382,10 @@ static void invert_colour(ip_image *img, int colour_channels)
 static int finish(tiff_reader *r, ip_image *out)
 {
     if (r->photometric == PHOTOMETRIC_PALETTE) return expand_palette(r, out);
-    if (r->bps < 8) scale_to_8bit(&r->raw, r->bps);
+    if (r->bps < 8) scale_to_8bit(&r->raw, r->bps, r->threads);
     if (r->photometric == PHOTOMETRIC_MINISWHITE) {
         int colour = r->spp == 2 || r->extra_count >= r->spp ? 1 : r->spp - r->extra_count;
-        invert_colour(&r->raw, colour);
+        invert_colour(&r->raw, colour, r->threads);
     }
     *out = r->raw;
     r->raw.data = NULL;
@@ -358,110 +399,21 @@ static int decode(tiff_reader *r, ip_image *out)
     if (!rc) rc = check_colour(r);
     if (!rc) rc = check_layout(r);
     if (!rc) rc = alloc_raw(r);
-    if (!rc) rc = TIFFIsTiled(r->tif) ? read_tiles(r) : read_strips(r);
+    if (!rc) rc = read_pixels(r);
     if (!rc) rc = finish(r, out);
     return rc;
 }
 
 int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
-    tiff_reader r = { .err = err, .errlen = errlen, .opt = opt };
-    int tfd = dup(fd);   /* TIFFClose closes its descriptor; the caller keeps fd */
-    if (tfd < 0) {
-        char why[128];
-        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
-        return IP_EIO;
-    }
-    r.tif = tiff_open_fd(tfd, "rm", &r.log);   /* m: read(), not mmap, so a file cut short is an error, not SIGBUS */
-    if (!r.tif) {
-        close(tfd);
-        return corrupt(&r, "cannot parse the header");
-    }
+    tiff_reader r = { .err = err, .errlen = errlen, .opt = opt, .threads = io_thread_count(opt) };
+    r.cursor = (tiff_fd_cursor){ fd, 0 };
+    r.tif = tiff_open_shared(&r.cursor, &r.log);
+    if (!r.tif) return corrupt(&r, "cannot parse the header");
     int rc = decode(&r, out);
     TIFFClose(r.tif);
-    free(r.block);
     if (r.photometric == PHOTOMETRIC_PALETTE) img_free(&r.raw);
     else io_image_free(opt, &r.raw);
     if (rc) io_image_free(opt, out);
-    return rc;
-}
-
-static uint16_t tiff_scheme(io_tiff_compression c)
-{
-    return c == IO_TIFF_LZW ? COMPRESSION_LZW : c == IO_TIFF_ZSTD ? COMPRESSION_ZSTD
-         : c == IO_TIFF_NONE ? COMPRESSION_NONE : COMPRESSION_ADOBE_DEFLATE;
-}
-
-static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c)
-{
-    int is_float = s->dtype == IP_F32;
-    int has_alpha = s->channels == 2 || s->channels == 4;
-    uint16_t alpha[1] = { EXTRASAMPLE_UNASSALPHA };
-    return TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)s->width) &&
-           TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)s->height) &&
-           TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, s->channels) &&
-           TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, (int)ip_dtype_size(s->dtype) * 8) &&
-           TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, is_float ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
-           TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK) &&
-           TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-           TIFFSetField(tif, TIFFTAG_COMPRESSION, tiff_scheme(c)) &&
-           (c == IO_TIFF_NONE ||
-            TIFFSetField(tif, TIFFTAG_PREDICTOR, is_float ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL)) &&
-           TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip) &&
-           (!has_alpha || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha));
-}
-
-/* Rows are copied into a strip buffer: the predictor rewrites its input in place. */
-static int write_strips(TIFF *tif, const ip_image *img, size_t row_bytes, uint32_t rps)
-{
-    unsigned char *buf = malloc(row_bytes * rps);
-    if (!buf) return IP_ENOMEM;
-    uint32_t height = (uint32_t)img->shape.height;
-    int rc = IP_OK;
-    for (uint32_t y0 = 0, s = 0; y0 < height && !rc; y0 += rps, s++) {
-        uint32_t rows = height - y0 < rps ? height - y0 : rps;
-        for (uint32_t y = 0; y < rows; y++)
-            memcpy(buf + (size_t)y * row_bytes, (const unsigned char *)img->data + (size_t)(y0 + y) * (size_t)img->stride,
-                   row_bytes);
-        if (TIFFWriteEncodedStrip(tif, s, buf, (tmsize_t)(rows * row_bytes)) < 0) rc = IP_EIO;
-    }
-    free(buf);
-    return rc;
-}
-
-int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen)
-{
-    tiff_log log = { .have = 0 };
-    char why[128];
-    const ip_shape *s = &img->shape;
-    size_t row_bytes = img_row_bytes(s);
-    uint32_t rps = (uint32_t)(STRIP_TARGET_BYTES / row_bytes);
-    if (rps == 0) rps = 1;
-    if (rps > (uint32_t)s->height) rps = (uint32_t)s->height;
-    const char *mode = (uint64_t)row_bytes * (uint64_t)s->height > BIGTIFF_THRESHOLD ? "w8" : "w";
-    int tfd = dup(fd);
-    TIFF *tif = tfd >= 0 ? tiff_open_fd(tfd, mode, &log) : NULL;
-    if (!tif) {
-        snprintf(err, errlen, "cannot write TIFF: %s",
-                 tfd < 0 ? io_strerror(errno, why, sizeof why) : log_text(&log, "out of memory"));
-        if (tfd >= 0) close(tfd);
-        close(fd);
-        return IP_EIO;
-    }
-    if (!TIFFIsCODECConfigured(tiff_scheme(opt->tiff_compression))) {
-        snprintf(err, errlen, "cannot write TIFF: this libtiff has no %s compression; choose another "
-                 "--tiff-compression", io_tiff_compression_name(opt->tiff_compression));
-        TIFFClose(tif);
-        close(fd);
-        return IP_EINVAL;
-    }
-    int rc = set_tags(tif, s, rps, opt->tiff_compression) ? write_strips(tif, img, row_bytes, rps) : IP_EIO;
-    if (!rc && !TIFFFlush(tif)) rc = IP_EIO;
-    TIFFClose(tif);
-    if (rc) snprintf(err, errlen, "cannot write TIFF: %s", log_text(&log, rc == IP_ENOMEM ? "out of memory" : "write error"));
-    if (close(fd) != 0 && !rc) {
-        snprintf(err, errlen, "cannot write TIFF: %s", io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-    }
     return rc;
 }

@@ -1,5 +1,6 @@
-/* io: TIFF layouts (tiles, separate planes, float, min-is-white, LZW, palette, low depths),
- * written here with libtiff itself and read back; unsupported kinds refused with a message. */
+/* io: TIFF layouts (tiles, separate planes, float, min-is-white, LZW, zstd, packbits, JPEG,
+ * palette, low depths, odd sizes), written here with libtiff itself and read back with 1, 2, 3
+ * and 8 threads; unsupported kinds refused with a message. */
 #include "test_io_helpers.h"
 #include <math.h>
 #include <tiffio.h>
@@ -117,34 +118,45 @@ static double same(const tiff_spec *s, const void *v, size_t i, int ch)
     return sample_at(s, v, i);
 }
 
-/* Writes the spec, reads it back and compares every value with want(). */
+/* Reads path with `threads` codec threads and compares every value with want(). */
+static void check_read(const char *name, const char *path, int threads, const tiff_spec *s, const void *v,
+                       int out_channels, ip_dtype t, expect_fn want)
+{
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = threads;
+    ip_image img;
+    int rc = io_read(path, &opt, &img, err, sizeof err);
+    CHECK(rc == IP_OK, "%s, %d threads: %s", name, threads, err);
+    if (rc != IP_OK) return;
+    int shape_ok = tio_same_shape(&img, s->w, s->h, out_channels, t);
+    CHECK(shape_ok, "%s: got %dx%dx%d dtype %d", name, img.shape.width, img.shape.height, img.shape.channels,
+          img.shape.dtype);
+    int bad = 0;
+    for (int y = 0; y < s->h && shape_ok; y++)
+        for (int x = 0; x < s->w; x++)
+            for (int k = 0; k < out_channels; k++) {
+                size_t px = (size_t)y * s->w + x;
+                double expect = want(s, v, px * s->spp + (out_channels == s->spp ? (size_t)k : 0), k);
+                double got = tio_get(&img, x, y, k);
+                if (got != expect && bad++ < 3) CHECK(0, "%s: (%d,%d,%d) = %g, want %g", name, x, y, k, got, expect);
+            }
+    CHECK(bad == 0, "%s, %d threads: %d wrong values", name, threads, bad);
+    img_free(&img);
+}
+
+/* Writes the spec, reads it back with 1, 2, 3 and 8 threads and compares every value. */
 static void check_tiff(const char *name, const tiff_spec *s, uint64_t seed, int out_channels, ip_dtype t,
                        expect_fn want)
 {
+    static const int thread_counts[] = { 1, 2, 3, 8 };
+    if (s->compression && !TIFFIsCODECConfigured((uint16_t)s->compression)) return;
     void *v = random_samples(s, seed);
     char file[64];
     snprintf(file, sizeof file, "%s.tif", name);
     const char *path = tio_path(file);
     CHECK(write_tiff(path, s, v) == 0, "%s: libtiff write failed", name);
-    ip_image img;
-    int rc = io_read(path, NULL, &img, err, sizeof err);
-    CHECK(rc == IP_OK, "%s: %s", name, err);
-    if (rc == IP_OK) {
-        int shape_ok = tio_same_shape(&img, s->w, s->h, out_channels, t);
-        CHECK(shape_ok, "%s: got %dx%dx%d dtype %d", name, img.shape.width, img.shape.height,
-              img.shape.channels, img.shape.dtype);
-        int bad = 0;
-        for (int y = 0; y < s->h && shape_ok; y++)
-            for (int x = 0; x < s->w; x++)
-                for (int k = 0; k < out_channels; k++) {
-                    size_t px = (size_t)y * s->w + x;
-                    double expect = want(s, v, px * s->spp + (out_channels == s->spp ? (size_t)k : 0), k);
-                    double got = tio_get(&img, x, y, k);
-                    if (got != expect && bad++ < 3) CHECK(0, "%s: (%d,%d,%d) = %g, want %g", name, x, y, k, got, expect);
-                }
-        CHECK(bad == 0, "%s: %d wrong values", name, bad);
-        img_free(&img);
-    }
+    for (int i = 0; i < 4; i++) check_read(name, path, thread_counts[i], s, v, out_channels, t, want);
     free(v);
 }
 
@@ -188,6 +200,39 @@ static void test_layouts(void)
     check_tiff("big_endian_float", &bef, 10, 3, IP_F32, same);
 }
 
+/* Odd sizes, tiles that do not divide the image, many small blocks for the threads to share. */
+static void test_odd_layouts(void)
+{
+    tiff_spec one = { .w = 1, .h = 1, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_MINISBLACK, .tile_w = 16, .tile_h = 16 };
+    check_tiff("one_pixel_tiled", &one, 40, 1, IP_U8, same);
+    tiff_spec column = { .w = 1, .h = 29, .spp = 1, .bps = 16, .photometric = PHOTOMETRIC_MINISBLACK, .rows_per_strip = 1,
+                         .compression = COMPRESSION_ADOBE_DEFLATE, .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("column_strips", &column, 41, 1, IP_U16, same);
+    tiff_spec row = { .w = 29, .h = 1, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_RGB, .tile_w = 16, .tile_h = 16 };
+    check_tiff("row_tiled", &row, 42, 3, IP_U8, same);
+    tiff_spec sep_tiles = { .w = 97, .h = 61, .spp = 4, .bps = 8, .photometric = PHOTOMETRIC_RGB, .alpha = 1,
+                            .planar = PLANARCONFIG_SEPARATE, .tile_w = 32, .tile_h = 16,
+                            .compression = COMPRESSION_ADOBE_DEFLATE, .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("separate_tiles_deflate", &sep_tiles, 43, 4, IP_U8, same);
+    tiff_spec sep_float = { .w = 101, .h = 53, .spp = 3, .bps = 32, .format = SAMPLEFORMAT_IEEEFP,
+                            .photometric = PHOTOMETRIC_RGB, .planar = PLANARCONFIG_SEPARATE, .rows_per_strip = 7,
+                            .compression = COMPRESSION_ZSTD, .predictor = PREDICTOR_FLOATINGPOINT };
+    check_tiff("separate_float_zstd", &sep_float, 44, 3, IP_F32, same);
+    tiff_spec lzw_tiles = { .w = 67, .h = 45, .spp = 4, .bps = 16, .photometric = PHOTOMETRIC_RGB, .alpha = 1,
+                            .tile_w = 16, .tile_h = 32, .compression = COMPRESSION_LZW, .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("lzw_tiles16", &lzw_tiles, 45, 4, IP_U16, same);
+    tiff_spec packbits = { .w = 59, .h = 31, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_RGB, .rows_per_strip = 5,
+                           .compression = COMPRESSION_PACKBITS };
+    check_tiff("packbits", &packbits, 46, 3, IP_U8, same);
+    tiff_spec float_tiles = { .w = 53, .h = 47, .spp = 1, .bps = 32, .format = SAMPLEFORMAT_IEEEFP,
+                              .photometric = PHOTOMETRIC_MINISBLACK, .tile_w = 16, .tile_h = 16,
+                              .compression = COMPRESSION_ADOBE_DEFLATE, .predictor = PREDICTOR_FLOATINGPOINT };
+    check_tiff("float_tiles_deflate", &float_tiles, 47, 1, IP_F32, same);
+    tiff_spec zstd_big_endian = { .w = 41, .h = 23, .spp = 2, .bps = 16, .photometric = PHOTOMETRIC_MINISBLACK, .alpha = 1,
+                                  .rows_per_strip = 2, .compression = COMPRESSION_ZSTD, .mode = "wb" };
+    check_tiff("zstd_big_endian", &zstd_big_endian, 48, 2, IP_U16, same);
+}
+
 static double inverted(const tiff_spec *s, const void *v, size_t i, int ch)
 {
     double x = sample_at(s, v, i);
@@ -216,6 +261,11 @@ static void test_min_is_white_and_low_depths(void)
     check_tiff("gray4", &g4, 24, 1, IP_U8, scaled);
     tiff_spec g2 = { .w = 5, .h = 5, .spp = 1, .bps = 2, .photometric = PHOTOMETRIC_MINISBLACK, .tile_w = 16, .tile_h = 16 };
     check_tiff("gray2_tiled", &g2, 25, 1, IP_U8, scaled);
+    tiff_spec w1s = { .w = 45, .h = 19, .spp = 1, .bps = 1, .photometric = PHOTOMETRIC_MINISWHITE, .rows_per_strip = 2 };
+    check_tiff("miniswhite1_strips", &w1s, 26, 1, IP_U8, inverted);
+    tiff_spec w8t = { .w = 37, .h = 35, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_MINISWHITE, .tile_w = 16, .tile_h = 16,
+                      .compression = COMPRESSION_LZW };
+    check_tiff("miniswhite8_tiled", &w8t, 27, 1, IP_U8, inverted);
 }
 
 static uint16_t cmap16[3][256], cmap8[3][16];
@@ -249,38 +299,64 @@ static void test_palette(void)
     tiff_spec p4 = { .w = 7, .h = 3, .spp = 1, .bps = 4, .photometric = PHOTOMETRIC_PALETTE,
                      .cmap = { cmap8[0], cmap8[1], cmap8[2] } };
     check_tiff("palette4", &p4, 31, 3, IP_U8, from_cmap8);
+    tiff_spec p4t = { .w = 41, .h = 37, .spp = 1, .bps = 4, .photometric = PHOTOMETRIC_PALETTE, .tile_w = 16, .tile_h = 16,
+                      .cmap = { cmap8[0], cmap8[1], cmap8[2] } };
+    check_tiff("palette4_tiled", &p4t, 32, 3, IP_U8, from_cmap8);
+    tiff_spec p8s = { .w = 43, .h = 29, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_PALETTE, .rows_per_strip = 3,
+                      .compression = COMPRESSION_ADOBE_DEFLATE, .cmap = { cmap16[0], cmap16[1], cmap16[2] } };
+    check_tiff("palette8_strips", &p8s, 33, 3, IP_U8, from_cmap16);
+}
+
+/* JPEG-compressed YCbCr in several strips or tiles: near the source, the same with any thread count. */
+static void check_jpeg_ycbcr(const char *name, int tiled)
+{
+    enum { W = 37, H = 57 };   /* the last strip and tiles are cut short */
+    static unsigned char rgb[W * H * 3];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            unsigned char *p = rgb + ((size_t)y * W + x) * 3;
+            p[0] = (unsigned char)(x * 6), p[1] = (unsigned char)(y * 4), p[2] = 128;
+        }
+    const char *path = tio_path(name);
+    TIFF *tif = TIFFOpen(path, "w");
+    tiff_spec s = { .w = W, .h = H, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_YCBCR, .compression = COMPRESSION_JPEG,
+                    .rows_per_strip = 16, .tile_w = tiled ? 16 : 0, .tile_h = tiled ? 16 : 0 };
+    int ok = tif && set_fields(tif, &s) && TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 95) &&
+             TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB) && write_blocks(tif, &s, rgb);
+    if (tif) TIFFClose(tif);
+    CHECK(ok, "%s: libtiff JPEG write", name);
+    static const int thread_counts[] = { 1, 2, 3, 8 };
+    ip_image first = { 0 };
+    for (int i = 0; i < 4; i++) {
+        io_options opt;
+        io_default_options(&opt);
+        opt.threads = thread_counts[i];
+        ip_image img;
+        int rc = io_read(path, &opt, &img, err, sizeof err);
+        CHECK(rc == IP_OK, "%s: %s", name, err);
+        if (rc) continue;
+        CHECK(tio_same_shape(&img, W, H, 3, IP_U8), "%s shape", name);
+        if (!first.data) {
+            double sum = 0;
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++)
+                    for (int k = 0; k < 3; k++) sum += fabs(tio_get(&img, x, y, k) - rgb[((size_t)y * W + x) * 3 + k]);
+            CHECK(sum / (W * H * 3) < 3, "%s mean abs error %g", name, sum / (W * H * 3));
+            first = img;
+            continue;
+        }
+        CHECK(memcmp(img.data, first.data, (size_t)W * H * 3) == 0, "%s: %d threads decode other pixels", name,
+              thread_counts[i]);
+        img_free(&img);
+    }
+    img_free(&first);
 }
 
 static void test_jpeg_ycbcr(void)
 {
     if (!TIFFIsCODECConfigured(COMPRESSION_JPEG)) return;
-    int w = 32, h = 16;
-    unsigned char rgb[32 * 16 * 3];
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            unsigned char *p = rgb + ((size_t)y * w + x) * 3;
-            p[0] = (unsigned char)(x * 8), p[1] = (unsigned char)(y * 16), p[2] = 128;
-        }
-    const char *path = tio_path("jpeg_ycbcr.tif");
-    TIFF *tif = TIFFOpen(path, "w");
-    tiff_spec s = { .w = w, .h = h, .spp = 3, .bps = 8, .photometric = PHOTOMETRIC_YCBCR,
-                    .compression = COMPRESSION_JPEG, .rows_per_strip = 16 };
-    int ok = tif && set_fields(tif, &s) && TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 95) &&
-             TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
-    for (int y = 0; y < h && ok; y++) ok = TIFFWriteScanline(tif, rgb + (size_t)y * w * 3, (uint32_t)y, 0) >= 0;
-    if (tif) TIFFClose(tif);
-    CHECK(ok, "libtiff JPEG write");
-    ip_image img;
-    int rc = io_read(path, NULL, &img, err, sizeof err);
-    CHECK(rc == IP_OK, "JPEG-in-TIFF: %s", err);
-    if (rc) return;
-    CHECK(tio_same_shape(&img, w, h, 3, IP_U8), "JPEG-in-TIFF shape");
-    double sum = 0;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int k = 0; k < 3; k++) sum += fabs(tio_get(&img, x, y, k) - rgb[((size_t)y * w + x) * 3 + k]);
-    CHECK(sum / (w * h * 3) < 3, "JPEG-in-TIFF mean abs error %g", sum / (w * h * 3));
-    img_free(&img);
+    check_jpeg_ycbcr("jpeg_ycbcr_strips.tif", 0);
+    check_jpeg_ycbcr("jpeg_ycbcr_tiles.tif", 1);
 }
 
 /* Writes a file of zeros with the given layout and expects a refusal naming the problem. */
@@ -319,6 +395,7 @@ int main(void)
 {
     TIFFSetWarningHandler(NULL);   /* this test's own libtiff writes only; the reader uses its handlers */
     test_layouts();
+    test_odd_layouts();
     test_min_is_white_and_low_depths();
     test_palette();
     test_jpeg_ycbcr();
