@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "image.h"
+#include "jpeg_route.h"
 
 typedef struct {
     char *in, *rel, *out;    /* rel: the input's path below the input folder */
@@ -258,6 +259,8 @@ typedef struct {
     batch_shared *sh;
     int index;
     plan own;
+    jpeg_gpu *jpeg;          /* nvJPEG on this worker's stream, when on the GPU and available */
+    const batch_entry *e;    /* the image being planned */
 } worker;
 
 /* A GPU failure under --device auto is retried on the CPU, with a context made for it. */
@@ -270,25 +273,64 @@ static int run_on_cpu(const exec_options *eo, const plan *p, const ip_image *in,
     return rc == IP_OK ? exec_run(*cpu_ctx, p, in, path, out, NULL, err, errlen) : rc;
 }
 
+/* Plans the worker's steps for the image as soon as its header is read. */
+static int plan_entry(void *user, const ip_shape *shape, char *err, size_t errlen)
+{
+    worker *w = user;
+    ip_shape final;
+    int rc = plan_shapes(&w->own, shape, &final, err, errlen);
+    return rc == IP_OK ? io_check_writable(io_format_from_ext(w->e->out), &final, err, errlen) : rc;
+}
+
+/* JPEG to device memory through nvJPEG where it takes the file; otherwise decoded on the CPU into
+ * the context's (pinned, on the GPU) input memory. */
+static int decode_entry(worker *w, exec_ctx *ctx, const io_options *io, ip_image *in, char *err, size_t errlen)
+{
+    if (jpeg_route_wanted(w->jpeg, w->e->fmt, w->sh->o->transfer)) {
+        int rc = jpeg_route_decode(w->jpeg, ctx, &w->own, w->e->in, io, in, err, errlen);
+        if (rc != IP_EUNSUPPORTED) return rc;
+    }
+    return io_read(w->e->in, io, in, err, errlen);
+}
+
+/* A GPU failure under auto: the image again on the CPU, read again when it was on the device. */
+static int retry_on_cpu(worker *w, const exec_options *eo, const io_options *io, ip_image *in, ip_image *out,
+                        exec_ctx **cpu_ctx, char *err, size_t errlen)
+{
+    io_options host_io = *io;
+    host_io.memory = (io_pixel_memory){ NULL, NULL, NULL };
+    ip_image host = { 0 };
+    int rc = in->on_device ? io_read(w->e->in, &host_io, &host, err, errlen) : IP_OK;
+    if (rc == IP_OK) rc = run_on_cpu(eo, &w->own, in->on_device ? &host : in, w->e->in, out, cpu_ctx, err, errlen);
+    img_free(&host);
+    return rc;
+}
+
+static int write_entry(worker *w, const ip_image *out, char *err, size_t errlen)
+{
+    const io_options *io = &w->sh->o->io;
+    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, io, err, errlen);
+    return io_write(w->e->out, out, io, err, errlen);
+}
+
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
                          const batch_entry *e, char *err, size_t errlen)
 {
     const batch_options *o = w->sh->o;
     ip_image in = { 0 }, out;
-    ip_shape final;
     io_options io = o->io;
     io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
-    int rc = io_read(e->in, &io, &in, err, errlen);
+    io.on_shape = plan_entry;
+    io.on_shape_user = w;
+    w->e = e;
+    int rc = decode_entry(w, ctx, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
-    rc = plan_shapes(&w->own, &in.shape, &final, err, errlen);
-    if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(e->out), &final, err, errlen);
-    if (rc == IP_OK) {
-        rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
-        if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
-            rc = run_on_cpu(eo, &w->own, &in, e->in, &out, cpu_ctx, err, errlen);
-    }
-    if (rc == IP_OK) rc = io_write(e->out, &out, &o->io, err, errlen);
-    io_image_free(&io, &in);
+    exec_keep_result_on_device(ctx, w->jpeg && io_format_from_ext(e->out) == IO_FMT_JPEG);
+    rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
+    if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
+        rc = retry_on_cpu(w, eo, &io, &in, &out, cpu_ctx, err, errlen);
+    if (rc == IP_OK) rc = write_entry(w, &out, err, errlen);
+    if (!in.on_device) io_image_free(&io, &in);
     return rc;
 }
 
@@ -324,6 +366,10 @@ static void *worker_main(void *arg)
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
+    char why[256];
+    if (ctx_rc == IP_OK && o->device == EXEC_GPU && o->jpeg_on_gpu &&
+        jpeg_gpu_open(&w->jpeg, eo.gpu_index, exec_stream(ctx), why, sizeof why) != IP_OK)
+        w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
     for (int i; (i = take_next(sh)) >= 0;) {
         const batch_entry *e = &sh->list->items[i];
         struct stat st;
@@ -339,6 +385,7 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&sh->lock);
         }
     }
+    jpeg_gpu_close(w->jpeg);
     exec_destroy(ctx);
     exec_destroy(cpu_ctx);
     return NULL;

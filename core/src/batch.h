@@ -23,6 +23,7 @@ typedef struct {
     int threads;                /* OpenMP threads per image; 0: the cores shared among jobs */
     exec_transfer transfer;
     int cpu_fallback;           /* a GPU failure retries the image on the CPU */
+    int jpeg_on_gpu;            /* JPEG decoded and encoded by nvJPEG on the GPU where it can */
     io_options io;
     volatile sig_atomic_t *stop;   /* set (by a signal handler) to stop taking new images */
 } batch_options;

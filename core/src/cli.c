@@ -18,6 +18,8 @@
 #include "gpu.h"
 #include "image.h"
 #include "io.h"
+#include "jpeg_layout.h"
+#include "jpeg_route.h"
 #include "newplugin.h"
 #include "pipeline.h"
 #include "plan.h"
@@ -46,6 +48,8 @@ typedef struct {
     int recursive, resume, jobs;
     const char *format;          /* --format png|tif|jpg for folders */
     const char *gpus;            /* --gpus all|0,2 */
+    int jpeg_cpu;                /* --jpeg-decoder cpu: libjpeg-turbo only, results equal on both devices */
+    int jpeg_gpu_required;       /* --jpeg-decoder gpu */
 } cli_options;
 
 static const char usage_text[] =
@@ -78,6 +82,9 @@ static const char usage_text[] =
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --png-level 0..9        PNG compression level (default 6)\n"
     "  --quality 1..100        JPEG quality (default 90)\n"
+    "  --jpeg-decoder auto|cpu|gpu  on the GPU, JPEG is decoded and encoded by nvJPEG when it is\n"
+    "                          available (auto, the default; gpu: insist); cpu: libjpeg-turbo always,\n"
+    "                          so decoded pixels are the same on both devices\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
@@ -225,6 +232,11 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--quality")) {
         if (!(rc = parse_numeric_option("--quality", option_value(argc, argv, i, "--quality"), 1, 100, &n)))
             o->io.jpeg_quality = (int)n;
+    } else if (is_option(a, "--jpeg-decoder")) {
+        v = option_value(argc, argv, i, "--jpeg-decoder");
+        if (v && strcmp(v, "cpu") == 0) o->jpeg_cpu = 1;
+        else if (v && strcmp(v, "gpu") == 0) o->jpeg_gpu_required = 1;
+        else if (!v || strcmp(v, "auto") != 0) return usage_error("--jpeg-decoder must be auto, cpu or gpu");
     } else if (is_option(a, "--tiff-compression")) {
         v = option_value(argc, argv, i, "--tiff-compression");
         if (v && strcmp(v, "deflate") == 0) o->io.tiff_compression = IO_TIFF_DEFLATE;
@@ -345,6 +357,8 @@ typedef struct {
     int failed;               /* the pipeline cannot take this image (a usage error) */
     exec_device dev;
     startup *gpu_startup;     /* running while the image decodes */
+    int decided;              /* auto has chosen (the shape may be seen twice) */
+    int gpu_jpeg;             /* on the GPU, JPEG goes through nvJPEG */
     char why[1024];           /* why auto chose what it chose */
 } one_run;
 
@@ -352,20 +366,22 @@ static int begin_gpu(one_run *r, char *err, size_t errlen)
 {
     exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
     r->dev = EXEC_GPU;
-    return startup_begin(&r->gpu_startup, &eo, err, errlen);
+    return startup_begin(&r->gpu_startup, &eo, r->gpu_jpeg, err, errlen);
 }
 
 /* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
  * waits for it. */
 static int choose_for_image(one_run *r, const ip_shape *shape, char *err, size_t errlen)
 {
-    if (r->o->device != DEV_AUTO) return IP_OK;
+    if (r->o->device != DEV_AUTO || r->decided) return IP_OK;
+    r->decided = 1;
     if (!gpu_built()) {
         snprintf(r->why, sizeof r->why, "imgpipe was built without CUDA");
         return IP_OK;
     }
     cost_estimate est;
-    cost_estimate_plan(r->p, shape, r->in_format, cpu_threads(r->o), &est);
+    cost_setting set = { r->in_format, io_format_from_ext(r->out_path), cpu_threads(r->o), r->gpu_jpeg };
+    cost_estimate_plan(r->p, shape, &set, &est);
     if (est.cpu_ms <= est.gpu_ms) {
         snprintf(r->why, sizeof r->why, "auto: the CPU is estimated faster for this image, %.0f ms against %.0f ms "
                  "on the GPU with %.0f ms of its start-up", est.cpu_ms, est.gpu_ms, est.startup_ms);
@@ -391,11 +407,19 @@ static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t er
 
 /* Collects the started GPU context; under auto, a GPU that is not there sends the image to the
  * CPU, under --device gpu it is a usage error. */
-static int finish_start(one_run *r, exec_ctx **ctx, double *took_ms, double *waited_ms, char *err, size_t errlen)
+static int finish_start(one_run *r, exec_ctx **ctx, jpeg_gpu **jpeg, double *took_ms, double *waited_ms, char *err,
+                        size_t errlen)
 {
     if (!r->gpu_startup) return IP_OK;
     int rc = startup_finish(r->gpu_startup, ctx, took_ms, waited_ms, err, errlen);
+    const char *jpeg_why = "";
+    *jpeg = startup_take_jpeg(r->gpu_startup, &jpeg_why);
+    startup_free(r->gpu_startup);
     r->gpu_startup = NULL;
+    if (rc == IP_OK && r->gpu_jpeg && !*jpeg && r->o->jpeg_gpu_required) {
+        snprintf(err, errlen, "--jpeg-decoder gpu: %s", jpeg_why);
+        return IP_EUNSUPPORTED;
+    }
     if (rc == IP_OK || r->o->device == DEV_GPU) return rc;
     snprintf(r->why, sizeof r->why, "%s", err);
     r->dev = EXEC_CPU;
@@ -452,7 +476,7 @@ static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx 
     int rc = *ctx ? IP_OK : exec_create(ctx, &eo, err, errlen);
     if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
     if (rc == IP_OK && exec_take_notes(*ctx)[0]) say(o, "%s", exec_take_notes(*ctx));
-    if (rc != IP_OK && *dev == EXEC_GPU && o->device == DEV_AUTO) {
+    if (rc != IP_OK && *dev == EXEC_GPU && o->device == DEV_AUTO && !in->on_device) {
         fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
         exec_destroy(*ctx);
         *ctx = NULL;
@@ -463,49 +487,94 @@ static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx 
     return rc;
 }
 
+/* A JPEG that nvJPEG may take: its header is read first (from the file's bytes, without decoding)
+ * so that auto can weigh decoding on the GPU and start it before any pixel is decoded. */
+static void plan_jpeg_early(one_run *r, const char *in_path)
+{
+    unsigned char *data = NULL;
+    size_t len = 0;
+    jpeg_layout L;
+    char err[256];
+    if (io_read_file(in_path, &data, &len, err, sizeof err) == IP_OK &&
+        jpeg_layout_read(data, len, &L, err, sizeof err) == IP_OK) {
+        ip_shape shape = { L.width, L.height, L.components == 1 ? 1 : 3, IP_U8 };
+        if (plan_on_shape(r, &shape, err, sizeof err) != IP_OK) r->decided = 1;   /* io_read says why */
+    }
+    free(data);
+}
+
+/* Decodes the input: through nvJPEG into device memory where it takes the file, else on the CPU
+ * (which also gives the message for a file that cannot be read). */
+static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *in_path, ip_image *in, char *err,
+                        size_t errlen)
+{
+    io_options io = r->o->io;
+    io.on_shape = plan_on_shape;
+    io.on_shape_user = r;
+    if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
+        int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
+        if (rc == IP_OK || r->failed) return rc;
+    }
+    return io_read(in_path, &io, in, err, errlen);
+}
+
+static int write_output(const cli_options *o, jpeg_gpu *jpeg, const ip_image *out, const char *out_path, char *err,
+                        size_t errlen)
+{
+    if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &o->io, err, errlen);
+    return io_write(out_path, out, &o->io, err, errlen);
+}
+
 /* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
  * the GPU starts on a thread while the image is read. */
 static int process_image(const cli_options *o, plan *p, const char *in_path, const char *out_path)
 {
-    char err[1024];
+    char err[1024], start_err[512];
     ip_image in = { 0 }, out;
     one_run r = { .o = o, .p = p, .out_path = out_path, .in_format = io_detect_file(in_path), .dev = EXEC_CPU };
+    r.gpu_jpeg = !o->jpeg_cpu && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
+                 (r.in_format == IO_FMT_JPEG || io_format_from_ext(out_path) == IO_FMT_JPEG);
     if (o->device == DEV_GPU && begin_gpu(&r, err, sizeof err) != IP_OK) {
         fail("%s", err);
         return CLI_IMAGE_FAILED;
     }
-    io_options io = o->io;
-    io.on_shape = plan_on_shape;
-    io.on_shape_user = &r;
+    if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG && o->device == DEV_AUTO) plan_jpeg_early(&r, in_path);
     run_times t = { 0 };
-    double t0 = now_ms();
-    int rc = io_read(in_path, &io, &in, err, sizeof err);
-    t.decode_ms = now_ms() - t0;
     exec_ctx *ctx = NULL;
-    char start_err[512];
-    int start_rc = finish_start(&r, &ctx, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
+    jpeg_gpu *jpeg = NULL;
+    double t0 = now_ms();
+    int start_rc = IP_OK, rc = IP_OK;
+    if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG)   /* nvJPEG decodes on the GPU: it must be up first */
+        start_rc = finish_start(&r, &ctx, &jpeg, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
+    if (start_rc == IP_OK) rc = decode_input(&r, jpeg, ctx, in_path, &in, err, sizeof err);
+    t.decode_ms = now_ms() - t0;
+    if (start_rc == IP_OK)
+        start_rc = finish_start(&r, &ctx, &jpeg, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
     if (rc != IP_OK || start_rc != IP_OK) {
-        exec_destroy(ctx);
-        img_free(&in);
         if (rc != IP_OK && r.failed) fail("%s", err);
         else if (rc != IP_OK) fail("%s: %s", in_path, err);
         else fail("--device gpu: %s", start_err);
+        if (!in.on_device) img_free(&in);
+        jpeg_gpu_close(jpeg);
+        exec_destroy(ctx);
         return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
     announce(&r);
     exec_profile prof;
+    if (ctx) exec_keep_result_on_device(ctx, jpeg && io_format_from_ext(out_path) == IO_FMT_JPEG);
     rc = run_stages(o, p, &r.dev, &ctx, &in, in_path, &out, &prof, err, sizeof err);
     if (rc == IP_OK) {
         t0 = now_ms();
-        rc = io_write(out_path, &out, &o->io, err, sizeof err);
+        rc = write_output(o, jpeg, &out, out_path, err, sizeof err);
         t.encode_ms = now_ms() - t0;
         if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t);
         if (rc != IP_OK) fail("%s: %s", out_path, err);
     } else {
         fail("%s: %s", in_path, err);
     }
+    jpeg_gpu_close(jpeg);
     exec_destroy(ctx);
-    img_free(&in);
+    if (!in.on_device) img_free(&in);
     return rc == IP_OK ? CLI_OK : CLI_IMAGE_FAILED;
 }
 
@@ -610,6 +679,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->threads = o->threads ? o->threads : (dev == EXEC_CPU ? (int)(cores / b->jobs > 0 ? cores / b->jobs : 1) : 1);
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
+    b->jpeg_on_gpu = !o->jpeg_cpu;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
     b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);

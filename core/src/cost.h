@@ -11,8 +11,12 @@ typedef struct {
     double startup_ms;    /* the part of gpu_ms that is GPU start-up */
 } cost_estimate;
 
-/* p must be planned (plan_shapes) for the input shape; in_format is the input file's format and
- * cpu_threads the threads the CPU path would use. */
-void cost_estimate_plan(const plan *p, const ip_shape *in, io_format in_format, int cpu_threads,
-                        cost_estimate *out);
+typedef struct {
+    io_format in_format, out_format;
+    int cpu_threads;       /* threads the CPU path would use */
+    int gpu_jpeg;          /* on the GPU, JPEG is decoded and encoded by nvJPEG */
+} cost_setting;
+
+/* p must be planned (plan_shapes) for the input shape. */
+void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *set, cost_estimate *out);
 #endif

@@ -21,6 +21,7 @@ struct exec_ctx {
     grow_buf dev[2], dev_scratch;              /* GPU path */
     grow_buf pinned_in, pinned_out, pinned_tmp[2];
     grow_buf host_out;                         /* GPU path without pinning: the downloaded result */
+    int result_on_device;
     void *stream;
     void *events[2 * EXEC_MAX_STAGES + 4];
     int n_events;
@@ -203,6 +204,27 @@ io_pixel_memory exec_input_memory(exec_ctx *ctx)
     return m;
 }
 
+void exec_keep_result_on_device(exec_ctx *ctx, int on) { ctx->result_on_device = on; }
+
+void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
+
+static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen);
+
+int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, size_t bytes, void **dev,
+                      char *err, size_t errlen)
+{
+    *dev = NULL;
+    if (ctx->opt.device != EXEC_GPU) {
+        snprintf(err, errlen, "no device input on the CPU path");
+        return IP_EINVAL;
+    }
+    int rc = gpu_select(ctx->opt.gpu_index, err, errlen);
+    if (rc == IP_OK) rc = reserve_gpu(ctx, p, in_shape, err, errlen);
+    if (rc == IP_OK && bytes > ctx->dev[1].bytes) rc = buf_reserve(&ctx->dev[1], bytes, MEM_DEVICE, err, errlen);
+    if (rc == IP_OK) *dev = ctx->dev[1].ptr;
+    return rc;
+}
+
 /* Device buffers hold any stage's image at an aligned pitch; with pinning, pinned buffers the
  * packed input and output, mapped so zero-copy can use them directly. */
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen)
@@ -349,16 +371,17 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     int rc = gpu_select(ctx->opt.gpu_index, err, errlen);
     if (rc == IP_OK) rc = reserve_gpu(ctx, p, &in->shape, err, errlen);
     if (rc != IP_OK) return rc;
-    ip_image cur;
+    ip_image cur = *in;
     record(ctx, 0);
-    rc = upload(ctx, in, &cur, err, errlen);
+    if (!in->on_device) rc = upload(ctx, in, &cur, err, errlen);
     record(ctx, 1);
     if (rc == IP_OK) rc = run_gpu_stages(ctx, p, &cur, path, err, errlen);
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
     void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;
+    int on_host = cur.on_device && !ctx->result_on_device;
     record(ctx, 2 + 2 * p->n);
-    if (rc == IP_OK && !(ctx->opt.transfer == EXEC_ZEROCOPY && p->steps[p->n - 1].plugin->stage->run_gpu))
+    if (rc == IP_OK && on_host && !(ctx->opt.transfer == EXEC_ZEROCOPY && p->steps[p->n - 1].plugin->stage->run_gpu))
         rc = gpu_copy2d(host_out, row, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
                         ctx->stream, err, errlen);
     record(ctx, 3 + 2 * p->n);
@@ -373,7 +396,7 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
         return rc;
     }
     gpu_profile(ctx, p, prof);
-    *out = image_at(host_out, (ptrdiff_t)row, final, 0);
+    *out = on_host || !cur.on_device ? image_at(host_out, (ptrdiff_t)row, final, 0) : cur;
     return IP_OK;
 }
 

@@ -46,6 +46,19 @@ int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input
  * zero-copy; malloc otherwise. Free the image with io_image_free, never img_free. */
 io_pixel_memory exec_input_memory(exec_ctx *ctx);
 
+/* For a decoder that writes into device memory (nvJPEG): the device buffer the run's first stage
+ * will read, reserved for p planned on in_shape (so it is not moved before the run) and at least
+ * bytes long. Hand the decoded image to exec_run with on_device set. */
+int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, size_t bytes, void **dev,
+                      char *err, size_t errlen);
+
+/* With on set, the GPU path leaves its result in device memory (*out->on_device = 1, valid until the
+ * next run) for an encoder on the GPU, instead of copying it to the host. */
+void exec_keep_result_on_device(exec_ctx *ctx, int on);
+
+/* The context's CUDA stream (NULL on the CPU). */
+void *exec_stream(exec_ctx *ctx);
+
 /* Notes worth telling the user once (e.g. a stage without a GPU path), then cleared;
  * "" when there is none. */
 const char *exec_take_notes(exec_ctx *ctx);

@@ -166,6 +166,49 @@ static int valid_options(const io_options *opt, char *err, size_t errlen)
     return IP_OK;
 }
 
+int io_slurp(FILE *f, unsigned char **data, size_t *size, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16;
+    size_t n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown, cap *= 2;
+    }
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    if (ferror(f)) {
+        free(buf);
+        snprintf(err, errlen, "cannot read the file");
+        return IP_EIO;
+    }
+    *data = buf, *size = n;
+    return IP_OK;
+}
+
+int io_read_file(const char *path, unsigned char **data, size_t *size, char *err, size_t errlen)
+{
+    char why[128];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
+        return IP_EIO;
+    }
+    int rc = io_slurp(f, data, size, err, errlen);
+    fclose(f);
+    return rc;
+}
+
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     io_options defaults;

@@ -50,6 +50,9 @@ const char *io_tiff_compression_name(io_tiff_compression c);
  * unsupported), IP_ELIMIT (too many pixels). The message does not repeat the path. */
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
+/* The whole file in malloc'd memory (for decoders that take bytes, such as nvJPEG). */
+int io_read_file(const char *path, unsigned char **data, size_t *size, char *err, size_t errlen);
+
 /* Whether the format (from the output's extension) can hold this shape; the message says
  * what to change. */
 int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t errlen);

@@ -16,6 +16,8 @@ int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err,
 int io_write_png(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen);
 int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err, size_t errlen);
 
+/* Reads the whole stream (a FILE of any kind) into malloc'd memory. */
+int io_slurp(FILE *f, unsigned char **data, size_t *size, char *err, size_t errlen);
 /* fdopen for writing; closes fd and fills err when that fails. */
 FILE *io_fdopen_write(int fd, char *err, size_t errlen);
 /* fclose with the stream's error state and the close itself checked. */

@@ -9,7 +9,7 @@ int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t
     out->data = NULL;
     unsigned char *data;
     size_t size;
-    int rc = pngx_slurp(f, &data, &size, err, errlen);
+    int rc = io_slurp(f, &data, &size, err, errlen);
     if (rc) return rc;
     pngx_layout layout;
     rc = pngx_parse_head(data, size, &layout, err, errlen);

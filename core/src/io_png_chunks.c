@@ -8,36 +8,6 @@
 
 static const unsigned char png_signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
 
-int pngx_slurp(FILE *f, unsigned char **data, size_t *size, char *err, size_t errlen)
-{
-    struct stat st;
-    size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16;
-    size_t n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown, cap *= 2;
-    }
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return IP_ENOMEM;
-    }
-    if (ferror(f)) {
-        free(buf);
-        snprintf(err, errlen, "cannot read the PNG file");
-        return IP_EIO;
-    }
-    *data = buf, *size = n;
-    return IP_OK;
-}
-
 static uint32_t be32(const unsigned char *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];

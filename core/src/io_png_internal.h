@@ -22,8 +22,6 @@ typedef struct {
     int ended;                          /* IEND seen */
 } pngx_layout;
 
-/* Reads the whole stream (a FILE of any kind) into memory. */
-int pngx_slurp(FILE *f, unsigned char **data, size_t *size, char *err, size_t errlen);
 /* Walk the chunks, checking lengths, names and CRCs as libpng does (a bad CRC on a critical
  * chunk is an error, on an ancillary one the chunk is skipped); a file without IEND, an
  * unknown critical chunk or a malformed IHDR is IP_EFORMAT. The head stops before the first

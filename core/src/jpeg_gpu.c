@@ -245,6 +245,8 @@ int jpeg_gpu_open(jpeg_gpu **out, int device, void *stream, char *err, size_t er
     return IP_OK;
 }
 
+int jpeg_gpu_built(void) { return 1; }
+
 void jpeg_gpu_close(jpeg_gpu *g)
 {
     if (!g) return;
@@ -580,6 +582,7 @@ int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errl
     return no_nvjpeg(err, errlen);
 }
 
+int jpeg_gpu_built(void) { return 0; }
 void jpeg_gpu_close(jpeg_gpu *g) { (void)g; }
 int jpeg_gpu_has_hardware(const jpeg_gpu *g) { (void)g; return 0; }
 const char *jpeg_gpu_description(const jpeg_gpu *g) { (void)g; return "no nvJPEG"; }

@@ -18,6 +18,10 @@
 
 typedef struct jpeg_gpu jpeg_gpu;
 
+/* Whether this build has the nvJPEG layer (nvjpeg.h was found); the library itself may still be
+ * missing at run time. */
+int jpeg_gpu_built(void);
+
 /* Device memory for one decoded image (index: its place in a batch, 0 for jpeg_gpu_decode), asked
  * for once its size is known; the memory stays the caller's, whatever the outcome. */
 typedef struct {

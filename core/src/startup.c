@@ -10,6 +10,9 @@ struct startup {
     pthread_t thread;
     exec_options opt;
     exec_ctx *ctx;
+    int want_jpeg;
+    jpeg_gpu *jpeg;
+    char jpeg_why[256];
     int rc;
     char err[512];
     double began_ms, took_ms;
@@ -27,11 +30,14 @@ static void *start_gpu(void *arg)
     startup *s = arg;
     s->rc = gpu_start(s->opt.gpu_index, s->err, sizeof s->err);
     if (s->rc == IP_OK) s->rc = exec_create(&s->ctx, &s->opt, s->err, sizeof s->err);
+    if (s->rc == IP_OK && s->want_jpeg &&
+        jpeg_gpu_open(&s->jpeg, s->opt.gpu_index, exec_stream(s->ctx), s->jpeg_why, sizeof s->jpeg_why) != IP_OK)
+        s->jpeg = NULL;
     s->took_ms = now_ms() - s->began_ms;
     return NULL;
 }
 
-int startup_begin(startup **out, const exec_options *opt, char *err, size_t errlen)
+int startup_begin(startup **out, const exec_options *opt, int want_jpeg, char *err, size_t errlen)
 {
     startup *s = calloc(1, sizeof *s);
     if (!s) {
@@ -39,6 +45,7 @@ int startup_begin(startup **out, const exec_options *opt, char *err, size_t errl
         return IP_ENOMEM;
     }
     s->opt = *opt;
+    s->want_jpeg = want_jpeg;
     s->began_ms = now_ms();
     if (pthread_create(&s->thread, NULL, start_gpu, s) != 0) {
         free(s);
@@ -57,7 +64,22 @@ int startup_finish(startup *s, exec_ctx **ctx, double *took_ms, double *waited_m
     if (took_ms) *took_ms = s->took_ms;
     int rc = s->rc;
     *ctx = s->ctx;
+    s->ctx = NULL;
     if (rc != IP_OK) snprintf(err, errlen, "%s", s->err);
-    free(s);
     return rc;
+}
+
+jpeg_gpu *startup_take_jpeg(startup *s, const char **why)
+{
+    jpeg_gpu *g = s->jpeg;
+    s->jpeg = NULL;
+    if (why) *why = s->jpeg_why;
+    return g;
+}
+
+void startup_free(startup *s)
+{
+    if (!s) return;
+    jpeg_gpu_close(s->jpeg);
+    free(s);
 }

@@ -1,0 +1,59 @@
+#include "jpeg_route.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    exec_ctx *ctx;
+    const plan *p;
+    const io_options *user;
+    ip_shape shape;
+} route_state;
+
+/* The caller's shape callback plans the pipeline; the shape is kept to reserve the buffers. */
+static int on_shape(void *user, const ip_shape *shape, char *err, size_t errlen)
+{
+    route_state *r = user;
+    r->shape = *shape;
+    return r->user->on_shape ? r->user->on_shape(r->user->on_shape_user, shape, err, errlen) : IP_OK;
+}
+
+static int device_input(void *user, int index, size_t bytes, void **dev, char *err, size_t errlen)
+{
+    (void)index;
+    route_state *r = user;
+    return exec_device_input(r->ctx, r->p, &r->shape, bytes, dev, err, errlen);
+}
+
+int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer transfer)
+{
+    return g && in_format == IO_FMT_JPEG && transfer == EXEC_COPY;
+}
+
+int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *path, const io_options *opt,
+                      ip_image *dev_in, char *err, size_t errlen)
+{
+    unsigned char *data = NULL;
+    size_t len = 0;
+    int rc = io_read_file(path, &data, &len, err, errlen);
+    if (rc != IP_OK) return rc;
+    route_state r = { ctx, p, opt, { 0 } };
+    io_options io = *opt;
+    io.on_shape = on_shape;
+    io.on_shape_user = &r;
+    jpeg_gpu_memory mem = { device_input, &r };
+    rc = jpeg_gpu_decode(g, data, len, &io, &mem, dev_in, err, errlen);
+    free(data);
+    return rc;
+}
+
+int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,
+                     size_t errlen)
+{
+    int rc = io_check_writable(io_format_from_ext(path), &dev_out->shape, err, errlen);
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    if (rc == IP_OK) rc = jpeg_gpu_encode(g, dev_out, opt->jpeg_quality, &bytes, &len, err, errlen);
+    if (rc == IP_OK) rc = io_write_bytes(path, bytes, len, err, errlen);
+    free(bytes);
+    return rc;
+}
