@@ -65,17 +65,17 @@ rm -rf "$tmp/o"
 t_denoise=$(timed "$B" run -q --device "$device" --png-level $level --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o1")
 t_codec=$(timed "$B" run -q --device "$device" --png-level $level --format png -e grayscale "$tmp/in" "$tmp/o2")
 t_peer=$("$PY" "$tmp/peer.py" "$tmp/in" "$tmp/o3" $level)
-# JPEG out, and JPEG decoded by libjpeg-turbo rather than nvJPEG (the GPU path's default)
+# JPEG out, and JPEG decoded by nvJPEG rather than libjpeg-turbo (--jpeg-decoder gpu)
 t_jpg=$(timed "$B" run -q --device "$device" --format jpg "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o4")
 t_peer_jpg=$(PEER_JPEG=1 "$PY" "$tmp/peer.py" "$tmp/in" "$tmp/o5" $level)
-t_cpujpeg=$(timed "$B" run -q --device "$device" --jpeg-decoder cpu --png-level $level --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o6")
+t_gpujpeg=$(timed "$B" run -q --device "$device" --jpeg-decoder gpu --png-level $level --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o6")
 {
   echo "batch: $n JPEGs 4000x3000 -> denoise.pipe -> PNG level $level, $cores cores, device $device"
-  awk -v k="$t_cpujpeg" -v j="$t_jpg" -v pj="$t_peer_jpg" -v n="$n" -v d="$t_denoise" -v c="$t_codec" -v p="$t_peer" 'BEGIN {
+  awk -v k="$t_gpujpeg" -v j="$t_jpg" -v pj="$t_peer_jpg" -v n="$n" -v d="$t_denoise" -v c="$t_codec" -v p="$t_peer" 'BEGIN {
     printf "  imgpipe denoise.pipe        %7.2f s  %6.2f images/s\n", d, n / d
     printf "  imgpipe grayscale only (a)  %7.2f s  %6.2f images/s   denoise/(a) = %.0f%% (target >= 90%%)\n", c, n / c, 100 * c / d
     printf "  OpenCV, %s processes (b)    %7.2f s  %6.2f images/s   imgpipe/(b) = %.2fx (target >= 2x)\n", "'"$cores"'", p, n / p, p / d
-    printf "  imgpipe, --jpeg-decoder cpu %7.2f s  %6.2f images/s\n", k, n / k
+    printf "  imgpipe, --jpeg-decoder gpu %7.2f s  %6.2f images/s\n", k, n / k
     printf "  -> JPEG q90: imgpipe        %7.2f s  %6.2f images/s   OpenCV %.2f s, imgpipe/OpenCV = %.2fx (target >= 2x)\n", j, n / j, pj, pj / j
   }'
 } | tee "$out/batch.txt"

@@ -47,7 +47,7 @@ static int buf_reserve(grow_buf *b, size_t bytes, mem_kind kind, char *err, size
     buf_release(b, kind);
     int rc = IP_OK;
     if (kind == MEM_HOST) {
-        b->ptr = malloc(bytes ? bytes : 1);
+        b->ptr = img_big_malloc(bytes);
         if (!b->ptr) {
             snprintf(err, errlen, "out of memory allocating %zu bytes", bytes);
             rc = IP_ENOMEM;

@@ -1,6 +1,10 @@
+#define _DEFAULT_SOURCE
 #include "image.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
 
 const char *img_dtype_name(ip_dtype dtype)
 {
@@ -42,12 +46,21 @@ int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, ch
     return IP_OK;
 }
 
+void *img_big_malloc(size_t bytes)
+{
+    if (bytes < 4 * HUGE_PAGE_BYTES || bytes > SIZE_MAX - HUGE_PAGE_BYTES) return malloc(bytes ? bytes : 1);
+    size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    void *p = aligned_alloc(HUGE_PAGE_BYTES, rounded);
+    if (p) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: without it, ordinary pages */
+    return p;
+}
+
 int img_alloc(ip_image *img, const ip_shape *shape, uint64_t max_pixels, char *err, size_t errlen)
 {
     size_t bytes;
     int rc = img_size_check(shape, max_pixels, &bytes, err, errlen);
     if (rc) return rc;
-    void *data = malloc(bytes);
+    void *data = img_big_malloc(bytes);
     if (!data) {
         snprintf(err, errlen, "out of memory allocating %zu bytes", bytes);
         return IP_ENOMEM;

@@ -14,5 +14,9 @@ int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, ch
 /* Allocates a tightly packed host image (stride = row bytes). */
 int img_alloc(ip_image *img, const ip_shape *shape, uint64_t max_pixels, char *err, size_t errlen);
 void img_free(ip_image *img);
+/* malloc for large buffers (images, codec scratch): backed by huge pages where the kernel allows,
+ * so first touching hundreds of MiB costs hundreds of page faults rather than a hundred thousand.
+ * Free with free(). */
+void *img_big_malloc(size_t bytes);
 const char *img_dtype_name(ip_dtype dtype);   /* "u8", "u16", "f32" */
 #endif

@@ -142,3 +142,44 @@ int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uin
     }
     return 0;
 }
+
+/* Bytes [i0, i1) of one row; the bytes before i0 in r (this row, left) and all of p are final. */
+static inline __attribute__((always_inline)) void unfilter_span(int type, const uint8_t *f, uint8_t *r,
+                                                               const uint8_t *p, size_t i0, size_t i1, unsigned bpp)
+{
+    size_t i = i0;
+    switch (type) {
+    case PNGX_FILTER_NONE:
+        memcpy(r + i0, f + i0, i1 - i0);
+        break;
+    case PNGX_FILTER_SUB:
+        for (; i < bpp && i < i1; i++) r[i] = f[i];
+        for (; i < i1; i++) r[i] = (uint8_t)(f[i] + r[i - bpp]);
+        break;
+    case PNGX_FILTER_UP:
+        for (; i < i1; i++) r[i] = (uint8_t)(f[i] + p[i]);
+        break;
+    case PNGX_FILTER_AVG:
+        for (; i < bpp && i < i1; i++) r[i] = (uint8_t)(f[i] + (p[i] >> 1));
+        for (; i < i1; i++) r[i] = (uint8_t)(f[i] + ((r[i - bpp] + p[i]) >> 1));
+        break;
+    default:
+        for (; i < bpp && i < i1; i++) r[i] = (uint8_t)(f[i] + p[i]);
+        for (; i < i1; i++) r[i] = (uint8_t)(f[i] + paeth_predictor(r[i - bpp], p[i], p[i - bpp]));
+        break;
+    }
+}
+
+int pngx_unfilter_span(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t i0, size_t i1,
+                       unsigned bpp)
+{
+    if (type < PNGX_FILTER_NONE || type > PNGX_FILTER_PAETH) return -1;
+    switch (bpp) {
+    case 1: unfilter_span(type, filtered, row, prev, i0, i1, 1); break;
+    case 2: unfilter_span(type, filtered, row, prev, i0, i1, 2); break;
+    case 3: unfilter_span(type, filtered, row, prev, i0, i1, 3); break;
+    case 4: unfilter_span(type, filtered, row, prev, i0, i1, 4); break;
+    default: unfilter_span(type, filtered, row, prev, i0, i1, bpp); break;
+    }
+    return 0;
+}

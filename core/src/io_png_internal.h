@@ -43,6 +43,13 @@ unsigned pngx_allowed_filters(uint32_t width, uint32_t height);
  * row (zeros for the first). Returns 0, or -1 for an unknown filter type. */
 int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t n,
                       unsigned bpp);
+/* The same for bytes [i0, i1) of the row, given the bytes before i0 are already reconstructed. */
+int pngx_unfilter_span(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t i0, size_t i1,
+                       unsigned bpp);
+/* Reconstructs every row of an 8-bit image (filtered: rows of a filter byte and n bytes) into img
+ * with up to `threads` threads, each owning a strip of columns one row behind its left neighbour. */
+int pngx_unfilter_wavefront(const unsigned char *filtered, ip_image *img, unsigned bpp, int threads, char *err,
+                            size_t errlen);
 
 /* Decoders of a parsed file: ours (8/16-bit gray, gray+alpha, RGB, RGBA, not interlaced, no
  * tRNS) and libpng's for everything else. */

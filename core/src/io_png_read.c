@@ -1,4 +1,5 @@
 #include "io_png_internal.h"
+#include "image.h"
 #include "io_internal.h"
 #include <libdeflate.h>
 #include <stdlib.h>
@@ -119,7 +120,7 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
         snprintf(err, errlen, "truncated or corrupt PNG: not enough image data");
         return IP_EFORMAT;
     }
-    unsigned char *filtered = malloc(filtered_bytes);
+    unsigned char *filtered = img_big_malloc(filtered_bytes);
     if (!filtered) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
@@ -127,7 +128,9 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
     rc = inflate_all(l, filtered, filtered_bytes, err, errlen);
     if (!rc) rc = io_image_alloc(opt, out, &shape, err, errlen);
     if (!rc) {
-        rc = unfilter_rows(filtered, out, bpp, l->depth == 16 && io_host_is_little_endian(), err, errlen);
+        rc = l->depth == 8 && io_thread_count(opt) > 1
+                 ? pngx_unfilter_wavefront(filtered, out, bpp, io_thread_count(opt), err, errlen)
+                 : unfilter_rows(filtered, out, bpp, l->depth == 16 && io_host_is_little_endian(), err, errlen);
         if (rc) io_image_free(opt, out);
     }
     free(filtered);

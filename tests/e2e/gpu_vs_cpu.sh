@@ -141,7 +141,7 @@ says "auto, start-up beside decoding" "gpu start-up"
 "$B" run -q --device cpu -e "$heavy" big_gray.tif cpu_big.tif
 if cmp -s auto_big.tif cpu_big.tif; then ok; else bad "auto on the GPU and the CPU wrote different files"; fi
 
-# JPEG through nvJPEG on the GPU (when the build and the machine have it): decoded pixels within
+# JPEG through nvJPEG on the GPU (--jpeg-decoder gpu): decoded pixels within
 # the bound measured against libjpeg-turbo (max difference 3), JPEG outputs encoded on the card
 # readable and close to the CPU's, folders equal to single runs, damaged files refused the same way
 $PY - <<'PYEOF' || bad "cannot make JPEG test images"
@@ -157,9 +157,9 @@ cv2.imwrite("jin/prog.jpg", a, [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_P
 cv2.imwrite("jin/b.png", a[:301, :257])
 PYEOF
 for f in a444 a420 gray prog; do
-  "$B" run -q --device gpu -e "grayscale | median" "jin/$f.jpg" "jg_$f.png" || bad "nvJPEG run on $f.jpg failed"
-  "$B" run -q --device gpu --jpeg-decoder cpu -e "grayscale | median" "jin/$f.jpg" "jc_$f.png" || bad "libjpeg run on $f.jpg failed"
-  "$B" run -q --device gpu -e "grayscale | median" "jin/$f.jpg" "jg_$f.jpg" || bad "nvJPEG jpg->jpg on $f failed"
+  "$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" "jin/$f.jpg" "jg_$f.png" || bad "nvJPEG run on $f.jpg failed"
+  "$B" run -q --device gpu -e "grayscale | median" "jin/$f.jpg" "jc_$f.png" || bad "libjpeg run on $f.jpg failed"
+  "$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" "jin/$f.jpg" "jg_$f.jpg" || bad "nvJPEG jpg->jpg on $f failed"
   "$B" run -q --device cpu -e "grayscale | median" "jin/$f.jpg" "jc_$f.jpg" || bad "CPU jpg->jpg on $f failed"
 done
 $PY - <<'PYEOF' | while read -r verdict rest; do if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi; done
@@ -173,16 +173,16 @@ for f in ("a444", "a420", "gray", "prog"):
     psnr = 99.0 if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
     print("ok" if psnr >= 35 else "FAIL", "GPU-encoded %s.jpg: PSNR %.1f dB against the CPU encoder's (floor 35)" % (f, psnr))
 PYEOF
-expect 0 "folder of JPEG and PNG on the GPU" "$B" run --device gpu --jobs 3 -e "grayscale | median" --format png jin jout
+expect 0 "folder of JPEG and PNG on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 3 -e "grayscale | median" --format png jin jout
 for f in a444 a420 gray prog; do
   if cmp -s "jout/$f.png" "jg_$f.png"; then ok; else bad "folder output $f.png differs from the single run"; fi
 done
-expect 0 "folder to JPEG on the GPU" "$B" run --device gpu --jobs 2 -e "grayscale | median" --format jpg jin joutj
+expect 0 "folder to JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 2 -e "grayscale | median" --format jpg jin joutj
 for f in a444 gray; do
   if cmp -s "joutj/$f.jpg" "jg_$f.jpg"; then ok; else bad "folder JPEG output $f.jpg differs from the single run"; fi
 done
 head -c 20000 jin/a444.jpg > cut.jpg
-expect 1 "truncated JPEG on the GPU" "$B" run --device gpu -e grayscale cut.jpg cut_out.png
+expect 1 "truncated JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu -e grayscale cut.jpg cut_out.png
 says "truncated JPEG on the GPU" "truncated or corrupt JPEG"
 absent "truncated JPEG output" cut_out.png
 
