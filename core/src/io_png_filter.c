@@ -99,51 +99,9 @@ unsigned pngx_allowed_filters(uint32_t width, uint32_t height)
     return allowed ? allowed : 1u;
 }
 
-/* The reconstruction loops, from the filtered bytes f into r, specialised by the compiler for
- * each pixel size they are called with. */
-static inline __attribute__((always_inline)) void unfilter(int type, const uint8_t *f, uint8_t *r, const uint8_t *p,
-                                                          size_t n, unsigned bpp)
-{
-    size_t i = 0;
-    switch (type) {
-    case PNGX_FILTER_NONE:
-        memcpy(r, f, n);
-        break;
-    case PNGX_FILTER_SUB:
-        for (; i < bpp && i < n; i++) r[i] = f[i];
-        for (; i < n; i++) r[i] = (uint8_t)(f[i] + r[i - bpp]);
-        break;
-    case PNGX_FILTER_UP:
-        for (; i < n; i++) r[i] = (uint8_t)(f[i] + p[i]);
-        break;
-    case PNGX_FILTER_AVG:
-        for (; i < bpp && i < n; i++) r[i] = (uint8_t)(f[i] + (p[i] >> 1));
-        for (; i < n; i++) r[i] = (uint8_t)(f[i] + ((r[i - bpp] + p[i]) >> 1));
-        break;
-    default:
-        for (; i < bpp && i < n; i++) r[i] = (uint8_t)(f[i] + p[i]);
-        for (; i < n; i++) r[i] = (uint8_t)(f[i] + paeth_predictor(r[i - bpp], p[i], p[i - bpp]));
-        break;
-    }
-}
-
-int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t n,
-                      unsigned bpp)
-{
-    if (type < PNGX_FILTER_NONE || type > PNGX_FILTER_PAETH) return -1;
-    switch (bpp) {
-    case 1: unfilter(type, filtered, row, prev, n, 1); break;
-    case 2: unfilter(type, filtered, row, prev, n, 2); break;
-    case 3: unfilter(type, filtered, row, prev, n, 3); break;
-    case 4: unfilter(type, filtered, row, prev, n, 4); break;
-    case 6: unfilter(type, filtered, row, prev, n, 6); break;
-    case 8: unfilter(type, filtered, row, prev, n, 8); break;
-    default: unfilter(type, filtered, row, prev, n, bpp); break;
-    }
-    return 0;
-}
-
-/* Bytes [i0, i1) of one row; the bytes before i0 in r (this row, left) and all of p are final. */
+/* The reconstruction loops for bytes [i0, i1) of one row, from the filtered bytes f into r
+ * (whose bytes before i0 and all of p are final), specialised by the compiler for each pixel size
+ * they are called with. */
 static inline __attribute__((always_inline)) void unfilter_span(int type, const uint8_t *f, uint8_t *r,
                                                                const uint8_t *p, size_t i0, size_t i1, unsigned bpp)
 {
@@ -179,7 +137,15 @@ int pngx_unfilter_span(int type, const uint8_t *filtered, uint8_t *row, const ui
     case 2: unfilter_span(type, filtered, row, prev, i0, i1, 2); break;
     case 3: unfilter_span(type, filtered, row, prev, i0, i1, 3); break;
     case 4: unfilter_span(type, filtered, row, prev, i0, i1, 4); break;
+    case 6: unfilter_span(type, filtered, row, prev, i0, i1, 6); break;
+    case 8: unfilter_span(type, filtered, row, prev, i0, i1, 8); break;
     default: unfilter_span(type, filtered, row, prev, i0, i1, bpp); break;
     }
     return 0;
+}
+
+int pngx_unfilter_row(int type, const uint8_t *filtered, uint8_t *row, const uint8_t *prev, size_t n,
+                      unsigned bpp)
+{
+    return pngx_unfilter_span(type, filtered, row, prev, 0, n, bpp);
 }
