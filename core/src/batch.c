@@ -25,6 +25,7 @@ typedef struct {
     int not_images;
     dev_t skip_dev;      /* the output folder, never listed as input (it may lie inside it) */
     ino_t skip_ino;
+    int shard_index, shard_count;   /* --shard I/N: only the entries that hash to I */
 } entry_list;
 
 typedef struct {
@@ -59,8 +60,18 @@ int batch_is_batch_input(const char *input)
     return input[0] == '@' || (stat(input, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
+/* FNV-1a of the path below the input: a shard depends on the name alone, not on the order the
+ * files were listed in, so N copies started anywhere cover the folder exactly once. */
+static int shard_of(const char *rel, int count)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)rel; *c; c++) h = (h ^ *c) * 1099511628211ull;
+    return (int)(h % (uint64_t)count);
+}
+
 static int list_add(entry_list *l, const char *path, const char *rel)
 {
+    if (l->shard_count > 1 && shard_of(rel, l->shard_count) != l->shard_index) return IP_OK;
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return IP_OK;
     io_format fmt = io_detect_file(path);
@@ -438,6 +449,8 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
               char *err, size_t errlen)
 {
     entry_list list = { 0 };
+    list.shard_index = o->shard_index;
+    list.shard_count = o->shard_count;
     memset(result, 0, sizeof *result);
     int rc;
     if (o->input[0] == '@') {

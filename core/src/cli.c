@@ -49,6 +49,7 @@ typedef struct {
     const char *format;          /* --format png|tif|jpg for folders */
     const char *gpus;            /* --gpus all|0,2 */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
+    int shard_index, shard_count;   /* --shard I/N */
 } cli_options;
 
 static const char usage_text[] =
@@ -95,6 +96,8 @@ static const char usage_text[] =
     "  --jobs N                images in flight at once (default: the number of cores)\n"
     "  --resume                skip inputs whose output already exists\n"
     "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
+    "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
+    "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
     "  Files that are not PNG, JPEG or TIFF are skipped and counted; one bad image is reported\n"
     "  and the rest go on; Ctrl-C stops after the images in flight, leaving no partial file.\n"
     "  -q, --quiet             print errors only\n"
@@ -232,6 +235,12 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--quality")) {
         if (!(rc = parse_numeric_option("--quality", option_value(argc, argv, i, "--quality"), 1, 100, &n)))
             o->io.jpeg_quality = (int)n;
+    } else if (is_option(a, "--shard")) {
+        v = option_value(argc, argv, i, "--shard");
+        int used = 0;
+        if (!v || sscanf(v, "%d/%d%n", &o->shard_index, &o->shard_count, &used) != 2 || v[used] ||
+            o->shard_count < 1 || o->shard_count > 1000000 || o->shard_index < 0 || o->shard_index >= o->shard_count)
+            return usage_error("--shard expects I/N with 0 <= I < N, e.g. --shard 3/16");
     } else if (is_option(a, "--jpeg-decoder")) {
         v = option_value(argc, argv, i, "--jpeg-decoder");
         if (v && strcmp(v, "gpu") == 0) o->jpeg_gpu_required = 1;
@@ -593,6 +602,7 @@ typedef struct {
     double last_print;
     char **failures;
     int n_failures;
+    char shard[48];   /* "shard I/N: " or "" */
 } batch_view;
 
 static void format_duration(double s, char *buf, size_t len)
@@ -680,6 +690,8 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
     b->jpeg_on_gpu = o->jpeg_gpu_required;
+    b->shard_index = o->shard_index;
+    b->shard_count = o->shard_count;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
     b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
@@ -695,8 +707,8 @@ static void print_batch_summary(const cli_options *o, const batch_view *v, const
 {
     if (v->tty && !o->quiet) fputc('\n', stderr);
     if (!o->quiet || r->failed)
-        fprintf(stderr, "imgpipe: %d succeeded, %d failed, %d skipped (output exists), %d not images; %.1f s%s\n",
-                r->done, r->failed, r->resumed, r->not_images, r->elapsed_s,
+        fprintf(stderr, "imgpipe: %s%d succeeded, %d failed, %d skipped (output exists), %d not images; %.1f s%s\n",
+                v->shard, r->done, r->failed, r->resumed, r->not_images, r->elapsed_s,
                 r->stopped ? "; interrupted: run again with --resume to finish" : "");
     for (int i = 0; i < v->n_failures; i++) fprintf(stderr, "  failed: %s\n", v->failures[i]);
 }
@@ -707,7 +719,8 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     int rc = batch_setup(o, dev, in, out, &b);
     if (rc) return rc;
     if (dev == EXEC_GPU && !o->quiet) say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
-    batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0 };
+    batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
+    if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
     batch_callbacks cb = { on_progress, on_failure, on_note, &view };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -735,6 +748,7 @@ static int cmd_run(const cli_options *o)
         return usage_error(o->expr ? "run -e TEXT needs IN and OUT" : "run needs PIPELINE, IN and OUT");
     const char *in_path = o->positional[need - 2], *out_path = o->positional[need - 1];
     int is_batch = batch_is_batch_input(in_path);
+    if (!is_batch && o->shard_count) return usage_error("--shard applies to a folder or an @LIST, not one image");
     if (!is_batch && io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
         return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
                            out_path);

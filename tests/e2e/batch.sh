@@ -76,4 +76,25 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"; }
 r20=$(rss "$B" run -q --device cpu --jobs 2 -e "mean radius=2" few m20)
 r200=$(rss "$B" run -q --device cpu --jobs 2 -e "mean radius=2" many m200)
 [ "$r200" -le $((r20 * 5 / 4 + 8192)) ] && ok || bad "peak RSS grew from $r20 KiB (20 images) to $r200 KiB (200 images)"
+# --shard I/N: three copies cover the folder exactly once, each output the same as one run's
+# (the folder holds a corrupt file, so a run may exit 1)
+"$B" run -q --device cpu -r -e "$P" in full 2>/dev/null
+for i in 0 1 2; do
+  "$B" run --device cpu -r -e "$P" --shard "$i/3" in "shard$i" 2>"shard$i.err"
+  rc=$?
+  if [ "$rc" -le 1 ] && grep -q "shard $i/3: " "shard$i.err"; then ok; else bad "shard $i/3: exit $rc: $(tail -n 1 "shard$i.err")"; fi
+done
+all=$(cd full && find . -type f | sort)
+union=$(for i in 0 1 2; do (cd "shard$i" && find . -type f); done | sort)
+if [ -n "$all" ] && [ "$all" = "$union" ]; then ok; else bad "shards: the union is not the whole folder"; fi
+if [ -z "$(echo "$union" | uniq -d)" ]; then ok; else bad "shards overlap: $(echo "$union" | uniq -d | head -n 3)"; fi
+nonempty=0
+for i in 0 1 2; do [ -n "$(cd "shard$i" && find . -type f)" ] && nonempty=$((nonempty + 1)); done
+if [ "$nonempty" -ge 2 ]; then ok; else bad "the images were not split: $nonempty shard(s) hold them all"; fi
+for i in 0 1 2; do
+  (cd "shard$i" && find . -type f) | while read -r f; do cmp -s "shard$i/$f" "full/$f" || echo "$f"; done >"diff$i.txt"
+  if [ -s "diff$i.txt" ]; then bad "shard $i output differs from the whole run: $(head -n 2 "diff$i.txt")"; else ok; fi
+done
+expect 2 "bad --shard" "$B" run --device cpu -e "$P" --shard 3/3 in shardbad
+expect 2 "--shard on one image" "$B" run --device cpu -e "$P" --shard 0/2 "$IMAGES/camera.png" one.png
 finish
