@@ -378,7 +378,10 @@ static int begin_gpu(one_run *r, char *err, size_t errlen)
 {
     exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
     r->dev = EXEC_GPU;
-    return startup_begin(&r->gpu_startup, &eo, r->gpu_jpeg, err, errlen);
+    unsigned uses = 0;
+    if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
+    if (r->gpu_jpeg && io_format_from_ext(r->out_path) == IO_FMT_JPEG) uses |= JPEG_GPU_ENCODE;
+    return startup_begin(&r->gpu_startup, &eo, uses, err, errlen);
 }
 
 /* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
@@ -461,12 +464,19 @@ typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
 } run_times;
 
-static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t)
+static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t,
+                          const jpeg_gpu *jpeg)
 {
     fprintf(stderr, "profile:\n");
     if (dev == EXEC_GPU)
         fprintf(stderr, "  %-22s %9.3f ms (beside decoding; waited %.3f ms for it)\n", "gpu start-up", t->startup_ms,
                 t->startup_wait_ms);
+    if (jpeg) {
+        jpeg_gpu_open_times j = jpeg_gpu_times(jpeg);
+        fprintf(stderr, "  %-22s %9.3f ms (in start-up: library %.1f, handle %.1f in %d tries, decoder %.1f, "
+                "encoder %.1f; %s)\n", "nvJPEG open", j.library_ms + j.handle_ms + j.decoder_ms + j.encoder_ms,
+                j.library_ms, j.handle_ms, j.handle_tries, j.decoder_ms, j.encoder_ms, jpeg_gpu_description(jpeg));
+    }
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", t->decode_ms);
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
     for (int i = 0; i < prof->n_stages; i++) {
@@ -579,7 +589,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
         t0 = now_ms();
         rc = write_output(o, jpeg, &out, out_path, err, sizeof err);
         t.encode_ms = now_ms() - t0;
-        if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t);
+        if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t, jpeg);
         if (rc != IP_OK) fail("%s: %s", out_path, err);
     } else {
         fail("%s: %s", in_path, err);
@@ -693,6 +703,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
     b->jpeg_on_gpu = o->jpeg_gpu_required;
+    b->verbose = o->profile;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
     b->io = o->io;

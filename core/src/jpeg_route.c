@@ -29,8 +29,9 @@ int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer tran
     return g && in_format == IO_FMT_JPEG && transfer == EXEC_COPY;
 }
 
-int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *path, const io_options *opt,
-                      ip_image *dev_in, char *err, size_t errlen)
+/* pool NULL: g decodes alone; else the pool's decoder for device, in a batch. */
+static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, const char *path,
+                        const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
     unsigned char *data = NULL;
     size_t len = 0;
@@ -41,9 +42,22 @@ int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *pat
     io.on_shape = on_shape;
     io.on_shape_user = &r;
     jpeg_gpu_memory mem = { device_input, &r };
-    rc = jpeg_gpu_decode(g, data, len, &io, &mem, dev_in, err, errlen);
+    rc = pool ? jpeg_pool_decode(pool, device, data, len, &io, &mem, dev_in, err, errlen)
+              : jpeg_gpu_decode(g, data, len, &io, &mem, dev_in, err, errlen);
     free(data);
     return rc;
+}
+
+int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *path, const io_options *opt,
+                      ip_image *dev_in, char *err, size_t errlen)
+{
+    return route_decode(g, NULL, 0, ctx, p, path, opt, dev_in, err, errlen);
+}
+
+int jpeg_route_decode_pooled(jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, const char *path,
+                             const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
+{
+    return route_decode(NULL, pool, device, ctx, p, path, opt, dev_in, err, errlen);
 }
 
 int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,
