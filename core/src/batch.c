@@ -39,7 +39,8 @@ typedef struct {
     double t0;
     pthread_mutex_t lock;
     jpeg_pool *jpeg;         /* nvJPEG shared by the workers of each GPU, when asked for */
-    double free_mib_early, free_mib_last;   /* GPU memory free at the 10th and the last image taken */
+    double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
+    int jobs;
 } batch_shared;
 
 static double now_s(void)
@@ -366,12 +367,13 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     return rc;
 }
 
-/* For --profile: device memory free when the 10th image is taken (every worker's buffers made by
+/* For --profile: device memory free when image 2*jobs+8 is taken (every worker's buffers made by
  * then) and when the last is (every worker still holds its own), so growth over a run shows. */
 static void watch_memory(batch_shared *sh, int taken)
 {
     size_t free_bytes, total;
-    int early = taken == (sh->list->n > 10 ? 9 : 0), last = taken == sh->list->n - 1;
+    int early_at = 2 * sh->jobs + 8 < sh->list->n ? 2 * sh->jobs + 8 : 0;   /* every worker's buffers made */
+    int early = taken == early_at, last = taken == sh->list->n - 1;
     if ((!early && !last) || gpu_memory_info(&free_bytes, &total, NULL, 0) != IP_OK) return;
     if (early) sh->free_mib_early = (double)free_bytes / 1048576.0;
     if (last) sh->free_mib_last = (double)free_bytes / 1048576.0;
@@ -526,19 +528,23 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         free_list(&list);
         return rc;
     }
-    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER, NULL, -1, -1 };
+    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER, NULL, -1, -1, 0 };
     sh.prog.total = list.n;
     sh.prog.not_images = list.not_images;
     int jobs = o->jobs > 0 ? o->jobs : 1;
     if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
+    sh.jobs = jobs;
+    for (int g = 0; list.n && o->device == EXEC_GPU && g < (o->n_gpus > 0 ? o->n_gpus : 1); g++)
+        gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
     if (list.n && o->device == EXEC_GPU && o->jpeg_on_gpu) open_jpeg_pool(&sh, &list, jobs);
     rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
     close_jpeg_pool(&sh);
     if (sh.free_mib_early >= 0 && sh.free_mib_last >= 0 && cb->note) {
         char msg[160];
+        int early_at = 2 * jobs + 8 < list.n ? 2 * jobs + 8 : 0;
         snprintf(msg, sizeof msg, "GPU memory in use grew by %.1f MiB from image %d to the last", sh.free_mib_early -
-                 sh.free_mib_last, list.n > 10 ? 10 : 1);
+                 sh.free_mib_last, early_at + 1);
         cb->note(cb->user, msg);
     }
     *result = sh.prog;
