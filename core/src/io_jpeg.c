@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
 #include "image.h"
+#include "io_jpeg_bands.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,16 @@ typedef struct {
     const io_options *opt;
 } jpeg_writer;
 
+/* The settings of every file and band, after jpeg_set_defaults. */
+static void configure(void *user, struct jpeg_compress_struct *c)
+{
+    const jpeg_writer *w = user;
+    jpeg_set_quality(c, w->opt->jpeg_quality, TRUE);
+    /* At high quality keep full-resolution chroma, as ImageMagick does. */
+    if (c->input_components == 3 && w->opt->jpeg_quality >= 90)
+        for (int i = 0; i < c->num_components; i++) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
+}
+
 static int jpeg_encode(jpeg_writer *w)
 {
     if (setjmp(w->e.jmp)) return IP_EIO;
@@ -169,11 +180,7 @@ static int jpeg_encode(jpeg_writer *w)
     w->cinfo.input_components = s->channels;
     w->cinfo.in_color_space = s->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(&w->cinfo);
-    jpeg_set_quality(&w->cinfo, w->opt->jpeg_quality, TRUE);
-    /* At high quality keep full-resolution chroma, as ImageMagick does. */
-    if (s->channels == 3 && w->opt->jpeg_quality >= 90)
-        for (int c = 0; c < w->cinfo.num_components; c++)
-            w->cinfo.comp_info[c].h_samp_factor = w->cinfo.comp_info[c].v_samp_factor = 1;
+    configure(w, &w->cinfo);
     jpeg_start_compress(&w->cinfo, TRUE);
     while (w->cinfo.next_scanline < w->cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
@@ -198,7 +205,12 @@ int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err,
     w->f = f;
     w->img = img;
     w->opt = opt;
-    int rc = jpeg_encode(w);
+    /* Large images: bands on all threads (io_jpeg_bands.h), the same file whatever their count. */
+    jpeg_band_hooks hooks = { configure, NULL, w };
+    size_t band_rows;
+    int rc = jpeg_bands_plan(&img->shape, &hooks, &band_rows) > 1
+                 ? jpeg_bands_write(f, img, &hooks, io_thread_count(opt), err, errlen)
+                 : jpeg_encode(w);
     jpeg_destroy_compress(&w->cinfo);
     free(w);
     if (rc) {
