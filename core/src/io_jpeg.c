@@ -124,7 +124,8 @@ static int jpeg_decode(jpeg_reader *r)
                        r->cinfo.output_components, IP_U8 };
     rc = io_shape_known(r->opt, &shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
     if (rc) return rc;
-    /* A progressive file's scans are all read here, so the scan limit acts before the image exists. */
+    /* A file of several scans (progressive ones) has them all read here, so the scan limit acts
+     * before the image exists. */
     jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
