@@ -83,6 +83,12 @@ static const char usage_text[] =
     "                          download, encode\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
+    "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
+    "                          (default 100000)\n"
+    "  --max-jpeg-scans N      refuse JPEG files with more scans (default 1000)\n"
+    "  --max-tiff-blocks N     refuse TIFF images stored in more strips or tiles (default 4194304)\n"
+    "  --max-tiff-tile-bytes N refuse TIFF tiles that decode to more bytes, unless no larger than\n"
+    "                          the whole image (default 67108864)\n"
     "  --png-level 0..9        PNG compression level (default 6)\n"
     "  --quality 1..100        JPEG quality (default 90)\n"
     "  --jpeg-decoder auto|cpu|gpu  gpu: on the GPU, JPEG is decoded and encoded by nvJPEG (decoded\n"
@@ -259,6 +265,18 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
+    } else if (is_option(a, "--max-ratio")) {
+        if (!(rc = parse_numeric_option("--max-ratio", option_value(argc, argv, i, "--max-ratio"), 1, LONG_MAX, &n)))
+            o->io.max_ratio = (uint64_t)n;
+    } else if (is_option(a, "--max-jpeg-scans")) {
+        v = option_value(argc, argv, i, "--max-jpeg-scans");
+        if (!(rc = parse_numeric_option("--max-jpeg-scans", v, 1, INT_MAX, &n))) o->io.max_jpeg_scans = (int)n;
+    } else if (is_option(a, "--max-tiff-blocks")) {
+        v = option_value(argc, argv, i, "--max-tiff-blocks");
+        if (!(rc = parse_numeric_option("--max-tiff-blocks", v, 1, LONG_MAX, &n))) o->io.max_tiff_blocks = (uint64_t)n;
+    } else if (is_option(a, "--max-tiff-tile-bytes")) {
+        v = option_value(argc, argv, i, "--max-tiff-tile-bytes");
+        if (!(rc = parse_numeric_option("--max-tiff-tile-bytes", v, 1, LONG_MAX, &n))) o->io.max_tiff_tile_bytes = (uint64_t)n;
     } else if (is_option(a, "--shape")) {
         v = option_value(argc, argv, i, "--shape");
         if (!v || !parse_shape(v, &o->check_shape))

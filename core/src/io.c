@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
 #include "image.h"
+#include "io_limits.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@ void io_default_options(io_options *opt)
     opt->png_level = 6;
     opt->jpeg_quality = 90;
     opt->max_pixels = IMG_DEFAULT_MAX_PIXELS;
+    opt->max_ratio = IO_DEFAULT_MAX_RATIO;
+    opt->max_jpeg_scans = IO_DEFAULT_MAX_JPEG_SCANS;
+    opt->max_tiff_blocks = IO_DEFAULT_MAX_TIFF_BLOCKS;
+    opt->max_tiff_tile_bytes = IO_DEFAULT_MAX_TIFF_TILE_BYTES;
     opt->on_shape = NULL;
     opt->on_shape_user = NULL;
     opt->threads = 0;
@@ -63,10 +68,11 @@ const char *io_tiff_compression_name(io_tiff_compression c)
     return "?";
 }
 
-int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen)
+int io_shape_known(const io_options *opt, const ip_shape *shape, uint64_t file_bytes, char *err, size_t errlen)
 {
     size_t bytes;
     int rc = img_size_check(shape, opt->max_pixels, &bytes, err, errlen);
+    if (rc == IP_OK) rc = io_limit_ratio(opt, shape, bytes, file_bytes, err, errlen);
     if (rc == IP_OK && opt->on_shape) rc = opt->on_shape(opt->on_shape_user, shape, err, errlen);
     return rc;
 }

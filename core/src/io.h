@@ -19,6 +19,11 @@ typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
     uint64_t max_pixels; /* refuse larger images before allocating */
+    /* The other limits on untrusted files (io_limits.h), each with the option that raises it. */
+    uint64_t max_ratio;           /* decoded bytes per byte of file */
+    int max_jpeg_scans;
+    uint64_t max_tiff_blocks;     /* strips or tiles of one image */
+    uint64_t max_tiff_tile_bytes; /* one decoded tile, where larger than the whole image */
     int threads;         /* codec threads (strips, tiles, PNG bands); 0 = all cores */
     io_tiff_compression tiff_compression;   /* default deflate, with the predictor */
     io_pixel_memory memory;                 /* all NULL: malloc */
@@ -34,8 +39,9 @@ io_format io_detect(const unsigned char *head, size_t n);
 io_format io_detect_file(const char *path);
 io_format io_format_from_ext(const char *path);
 const char *io_format_name(io_format fmt);
-/* For the readers: checks the pixel limit and calls opt->on_shape, if any. */
-int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen);
+/* For the readers: checks the pixel limit, the decoded size against file_bytes (the whole file;
+ * 0 when unknown) and calls opt->on_shape, if any. */
+int io_shape_known(const io_options *opt, const ip_shape *shape, uint64_t file_bytes, char *err, size_t errlen);
 
 /* The decoders' allocation of the final image (packed, stride = row bytes), through
  * opt->memory when set; io_image_free gives it back the same way. */
@@ -47,7 +53,7 @@ const char *io_tiff_compression_name(io_tiff_compression c);
 
 /* Decodes any supported file into a freshly allocated packed host image (free with
  * io_image_free, or img_free when opt has no memory provider). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
- * unsupported), IP_ELIMIT (too many pixels). The message does not repeat the path. */
+ * unsupported), IP_ELIMIT (over a limit of io_options). The message does not repeat the path. */
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
 /* The whole file in malloc'd memory (for decoders that take bytes, such as nvJPEG). */

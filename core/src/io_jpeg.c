@@ -2,20 +2,20 @@
 #include "io_internal.h"
 #include "image.h"
 #include "io_jpeg_bands.h"
+#include "io_limits.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
 #include <jerror.h>
 
-/* Progressive files with thousands of scans decode very slowly; real ones have a dozen. */
-#define JPEG_MAX_SCANS 1000
-
 /* libjpeg's error manager, extended with a jump target and our message buffer. */
 typedef struct {
     struct jpeg_error_mgr pub;
     struct jpeg_progress_mgr progress;
     jmp_buf jmp;
+    int rc;                    /* what the jump returns: IP_EFORMAT, or IP_ELIMIT from the scan limit */
+    const io_options *opt;     /* the reader's limits; NULL for the writer */
     const char *prefix;
     char *err;
     size_t errlen;
@@ -35,6 +35,7 @@ static void fail_with_message(j_common_ptr cinfo)
     cinfo->err->format_message(cinfo, msg);
     int unsupported = cinfo->is_decompressor && is_unsupported_feature(cinfo->err->msg_code);
     snprintf(ctx->err, ctx->errlen, "%s%s", unsupported ? "unsupported JPEG: " : ctx->prefix, msg);
+    ctx->rc = IP_EFORMAT;
     longjmp(ctx->jmp, 1);
 }
 
@@ -56,18 +57,21 @@ static void on_jpeg_output(j_common_ptr cinfo)
     (void)cinfo;
 }
 
+/* Progressive files with thousands of scans decode very slowly; real ones have about ten. */
 static void on_jpeg_progress(j_common_ptr cinfo)
 {
-    j_decompress_ptr d = (j_decompress_ptr)cinfo;
-    if (cinfo->is_decompressor && d->input_scan_number > JPEG_MAX_SCANS) {
-        jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
-        snprintf(ctx->err, ctx->errlen, "%sfile has more than %d scans", ctx->prefix, JPEG_MAX_SCANS);
+    jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+    if (!cinfo->is_decompressor || !ctx->opt) return;
+    if (io_limit_jpeg_scans(ctx->opt, ((j_decompress_ptr)cinfo)->input_scan_number, ctx->err, ctx->errlen)) {
+        ctx->rc = IP_ELIMIT;
         longjmp(ctx->jmp, 1);
     }
 }
 
-static void init_error_ctx(jpeg_error_ctx *ctx, const char *prefix, char *err, size_t errlen)
+static void init_error_ctx(jpeg_error_ctx *ctx, const io_options *opt, const char *prefix, char *err,
+                           size_t errlen)
 {
+    ctx->opt = opt;
     jpeg_std_error(&ctx->pub);
     ctx->pub.error_exit = fail_with_message;
     ctx->pub.emit_message = on_jpeg_message;
@@ -109,7 +113,7 @@ static int choose_output_colour(jpeg_reader *r)
 
 static int jpeg_decode(jpeg_reader *r)
 {
-    if (setjmp(r->e.jmp)) return IP_EFORMAT;
+    if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
     r->cinfo.progress = &r->e.progress;
     jpeg_stdio_src(&r->cinfo, r->f);
@@ -119,11 +123,13 @@ static int jpeg_decode(jpeg_reader *r)
     jpeg_calc_output_dimensions(&r->cinfo);
     ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
                        r->cinfo.output_components, IP_U8 };
-    rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
+    rc = io_shape_known(r->opt, &shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
     if (rc) return rc;
+    /* A file of several scans (progressive ones) has them all read here, so the scan limit acts
+     * before the image exists. */
+    jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
-    jpeg_start_decompress(&r->cinfo);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         JSAMPROW row = (JSAMPROW)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
         jpeg_read_scanlines(&r->cinfo, &row, 1);
@@ -139,7 +145,7 @@ int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    init_error_ctx(&r->e, "truncated or corrupt JPEG: ", err, errlen);
+    init_error_ctx(&r->e, opt, "truncated or corrupt JPEG: ", err, errlen);
     r->cinfo.err = &r->e.pub;
     r->f = f;
     r->opt = opt;
@@ -200,7 +206,7 @@ int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err,
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    init_error_ctx(&w->e, "cannot write JPEG: ", err, errlen);
+    init_error_ctx(&w->e, NULL, "cannot write JPEG: ", err, errlen);
     w->cinfo.err = &w->e.pub;
     w->f = f;
     w->img = img;

@@ -4,12 +4,12 @@
 #include "io_internal.h"
 #include "io_tiff_handle.h"
 #include "image.h"
+#include "io_limits.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TILE_SIDE_MAX 65536u
-#define BLOCK_BYTES_FLOOR ((uint64_t)64 << 20)   /* tiles may exceed a small image, not by this */
 
 typedef struct {
     TIFF *tif;
@@ -119,11 +119,13 @@ static int check_layout(tiff_reader *r)
         return unsupported(r, what);
     }
     if (r->width == 0 || r->height == 0) return corrupt(r, "image has no pixels");
-    if (r->width > INT32_MAX || r->height > INT32_MAX) {
-        snprintf(r->err, r->errlen, "image of %ux%u pixels is too large", r->width, r->height);
-        return IP_ELIMIT;
+    int rc = img_pixel_check(r->width, r->height, r->opt->max_pixels, r->err, r->errlen);
+    if (!rc && (r->width > INT32_MAX || r->height > INT32_MAX)) {
+        snprintf(r->err, r->errlen, "image is %ux%u, over the limit of %d pixels a side (no option raises it)",
+                 r->width, r->height, INT32_MAX);
+        rc = IP_ELIMIT;
     }
-    return IP_OK;
+    return rc;
 }
 
 static ip_dtype raw_dtype(const tiff_reader *r)
@@ -131,17 +133,25 @@ static ip_dtype raw_dtype(const tiff_reader *r)
     return r->bps == 32 ? IP_F32 : r->bps == 16 ? IP_U16 : IP_U8;
 }
 
-/* Checks the decoded and the final image against the limits, then allocates the samples. */
+static ip_shape raw_shape(const tiff_reader *r)
+{
+    return (ip_shape){ (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
+}
+
+/* Checks the final image against the limits (and tells on_shape) before any block is looked at. */
+static int check_shape(tiff_reader *r)
+{
+    ip_shape final = raw_shape(r);
+    if (r->photometric == PHOTOMETRIC_PALETTE) final.channels = 3;
+    return io_shape_known(r->opt, &final, io_file_bytes(r->cursor.fd), r->err, r->errlen);
+}
+
 static int alloc_raw(tiff_reader *r)
 {
-    ip_shape raw = { (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
-    ip_shape final = raw;
-    if (r->photometric == PHOTOMETRIC_PALETTE) final.channels = 3;
-    int rc = io_shape_known(r->opt, &final, r->err, r->errlen);
+    ip_shape raw = raw_shape(r);
     /* A palette image is expanded into a second buffer; otherwise the samples are the result. */
-    if (!rc && r->photometric == PHOTOMETRIC_PALETTE) rc = img_alloc(&r->raw, &raw, r->opt->max_pixels, r->err, r->errlen);
-    else if (!rc) rc = io_image_alloc(r->opt, &r->raw, &raw, r->err, r->errlen);
-    return rc;
+    if (r->photometric == PHOTOMETRIC_PALETTE) return img_alloc(&r->raw, &raw, r->opt->max_pixels, r->err, r->errlen);
+    return io_image_alloc(r->opt, &r->raw, &raw, r->err, r->errlen);
 }
 
 static unsigned unpack_bits(const unsigned char *src, size_t index, unsigned bps)
@@ -191,12 +201,21 @@ typedef struct {
     uint64_t count, row_bytes, block_bytes;
 } block_layout;
 
-static int check_block_size(tiff_reader *r, uint64_t bytes)
+static uint64_t raw_row_bytes(const tiff_reader *r)
 {
-    uint64_t cap = 4 * (uint64_t)r->raw.stride * r->height;
-    if (cap < BLOCK_BYTES_FLOOR) cap = BLOCK_BYTES_FLOOR;
-    if (bytes == 0 || bytes > cap || bytes > SIZE_MAX) return corrupt(r, "strip or tile size out of range");
-    return IP_OK;
+    ip_shape raw = raw_shape(r);
+    return img_row_bytes(&raw);
+}
+
+/* A strip never decodes to more than the image (its rows are the image's); a tile may, padding the
+ * image's edges, within the limit. */
+static int check_block_size(tiff_reader *r, const block_layout *l)
+{
+    uint64_t image_bytes = raw_row_bytes(r) * r->height;
+    if (l->block_bytes == 0 || l->block_bytes > SIZE_MAX || (!l->tiled && l->block_bytes > image_bytes))
+        return corrupt(r, l->tiled ? "tile size out of range" : "strip size out of range");
+    if (!l->tiled) return IP_OK;
+    return io_limit_tiff_tile(r->opt, l->bw, l->bh, l->block_bytes, image_bytes, r->err, r->errlen);
 }
 
 static int strip_layout(tiff_reader *r, block_layout *l)
@@ -206,12 +225,14 @@ static int strip_layout(tiff_reader *r, block_layout *l)
     if (rps == 0 || rps > r->height) rps = r->height;
     *l = (block_layout){ .bw = r->width, .bh = rps, .across = 1, .down = (uint32_t)(((uint64_t)r->height + rps - 1) / rps) };
     l->count = (uint64_t)l->down * plane_count(r);
+    int rc = io_limit_tiff_blocks(r->opt, l->count, 0, r->err, r->errlen);
+    if (rc) return rc;
     if ((uint64_t)TIFFNumberOfStrips(r->tif) < l->count) return corrupt(r, "fewer strips than the image needs");
     l->row_bytes = TIFFScanlineSize64(r->tif);
     if (l->row_bytes == 0 || rps > UINT64_MAX / l->row_bytes) return corrupt(r, "strip size out of range");
     l->block_bytes = l->row_bytes * rps;
-    l->direct = r->planar == PLANARCONFIG_CONTIG && r->bps >= 8 && l->row_bytes == (uint64_t)r->raw.stride;
-    return check_block_size(r, l->block_bytes);
+    l->direct = r->planar == PLANARCONFIG_CONTIG && r->bps >= 8 && l->row_bytes == raw_row_bytes(r);
+    return check_block_size(r, l);
 }
 
 static int tile_layout(tiff_reader *r, block_layout *l)
@@ -223,10 +244,12 @@ static int tile_layout(tiff_reader *r, block_layout *l)
     *l = (block_layout){ .tiled = 1, .bw = tw, .bh = th, .across = (uint32_t)(((uint64_t)r->width + tw - 1) / tw),
                          .down = (uint32_t)(((uint64_t)r->height + th - 1) / th) };
     l->count = (uint64_t)l->across * l->down * plane_count(r);
+    int rc = io_limit_tiff_blocks(r->opt, l->count, 1, r->err, r->errlen);
+    if (rc) return rc;
     if ((uint64_t)TIFFNumberOfTiles(r->tif) < l->count) return corrupt(r, "fewer tiles than the image needs");
     l->row_bytes = TIFFTileRowSize64(r->tif);
     l->block_bytes = TIFFTileSize64(r->tif);
-    return check_block_size(r, l->block_bytes);
+    return check_block_size(r, l);
 }
 
 /* One thread's reading state: its own handle (thread 0 keeps the one that read the tags). */
@@ -322,13 +345,6 @@ static int read_blocks(tiff_reader *r, const block_layout *l)
     return r->failed_rc;
 }
 
-static int read_pixels(tiff_reader *r)
-{
-    block_layout l;
-    int rc = TIFFIsTiled(r->tif) ? tile_layout(r, &l) : strip_layout(r, &l);
-    return rc ? rc : read_blocks(r, &l);
-}
-
 static int expand_palette(tiff_reader *r, ip_image *out)
 {
     uint16_t *map[3];
@@ -392,14 +408,18 @@ static int finish(tiff_reader *r, ip_image *out)
     return IP_OK;
 }
 
+/* Every limit is checked before the image is allocated. */
 static int decode(tiff_reader *r, ip_image *out)
 {
+    block_layout l = { 0 };
     int rc = read_tags(r);
     if (!rc) rc = check_samples(r);
     if (!rc) rc = check_colour(r);
     if (!rc) rc = check_layout(r);
+    if (!rc) rc = check_shape(r);
+    if (!rc) rc = TIFFIsTiled(r->tif) ? tile_layout(r, &l) : strip_layout(r, &l);
     if (!rc) rc = alloc_raw(r);
-    if (!rc) rc = read_pixels(r);
+    if (!rc) rc = read_blocks(r, &l);
     if (!rc) rc = finish(r, out);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "gpu.h"
 #include "image.h"
+#include "io_limits.h"
 #include "jpeg_layout.h"
 
 int jpeg_gpu_buffer_alloc(void *user, int index, size_t bytes, void **dev, char *err, size_t errlen)
@@ -339,11 +340,14 @@ jpeg_gpu_open_times jpeg_gpu_times(const jpeg_gpu *g)
 }
 
 /* The decoded shape, when nvJPEG can decode the file the way libjpeg-turbo would. */
-static int check_layout(const unsigned char *data, size_t len, ip_shape *shape, char *err, size_t errlen)
+static int check_layout(const unsigned char *data, size_t len, const io_options *opt, ip_shape *shape, char *err,
+                        size_t errlen)
 {
     jpeg_layout L;
     char why[160];
-    if (jpeg_layout_read(data, len, &L, why, sizeof why)) {
+    int rc = jpeg_layout_read(data, len, &L, why, sizeof why);
+    if (!rc) rc = io_limit_jpeg_scans(opt, L.scans, why, sizeof why);
+    if (rc) {
         snprintf(err, errlen, "not decoded on the GPU: %s", why);
         return IP_EUNSUPPORTED;
     }
@@ -363,9 +367,9 @@ static int prepare_item(jpeg_gpu *g, int index, const unsigned char *data, size_
                         char *err, size_t errlen)
 {
     ip_shape shape;
-    int rc = check_layout(data, len, &shape, err, errlen);
+    int rc = check_layout(data, len, opt, &shape, err, errlen);
     if (rc) return rc;
-    rc = io_shape_known(opt, &shape, err, errlen);
+    rc = io_shape_known(opt, &shape, len, err, errlen);
     if (rc) return rc;
     size_t bytes;
     rc = img_size_check(&shape, opt->max_pixels, &bytes, err, errlen);

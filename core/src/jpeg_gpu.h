@@ -68,8 +68,9 @@ long jpeg_gpu_hardware_decodes(const jpeg_gpu *g);
 
 /* Decodes a whole JPEG file held in memory into device memory from mem: packed rows (stride =
  * width * channels), RGB (3 channels) or gray (1), u8, out->on_device = 1; done when it returns.
- * The shape goes through io_shape_known(opt) first (pixel limit, on_shape) and its error is
- * returned as is. IP_EUNSUPPORTED: read the file with libjpeg-turbo instead. */
+ * The shape goes through io_shape_known(opt) first (pixel and ratio limits, on_shape) and its error
+ * is returned as is. IP_EUNSUPPORTED: read the file with libjpeg-turbo instead (also for a file over
+ * --max-jpeg-scans, which libjpeg-turbo then refuses with the limit's message). */
 int jpeg_gpu_decode(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
                     const jpeg_gpu_memory *mem, ip_image *out, char *err, size_t errlen);
 
