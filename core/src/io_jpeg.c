@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
 #include "image.h"
+#include "meta_jpeg.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,24 @@ typedef struct {
     FILE *f;
     const ip_image *img;
     const io_options *opt;
+    meta_jpeg_output meta;
 } jpeg_writer;
+
+/* The JFIF density before the header is written, the APP segments right after it. */
+static void set_density(jpeg_writer *w)
+{
+    if (!w->meta.has_density) return;
+    w->cinfo.density_unit = (UINT8)w->meta.density_unit;
+    w->cinfo.X_density = (UINT16)w->meta.x_density;
+    w->cinfo.Y_density = (UINT16)w->meta.y_density;
+}
+
+static void write_segments(jpeg_writer *w)
+{
+    for (int i = 0; i < w->meta.n; i++)
+        jpeg_write_marker(&w->cinfo, w->meta.segments[i].marker, w->meta.segments[i].data,
+                          (unsigned)w->meta.segments[i].len);
+}
 
 static int jpeg_encode(jpeg_writer *w)
 {
@@ -174,7 +192,9 @@ static int jpeg_encode(jpeg_writer *w)
     if (s->channels == 3 && w->opt->jpeg_quality >= 90)
         for (int c = 0; c < w->cinfo.num_components; c++)
             w->cinfo.comp_info[c].h_samp_factor = w->cinfo.comp_info[c].v_samp_factor = 1;
+    set_density(w);
     jpeg_start_compress(&w->cinfo, TRUE);
+    write_segments(w);
     while (w->cinfo.next_scanline < w->cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
         jpeg_write_scanlines(&w->cinfo, &row, 1);
@@ -198,8 +218,11 @@ int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err,
     w->f = f;
     w->img = img;
     w->opt = opt;
-    int rc = jpeg_encode(w);
+    int rc = meta_jpeg_prepare(opt->meta, &img->shape, &w->meta);
+    if (rc) snprintf(err, errlen, "out of memory");
+    else rc = jpeg_encode(w);
     jpeg_destroy_compress(&w->cinfo);
+    meta_jpeg_output_free(&w->meta);
     free(w);
     if (rc) {
         fclose(f);
