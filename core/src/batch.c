@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "image.h"
 #include "jpeg_route.h"
+#include "meta.h"
 
 typedef struct {
     char *in, *rel, *out;    /* rel: the input's path below the input folder */
@@ -317,11 +318,12 @@ static int retry_on_cpu(worker *w, const exec_options *eo, const io_options *io,
     return rc;
 }
 
-static int write_entry(worker *w, const ip_image *out, char *err, size_t errlen)
+static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err, size_t errlen)
 {
-    const io_options *io = &w->sh->o->io;
-    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, io, err, errlen);
-    return io_write(w->e->out, out, io, err, errlen);
+    io_options io = w->sh->o->io;
+    io.meta = meta;
+    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, &io, err, errlen);
+    return io_write(w->e->out, out, &io, err, errlen);
 }
 
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
@@ -333,6 +335,9 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
     io.on_shape = plan_entry;
     io.on_shape_user = w;
+    io_meta meta;
+    meta_init(&meta);
+    io.meta = o->strip ? NULL : &meta;
     w->e = e;
     int rc = decode_entry(w, ctx, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
@@ -340,8 +345,9 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
     if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
         rc = retry_on_cpu(w, eo, &io, &in, &out, cpu_ctx, err, errlen);
-    if (rc == IP_OK) rc = write_entry(w, &out, err, errlen);
+    if (rc == IP_OK) rc = write_entry(w, &out, io.meta, err, errlen);
     if (!in.on_device) io_image_free(&io, &in);
+    meta_clear(&meta);
     return rc;
 }
 
