@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* io_read's metadata pass: the file's metadata read in a light pass of its own before the pixels
  * (the parallel decoders stay as they are), and the decoded pixels turned upright by the EXIF
  * orientation. */
