@@ -537,7 +537,8 @@ static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *i
     io.meta = r->o->strip ? NULL : &r->meta;
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
         int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
-        if (rc == IP_OK || r->failed) return rc;
+        /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
+        if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
     return io_read(in_path, &io, in, err, errlen);
 }
