@@ -8,6 +8,7 @@
 #define SEGMENT_MAX 65533u                      /* payload bytes: the length field counts itself */
 #define ICC_HEAD 14u                            /* "ICC_PROFILE\0", sequence number, count */
 #define ICC_PIECE_MAX (SEGMENT_MAX - ICC_HEAD)
+#define JFIF_BYTES 18u                          /* a JFIF APP0 segment without thumbnail, marker included */
 
 static const char exif_id[6] = { 'E', 'x', 'i', 'f', 0, 0 };
 static const char xmp_id[] = "http://ns.adobe.com/xap/1.0/";   /* with its NUL: 29 bytes */
@@ -230,7 +231,11 @@ int meta_jpeg_splice(const unsigned char *in, size_t len, const io_meta *m, cons
         snprintf(err, errlen, "out of memory");
         return rc;
     }
-    size_t keep = 2 + jfif_app0_length(in, len), total = len;
+    /* A density needs a JFIF header: the encoder's is patched, or one is made (version 1.01, no
+     * thumbnail). Either way it lies right after SOI, its density at bytes 13..17 of the file. */
+    static const unsigned char jfif_head[JFIF_BYTES] = { 0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1 };
+    size_t keep = 2 + jfif_app0_length(in, len), made = keep == 2 && add.has_density ? JFIF_BYTES : 0;
+    size_t total = len + made;
     for (int i = 0; i < add.n; i++) total += 4 + add.segments[i].len;
     unsigned char *buf = malloc(total);
     if (!buf) {
@@ -239,12 +244,13 @@ int meta_jpeg_splice(const unsigned char *in, size_t len, const io_meta *m, cons
         return IP_ENOMEM;
     }
     memcpy(buf, in, keep);
-    if (keep > 2 && add.has_density) {
+    if (made) memcpy(buf + 2, jfif_head, JFIF_BYTES);
+    if (add.has_density) {
         buf[13] = (unsigned char)add.density_unit;
         buf[14] = (unsigned char)(add.x_density >> 8), buf[15] = (unsigned char)add.x_density;
         buf[16] = (unsigned char)(add.y_density >> 8), buf[17] = (unsigned char)add.y_density;
     }
-    size_t at = keep;
+    size_t at = keep + made;
     for (int i = 0; i < add.n; i++) {
         size_t seg = add.segments[i].len + 2;
         buf[at] = 0xFF, buf[at + 1] = (unsigned char)add.segments[i].marker;

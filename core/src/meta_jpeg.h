@@ -24,7 +24,8 @@ int meta_jpeg_prepare(const io_meta *m, const ip_shape *shape, meta_jpeg_output 
 void meta_jpeg_output_free(meta_jpeg_output *out);
 
 /* A copy of an encoded JPEG (from SOI) with m's segments inserted after SOI and any JFIF APP0,
- * whose density is set from m: for encoders that take no markers (nvJPEG). */
+ * whose density is set from m (a JFIF APP0 is added for it when there is none): for encoders that
+ * take no markers (nvJPEG). */
 int meta_jpeg_splice(const unsigned char *in, size_t len, const io_meta *m, const ip_shape *shape,
                      unsigned char **out, size_t *out_len, char *err, size_t errlen);
 #endif

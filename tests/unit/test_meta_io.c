@@ -474,6 +474,17 @@ static void test_jpeg_splice(void)
         img_free(&b);
     }
     free(out);
+    /* An encoder that writes no JFIF header: one is made for the density. */
+    memmove(bytes + 2, bytes + 20, len - 20);
+    CHECK(bytes[2] == 0xFF && bytes[3] == 0xDB, "JFIF header cut out of the test file");
+    CHECK(meta_jpeg_splice(bytes, len - 18, &m, &img.shape, &out, &out_len, err, sizeof err) == IP_OK, "splice: %s", err);
+    tio_spit(spliced_path, out, out_len);
+    meta_clear(&back);
+    if (read_with(spliced_path, &back, 1, &a) == IP_OK) {
+        CHECK(back.res_unit == META_RES_INCH && back.res_x == 300 && back.res_y == 150 && back.icc, "JFIF header made");
+        img_free(&a);
+    }
+    free(out);
     CHECK(meta_jpeg_splice((const unsigned char *)"nope", 4, &m, &img.shape, &out, &out_len, err, sizeof err) == IP_EINVAL &&
           !out, "not a JPEG");
     free(bytes);
