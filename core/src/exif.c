@@ -165,17 +165,24 @@ static dir_kind sub_kind(dir_kind kind, uint16_t tag)
     return DIR_IFD0;   /* not a pointer here */
 }
 
-static int read_dir(const exif_source *s, uint64_t off, dir_kind kind, int (*want)(uint16_t), exif_ifd *out);
+/* A whole read shares one budget of value bytes, so many entries pointing at one large range
+ * cannot make it hold more than META_MAX_BYTES. */
+typedef struct {
+    const exif_source *s;
+    size_t left;
+} reader;
 
-static int read_sub(const exif_source *s, uint16_t tag, uint16_t type, uint64_t count, const unsigned char *field,
+static int read_dir(reader *r, uint64_t off, dir_kind kind, int (*want)(uint16_t), exif_ifd *out);
+
+static int read_sub(reader *r, uint16_t tag, uint16_t type, uint64_t count, const unsigned char *field,
                     dir_kind kind, exif_ifd *out)
 {
     unsigned size = type_size(type);
     int pointer_type = type == EXIF_LONG || type == EXIF_IFD || type == EXIF_LONG8 || type == EXIF_IFD8;
-    if (!pointer_type || count != 1 || size > (s->bigtiff ? 8u : 4u)) return IP_OK;
+    if (!pointer_type || count != 1 || size > (r->s->bigtiff ? 8u : 4u)) return IP_OK;
     exif_ifd *sub = calloc(1, sizeof *sub);
     if (!sub) return IP_ENOMEM;
-    int rc = read_dir(s, get_uint(s, field, size), kind, NULL, sub);
+    int rc = read_dir(r, get_uint(r->s, field, size), kind, NULL, sub);
     if (rc == IP_ENOMEM) {
         exif_ifd_free(sub);
         free(sub);
@@ -185,18 +192,18 @@ static int read_sub(const exif_source *s, uint16_t tag, uint16_t type, uint64_t 
 }
 
 /* One entry: its value inline or at its offset; an entry that cannot be read is dropped. */
-static int read_entry(const exif_source *s, const unsigned char *e, dir_kind kind, int (*want)(uint16_t),
-                      exif_ifd *out)
+static int read_entry(reader *r, const unsigned char *e, dir_kind kind, int (*want)(uint16_t), exif_ifd *out)
 {
+    const exif_source *s = r->s;
     size_t field_bytes = s->bigtiff ? 8 : 4;
     uint16_t tag = (uint16_t)get_uint(s, e, 2), type = (uint16_t)get_uint(s, e + 2, 2);
     uint64_t count = get_uint(s, e + 4, field_bytes);
     const unsigned char *field = e + 4 + field_bytes;
     if ((want && !want(tag)) || exif_find(out, tag)) return IP_OK;
     dir_kind next = sub_kind(kind, tag);
-    if (next != DIR_IFD0) return read_sub(s, tag, type, count, field, next, out);
+    if (next != DIR_IFD0) return read_sub(r, tag, type, count, field, next, out);
     unsigned size = type_size(type);
-    if (!size || count == 0 || count > META_MAX_BYTES / size) return IP_OK;
+    if (!size || count == 0 || count > r->left / size) return IP_OK;
     size_t len = (size_t)count * size;
     unsigned char *v = malloc(len);
     if (!v) return IP_ENOMEM;
@@ -206,20 +213,21 @@ static int read_entry(const exif_source *s, const unsigned char *e, dir_kind kin
         return IP_OK;
     }
     if (s->big_endian) swap_units(v, len, type_unit(type));
+    r->left -= len;
     return put_entry(out, (exif_entry){ tag, type, (uint32_t)count, v, len, NULL });
 }
 
-static int read_dir(const exif_source *s, uint64_t off, dir_kind kind, int (*want)(uint16_t), exif_ifd *out)
+static int read_dir(reader *r, uint64_t off, dir_kind kind, int (*want)(uint16_t), exif_ifd *out)
 {
-    size_t count_bytes = s->bigtiff ? 8 : 2, entry_bytes = s->bigtiff ? 20 : 12;
+    size_t count_bytes = r->s->bigtiff ? 8 : 2, entry_bytes = r->s->bigtiff ? 20 : 12;
     unsigned char head[8];
-    if (src_read(s, off, head, count_bytes)) return IP_EFORMAT;
-    uint64_t n = get_uint(s, head, count_bytes);
+    if (src_read(r->s, off, head, count_bytes)) return IP_EFORMAT;
+    uint64_t n = get_uint(r->s, head, count_bytes);
     if (n > EXIF_MAX_ENTRIES) return IP_EFORMAT;
     unsigned char *raw = malloc((size_t)n * entry_bytes + 1);
     if (!raw) return IP_ENOMEM;
-    int rc = src_read(s, off + count_bytes, raw, (size_t)n * entry_bytes) ? IP_EFORMAT : IP_OK;
-    for (uint64_t i = 0; i < n && rc == IP_OK; i++) rc = read_entry(s, raw + i * entry_bytes, kind, want, out);
+    int rc = src_read(r->s, off + count_bytes, raw, (size_t)n * entry_bytes) ? IP_EFORMAT : IP_OK;
+    for (uint64_t i = 0; i < n && rc == IP_OK; i++) rc = read_entry(r, raw + i * entry_bytes, kind, want, out);
     free(raw);
     return rc;
 }
@@ -227,7 +235,8 @@ static int read_dir(const exif_source *s, uint64_t off, dir_kind kind, int (*wan
 int exif_read(const exif_source *s, uint64_t offset, int (*want)(uint16_t tag), exif_ifd *out)
 {
     *out = (exif_ifd){ 0 };
-    int rc = read_dir(s, offset, DIR_IFD0, want, out);
+    reader r = { s, META_MAX_BYTES };
+    int rc = read_dir(&r, offset, DIR_IFD0, want, out);
     if (rc) exif_ifd_free(out);
     return rc;
 }

@@ -45,9 +45,9 @@ int exif_source_mem(exif_source *s, const unsigned char *blob, size_t len, uint6
 int exif_source_fd(exif_source *s, int fd, uint64_t *ifd0);
 
 /* Reads IFD0 at offset into out (empty first), keeping the entries whose tag want() accepts (all
- * when want is NULL) and following the EXIF pointer tags. Entries of unknown type or with values
- * outside the source are dropped; IP_EFORMAT for a directory that cannot be read at all,
- * IP_ENOMEM. */
+ * when want is NULL) and following the EXIF pointer tags. Entries of unknown type, with values
+ * outside the source or past META_MAX_BYTES of values in all are dropped; IP_EFORMAT for a
+ * directory that cannot be read at all, IP_ENOMEM. */
 int exif_read(const exif_source *s, uint64_t offset, int (*want)(uint16_t tag), exif_ifd *out);
 /* The whole tree of a blob. */
 int exif_parse(const unsigned char *blob, size_t len, exif_ifd *ifd0);

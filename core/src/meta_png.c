@@ -23,25 +23,29 @@ static void put_be32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)v;
 }
 
-/* A zlib stream inflated, refusing more than META_MAX_BYTES; IP_EFORMAT for bad data. */
-static int inflate_capped(const unsigned char *in, size_t len, unsigned char **out, size_t *out_len)
+/* A zlib stream inflated within *budget bytes, which shrinks by what was inflated, success or not:
+ * the text and profile chunks of one file inflate to META_MAX_BYTES at most in all, however many
+ * there are. IP_EFORMAT for bad data or a stream over the budget. */
+static int inflate_capped(const unsigned char *in, size_t len, size_t *budget, unsigned char **out, size_t *out_len)
 {
+    size_t limit = *budget, cap = len * 4 + 64 < limit ? len * 4 + 64 : limit, n = 0;
+    if (!limit) return IP_EFORMAT;
     z_stream z = { 0 };
     if (inflateInit(&z) != Z_OK) return IP_ENOMEM;
-    size_t cap = len * 4 + 64 < META_MAX_BYTES ? len * 4 + 64 : META_MAX_BYTES, n = 0;
     unsigned char *buf = malloc(cap + 1);
     int rc = buf ? IP_OK : IP_ENOMEM, zr = Z_OK;
     z.next_in = (Bytef *)in;
     z.avail_in = (uInt)len;
     while (!rc && zr != Z_STREAM_END) {
         if (n == cap) {
-            unsigned char *grown = cap < META_MAX_BYTES ? realloc(buf, (cap * 2 < META_MAX_BYTES ? cap * 2 : META_MAX_BYTES) + 1) : NULL;
+            size_t grown_cap = cap * 2 < limit ? cap * 2 : limit;
+            unsigned char *grown = cap < limit ? realloc(buf, grown_cap + 1) : NULL;
             if (!grown) {
-                rc = cap < META_MAX_BYTES ? IP_ENOMEM : IP_EFORMAT;
+                rc = cap < limit ? IP_ENOMEM : IP_EFORMAT;
                 break;
             }
             buf = grown;
-            cap = cap * 2 < META_MAX_BYTES ? cap * 2 : META_MAX_BYTES;
+            cap = grown_cap;
         }
         z.next_out = buf + n;
         z.avail_out = (uInt)(cap - n);
@@ -52,6 +56,7 @@ static int inflate_capped(const unsigned char *in, size_t len, unsigned char **o
         else if (zr == Z_OK && z.avail_in == 0 && n < cap) rc = IP_EFORMAT;   /* the stream stops early */
     }
     inflateEnd(&z);
+    *budget -= n;
     if (rc) {
         free(buf);
         return rc;
@@ -71,13 +76,13 @@ static long field_len(const unsigned char *p, const unsigned char *end, int keyw
     return keyword && (n < 1 || n > 79) ? -1 : n;
 }
 
-static int take_iccp(io_meta *m, const unsigned char *d, size_t len)
+static int take_iccp(io_meta *m, const unsigned char *d, size_t len, size_t *budget)
 {
     long name = field_len(d, d + len, 1);
     if (name < 0 || (size_t)name + 2 > len || d[name + 1] != 0 || m->icc) return IP_OK;
     unsigned char *icc;
     size_t icc_len;
-    int rc = inflate_capped(d + name + 2, len - (size_t)name - 2, &icc, &icc_len);
+    int rc = inflate_capped(d + name + 2, len - (size_t)name - 2, budget, &icc, &icc_len);
     if (rc) return rc == IP_ENOMEM ? rc : IP_OK;
     free(m->icc);
     m->icc = icc;
@@ -85,24 +90,29 @@ static int take_iccp(io_meta *m, const unsigned char *d, size_t len)
     return IP_OK;
 }
 
-static int take_text(io_meta *m, const unsigned char *d, size_t len, int zipped)
+static int take_text(io_meta *m, const unsigned char *d, size_t len, int zipped, size_t *budget)
 {
     const unsigned char *end = d + len;
     long key = field_len(d, end, 1);
     if (key < 0) return IP_OK;
     const unsigned char *text = d + key + 1;
-    if (!zipped) return meta_add_text(m, META_TEXT_PLAIN, 0, (const char *)d, NULL, NULL, (const char *)text, (size_t)(end - text));
+    if (!zipped) {
+        size_t n = (size_t)(end - text);
+        if (n > *budget) return IP_OK;
+        *budget -= n;
+        return meta_add_text(m, META_TEXT_PLAIN, 0, (const char *)d, NULL, NULL, (const char *)text, n);
+    }
     if (text >= end || *text != 0) return IP_OK;
     unsigned char *plain;
     size_t n;
-    int rc = inflate_capped(text + 1, (size_t)(end - text - 1), &plain, &n);
+    int rc = inflate_capped(text + 1, (size_t)(end - text - 1), budget, &plain, &n);
     if (rc) return rc == IP_ENOMEM ? rc : IP_OK;
     rc = meta_add_text(m, META_TEXT_ZIP, 0, (const char *)d, NULL, NULL, (const char *)plain, n);
     free(plain);
     return rc;
 }
 
-static int take_itxt(io_meta *m, const unsigned char *d, size_t len)
+static int take_itxt(io_meta *m, const unsigned char *d, size_t len, size_t *budget)
 {
     const unsigned char *end = d + len;
     long key = field_len(d, end, 1);
@@ -118,8 +128,12 @@ static int take_itxt(io_meta *m, const unsigned char *d, size_t len)
     unsigned char *plain = NULL;
     size_t n = (size_t)(end - text);
     if (compressed) {
-        int rc = inflate_capped(text, n, &plain, &n);
+        int rc = inflate_capped(text, n, budget, &plain, &n);
         if (rc) return rc == IP_ENOMEM ? rc : IP_OK;
+    } else if (n <= *budget) {
+        *budget -= n;
+    } else {
+        return IP_OK;
     }
     const char *body = plain ? (const char *)plain : (const char *)text;
     int rc;
@@ -141,12 +155,12 @@ static void take_phys(io_meta *m, const unsigned char *d, size_t len)
     m->res_y = d[8] == 1 ? y * METRE_PER_INCH : y;
 }
 
-static int take_chunk(io_meta *m, const unsigned char *type, const unsigned char *d, size_t len)
+static int take_chunk(io_meta *m, const unsigned char *type, const unsigned char *d, size_t len, size_t *budget)
 {
-    if (!memcmp(type, "iCCP", 4)) return take_iccp(m, d, len);
-    if (!memcmp(type, "tEXt", 4)) return take_text(m, d, len, 0);
-    if (!memcmp(type, "zTXt", 4)) return take_text(m, d, len, 1);
-    if (!memcmp(type, "iTXt", 4)) return take_itxt(m, d, len);
+    if (!memcmp(type, "iCCP", 4)) return take_iccp(m, d, len, budget);
+    if (!memcmp(type, "tEXt", 4)) return take_text(m, d, len, 0, budget);
+    if (!memcmp(type, "zTXt", 4)) return take_text(m, d, len, 1, budget);
+    if (!memcmp(type, "iTXt", 4)) return take_itxt(m, d, len, budget);
     if (!memcmp(type, "pHYs", 4)) take_phys(m, d, len);
     if (!memcmp(type, "eXIf", 4) && !m->exif) {
         size_t skip = len >= 6 && !memcmp(d, "Exif\0\0", 6) ? 6 : 0;
@@ -167,6 +181,7 @@ static int wanted(const unsigned char *type)
  * skipped. */
 static int walk_chunks(FILE *f, io_meta *m)
 {
+    size_t budget = META_MAX_BYTES;
     unsigned char head[8];
     while (fread(head, 1, 8, f) == 8) {
         uint32_t len = be32(head);
@@ -185,7 +200,7 @@ static int walk_chunks(FILE *f, io_meta *m)
         uLong crc = crc32(crc32(0L, head + 4, 4), data, (uInt)len);
         if ((uint32_t)crc == be32(data + len)) {
             data[len] = 0;   /* after the CRC check: text fields may end at the chunk's end */
-            rc = take_chunk(m, head + 4, data, len);
+            rc = take_chunk(m, head + 4, data, len, &budget);
         }
         free(data);
         if (rc == IP_ENOMEM) return rc;

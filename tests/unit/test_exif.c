@@ -5,6 +5,7 @@
 #include <string.h>
 #include "exif.h"
 #include "imgpipe/plugin.h"
+#include "meta.h"
 #include "testutil.h"
 
 static void set_short(exif_ifd *d, uint16_t tag, uint16_t v)
@@ -164,8 +165,32 @@ static void test_damage(void)
     exif_ifd_free(&tree);
 }
 
+/* 300 entries naming the same megabyte: no more than META_MAX_BYTES of values are taken. */
+static void test_budget(void)
+{
+    const size_t n = 300, big = (size_t)1 << 20, len = 8 + 2 + 12 * n + 4 + big;
+    unsigned char *blob = calloc(1, len);
+    memcpy(blob, "II*\0\x08\0\0\0", 8);
+    blob[8] = (unsigned char)n, blob[9] = (unsigned char)(n >> 8);
+    uint32_t data_at = (uint32_t)(len - big);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *e = blob + 10 + 12 * i;
+        uint32_t tag = 40000 + (uint32_t)i, count = (uint32_t)big;
+        e[0] = (unsigned char)tag, e[1] = (unsigned char)(tag >> 8), e[2] = EXIF_UNDEFINED;
+        for (int k = 0; k < 4; k++) e[4 + k] = (unsigned char)(count >> (8 * k)), e[8 + k] = (unsigned char)(data_at >> (8 * k));
+    }
+    exif_ifd back;
+    CHECK(exif_parse(blob, len, &back) == IP_OK, "parse");
+    size_t total = 0;
+    for (int i = 0; i < back.n; i++) total += back.entries[i].len;
+    CHECK(back.n == (int)(META_MAX_BYTES / big) && total <= META_MAX_BYTES, "%d entries, %zu bytes taken", back.n, total);
+    exif_ifd_free(&back);
+    free(blob);
+}
+
 int main(void)
 {
+    test_budget();
     test_round_trips();
     test_orientation_added();
     test_damage();

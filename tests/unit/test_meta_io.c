@@ -231,6 +231,51 @@ static void test_png_read(void)
     tu_img_free(&k);
 }
 
+/* 40 zTXt chunks of 4 MiB each (4 KiB compressed): no more than META_MAX_BYTES is inflated. */
+static void test_png_text_budget(void)
+{
+    tu_rng r;
+    tu_seed(&r, 11);
+    ipk_img k;
+    ip_image img = test_image(5, 3, 3, &r, &k);
+    const size_t big = (size_t)4 << 20;
+    char *zeros = malloc(big + 1);
+    memset(zeros, 'z', big);
+    zeros[big] = '\0';
+    const char *path = tio_path("bomb.png");
+    FILE *f = fopen(path, "wb");
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    png_init_io(png, f);
+    png_set_IHDR(png, info, 5, 3, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_text texts[40];
+    char keys[40][8];
+    for (int i = 0; i < 40; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        texts[i] = (png_text){ .compression = PNG_TEXT_COMPRESSION_zTXt, .key = keys[i], .text = zeros, .text_length = big };
+    }
+    png_set_text(png, info, texts, 40);
+    png_write_info(png, info);
+    for (int y = 0; y < 3; y++) png_write_row(png, (png_bytep)img.data + y * img.stride);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+    free(zeros);
+    io_meta m;
+    meta_init(&m);
+    ip_image got;
+    if (read_with(path, &m, 1, &got) == IP_OK) {
+        size_t total = 0;
+        for (int i = 0; i < m.n_texts; i++) total += m.texts[i].text_len;
+        CHECK(m.n_texts == (int)(META_MAX_BYTES / big) && total <= META_MAX_BYTES, "%d texts, %zu bytes kept",
+              m.n_texts, total);
+        img_free(&got);
+    }
+    meta_clear(&m);
+    tu_img_free(&k);
+}
+
 /* ---- JPEG ---- */
 
 typedef struct {
@@ -635,6 +680,7 @@ int main(void)
 {
     test_png_written();
     test_png_read();
+    test_png_text_budget();
     test_jpeg_written();
     test_jpeg_icc_pieces();
     test_jpeg_orientations();
