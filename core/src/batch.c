@@ -13,6 +13,7 @@
 #include "image.h"
 #include "gpu.h"
 #include "jpeg_route.h"
+#include "meta.h"
 
 typedef struct {
     char *in, *rel, *out;    /* rel: the input's path below the input folder */
@@ -336,11 +337,12 @@ static int retry_on_cpu(worker *w, const exec_options *eo, const io_options *io,
     return rc;
 }
 
-static int write_entry(worker *w, const ip_image *out, char *err, size_t errlen)
+static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err, size_t errlen)
 {
-    const io_options *io = &w->sh->o->io;
-    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, io, err, errlen);
-    return io_write(w->e->out, out, io, err, errlen);
+    io_options io = w->sh->o->io;
+    io.meta = meta;
+    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, &io, err, errlen);
+    return io_write(w->e->out, out, &io, err, errlen);
 }
 
 static int ctx_is_gpu(const worker *w) { return w->sh->o->device == EXEC_GPU; }
@@ -354,6 +356,9 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
     io.on_shape = plan_entry;
     io.on_shape_user = w;
+    io_meta meta;
+    meta_init(&meta);
+    io.meta = o->strip ? NULL : &meta;
     w->e = e;
     int rc = decode_entry(w, ctx, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
@@ -362,8 +367,9 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
     if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
         rc = retry_on_cpu(w, eo, &io, &in, &out, cpu_ctx, err, errlen);
-    if (rc == IP_OK) rc = write_entry(w, &out, err, errlen);
+    if (rc == IP_OK) rc = write_entry(w, &out, io.meta, err, errlen);
     if (!in.on_device) io_image_free(&io, &in);
+    meta_clear(&meta);
     return rc;
 }
 

@@ -26,6 +26,7 @@ typedef struct {
     int jpeg_on_gpu;            /* JPEG decoded and encoded by nvJPEG on the GPU where it can */
     int verbose;                /* -v or --profile: notes on how the codecs ran */
     int shard_index, shard_count;   /* --shard I/N (count 0 or 1: every image) */
+    int strip;                  /* carry no metadata from the inputs to the outputs */
     io_options io;
     volatile sig_atomic_t *stop;   /* set (by a signal handler) to stop taking new images */
 } batch_options;

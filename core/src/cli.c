@@ -20,6 +20,7 @@
 #include "io.h"
 #include "jpeg_layout.h"
 #include "jpeg_route.h"
+#include "meta.h"
 #include "newplugin.h"
 #include "pipeline.h"
 #include "plan.h"
@@ -50,6 +51,7 @@ typedef struct {
     const char *gpus;            /* --gpus all|0,2 */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
     int shard_index, shard_count;   /* --shard I/N */
+    int strip;                   /* --strip: no metadata carried to the output */
 } cli_options;
 
 static const char usage_text[] =
@@ -97,6 +99,11 @@ static const char usage_text[] =
     "                          (nvJPEG's start-up costs more than it saves; see README)\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
+    "  --strip                 write no metadata: by default the ICC profile (when the output keeps\n"
+    "                          the input's colour model), EXIF, XMP, PNG text and the resolution\n"
+    "                          are carried to every output format that holds them\n"
+    "  --no-autorotate         keep the pixels as stored: by default an image with an EXIF\n"
+    "                          orientation is turned upright, and its output tagged upright\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
@@ -205,6 +212,8 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
     else if (strcmp(a, "-r") == 0 || strcmp(a, "--recursive") == 0) o->recursive = 1;
     else if (strcmp(a, "--resume") == 0) o->resume = 1;
+    else if (strcmp(a, "--strip") == 0) o->strip = 1;
+    else if (strcmp(a, "--no-autorotate") == 0) o->io.autorotate = 0;
     else if (is_option(a, "--format")) {
         v = option_value(argc, argv, i, "--format");
         if (!v || (strcmp(v, "png") && strcmp(v, "tif") && strcmp(v, "jpg")))
@@ -291,6 +300,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
 {
     memset(o, 0, sizeof *o);
     io_default_options(&o->io);
+    o->io.autorotate = 1;
     o->check_shape = (ip_shape){ 640, 480, 3, IP_U8 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -390,6 +400,7 @@ typedef struct {
     int decided;              /* auto has chosen (the shape may be seen twice) */
     int gpu_jpeg;             /* on the GPU, JPEG goes through nvJPEG */
     char why[1024];           /* why auto chose what it chose */
+    io_meta meta;             /* the input's, for the output (empty under --strip) */
 } one_run;
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
@@ -551,18 +562,22 @@ static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *i
     io_options io = r->o->io;
     io.on_shape = plan_on_shape;
     io.on_shape_user = r;
+    io.meta = r->o->strip ? NULL : &r->meta;
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
         int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
-        if (rc == IP_OK || r->failed) return rc;
+        /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
+        if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
     return io_read(in_path, &io, in, err, errlen);
 }
 
-static int write_output(const cli_options *o, jpeg_gpu *jpeg, const ip_image *out, const char *out_path, char *err,
+static int write_output(one_run *r, jpeg_gpu *jpeg, const ip_image *out, const char *out_path, char *err,
                         size_t errlen)
 {
-    if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &o->io, err, errlen);
-    return io_write(out_path, out, &o->io, err, errlen);
+    io_options io = r->o->io;
+    io.meta = r->o->strip ? NULL : &r->meta;
+    if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &io, err, errlen);
+    return io_write(out_path, out, &io, err, errlen);
 }
 
 /* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
@@ -572,6 +587,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     char err[1024], start_err[512];
     ip_image in = { 0 }, out;
     one_run r = { .o = o, .p = p, .out_path = out_path, .in_format = io_detect_file(in_path), .dev = EXEC_CPU };
+    meta_init(&r.meta);
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || io_format_from_ext(out_path) == IO_FMT_JPEG);
     if (o->device == DEV_GPU && begin_gpu(&r, err, sizeof err) != IP_OK) {
@@ -597,6 +613,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
         if (!in.on_device) img_free(&in);
         jpeg_gpu_close(jpeg);
         exec_destroy(ctx);
+        meta_clear(&r.meta);
         return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
     announce(&r);
@@ -605,7 +622,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     rc = run_stages(o, p, &r.dev, &ctx, &in, in_path, &out, &prof, err, sizeof err);
     if (rc == IP_OK) {
         t0 = now_ms();
-        rc = write_output(o, jpeg, &out, out_path, err, sizeof err);
+        rc = write_output(&r, jpeg, &out, out_path, err, sizeof err);
         t.encode_ms = now_ms() - t0;
         if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t, jpeg);
         if (rc != IP_OK) fail("%s: %s", out_path, err);
@@ -615,6 +632,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     jpeg_gpu_close(jpeg);
     exec_destroy(ctx);
     if (!in.on_device) img_free(&in);
+    meta_clear(&r.meta);
     return rc == IP_OK ? CLI_OK : CLI_IMAGE_FAILED;
 }
 
@@ -724,6 +742,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->verbose = o->profile;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
+    b->strip = o->strip;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
     b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);

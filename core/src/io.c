@@ -27,6 +27,8 @@ void io_default_options(io_options *opt)
     opt->threads = 0;
     opt->tiff_compression = IO_TIFF_DEFLATE;
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
+    opt->meta = NULL;
+    opt->autorotate = 0;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -248,11 +250,7 @@ int io_read(const char *path, const io_options *opt, ip_image *out, char *err, s
         snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
     }
-    if (!rc) {
-        if (fmt == IO_FMT_PNG) rc = io_read_png(f, opt, out, err, errlen);
-        else if (fmt == IO_FMT_JPEG) rc = io_read_jpeg(f, opt, out, err, errlen);
-        else rc = io_read_tiff(fileno(f), opt, out, err, errlen);
-    }
+    if (!rc) rc = io_decode_with_meta(f, fmt, opt, out, err, errlen);
     fclose(f);
     if (rc) io_image_free(opt, out);
     return rc;

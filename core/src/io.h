@@ -6,6 +6,7 @@
 
 typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
 typedef enum { IO_TIFF_DEFLATE = 0, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE } io_tiff_compression;
+struct io_meta;   /* meta.h */
 
 /* Where a decoder puts the final pixels, so a run can decode straight into the memory it uploads
  * from (pinned or mapped host memory). Without a provider, malloc (and img_free). */
@@ -31,6 +32,11 @@ typedef struct {
      * a non-zero return stops the read with that code and the callback's message. */
     int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
     void *on_shape_user;
+    /* ICC profile, EXIF, XMP, text, resolution (meta.h): io_read fills *meta when set, io_write
+     * writes what the output format holds of it. NULL: none read, none written. */
+    struct io_meta *meta;
+    /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
+    int autorotate;
 } io_options;
 
 void io_default_options(io_options *opt);

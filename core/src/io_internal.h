@@ -9,6 +9,9 @@
 int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t errlen);
 int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
 int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
+/* Decodes f (at its start) with the reader of fmt; first reads its metadata when opt->meta or
+ * opt->autorotate asks for it, and turns the pixels upright (io_meta.c). */
+int io_decode_with_meta(FILE *f, io_format fmt, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
 /* Writers own fd: they always close it, and a failed close is a failed write. The shape
  * has already passed io_check_writable. */

@@ -3,6 +3,7 @@
 #include "image.h"
 #include "io_jpeg_bands.h"
 #include "io_limits.h"
+#include "meta_jpeg.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,9 +164,10 @@ typedef struct {
     FILE *f;
     const ip_image *img;
     const io_options *opt;
+    meta_jpeg_output meta;
 } jpeg_writer;
 
-/* The settings of every file and band, after jpeg_set_defaults. */
+/* The settings of every file and band, after jpeg_set_defaults: quality, chroma, density. */
 static void configure(void *user, struct jpeg_compress_struct *c)
 {
     const jpeg_writer *w = user;
@@ -173,6 +175,18 @@ static void configure(void *user, struct jpeg_compress_struct *c)
     /* At high quality keep full-resolution chroma, as ImageMagick does. */
     if (c->input_components == 3 && w->opt->jpeg_quality >= 90)
         for (int i = 0; i < c->num_components; i++) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
+    if (!w->meta.has_density) return;
+    c->density_unit = (UINT8)w->meta.density_unit;
+    c->X_density = (UINT16)w->meta.x_density;
+    c->Y_density = (UINT16)w->meta.y_density;
+}
+
+/* The metadata's APP segments, right after the header. */
+static void write_segments(void *user, struct jpeg_compress_struct *c)
+{
+    const jpeg_writer *w = user;
+    for (int i = 0; i < w->meta.n; i++)
+        jpeg_write_marker(c, w->meta.segments[i].marker, w->meta.segments[i].data, (unsigned)w->meta.segments[i].len);
 }
 
 static int jpeg_encode(jpeg_writer *w)
@@ -188,6 +202,7 @@ static int jpeg_encode(jpeg_writer *w)
     jpeg_set_defaults(&w->cinfo);
     configure(w, &w->cinfo);
     jpeg_start_compress(&w->cinfo, TRUE);
+    write_segments(w, &w->cinfo);
     while (w->cinfo.next_scanline < w->cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
         jpeg_write_scanlines(&w->cinfo, &row, 1);
@@ -212,12 +227,16 @@ int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err,
     w->img = img;
     w->opt = opt;
     /* Large images: bands on all threads (io_jpeg_bands.h), the same file whatever their count. */
-    jpeg_band_hooks hooks = { configure, NULL, w };
+    jpeg_band_hooks hooks = { configure, write_segments, w };
     size_t band_rows;
-    int rc = jpeg_bands_plan(&img->shape, &hooks, &band_rows) > 1
-                 ? jpeg_bands_write(f, img, &hooks, io_thread_count(opt), err, errlen)
-                 : jpeg_encode(w);
+    int rc = meta_jpeg_prepare(opt->meta, &img->shape, &w->meta);
+    if (rc) snprintf(err, errlen, "out of memory");
+    else if (jpeg_bands_plan(&img->shape, &hooks, &band_rows) > 1)
+        rc = jpeg_bands_write(f, img, &hooks, io_thread_count(opt), err, errlen);
+    else
+        rc = jpeg_encode(w);
     jpeg_destroy_compress(&w->cinfo);
+    meta_jpeg_output_free(&w->meta);
     free(w);
     if (rc) {
         fclose(f);

@@ -1,5 +1,6 @@
 #include "io_png_internal.h"
 #include "io_internal.h"
+#include "meta_png.h"
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
@@ -22,6 +23,7 @@
 
 typedef struct {
     const ip_image *img;
+    const io_meta *meta;  /* chunks written between IHDR and the image data */
     size_t row_bytes;     /* unfiltered */
     unsigned bpp, allowed;
     int swap16, level, strategy;
@@ -211,6 +213,10 @@ static int write_file(FILE *f, const encoder *e, const band_result *bands)
     if (!w) return IP_ENOMEM;
     w->f = f, w->len = 0;
     write_header(f, e);
+    if (meta_png_write(f, e->meta, &e->img->shape) != IP_OK) {
+        free(w);
+        return IP_ENOMEM;
+    }
     unsigned char bytes[4];
     zlib_header(e->level, bytes);
     idat_put(w, bytes, 2);
@@ -227,11 +233,13 @@ static int write_file(FILE *f, const encoder *e, const band_result *bands)
     return IP_OK;
 }
 
-static void plan(encoder *e, const ip_image *img, int level)
+static void plan(encoder *e, const ip_image *img, const io_options *opt)
 {
     const ip_shape *s = &img->shape;
     unsigned sample_bytes = s->dtype == IP_U16 ? 2 : 1;
+    int level = opt->png_level;
     e->img = img;
+    e->meta = opt->meta;
     e->bpp = (unsigned)s->channels * sample_bytes;
     e->row_bytes = (size_t)s->width * e->bpp;
     e->allowed = pngx_allowed_filters((uint32_t)s->width, (uint32_t)s->height);
@@ -268,7 +276,7 @@ int io_write_png(int fd, const ip_image *img, const io_options *opt, char *err, 
     FILE *f = io_fdopen_write(fd, err, errlen);
     if (!f) return IP_EIO;
     encoder e;
-    plan(&e, img, opt->png_level);
+    plan(&e, img, opt);
     int threads = io_thread_count(opt);
     if ((size_t)threads > e.n_bands) threads = (int)e.n_bands;
     int rc = encode(f, &e, threads, err, errlen);

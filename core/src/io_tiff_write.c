@@ -4,6 +4,7 @@
 #include "io_internal.h"
 #include "io_tiff_handle.h"
 #include "image.h"
+#include "meta_tiff.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +173,7 @@ static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_o
     if (w.rps == 0) w.rps = 1;
     if (w.rps > (uint32_t)s->height) w.rps = (uint32_t)s->height;
     w.strips = (uint32_t)(((uint64_t)s->height + w.rps - 1) / w.rps);
-    if (!set_tags(tif, s, w.rps, opt->tiff_compression)) {
+    if (!set_tags(tif, s, w.rps, opt->tiff_compression) || !meta_tiff_set_tags(tif, opt->meta, s)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(log, "bad tags"));
         return IP_EIO;
     }
@@ -216,6 +217,7 @@ int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err,
     else
         rc = write_image(tif, &log, img, opt, err, errlen);
     TIFFClose(tif);
+    if (!rc) rc = meta_tiff_finish(fd, opt->meta, err, errlen);
     if (close(fd) != 0 && !rc) {
         snprintf(err, errlen, "cannot write TIFF: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;

@@ -199,6 +199,30 @@ head -c 20000 jin/a444.jpg > cut.jpg
 expect 1 "truncated JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu -e grayscale cut.jpg cut_out.png
 says "truncated JPEG on the GPU" "truncated or corrupt JPEG"
 absent "truncated JPEG output" cut_out.png
+# EXIF orientation and metadata on the nvJPEG route: an oriented file goes to libjpeg-turbo, which
+# turns it upright as on the CPU; a JPEG encoded on the card gets the profile, EXIF and density.
+$PY - <<'PYEOF' || bad "cannot make an oriented JPEG"
+from PIL import Image, ImageCms
+ex = Image.Exif()
+ex[0x0112] = 6
+ex[0x010F] = "TestMake"
+icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+Image.open("jin/b.png").convert("RGB").save("o6.jpg", exif=ex.tobytes(), icc_profile=icc, dpi=(300, 300), quality=95)
+open("o6.icc", "wb").write(icc)
+PYEOF
+"$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" o6.jpg o6_g.png || bad "nvJPEG run on an oriented JPEG failed"
+"$B" run -q --device cpu -e "grayscale | median" o6.jpg o6_c.png || bad "CPU run on an oriented JPEG failed"
+cmp -s o6_g.png o6_c.png && ok || bad "oriented JPEG: the GPU run's output differs from the CPU's"
+"$B" run -q --device gpu --jpeg-decoder gpu -e "median" o6.jpg o6_g.jpg || bad "nvJPEG jpg->jpg on an oriented JPEG failed"
+$PY - <<'PYEOF' | while read -r verdict rest; do if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi; done
+from PIL import Image
+im, src = Image.open("o6_g.jpg"), Image.open("o6.jpg")
+ex = im.getexif()
+print("ok" if im.size == src.size[::-1] else "FAIL", "GPU-encoded oriented JPEG: size %s, stored %s" % (im.size, src.size))
+print("ok" if im.info.get("icc_profile") == open("o6.icc", "rb").read() else "FAIL", "GPU-encoded JPEG: profile kept")
+print("ok" if ex.get(0x010F) == "TestMake" and ex.get(0x0112) == 1 else "FAIL", "GPU-encoded JPEG: EXIF kept, tagged upright")
+print("ok" if im.info.get("dpi") == (300, 300) else "FAIL", "GPU-encoded JPEG: density %s" % (im.info.get("dpi"),))
+PYEOF
 else
   echo "nvJPEG checks skipped: $(head -n 1 nvjpeg_probe.err)"
 fi
