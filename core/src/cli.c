@@ -24,6 +24,7 @@
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
+#include "stage_class.h"
 #include "startup.h"
 
 #ifndef IMGPIPE_VERSION
@@ -858,8 +859,9 @@ static int cmd_plugins(const cli_options *o)
             rc = CLI_USAGE;
         } else {
             const ip_stage *s = pl->stage;
-            printf("%s: %s\n  plugin: %s\n  GPU path: %s\nparameters:%s\n", s->name, s->summary ? s->summary : "",
-                   pl->path, s->run_gpu ? "yes" : "no", s->n_params ? "" : " none");
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\nparameters:%s\n", s->name,
+                   s->summary ? s->summary : "", pl->path, s->run_gpu ? "yes" : "no", stage_class_text(s),
+                   s->n_params ? "" : " none");
             for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
         }
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "stage_class.h"
 
 #ifndef IMGPIPE_PLUGIN_RELDIR
 #define IMGPIPE_PLUGIN_RELDIR "../lib/imgpipe/plugins"
@@ -76,7 +77,7 @@ static const char *descriptor_problem(const ip_stage *s, char *buf, size_t len)
     if (!s->create || !s->plan || !s->run_cpu || !s->destroy)
         return "stage lacks create, plan, run_cpu or destroy";
     if (s->n_params < 0 || (s->n_params > 0 && !s->params)) return "stage has a bad parameter table";
-    return NULL;
+    return stage_class_problem(s);
 }
 
 static reg_plugin *find_mut(registry *r, const char *name)
