@@ -26,6 +26,7 @@ typedef struct {
      * a non-zero return stops the read with that code and the callback's message. */
     int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
     void *on_shape_user;
+    uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
 } io_options;
 
 void io_default_options(io_options *opt);
