@@ -25,6 +25,9 @@
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
+#include "run_stream.h"
+#include "stream_budget.h"
+#include "stage_class.h"
 #include "startup.h"
 
 #ifndef IMGPIPE_VERSION
@@ -52,7 +55,11 @@ typedef struct {
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
     int shard_index, shard_count;   /* --shard I/N */
     int strip;                   /* --strip: no metadata carried to the output */
+    int stream;                  /* --stream: STREAM_AUTO, STREAM_ON, STREAM_OFF */
+    uint64_t memory, gpu_memory; /* --memory, --gpu-memory (0: the defaults) */
 } cli_options;
+
+enum { STREAM_AUTO = 0, STREAM_ON, STREAM_OFF };
 
 static const char usage_text[] =
     "usage: imgpipe run [options] PIPELINE IN OUT\n"
@@ -105,6 +112,17 @@ static const char usage_text[] =
     "  --no-autorotate         keep the pixels as stored: by default an image with an EXIF\n"
     "                          orientation is turned upright, and its output tagged upright\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "  --memory SIZE           host memory a run may use, e.g. 512M or 4G (default: half the\n"
+    "                          machine's memory); it sets the band height of a streamed run\n"
+    "  --gpu-memory SIZE       GPU memory a run may use; a whole-image run needing more is\n"
+    "                          streamed on the CPU instead (default: not checked)\n"
+    "  --stream auto|on|off    run one image in bands of rows, read, processed and written a band\n"
+    "                          at a time in bounded memory (TIFF input; TIFF output in bands, other\n"
+    "                          outputs written whole). auto (default): streamed when the whole image\n"
+    "                          would not fit --memory (or --gpu-memory); on: always where the input\n"
+    "                          allows; streamed runs use the CPU\n"
+    "  --bigtiff-above SIZE    streamed TIFF output: BigTIFF above this many pixel bytes (default\n"
+    "                          3.5G, so a file past 4 GB is always BigTIFF)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
     "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
@@ -286,6 +304,22 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--max-tiff-tile-bytes")) {
         v = option_value(argc, argv, i, "--max-tiff-tile-bytes");
         if (!(rc = parse_numeric_option("--max-tiff-tile-bytes", v, 1, LONG_MAX, &n))) o->io.max_tiff_tile_bytes = (uint64_t)n;
+    } else if (is_option(a, "--memory") || is_option(a, "--gpu-memory") || is_option(a, "--bigtiff-above")) {
+        const char *name = is_option(a, "--memory") ? "--memory" : is_option(a, "--gpu-memory") ? "--gpu-memory"
+                                                                                                 : "--bigtiff-above";
+        uint64_t bytes;
+        v = option_value(argc, argv, i, name);
+        if (!v || !stream_parse_size(v, &bytes) || bytes < 1)
+            return usage_error("%s expects a size such as 512M or 4G", name);
+        if (name[2] == 'm') o->memory = bytes;
+        else if (name[2] == 'g') o->gpu_memory = bytes;
+        else o->io.tiff_bigtiff_above = bytes;
+    } else if (is_option(a, "--stream")) {
+        v = option_value(argc, argv, i, "--stream");
+        if (v && strcmp(v, "auto") == 0) o->stream = STREAM_AUTO;
+        else if (v && strcmp(v, "on") == 0) o->stream = STREAM_ON;
+        else if (v && strcmp(v, "off") == 0) o->stream = STREAM_OFF;
+        else return usage_error("--stream must be auto, on or off");
     } else if (is_option(a, "--shape")) {
         v = option_value(argc, argv, i, "--shape");
         if (!v || !parse_shape(v, &o->check_shape))
@@ -580,10 +614,81 @@ static int write_output(one_run *r, jpeg_gpu *jpeg, const ip_image *out, const c
     return io_write(out_path, out, &io, err, errlen);
 }
 
+/* Half the machine's memory: a run that keeps to it leaves the rest to everything else. */
+static uint64_t default_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : (uint64_t)4 << 30;
+}
+
+static void print_stream_profile(const plan *p, const run_stream_report *rep)
+{
+    const stream_profile *pr = &rep->prof;
+    double sum = pr->source_ms + pr->sink_ms;
+    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s):\n", rep->band_rows, pr->segments,
+            pr->segments == 1 ? "" : "s");
+    fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
+    for (int i = 0; i < pr->n_stages; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s (cpu)", p->steps[i].plugin->stage->name);
+        fprintf(stderr, "  %-22s %9.3f ms\n", label, pr->stage_ms[i]);
+        sum += pr->stage_ms[i];
+    }
+    fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
+    fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
+            pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
+}
+
+#define NOT_STREAMED (-1)
+
+/* A streamed run when --stream and the memory limits call for one and the input allows it;
+ * NOT_STREAMED (nothing read past the header, nothing written) for the whole-image path. */
+static int try_stream(const cli_options *o, plan *p, const char *in_path, const char *out_path)
+{
+    if (o->stream == STREAM_OFF) return NOT_STREAMED;
+    run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
+    run_stream *rs;
+    ip_shape shape;
+    char err[1024];
+    int rc = run_stream_open(&rs, p, in_path, out_path, &so, &shape, err, sizeof err);
+    if (rc == IP_EUNSUPPORTED) {
+        if (o->stream == STREAM_ON) say(o, "%s: not streamed: %s", in_path, err);
+        return NOT_STREAMED;
+    }
+    if (rc != IP_OK) {
+        fail("%s: %s", in_path, err);
+        return rc == IP_EIO || rc == IP_EFORMAT ? CLI_IMAGE_FAILED : CLI_USAGE;
+    }
+    uint64_t whole = run_stream_whole_bytes(rs);
+    if (o->stream == STREAM_AUTO && whole <= so.memory_limit && !(o->gpu_memory && whole > o->gpu_memory)) {
+        run_stream_cancel(rs);
+        return NOT_STREAMED;
+    }
+    if ((rc = run_stream_budget(rs, err, sizeof err)) != IP_OK) {
+        run_stream_cancel(rs);
+        fail("%s: %s", in_path, err);
+        return CLI_USAGE;
+    }
+    char limit[32];
+    stream_bytes_text(so.memory_limit, limit, sizeof limit);
+    say(o, "device: CPU, %d threads (streamed in bands within %s%s)", cpu_threads(o), limit,
+        o->device == DEV_GPU ? "; bands do not run on the GPU yet" : "");
+    run_stream_report rep;
+    rc = run_stream_finish(rs, &rep, err, sizeof err);
+    if (rc != IP_OK) {
+        fail("%s: %s", in_path, err);
+        return CLI_IMAGE_FAILED;
+    }
+    if (o->profile) print_stream_profile(p, &rep);
+    return CLI_OK;
+}
+
 /* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
  * the GPU starts on a thread while the image is read. */
 static int process_image(const cli_options *o, plan *p, const char *in_path, const char *out_path)
 {
+    int streamed = try_stream(o, p, in_path, out_path);
+    if (streamed != NOT_STREAMED) return streamed;
     char err[1024], start_err[512];
     ip_image in = { 0 }, out;
     one_run r = { .o = o, .p = p, .out_path = out_path, .in_format = io_detect_file(in_path), .dev = EXEC_CPU };
@@ -906,8 +1011,9 @@ static int cmd_plugins(const cli_options *o)
             rc = CLI_USAGE;
         } else {
             const ip_stage *s = pl->stage;
-            printf("%s: %s\n  plugin: %s\n  GPU path: %s\nparameters:%s\n", s->name, s->summary ? s->summary : "",
-                   pl->path, s->run_gpu ? "yes" : "no", s->n_params ? "" : " none");
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\nparameters:%s\n", s->name,
+                   s->summary ? s->summary : "", pl->path, s->run_gpu ? "yes" : "no", stage_class_text(s),
+                   s->n_params ? "" : " none");
             for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
         }
     }

@@ -29,6 +29,7 @@ void io_default_options(io_options *opt)
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
     opt->meta = NULL;
     opt->autorotate = 0;
+    opt->tiff_bigtiff_above = 0;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -396,6 +397,27 @@ static int write_atomically(const char *path, fill_fn fill, const void *ctx, cha
     if (rc) unlink(tmp);
     free(tmp);
     return rc;
+}
+
+int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t errlen)
+{
+    char why[128];
+    *tmp_path = temp_template(path);
+    *fd = -1;
+    if (!*tmp_path) {
+        snprintf(err, errlen, "output path names a folder, not a file");
+        return IP_EINVAL;
+    }
+    *fd = mkstemp(*tmp_path);
+    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) return IP_OK;
+    snprintf(err, errlen, "cannot create a file in the output folder: %s", io_strerror(errno, why, sizeof why));
+    if (*fd >= 0) {
+        close(*fd);
+        unlink(*tmp_path);
+    }
+    free(*tmp_path);
+    *tmp_path = NULL;
+    return IP_EIO;
 }
 
 typedef struct {

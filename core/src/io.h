@@ -37,6 +37,7 @@ typedef struct {
     struct io_meta *meta;
     /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
     int autorotate;
+    uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
 } io_options;
 
 void io_default_options(io_options *opt);

@@ -28,4 +28,7 @@ int io_fclose_checked(FILE *f, char *err, size_t errlen);
 /* Thread-safe strerror. */
 const char *io_strerror(int errnum, char *buf, size_t len);
 int io_host_is_little_endian(void);
+/* A new temporary file beside path (malloc'd name in *tmp_path, mode as a plain new file), for
+ * writers that rename it into place when complete and unlink it otherwise. */
+int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t errlen);
 #endif
