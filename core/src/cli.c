@@ -643,10 +643,45 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep)
 
 /* A streamed run when --stream and the memory limits call for one and the input allows it;
  * NOT_STREAMED (nothing read past the header, nothing written) for the whole-image path. */
+typedef struct {
+    io_meta meta;
+} stream_meta;
+
+/* The input's metadata, carried to a streamed output as to a whole one. An image that must be
+ * turned upright by its EXIF orientation needs all of it first: it is not streamed. */
+static int stream_meta_read(const cli_options *o, const char *in_path, stream_meta *sm)
+{
+    meta_init(&sm->meta);
+    FILE *f = fopen(in_path, "rb");
+    io_format fmt = io_detect_file(in_path);
+    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, &sm->meta) : IP_OK;
+    if (f) fclose(f);
+    if (rc == IP_OK && !(o->io.autorotate && sm->meta.orientation != 1)) return CLI_OK;
+    if (o->stream == STREAM_ON && rc == IP_OK) say(o, "%s: not streamed: its EXIF orientation turns it", in_path);
+    meta_clear(&sm->meta);
+    return NOT_STREAMED;
+}
+
+static int try_stream_with(const cli_options *o, plan *p, const char *in_path, const char *out_path,
+                           const run_stream_options *sop);
+
 static int try_stream(const cli_options *o, plan *p, const char *in_path, const char *out_path)
 {
     if (o->stream == STREAM_OFF) return NOT_STREAMED;
+    stream_meta sm;
+    int rc = stream_meta_read(o, in_path, &sm);
+    if (rc != CLI_OK) return rc;
     run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
+    so.io.meta = o->strip ? NULL : &sm.meta;
+    rc = try_stream_with(o, p, in_path, out_path, &so);
+    meta_clear(&sm.meta);
+    return rc;
+}
+
+static int try_stream_with(const cli_options *o, plan *p, const char *in_path, const char *out_path,
+                           const run_stream_options *sop)
+{
+    run_stream_options so = *sop;
     run_stream *rs;
     ip_shape shape;
     char err[1024];

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
 #include "io_limits.h"
+#include "meta_tiff.h"
 #include "io_stream_internal.h"
 #include "io_tiff_handle.h"
 #include "image.h"
@@ -257,6 +258,7 @@ typedef struct {
     int threads;
     strip_encoder *encoders;
     tiff_sink *done;           /* one compressed strip per slot of the group */
+    const io_meta *meta;       /* the input's metadata for the output, as the whole-image writer */
 } tiff_stream_writer;
 
 static void writer_free(tiff_stream_writer *w)
@@ -327,6 +329,7 @@ static int close_out(tiff_stream_writer *w, int rc, char *err, size_t errlen)
     char why[128];
     if (w->out) TIFFClose(w->out);
     w->out = NULL;
+    if (rc == IP_OK) rc = meta_tiff_finish(w->fd, w->meta, err, errlen);
     if (close(w->fd) != 0 && rc == IP_OK) {
         snprintf(err, errlen, "cannot write TIFF: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
@@ -376,7 +379,7 @@ static int writer_setup(tiff_stream_writer *w, char *err, size_t errlen)
                  "--tiff-compression", io_tiff_compression_name(w->compression));
         return IP_EINVAL;
     }
-    if (!tiff_set_image_tags(w->out, &w->shape, w->rps, w->compression)) {
+    if (!tiff_set_image_tags(w->out, &w->shape, w->rps, w->compression) || !meta_tiff_set_tags(w->out, w->meta, &w->shape)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "bad tags"));
         return IP_EIO;
     }
@@ -404,6 +407,7 @@ int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, 
     w->shape = *shape;
     w->compression = opt->tiff_compression;
     w->threads = io_thread_count(opt);
+    w->meta = opt->meta;
     int tfd = dup(fd);
     w->out = tfd >= 0 ? tiff_open_fd_write(tfd, tiff_wants_bigtiff(shape, opt->tiff_bigtiff_above) ? "w8" : "w", &w->log)
                       : NULL;
