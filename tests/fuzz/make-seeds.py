@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 src, out = sys.argv[1], sys.argv[2]
-dirs = {h: os.path.join(out, h) for h in ("pipeline", "png", "tiff", "jpeg")}
+dirs = {h: os.path.join(out, h) for h in ("pipeline", "png", "tiff", "jpeg", "bands")}
 for d in dirs.values():
     os.makedirs(d, exist_ok=True)
 
@@ -33,6 +33,13 @@ for i, text in enumerate([
     "meidan radius=1 | grayscale weigths=average",
 ]):
     put("pipeline", "text%d.pipe" % i, text.encode())
+
+# The band planner's inputs: 8 bytes of shape and memory limit (fuzz_bands.c), then pipeline text.
+headers = [bytes([0, 63, 0, 47, 0, 2, 0, 14]), bytes([16, 0, 16, 0, 4, 0, 1, 2]), bytes([0, 0, 0, 0, 0, 3, 2, 0]),
+           bytes([255, 255, 0, 2, 4, 1, 0, 9])]
+for i, name in enumerate(sorted(os.listdir(dirs["pipeline"]))):
+    text = open(os.path.join(dirs["pipeline"], name), "rb").read()
+    put("bands", "b%d_%s" % (i, name), headers[i % len(headers)] + text)
 
 rgb = cv2.imread(os.path.join(src, "samples", "astronaut.png"))[100:116, 180:203]
 gray = cv2.cvtColor(rgb, cv2.COLOR_BGR2GRAY)
