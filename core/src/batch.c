@@ -14,12 +14,6 @@
 #include "jpeg_route.h"
 
 typedef struct {
-    char *in, *rel, *out;    /* rel: the input's path below the input folder */
-    uint64_t size;
-    io_format fmt;
-} batch_entry;
-
-typedef struct {
     batch_entry *items;
     int n, cap;
     int not_images;
@@ -32,7 +26,8 @@ typedef struct {
     const batch_options *o;
     const plan *p;
     const batch_callbacks *cb;
-    entry_list *list;
+    const batch_feed *feed;     /* NULL: the images of list */
+    batch_listing *list;
     int next;
     batch_progress prog;
     double t0;
@@ -345,18 +340,23 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     return rc;
 }
 
-static int take_next(batch_shared *sh)
+static const batch_entry *take_next(batch_shared *sh)
 {
+    if (sh->feed) return sh->feed->take(sh->feed->user);
     pthread_mutex_lock(&sh->lock);
-    int i = -1;
+    const batch_entry *e = NULL;
     if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
-    else if (sh->next < sh->list->n) i = sh->next++;
+    else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
     pthread_mutex_unlock(&sh->lock);
-    return i;
+    return e;
 }
 
 static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg)
 {
+    if (sh->feed) {
+        sh->feed->finished(sh->feed->user, e, rc, resumed, rc == IP_OK ? NULL : msg);
+        return;
+    }
     pthread_mutex_lock(&sh->lock);
     if (resumed) sh->prog.resumed++;
     else if (rc == IP_OK) sh->prog.done++;
@@ -381,8 +381,7 @@ static void *worker_main(void *arg)
     if (ctx_rc == IP_OK && o->device == EXEC_GPU && o->jpeg_on_gpu &&
         jpeg_gpu_open(&w->jpeg, eo.gpu_index, exec_stream(ctx), why, sizeof why) != IP_OK)
         w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
-    for (int i; (i = take_next(sh)) >= 0;) {
-        const batch_entry *e = &sh->list->items[i];
+    for (const batch_entry *e; (e = take_next(sh));) {
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
             report(sh, e, IP_OK, 1, NULL);
@@ -445,13 +444,12 @@ static int output_folder_identity(const batch_options *o, entry_list *l, char *e
     return IP_OK;
 }
 
-int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
-              char *err, size_t errlen)
+int batch_list(const batch_options *o, batch_listing *out, char *err, size_t errlen)
 {
     entry_list list = { 0 };
     list.shard_index = o->shard_index;
     list.shard_count = o->shard_count;
-    memset(result, 0, sizeof *result);
+    memset(out, 0, sizeof *out);
     int rc;
     if (o->input[0] == '@') {
         rc = list_file_of_paths(&list, o->input + 1, err, errlen);
@@ -466,7 +464,36 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         free_list(&list);
         return rc;
     }
-    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER };
+    out->items = list.items;
+    out->n = list.n;
+    out->not_images = list.not_images;
+    return IP_OK;
+}
+
+void batch_listing_free(batch_listing *l)
+{
+    entry_list list = { 0 };
+    list.items = l->items;
+    list.n = l->n;
+    free_list(&list);
+    memset(l, 0, sizeof *l);
+}
+
+int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed, const batch_callbacks *cb,
+                  char *err, size_t errlen)
+{
+    batch_shared sh = { o, p, cb, feed, NULL, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER };
+    return run_workers(&sh, o->jobs > 0 ? o->jobs : 1, err, errlen);
+}
+
+int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
+              char *err, size_t errlen)
+{
+    batch_listing list;
+    memset(result, 0, sizeof *result);
+    int rc = batch_list(o, &list, err, errlen);
+    if (rc != IP_OK) return rc;
+    batch_shared sh = { o, p, cb, NULL, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER };
     sh.prog.total = list.n;
     sh.prog.not_images = list.not_images;
     int jobs = o->jobs > 0 ? o->jobs : 1;
@@ -474,6 +501,6 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
     rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
     *result = sh.prog;
-    free_list(&list);
+    batch_listing_free(&list);
     return rc;
 }
