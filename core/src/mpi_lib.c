@@ -96,6 +96,9 @@ int mpi_lib_open(mpi_lib **out, char *err, size_t errlen)
     if (!name || !*name) name = "libmpi.so.40";
     mpi_lib *m = calloc(1, sizeof *m);
     if (!m) return IP_ENOMEM;
+    /* The messages are small: the shared-memory single copy (CMA) brings nothing, and it fails in
+     * containers that forbid ptrace. A setting given to mpirun wins. */
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     /* Global: Open MPI's own components, opened by libmpi, resolve its symbols. */
     if (!(m->lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL))) {
         snprintf(err, errlen, "cannot load %s (Open MPI 3 or later): %s", name, dlerror());

@@ -139,6 +139,12 @@ resume_completes() {
   no_temporaries "$1: after --resume" "$2"
 }
 
+# Answers past Open MPI's 4 KB eager limit (up to 64 images with long output paths each).
+long=$(printf 'a_long_folder_name_so_that_each_answer_of_rank_0_is_large_%.0s' 1 2 3)
+"$B" run -q --device cpu -e grayscale many gray_ref
+expect 0 "large messages" "${MPI[@]}" -n 3 "$B" run -q --device cpu --jobs 40 -e grayscale many "$long"
+same_tree "large messages" gray_ref "$long"
+
 # A rank killed: by default mpirun ends the whole job (the ranks get SIGTERM after
 # odls_base_sigkill_timeout, 1 s, and SIGKILL after as long again).
 start killed
