@@ -16,12 +16,6 @@
 #include "meta.h"
 
 typedef struct {
-    char *in, *rel, *out;    /* rel: the input's path below the input folder */
-    uint64_t size;
-    io_format fmt;
-} batch_entry;
-
-typedef struct {
     batch_entry *items;
     int n, cap;
     int not_images;
@@ -34,7 +28,8 @@ typedef struct {
     const batch_options *o;
     const plan *p;
     const batch_callbacks *cb;
-    entry_list *list;
+    const batch_feed *feed;     /* NULL: the images of list */
+    batch_listing *list;
     int next;
     batch_progress prog;
     double t0;
@@ -385,19 +380,24 @@ static void watch_memory(batch_shared *sh, int taken)
     if (last) sh->free_mib_last = (double)free_bytes / 1048576.0;
 }
 
-static int take_next(batch_shared *sh)
+static const batch_entry *take_next(batch_shared *sh)
 {
+    if (sh->feed) return sh->feed->take(sh->feed->user);
     pthread_mutex_lock(&sh->lock);
-    int i = -1;
+    const batch_entry *e = NULL;
     if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
-    else if (sh->next < sh->list->n) i = sh->next++;
-    if (i >= 0 && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, i);
+    else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
+    if (e && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, sh->next - 1);
     pthread_mutex_unlock(&sh->lock);
-    return i;
+    return e;
 }
 
 static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg)
 {
+    if (sh->feed) {
+        sh->feed->finished(sh->feed->user, e, rc, resumed, rc == IP_OK ? NULL : msg);
+        return;
+    }
     pthread_mutex_lock(&sh->lock);
     if (resumed) sh->prog.resumed++;
     else if (rc == IP_OK) sh->prog.done++;
@@ -420,8 +420,7 @@ static void *worker_main(void *arg)
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
     w->gpu = eo.gpu_index;
     if (ctx_rc != IP_OK) w->jpeg_tried = 1;
-    for (int i; (i = take_next(sh)) >= 0;) {
-        const batch_entry *e = &sh->list->items[i];
+    for (const batch_entry *e; (e = take_next(sh));) {
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
             report(sh, e, IP_OK, 1, NULL);
@@ -486,11 +485,11 @@ static int output_folder_identity(const batch_options *o, entry_list *l, char *e
 
 /* nvJPEG starts opening on every GPU now, beside the workers' start-up, when any image is a JPEG
  * or the outputs are; without it, JPEG simply goes through libjpeg-turbo. */
-static void open_jpeg_pool(batch_shared *sh, const entry_list *l, int jobs)
+static void open_jpeg_pool(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
-    int any_jpeg = o->format == IO_FMT_JPEG;
-    for (int i = 0; i < l->n && !any_jpeg; i++)
+    int any_jpeg = o->format == IO_FMT_JPEG || !l;   /* fed images (MPI) are not known in advance */
+    for (int i = 0; l && i < l->n && !any_jpeg; i++)
         any_jpeg = l->items[i].fmt == IO_FMT_JPEG || io_format_from_ext(l->items[i].out) == IO_FMT_JPEG;
     if (!any_jpeg || !jpeg_gpu_built()) return;
     int zero = 0, n = o->n_gpus > 0 ? o->n_gpus : 1;
@@ -513,13 +512,22 @@ static void close_jpeg_pool(batch_shared *sh)
     sh->jpeg = NULL;
 }
 
-int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
-              char *err, size_t errlen)
+/* Folder workers wait for their GPU asleep, leaving the cores to the others' codecs; nvJPEG opens
+ * beside their start-up when asked for. */
+static void prepare_gpus(batch_shared *sh, const batch_listing *l, int jobs)
+{
+    const batch_options *o = sh->o;
+    if (o->device != EXEC_GPU) return;
+    for (int g = 0; g < (o->n_gpus > 0 ? o->n_gpus : 1); g++) gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
+    if (o->jpeg_on_gpu) open_jpeg_pool(sh, l, jobs);
+}
+
+int batch_list(const batch_options *o, batch_listing *out, char *err, size_t errlen)
 {
     entry_list list = { 0 };
     list.shard_index = o->shard_index;
     list.shard_count = o->shard_count;
-    memset(result, 0, sizeof *result);
+    memset(out, 0, sizeof *out);
     int rc;
     if (o->input[0] == '@') {
         rc = list_file_of_paths(&list, o->input + 1, err, errlen);
@@ -534,15 +542,47 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         free_list(&list);
         return rc;
     }
-    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER, NULL, -1, -1, 0 };
+    out->items = list.items;
+    out->n = list.n;
+    out->not_images = list.not_images;
+    return IP_OK;
+}
+
+void batch_listing_free(batch_listing *l)
+{
+    entry_list list = { 0 };
+    list.items = l->items;
+    list.n = l->n;
+    free_list(&list);
+    memset(l, 0, sizeof *l);
+}
+
+int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed, const batch_callbacks *cb,
+                  char *err, size_t errlen)
+{
+    batch_shared sh = { .o = o, .p = p, .cb = cb, .feed = feed, .t0 = now_s(), .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .free_mib_early = -1, .free_mib_last = -1, .jobs = o->jobs > 0 ? o->jobs : 1 };
+    prepare_gpus(&sh, NULL, sh.jobs);
+    int rc = run_workers(&sh, sh.jobs, err, errlen);
+    close_jpeg_pool(&sh);
+    return rc;
+}
+
+int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
+              char *err, size_t errlen)
+{
+    batch_listing list;
+    memset(result, 0, sizeof *result);
+    int rc = batch_list(o, &list, err, errlen);
+    if (rc != IP_OK) return rc;
+    batch_shared sh = { .o = o, .p = p, .cb = cb, .list = &list, .t0 = now_s(), .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .free_mib_early = -1, .free_mib_last = -1 };
     sh.prog.total = list.n;
     sh.prog.not_images = list.not_images;
     int jobs = o->jobs > 0 ? o->jobs : 1;
     if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
     sh.jobs = jobs;
-    for (int g = 0; list.n && o->device == EXEC_GPU && g < (o->n_gpus > 0 ? o->n_gpus : 1); g++)
-        gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
-    if (list.n && o->device == EXEC_GPU && o->jpeg_on_gpu) open_jpeg_pool(&sh, &list, jobs);
+    if (list.n) prepare_gpus(&sh, &list, jobs);
     rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
     close_jpeg_pool(&sh);
@@ -554,6 +594,6 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         cb->note(cb->user, msg);
     }
     *result = sh.prog;
-    free_list(&list);
+    batch_listing_free(&list);
     return rc;
 }

@@ -48,6 +48,28 @@ typedef struct {
     void *user;
 } batch_callbacks;
 
+/* One image of a run: its input, its path below the input folder, and its output. */
+typedef struct {
+    char *in, *rel, *out;
+    uint64_t size;
+    io_format fmt;
+} batch_entry;
+
+typedef struct {
+    batch_entry *items;
+    int n;
+    int not_images;             /* files skipped as not PNG, JPEG or TIFF */
+} batch_listing;
+
+/* Where workers take their images from when not from a listing of their own (the ranks of an MPI
+ * run): take blocks until an image is there and returns NULL when none will come or the run
+ * stops; finished is called once for every image taken. Both are called from worker threads. */
+typedef struct {
+    const batch_entry *(*take)(void *user);
+    void (*finished)(void *user, const batch_entry *e, int rc, int resumed, const char *message);
+    void *user;
+} batch_feed;
+
 /* Whether the argument names a batch input (a folder or @list) rather than one image. */
 int batch_is_batch_input(const char *input);
 
@@ -57,4 +79,12 @@ int batch_is_batch_input(const char *input);
  * input. */
 int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
               char *err, size_t errlen);
+
+/* The first half of batch_run: lists the input (with --shard) and prepares the output folders. */
+int batch_list(const batch_options *o, batch_listing *l, char *err, size_t errlen);
+void batch_listing_free(batch_listing *l);
+
+/* Runs o->jobs workers over the images feed hands out, until it has none; only cb->note is used. */
+int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed, const batch_callbacks *cb,
+                  char *err, size_t errlen);
 #endif

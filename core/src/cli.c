@@ -13,6 +13,7 @@
 #endif
 #include <signal.h>
 #include "batch.h"
+#include "batch_mpi.h"
 #include "cost.h"
 #include "exec.h"
 #include "gpu.h"
@@ -132,6 +133,8 @@ static const char usage_text[] =
     "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
     "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
     "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
+    "  mpirun -n N imgpipe run ... IN_FOLDER OUT_FOLDER: rank 0 hands the images out to the ranks\n"
+    "                          as they ask; --jobs is per rank, each rank takes its local rank's GPU\n"
     "  Files that are not PNG, JPEG or TIFF are skipped and counted; one bad image is reported\n"
     "  and the rest go on; Ctrl-C stops after the images in flight, leaving no partial file.\n"
     "  -q, --quiet             print errors only\n"
@@ -862,11 +865,14 @@ static int parse_gpu_list(const char *text, int count, batch_options *b)
     return b->n_gpus ? CLI_OK : usage_error("--gpus needs all or a list such as 0,2");
 }
 
-static int batch_setup(const cli_options *o, exec_device dev, const char *in, const char *out, batch_options *b)
+/* pl: under mpirun, the rank's place (its share of the cores, its GPU); NULL otherwise. */
+static int batch_setup(const cli_options *o, exec_device dev, const char *in, const char *out, const mpi_place *pl,
+                       batch_options *b)
 {
     memset(b, 0, sizeof *b);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
+    if (pl) cores = batch_mpi_cores(pl, cores);
     b->input = in;
     b->output_dir = out;
     b->recursive = o->recursive;
@@ -889,7 +895,9 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->stop = &interrupted;
     if (dev == EXEC_GPU) {
         char why[128];
-        return parse_gpu_list(o->gpus, gpu_device_count(why, sizeof why), b);
+        int rc = parse_gpu_list(o->gpus, gpu_device_count(why, sizeof why), b);
+        if (rc == CLI_OK && pl) batch_mpi_pick_gpu(pl, b);
+        return rc;
     }
     return CLI_OK;
 }
@@ -904,14 +912,43 @@ static void print_batch_summary(const cli_options *o, const batch_view *v, const
     for (int i = 0; i < v->n_failures; i++) fprintf(stderr, "  failed: %s\n", v->failures[i]);
 }
 
+/* Under mpirun, after the summary: each rank's share and speed. */
+static void print_rank_lines(const cli_options *o, const batch_mpi *mpi, const batch_progress *r)
+{
+    int n;
+    const batch_mpi_rank_stats *s = batch_mpi_stats(mpi, &n);
+    for (int k = 0; k < n && !o->quiet; k++)
+        fprintf(stderr, "  rank %d (%s): %d done, %d failed, %d skipped; %.1f images/s%s\n", k, s[k].host, s[k].done,
+                s[k].failed, s[k].resumed, s[k].seconds > 0 ? (s[k].done + s[k].failed) / s[k].seconds : 0.0,
+                s[k].lost ? "; lost (died or stopped answering)" : "");
+    if (n && !o->quiet)
+        fprintf(stderr, "  all %d ranks: %.1f images/s\n", n, r->elapsed_s > 0 ? (r->done + r->failed) / r->elapsed_s : 0.0);
+}
+
+/* Under mpirun, every rank but 0 stays silent except for its own errors. */
+static int batch_outcome(const cli_options *o, batch_view *v, const batch_mpi *mpi, int rank, int rc,
+                         const char *err, const batch_progress *result)
+{
+    if (rc != IP_OK && rank > 0) fail("rank %d: %s", rank, err);
+    else if (rc != IP_OK) fail("%s", err);
+    if (rc != IP_OK) return rc == IP_EINVAL ? CLI_USAGE : CLI_IMAGE_FAILED;
+    if (rank > 0) return CLI_OK;
+    print_batch_summary(o, v, result);
+    if (mpi) print_rank_lines(o, mpi, result);
+    return result->failed || result->stopped ? CLI_IMAGE_FAILED : CLI_OK;
+}
+
 static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const char *in, const char *out)
 {
+    mpi_place place = { 1, 0, 1, 0 };
+    int under_mpi = mpi_lib_place(&place);
     batch_options b;
-    int rc = batch_setup(o, dev, in, out, &b);
+    int rc = batch_setup(o, dev, in, out, under_mpi ? &place : NULL, &b);
     if (rc) return rc;
     if (dev == EXEC_GPU && !o->quiet) say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
     batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
     if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
+    if (under_mpi) snprintf(view.shard + strlen(view.shard), sizeof view.shard - strlen(view.shard), "%d ranks: ", place.size);
     batch_callbacks cb = { on_progress, on_failure, on_note, &view };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -919,17 +956,20 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     sa.sa_flags = (int)SA_RESETHAND;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (under_mpi) sigaction(SIGUSR1, &sa, NULL);   /* mpirun forwards it at once, unlike Ctrl-C */
     batch_progress result;
     char err[1024];
-    rc = batch_run(&b, p, &cb, &result, err, sizeof err);
-    if (rc != IP_OK) {
-        fail("%s", err);
-        return rc == IP_EINVAL ? CLI_USAGE : CLI_IMAGE_FAILED;
+    batch_mpi *mpi = NULL;
+    if (under_mpi && batch_mpi_open(&mpi, &place, err, sizeof err) != IP_OK) {
+        fail("rank %d: %s", place.rank, err);
+        return CLI_USAGE;
     }
-    print_batch_summary(o, &view, &result);
+    rc = mpi ? batch_mpi_run(mpi, &b, p, &cb, &result, err, sizeof err) : batch_run(&b, p, &cb, &result, err, sizeof err);
+    rc = batch_outcome(o, &view, mpi, place.rank, rc, err, &result);
+    batch_mpi_close(mpi);
     for (int i = 0; i < view.n_failures; i++) free(view.failures[i]);
     free(view.failures);
-    return result.failed || result.stopped ? CLI_IMAGE_FAILED : CLI_OK;
+    return rc;
 }
 
 static int cmd_run(const cli_options *o)
@@ -940,6 +980,14 @@ static int cmd_run(const cli_options *o)
     const char *in_path = o->positional[need - 2], *out_path = o->positional[need - 1];
     int is_batch = batch_is_batch_input(in_path);
     if (!is_batch && o->shard_count) return usage_error("--shard applies to a folder or an @LIST, not one image");
+    mpi_place place;
+    if (mpi_lib_place(&place)) {   /* under mpirun: only rank 0 says what is wrong */
+        if (!mpi_lib_built())
+            return place.rank ? CLI_USAGE : usage_error("run under mpirun, but imgpipe was built without MPI "
+                                                        "(-DIMGPIPE_MPI=ON): run one copy, or use --shard I/N");
+        if (!is_batch)
+            return place.rank ? CLI_USAGE : usage_error("under mpirun, IN must be a folder or an @LIST, not one image");
+    }
     if (!is_batch && io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
         return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
                            out_path);
@@ -1080,19 +1128,21 @@ int cli_main(int argc, char **argv)
             return CLI_OK;
         }
         if (strcmp(argv[i], "--version") == 0) {
-            printf("imgpipe %s (plugin ABI %d, CUDA %s)\n", IMGPIPE_VERSION, IP_ABI_VERSION,
+            printf("imgpipe %s (plugin ABI %d, CUDA %s, MPI %s)\n", IMGPIPE_VERSION, IP_ABI_VERSION,
 #ifdef IMGPIPE_HAVE_CUDA
-                   "built in"
+                   "built in",
 #else
-                   "not built"
+                   "not built",
 #endif
-            );
+                   mpi_lib_built() ? "built in" : "not built");
             return CLI_OK;
         }
     }
     cli_options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
+    mpi_place place;
+    if (mpi_lib_place(&place) && place.rank > 0) o.quiet = 1;   /* rank 0 alone reports */
     if (!o.command) {
         fputs(usage_text, stderr);
         return CLI_USAGE;
