@@ -19,7 +19,7 @@
 #include "conv_round.h"
 #include "conv_separable.h"
 
-#ifdef __CUDACC__
+#ifdef __CUDA_ARCH__
 #define IPK_UNROLL _Pragma("unroll")
 #else
 #define IPK_UNROLL
