@@ -7,7 +7,9 @@
  *   float intermediates then a column pass; v = acc / divisor + offset in float.
  * One block computes a CONV_TW x CONV_TH tile: the input tile with its halo goes to shared
  * memory once (borders resolved while loading), a split kernel's row pass into shared
- * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column. */
+ * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
+ * 1-channel u8 integer kernels whose sums fit 16 bits go to the strip kernel instead
+ * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
