@@ -18,9 +18,11 @@
 #pragma weak ipk_mean_cpu
 #pragma weak ipk_mean_gpu
 #pragma weak ipk_mean_gpu_scratch
+#pragma weak ipk_mean_gpu_path
 #pragma weak ipk_convolve_cpu
 #pragma weak ipk_convolve_gpu
 #pragma weak ipk_convolve_gpu_scratch
+#pragma weak ipk_convolve_gpu_path
 #pragma weak ipk_entropy_cpu
 #pragma weak ipk_entropy_gpu
 #pragma weak ipk_entropy_gpu_scratch

@@ -15,14 +15,31 @@ static const double SHARPEN[9] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 };
 static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /* base 2 */
 
 typedef enum { OP_GRAY, OP_MEDIAN, OP_MEAN, OP_CONV, OP_HIST, OP_TRANSPOSE, OP_ENTROPY } op_kind;
-typedef struct { const char *key; op_kind kind; int radius; } op_spec;
+/* Binomial gaussians, as whole numbers over their sum (the exact integer path) and as the
+ * same fractions (the float path), to weigh one against the other. */
+static const double GAUSS3[9] = { 1, 2, 1, 2, 4, 2, 1, 2, 1 };
+static const double GAUSS3F[9] = { 0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, 0.0625 };
+static double GAUSS5[25], GAUSS5F[25];
+
+typedef struct { const char *key; op_kind kind; int radius; const double *weights; double divisor; } op_spec;
 
 static const op_spec OPS[] = {
-    { "median3", OP_MEDIAN, 1 }, { "median5", OP_MEDIAN, 2 }, { "median7", OP_MEDIAN, 3 },
-    { "median15", OP_MEDIAN, 7 }, { "mean3", OP_MEAN, 1 }, { "mean7", OP_MEAN, 3 },
-    { "conv3", OP_CONV, 1 }, { "hist", OP_HIST, 0 }, { "entropy5", OP_ENTROPY, 2 },
-    { "gray", OP_GRAY, 0 }, { "transpose", OP_TRANSPOSE, 0 },
+    { "median3", OP_MEDIAN, 1, NULL, 0 }, { "median5", OP_MEDIAN, 2, NULL, 0 }, { "median7", OP_MEDIAN, 3, NULL, 0 },
+    { "median15", OP_MEDIAN, 7, NULL, 0 }, { "mean3", OP_MEAN, 1, NULL, 0 }, { "mean7", OP_MEAN, 3, NULL, 0 },
+    { "conv3", OP_CONV, 1, SHARPEN, 1 }, { "gauss3", OP_CONV, 1, GAUSS3, 16 }, { "gauss3f", OP_CONV, 1, GAUSS3F, 1 },
+    { "gauss5", OP_CONV, 2, GAUSS5, 256 }, { "gauss5f", OP_CONV, 2, GAUSS5F, 1 },
+    { "hist", OP_HIST, 0, NULL, 0 }, { "entropy5", OP_ENTROPY, 2, NULL, 0 },
+    { "gray", OP_GRAY, 0, NULL, 0 }, { "transpose", OP_TRANSPOSE, 0, NULL, 0 },
 };
+
+static void init_gauss5(void)
+{
+    static const double b5[5] = { 1, 4, 6, 4, 1 };
+    for (int i = 0; i < 25; i++) {
+        GAUSS5[i] = b5[i / 5] * b5[i % 5];
+        GAUSS5F[i] = GAUSS5[i] / 256.0;
+    }
+}
 
 typedef struct { ipk_img gray, rgb, levels16, out, out_f32; uint64_t counts[256]; } images;
 
@@ -43,7 +60,8 @@ static int op_built(op_kind kind)
 /* Stage defaults: median replicate, mean and convolve reflect101 (as OpenCV's default). */
 static int run_op(const op_spec *op, images *im)
 {
-    ipk_conv_params conv = { SHARPEN, 3, 3, 1.0, 0.0, IPK_REFLECT101 };
+    const int k = 2 * op->radius + 1;
+    ipk_conv_params conv = { op->weights, k, k, op->divisor, 0.0, IPK_REFLECT101 };
     int64_t bad = 0;
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_cpu(&im->rgb, &im->out, BT601, 0);
@@ -84,6 +102,7 @@ int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : DEFAULT_RUNS;
     images im;
+    init_gauss5();
     if (runs < 1 || runs > MAX_RUNS) {
         fprintf(stderr, "bench_cpu: runs must be 1..%d\n", MAX_RUNS);
         return 2;

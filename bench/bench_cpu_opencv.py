@@ -43,6 +43,8 @@ def main():
     gray = pattern(SIDE, SIDE)
     rgb = np.dstack([pattern(SIDE, SIDE, c) for c in range(3)])
     sharpen = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float32)
+    gauss3 = np.outer([1, 2, 1], [1, 2, 1]).astype(np.float32) / 16
+    gauss5 = np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1]).astype(np.float32) / 256
     peers = [
         ("median3", "cv2.medianBlur 3", lambda: cv2.medianBlur(gray, 3)),
         ("median5", "cv2.medianBlur 5", lambda: cv2.medianBlur(gray, 5)),
@@ -51,6 +53,10 @@ def main():
         ("mean3", "cv2.blur 3x3", lambda: cv2.blur(gray, (3, 3))),
         ("mean7", "cv2.blur 7x7", lambda: cv2.blur(gray, (7, 7))),
         ("conv3", "cv2.filter2D 3x3", lambda: cv2.filter2D(gray, -1, sharpen)),
+        ("gauss3", "cv2.filter2D gaussian 3x3", lambda: cv2.filter2D(gray, -1, gauss3)),
+        ("gauss3f", "cv2.filter2D gaussian 3x3", lambda: cv2.filter2D(gray, -1, gauss3)),
+        ("gauss5", "cv2.filter2D gaussian 5x5", lambda: cv2.filter2D(gray, -1, gauss5)),
+        ("gauss5f", "cv2.filter2D gaussian 5x5", lambda: cv2.filter2D(gray, -1, gauss5)),
         ("hist", "cv2.calcHist 256", lambda: cv2.calcHist([gray], [0], None, [256], [0, 256])),
         ("gray", "cv2.cvtColor RGB2GRAY", lambda: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)),
         ("transpose", "cv2.transpose", lambda: cv2.transpose(gray)),

@@ -11,7 +11,7 @@
 #include "bench_npp.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 40 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 48 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -25,6 +25,7 @@ typedef struct {
     const double *weights;    /* convolve: row-major, divided by `divisor` */
     double divisor;
     double target_ms;         /* from the issue */
+    ipk_gpu_path path;        /* convolve and mean: AUTO, or a forced implementation (timed alone, no NPP) */
 } op_spec;
 
 typedef struct {
@@ -55,26 +56,35 @@ typedef struct {
 } bench;
 
 static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49];
+static const double SHARPEN3[9] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 };
 static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /* base 2 */
 
 static const op_spec OPS[] = {
-    { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12 },
-    { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10 },
-    { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30 },
-    { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0 },
-    { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08 },
-    { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12 },
-    { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12 },
-    { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12 },
-    { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08 },
-    { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10 },
-    { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15 },
-    { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08 },
-    { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10 },
-    { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15 },
-    { "histogram 256", OP_HIST, 0, NULL, 1, 0.035 },
-    { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07 },
-    { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6 },
+    { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_AUTO },
+    { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO },
+    { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO },
+    { "median 15x15", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_AUTO },
+    { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO },
+    { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE },
+    { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "mean 5x5 (strip path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_STRIP },
+    { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP },
+    { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO },
+    { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO },
+    { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO },
+    { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO },
+    { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE },
+    { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO },
+    { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE },
+    { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO },
+    { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO },
+    { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },
+    { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO },
+    { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO },
+    { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6, IPK_GPU_AUTO },
 };
 #define N_OPS ((int)(sizeof OPS / sizeof *OPS))
 
@@ -125,8 +135,8 @@ static int gpu_op_built(const op_spec *op)
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu != NULL;
     case OP_MEDIAN: return ipk_median_gpu && ipk_median_gpu_scratch;
-    case OP_MEAN: return ipk_mean_gpu && ipk_mean_gpu_scratch;
-    case OP_CONV: return ipk_convolve_gpu && ipk_convolve_gpu_scratch;
+    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch;
+    case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
     case OP_HIST: return ipk_histogram_gpu != NULL;
     case OP_TRANSPOSE: return ipk_transpose_gpu != NULL;
     case OP_ENTROPY: return ipk_entropy_gpu && ipk_entropy_gpu_scratch;
@@ -167,8 +177,8 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu(src, dst, BT601, stream);
     case OP_MEDIAN: return ipk_median_gpu(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream);
-    case OP_MEAN: return ipk_mean_gpu(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream);
-    case OP_CONV: return ipk_convolve_gpu(src, dst, &p, scratch, scratch_bytes, stream);
+    case OP_MEAN: return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
+    case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
     case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
     case OP_TRANSPOSE: return ipk_transpose_gpu(src, dst, stream);
     case OP_ENTROPY: return ipk_entropy_gpu(src, dst, &ENTROPY, scratch, scratch_bytes, stream);
@@ -426,6 +436,10 @@ static row *add_row(bench *b, const char *name, double bytes, double pixels, dou
 
 static void time_npp(bench *b, const op_spec *op, row *r)
 {
+    if (op->path != IPK_GPU_AUTO) {
+        snprintf(r->npp_note, sizeof r->npp_note, "as the row above");
+        return;
+    }
     if (op->kind == OP_ENTROPY) {
         snprintf(r->npp_note, sizeof r->npp_note, "no NPP peer");
         return;
@@ -473,9 +487,17 @@ static int enqueue_denoise(bench *b, const void *arg)
     return 0;
 }
 
+static const op_spec *find_op(const char *name)
+{
+    for (int i = 0; i < N_OPS; i++)
+        if (strcmp(OPS[i].name, name) == 0) return &OPS[i];
+    return NULL;
+}
+
 static void bench_denoise(bench *b)
 {
-    const op_spec stages[3] = { OPS[0], OPS[1], OPS[11] };
+    const op_spec stages[3] = { *find_op("grayscale RGB->gray"), *find_op("median 3x3"),
+                                *find_op("convolve gaussian3") };
     double alone = 0;
     for (int i = 0; i < 3; i++) {
         double ms = find_ms(b, stages[i].name);

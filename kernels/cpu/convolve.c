@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ipk.h"
 #include "border.h"
+#include "conv_round.h"
 #include "conv_separable.h"
 #include "pixels.h"
 #include "threads.h"
@@ -55,74 +56,32 @@ typedef struct {
     float fdivisor, foffset;
     int64_t lut_min;       /* lut[S - lut_min] is the output for sum S; lut NULL if not used */
     void *lut;
-    int finish;            /* CONV_FINISH_*: how integer sums become integer output */
-    int32_t fin_sign;      /* sign of the divisor: S / d == (sign * S) / |d| */
-    int32_t fin_bias;      /* offset * |d|, so that sign * S + bias == (S / d + offset) * |d| */
-    int32_t fin_div, fin_shift, fin_half;   /* |d|; log2 |d| and half of it for a power of two */
-    float fin_inv;         /* 1 / (2|d|) for an odd |d| */
+    int finish;            /* IPK_CONV_FINISH_*: how integer sums become integer output */
+    ipk_conv_rounding fin; /* its constants (conv_round.h) */
 } conv_plan;
 
-/* Integer sums to integer output without the double division, equal to it bit for bit:
- * SHIFT, for an integer offset and d = +-2^k: (S/d + offset) is exact in double, so rint is
- * the integer floor plus the half-to-even step. ODD, for an integer offset and an odd d:
- * S/d + offset is never a tie and lies at least 1/(2|d|) from one, so rint is
- * floor((2T + |d|) / (2|d|)) with T = sign*S + bias, computed in float with a 0.5 margin,
- * exact while |2T + |d|| < 2^22. Otherwise a table of every possible sum, or double. */
-enum { CONV_FINISH_GENERAL = 0, CONV_FINISH_SHIFT, CONV_FINISH_ODD };
-
-/* The rounding constants, copied out of the plan so that the loops keep them in registers. */
-typedef struct { int32_t sign, bias, div, shift, half; float inv; } conv_rounding;
-
-/* rint(t / 2^k), half to even, for k >= 1: floor((t + 2^(k-1) - 1 + parity of floor(t / 2^k)) / 2^k).
- * The lift keeps values non-negative and, a multiple of 2^(k+1), keeps the parity. */
-static inline int32_t conv_round_shift(const conv_rounding r, int32_t t)
-{
-    const uint32_t lift = 1u << 30;
-    uint32_t u = (uint32_t)t + lift, odd = (u >> r.shift) & 1u;
-    return (int32_t)((u + (uint32_t)r.half - 1u + odd) >> r.shift) - (int32_t)(lift >> r.shift);
-}
-
-/* Truncation is the floor for x >= 0; below 0 both give at most 0, which the clamp makes 0. */
-static inline int32_t conv_round_odd(const conv_rounding r, int32_t t)
-{
-    return (int32_t)(((float)(2 * t + r.div) + 0.5f) * r.inv);
-}
-
-static inline int32_t conv_clamp(int32_t v, int32_t max_value)
-{
-    return v < 0 ? 0 : v > max_value ? max_value : v;
-}
-
 static double conv_max_value(ipk_dtype t) { return t == IPK_U8 ? 255.0 : t == IPK_U16 ? 65535.0 : 1.0; }
-
-/* Integer output from the double result: rint, saturated, NaN to 0. */
-static inline double conv_saturate(double v, double max_value)
-{
-    double r = rint(v);
-    return r >= 0 ? (r <= max_value ? r : max_value) : 0;
-}
 
 static void conv_store_double(const conv_plan *p, void *d, size_t i, double v)
 {
     if (p->out_type == IPK_F32) ((float *)d)[i] = (float)v;
-    else if (p->out_type == IPK_U8) ((uint8_t *)d)[i] = (uint8_t)conv_saturate(v, 255.0);
-    else ((uint16_t *)d)[i] = (uint16_t)conv_saturate(v, 65535.0);
+    else if (p->out_type == IPK_U8) ((uint8_t *)d)[i] = (uint8_t)ipk_conv_saturate(v, 255.0);
+    else ((uint16_t *)d)[i] = (uint16_t)ipk_conv_saturate(v, 65535.0);
 }
 
 /* Integer path: CONV_INT_FUNCS makes one copy per accumulator type (int16, int32, int64). */
 
 #define CONV_FINISH_LOOP(ROUND, acc, d)                                                            \
     do {                                                                                           \
-        const conv_rounding r = { p->fin_sign, p->fin_bias, p->fin_div, p->fin_shift,              \
-                                  p->fin_half, p->fin_inv };                                       \
+        const ipk_conv_rounding r = p->fin;                                                        \
         if (p->out_type == IPK_U8) {                                                               \
             uint8_t *restrict o8 = (d);                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o8[i] = (uint8_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 255);   \
+                o8[i] = (uint8_t)ipk_conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 255); \
         } else {                                                                                   \
             uint16_t *restrict o16 = (d);                                                          \
             for (size_t i = 0; i < n; i++)                                                         \
-                o16[i] = (uint16_t)conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 65535); \
+                o16[i] = (uint16_t)ipk_conv_clamp(ROUND(r, r.sign * (int32_t)(acc)[i] + r.bias), 65535); \
         }                                                                                          \
     } while (0)
 
@@ -196,10 +155,10 @@ static inline void conv_finish_##SUF(const conv_plan *p, const T *restrict acc, 
         uint16_t *restrict out = near;                                                             \
         for (size_t i = 0; i < n; i++) out[i] = lut[acc[i]];                                       \
         memcpy(d, near, n * 2);                                                                    \
-    } else if (p->finish == CONV_FINISH_SHIFT) {                                                   \
-        CONV_FINISH_LOOP(conv_round_shift, acc, d);                                                \
-    } else if (p->finish == CONV_FINISH_ODD) {                                                     \
-        CONV_FINISH_LOOP(conv_round_odd, acc, d);                                                  \
+    } else if (p->finish == IPK_CONV_FINISH_SHIFT) {                                               \
+        CONV_FINISH_LOOP(ipk_conv_round_shift, acc, d);                                            \
+    } else if (p->finish == IPK_CONV_FINISH_ODD) {                                                 \
+        CONV_FINISH_LOOP(ipk_conv_round_odd, acc, d);                                              \
     } else {                                                                                       \
         for (size_t i = 0; i < p->n; i++)                                                          \
             conv_store_double(p, d, i, (double)acc[i] / p->divisor + p->offset);                   \
@@ -374,33 +333,11 @@ static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_p
            p->border <= IPK_SHRINK && conv_weights_finite(p);
 }
 
-static int conv_is_int(double v, double limit) { return v == floor(v) && fabs(v) <= limit; }
-
-/* Picks SHIFT or ODD when the divisor, the offset and the largest |sum| allow (see above). */
+/* SHIFT or ODD rounding when the divisor, the offset and the largest |sum| allow (conv_round.h). */
 static void conv_plan_finish(conv_plan *p, int64_t max_abs_sum)
 {
-    p->finish = CONV_FINISH_GENERAL;
-    if (p->out_type == IPK_F32 || !conv_is_int(p->divisor, 1 << 20) || !conv_is_int(p->offset, 1 << 20)) return;
-    const int32_t d = (int32_t)fabs(p->divisor);
-    p->fin_sign = p->divisor < 0 ? -1 : 1;
-    p->fin_div = d;
-    const int64_t bias = (int64_t)p->offset * d, reach = max_abs_sum + (bias < 0 ? -bias : bias);
-    if (2 * reach >= (1 << 29)) return;
-    p->fin_bias = (int32_t)bias;
-    if ((d & (d - 1)) == 0) {
-        p->fin_shift = 0;
-        while ((1 << p->fin_shift) < d) p->fin_shift++;
-        if (d == 1) {   /* as 2T / 2, which the shift rounding handles */
-            p->fin_sign *= 2;
-            p->fin_bias *= 2;
-            p->fin_shift = 1;
-        }
-        p->fin_half = 1 << (p->fin_shift - 1);
-        p->finish = CONV_FINISH_SHIFT;
-    } else if ((d & 1) && 2 * reach + d < (1 << 22)) {
-        p->fin_inv = 1.0f / (float)(2 * d);
-        p->finish = CONV_FINISH_ODD;
-    }
+    p->finish = p->out_type == IPK_F32 ? IPK_CONV_FINISH_GENERAL
+                                       : ipk_conv_round_plan(p->divisor, p->offset, max_abs_sum, &p->fin);
 }
 
 /* Lane width for exact integer sums: the largest |partial sum| is sum|w| * max pixel. */
@@ -420,7 +357,7 @@ static void conv_plan_integer(conv_plan *p, const double *w)
     p->lut_min = lo;
     p->lut = NULL;
     conv_plan_finish(p, lo < -hi ? -lo : hi);
-    if (p->finish == CONV_FINISH_GENERAL && hi - lo < CONV_LUT_MAX && p->out_type != IPK_F32)
+    if (p->finish == IPK_CONV_FINISH_GENERAL && hi - lo < CONV_LUT_MAX && p->out_type != IPK_F32)
         p->lut = malloc((size_t)(hi - lo + 1) * (p->out_type == IPK_U8 ? 1 : 2));
     for (int64_t s = lo; p->lut && s <= hi; s++)
         conv_store_double(p, p->lut, (size_t)(s - lo), (double)s / p->divisor + p->offset);

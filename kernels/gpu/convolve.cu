@@ -7,11 +7,14 @@
  *   float intermediates then a column pass; v = acc / divisor + offset in float.
  * One block computes a CONV_TW x CONV_TH tile: the input tile with its halo goes to shared
  * memory once (borders resolved while loading), a split kernel's row pass into shared
- * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column. */
+ * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
+ * 1-channel u8 integer kernels whose sums fit 16 bits go to the strip kernel instead
+ * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
 #include "conv_separable.h"
+#include "swar_strip.cuh"
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -367,12 +370,25 @@ extern "C" size_t ipk_convolve_gpu_scratch(int width, int height, int channels, 
     return 0;
 }
 
-extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
-                                void *scratch, size_t scratch_bytes, void *stream)
+/* The strip kernel of swar_strip.cuh for what it takes (see ipk_gpu_path); *taken says whether it did. */
+static int conv_strip_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                             int *taken)
 {
-    (void)scratch; (void)scratch_bytes;
-    if (!conv_args_ok(src, dst, p)) return IPK_EINVAL;
-    if (ipk_img_empty(src)) return IPK_OK;
+    ipk_swar_plan plan;
+    *taken = src->dtype == IPK_U8 && dst->dtype == IPK_U8 && src->channels == 1 &&
+             ipk_swar_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &plan);
+    if (!*taken) return IPK_EINVAL;
+    const int b = (int)p->border;
+    if (plan.k == 3)
+        return plan.separable ? sw_launch_k<3, true>(src, dst, b, plan, s) : sw_launch_k<3, false>(src, dst, b, plan, s);
+    if (plan.k == 5)
+        return plan.separable ? sw_launch_k<5, true>(src, dst, b, plan, s) : sw_launch_k<5, false>(src, dst, b, plan, s);
+    return sw_launch_k<7, true>(src, dst, b, plan, s);
+}
+
+/* The tiled kernels: the register-blocked fast path, else shared-memory halo tiles. */
+static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s)
+{
     conv_weights local;
     memset(&local, 0, sizeof(local));
     local.kw = p->kw;
@@ -381,7 +397,6 @@ extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ip
     local.offset = p->offset;
     local.divisor_f = (float)p->divisor;
     local.offset_f = (float)p->offset;
-    cudaStream_t s = (cudaStream_t)stream;
     const int border = (int)p->border;
     const int integral = src->dtype != IPK_F32 && ipk_conv_weights_integral(p->weights, p->kw * p->kh);
     if (integral) {
@@ -400,4 +415,25 @@ extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ip
     if (src->dtype == IPK_U8) return conv_launch_out<uint8_t, float>(src, dst, border, local, s);
     if (src->dtype == IPK_U16) return conv_launch_out<uint16_t, float>(src, dst, border, local, s);
     return conv_launch_split<float, float, float>(src, dst, border, local, s);
+}
+
+extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, void *scratch,
+                                     size_t scratch_bytes, void *stream, ipk_gpu_path path)
+{
+    (void)scratch; (void)scratch_bytes;
+    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_TILE) return IPK_EINVAL;
+    if (ipk_img_empty(src)) return IPK_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (path != IPK_GPU_TILE) {
+        int taken = 0;
+        const int status = conv_strip_launch(src, dst, p, s, &taken);
+        if (taken || path == IPK_GPU_STRIP) return status;
+    }
+    return conv_tile_launch(src, dst, p, s);
+}
+
+extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
+                                void *scratch, size_t scratch_bytes, void *stream)
+{
+    return ipk_convolve_gpu_path(src, dst, p, scratch, scratch_bytes, stream, IPK_GPU_AUTO);
 }

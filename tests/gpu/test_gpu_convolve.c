@@ -1,7 +1,8 @@
 /* GPU convolve against the CPU kernel: bit-identical integer outputs, 1e-5 for f32 outputs,
  * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
  * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
- * output same and f32, odd sizes and pitches. */
+ * output same and f32, odd sizes and pitches; the strip and tile paths of ipk_convolve_gpu_path
+ * one by one. */
 #include <math.h>
 #include <stdlib.h>
 #include "gpu_testutil.h"
@@ -120,6 +121,86 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
         }
 }
 
+/* One path of ipk_convolve_gpu_path against the CPU, 1-channel u8; shift > 0 views both images
+ * from byte `shift` of a wider one, so that no row is 16-byte aligned. */
+static void check_path(int w, int h, const kernel_case *k, ipk_border border, int aligned16, int shift,
+                       ipk_gpu_path path, cudaStream_t s, tu_rng *rng)
+{
+    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng), src = wide;
+    for (int y = 0; y < h; y++)   /* runs of 0 and 255 drive the sums to their extremes */
+        for (int x = 0; x < w + shift; x += 1 + (int)(tu_next(rng) % 9))
+            *(uint8_t *)tu_px(&wide, x, y, 0) = (tu_next(rng) & 1) ? 255 : 0;
+    src.data = (uint8_t *)wide.data + shift;
+    src.width = w;
+    ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 5);
+    ipk_conv_params p = { k->w, k->kw, k->kh, k->divisor, k->offset, border };
+    CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
+    ipk_img dwide = dev_upload(&wide, aligned16), ddst_wide = dev_alloc(w + shift, h, 1, IPK_U8, aligned16);
+    ipk_img dsrc = dwide, ddst = ddst_wide;
+    dsrc.data = (uint8_t *)dwide.data + shift;
+    ddst.data = (uint8_t *)ddst_wide.data + shift;
+    dsrc.width = ddst.width = w;
+    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path), "ipk_convolve_gpu_path")) {
+        ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
+        got.data = (uint8_t *)got_wide.data + shift;
+        got.width = w;
+        CHECK(tu_max_diff(&got, &cpu) == 0, "path %d %s %dx%d border=%d aligned=%d shift=%d: max diff %g", (int)path,
+              k->name, w, h, (int)border, aligned16, shift, tu_max_diff(&got, &cpu));
+        tu_img_free(&got_wide);
+    }
+    dev_free(&dwide);
+    dev_free(&ddst_wide);
+    tu_img_free(&wide);
+    tu_img_free(&cpu);
+}
+
+/* The strip kernel: every finish it has (shift in lanes, and per lane the shift, odd-divisor
+ * and double roundings), separable and direct 3x3 and 5x5, separable 7x7, signed weights;
+ * groups of 16 columns whole or cut, warps and 2048-column blocks whole or cut, bands of rows
+ * (tall images get many), 16-byte rows or not, every border. The same cases on the tile path. */
+static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
+{
+    static kernel_case ks[12];
+    int n = 0;
+    for (int i = 0; i < 9; i++) ks[n++] = named[i];   /* box3 .. emboss and "5x5 integer" */
+    static const double t7[7] = { 1, 2, 3, 4, 3, 2, 1 };
+    kernel_case *k = &ks[n++];
+    *k = (kernel_case){ "7x7 separable /64", 7, 7, { 0 }, 64, 0 };
+    outer(k, t7, t7);
+    k = &ks[n++];
+    *k = (kernel_case){ "3x3 /-8 +300", 3, 3, { 3, 5, 1, 0, 2, 0, 1, 0, 4 }, -8, 300 };
+    k = &ks[n++];
+    *k = (kernel_case){ "5x5 signed /2.5 -1.5", 5, 5, { 0 }, 2.5, -1.5 };
+    for (int i = 0; i < 25; i++) k->w[i] = (double)((int)(tu_next(rng) % 11) - 5);
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 2, 1 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 33, 2 },
+                             { 511, 37 }, { 512, 19 }, { 513, 3 }, { 2048, 21 }, { 2049, 40 }, { 4111, 67 },
+                             { 37, 1000 } };
+    int c = 0;
+    for (int ki = 0; ki < n; ki++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
+            if (quick && c % 4) continue;
+            const ipk_border b = (ipk_border)(c % 4);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_STRIP, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, IPK_GPU_STRIP, s,
+                       rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_TILE, s, rng);
+        }
+    for (int ki = 1; ki < 3; ki++)
+        check_path(quick ? 1031 : 8192, quick ? 301 : 2049, &ks[ki], IPK_REFLECT101, 1, 0, IPK_GPU_STRIP, s, rng);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
+    static double gauss7[49];
+    static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
+    for (int i = 0; i < 49; i++) gauss7[i] = b7[i / 7] * b7[i % 7];
+    ipk_conv_params g7 = { gauss7, 7, 7, 4096, 0, IPK_ZERO }, g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&a, &a, &g7, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: gaussian7 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: f32 output refused");
+    CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: u16 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &g3, NULL, 0, s, (ipk_gpu_path)7) == IPK_EINVAL, "unknown path refused");
+    dev_free(&a);
+    dev_free(&f);
+    dev_free(&u);
+}
+
 int main(void)
 {
     need_gpu();
@@ -143,6 +224,7 @@ int main(void)
                         check_case(sizes[i][0], sizes[i][1], c, types[ti], out, &ks[ki], (ipk_border)b, n & 1, s, &rng);
                 }
     check_fast_path(quick, s, &rng);
+    check_strip_paths(ks, quick, s, &rng);
     for (int ki = 0; ki < 3; ki++)
         check_case(quick ? 131 : 1031, quick ? 67 : 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 31 : 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);

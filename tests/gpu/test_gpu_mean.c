@@ -1,6 +1,7 @@
 /* GPU mean against the CPU kernel: bit-identical for u8/u16, 1e-5 for f32, for radii
  * 1, 2, 3, 7, 15 (and 40: over 48 KB of shared memory), every border, dtype and channel count,
- * odd sizes (windows wider than the image included) and pitches. */
+ * odd sizes (windows wider than the image included) and pitches; the strip and tile paths of
+ * ipk_mean_gpu_path one by one. */
 #include <stdlib.h>
 #include "gpu_testutil.h"
 #include "ipk.h"
@@ -27,6 +28,62 @@ static void check_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border 
     dev_free(&ddst);
     tu_img_free(&src);
     tu_img_free(&cpu);
+}
+
+/* One path of ipk_mean_gpu_path against the CPU, 1-channel u8; shift > 0 views both images from
+ * byte `shift` of a wider one, so that no row is 16-byte aligned. */
+static void check_path(int w, int h, int radius, ipk_border border, int aligned16, int shift, ipk_gpu_path path,
+                       cudaStream_t s, tu_rng *rng)
+{
+    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng), src = wide;
+    src.data = (uint8_t *)wide.data + shift;
+    src.width = w;
+    ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 5);
+    CHECK(ipk_mean_cpu(&src, &cpu, radius, border, 1) == IPK_OK, "cpu mean");
+    ipk_img dwide = dev_upload(&wide, aligned16), ddst_wide = dev_alloc(w + shift, h, 1, IPK_U8, aligned16);
+    ipk_img dsrc = dwide, ddst = ddst_wide;
+    dsrc.data = (uint8_t *)dwide.data + shift;
+    ddst.data = (uint8_t *)ddst_wide.data + shift;
+    dsrc.width = ddst.width = w;
+    if (gpu_finish_ok(ipk_mean_gpu_path(&dsrc, &ddst, radius, border, NULL, 0, s, path), "ipk_mean_gpu_path")) {
+        ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
+        got.data = (uint8_t *)got_wide.data + shift;
+        got.width = w;
+        CHECK(tu_max_diff(&got, &cpu) == 0, "path %d %dx%d r=%d border=%d aligned=%d shift=%d: max diff %g", (int)path,
+              w, h, radius, (int)border, aligned16, shift, tu_max_diff(&got, &cpu));
+        tu_img_free(&got_wide);
+    }
+    dev_free(&dwide);
+    dev_free(&ddst_wide);
+    tu_img_free(&wide);
+    tu_img_free(&cpu);
+}
+
+/* The strip kernel (radius 1-3, not shrink) and the kernels before it: groups of 16 columns
+ * whole or cut, warps and 2048-column blocks whole or cut, bands of rows (tall images get
+ * many), 16-byte rows or not, every border it takes. */
+static void check_strip_paths(int quick, cudaStream_t s, tu_rng *rng)
+{
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 2, 1 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 33, 2 },
+                             { 511, 37 }, { 512, 19 }, { 513, 3 }, { 2048, 21 }, { 2049, 40 }, { 4111, 67 },
+                             { 37, 1000 } };
+    int k = 0;
+    for (int r = 1; r <= 3; r++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (int b = IPK_REPLICATE; b < IPK_SHRINK; b++, k++) {
+                if (quick && k % 3) continue;
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, k & 1, 0, IPK_GPU_STRIP, s, rng);
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 1 + k % 3, IPK_GPU_STRIP, s, rng);
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, k & 1, 0, IPK_GPU_TILE, s, rng);
+            }
+    check_path(quick ? 1031 : 8192, quick ? 301 : 2049, 1, IPK_REFLECT101, 1, 0, IPK_GPU_STRIP, s, rng);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), b = dev_alloc(64, 8, 1, IPK_U8, 1), c = dev_alloc(64, 8, 2, IPK_U8, 1);
+    CHECK(ipk_mean_gpu_path(&a, &b, 1, IPK_SHRINK, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: shrink refused");
+    CHECK(ipk_mean_gpu_path(&a, &b, 4, IPK_ZERO, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: radius 4 refused");
+    CHECK(ipk_mean_gpu_path(&c, &c, 1, IPK_ZERO, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: 2 channels refused");
+    dev_free(&a);
+    dev_free(&b);
+    dev_free(&c);
 }
 
 /* The CPU reference is itself checked at a few pixels by a direct window sum. */
@@ -88,6 +145,7 @@ int main(void)
     check_case(1031, 517, 3, IPK_U8, 7, IPK_SHRINK, 0, s, &rng);
     check_case(301, 203, 4, IPK_U16, 40, IPK_REFLECT101, 1, s, &rng);
     check_case(301, 203, 2, IPK_F32, 40, IPK_ZERO, 0, s, &rng);
+    check_strip_paths(quick, s, &rng);
 
     ipk_img a = dev_alloc(8, 8, 1, IPK_U8, 1), b = dev_alloc(8, 8, 1, IPK_U16, 1);
     CHECK(ipk_mean_gpu(&a, &b, 1, IPK_ZERO, NULL, 0, s) == IPK_EINVAL, "dtype mismatch refused");
