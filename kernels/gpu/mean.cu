@@ -386,7 +386,6 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
     /* radius 2 and 3 keep the running sums, which met their targets (bench/RESULTS.md) */
-    if (path == IPK_GPU_AUTO && strip_fits && radius == 1) return sw_mean_launch(src, dst, radius, border, s);
     return mean_tile_launch(src, dst, radius, border, s);
 }
 

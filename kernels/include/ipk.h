@@ -66,7 +66,8 @@ int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_para
                      void *scratch, size_t scratch_bytes, void *stream);
 size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int kw, int kh);
 
-/* Benchmarks and tests: which GPU implementation a call takes. AUTO is what the plain calls do.
+/* Benchmarks and tests: which GPU implementation a call takes. AUTO is what the plain calls do:
+ * the tile kernels, since the strip kernel measured slower on the H100 (bench/RESULTS.md).
  * STRIP forces the exact 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer
  * k x k weights, k = 3 or 5, or 7 when separable with non-negative factors, whose sums fit the
  * lanes; mean: radius 1 to 3, not shrink) and returns IPK_EINVAL where it does not apply.
