@@ -325,7 +325,7 @@ static int write_entry(worker *w, const ip_image *out, char *err, size_t errlen)
 }
 
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
-                         const batch_entry *e, char *err, size_t errlen)
+                         const batch_entry *e, io_warnings *warnings, char *err, size_t errlen)
 {
     const batch_options *o = w->sh->o;
     ip_image in = { 0 }, out;
@@ -333,6 +333,7 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
     io.on_shape = plan_entry;
     io.on_shape_user = w;
+    io.warnings = warnings;
     w->e = e;
     int rc = decode_entry(w, ctx, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
@@ -355,12 +356,17 @@ static int take_next(batch_shared *sh)
     return i;
 }
 
-static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg)
+static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
+                   const io_warnings *warnings)
 {
     pthread_mutex_lock(&sh->lock);
     if (resumed) sh->prog.resumed++;
     else if (rc == IP_OK) sh->prog.done++;
     else sh->prog.failed++;
+    if (rc == IP_OK && warnings && warnings->count) {   /* a failure says why in one line of its own */
+        sh->prog.warned++;
+        if (sh->cb->warning) sh->cb->warning(sh->cb->user, e->in, warnings);
+    }
     if (!resumed) sh->prog.bytes_in += e->size;
     sh->prog.elapsed_s = now_s() - sh->t0;
     if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, e->in, msg);
@@ -385,11 +391,12 @@ static void *worker_main(void *arg)
         const batch_entry *e = &sh->list->items[i];
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
-            report(sh, e, IP_OK, 1, NULL);
+            report(sh, e, IP_OK, 1, NULL, NULL);
             continue;
         }
-        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, err, sizeof err);
-        report(sh, e, rc, 0, err);
+        io_warnings warnings = { 0 };
+        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, &warnings, err, sizeof err);
+        report(sh, e, rc, 0, err, &warnings);
         if (ctx && sh->cb->note && exec_take_notes(ctx)[0]) {
             pthread_mutex_lock(&sh->lock);
             sh->cb->note(sh->cb->user, exec_take_notes(ctx));

@@ -33,6 +33,7 @@ typedef struct {
     int total;                  /* images to process */
     int done, failed, resumed;  /* resumed: skipped because their output existed */
     int not_images;             /* files skipped as not PNG, JPEG or TIFF */
+    int warned;                 /* of those done, decoded past damage with a warning */
     uint64_t bytes_in;          /* input bytes of the images done */
     double elapsed_s;
     int stopped;                /* interrupted before the queue was empty */
@@ -43,6 +44,7 @@ typedef struct {
     void (*progress)(void *user, const batch_progress *p);
     void (*failure)(void *user, const char *path, const char *message);
     void (*note)(void *user, const char *message);
+    void (*warning)(void *user, const char *path, const io_warnings *w);   /* decoded with warnings */
     void *user;
 } batch_callbacks;
 

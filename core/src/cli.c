@@ -91,7 +91,10 @@ static const char usage_text[] =
     "                          (nvJPEG's start-up costs more than it saves; see README)\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
-    "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
+    "                          early, a bad CRC on a PNG ancillary chunk, a libtiff warning) is\n"
+    "                          processed, with a warning; warning: it is refused like a broken one\n"
+      "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
     "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
@@ -256,6 +259,11 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         else if (v && strcmp(v, "zstd") == 0) o->io.tiff_compression = IO_TIFF_ZSTD;
         else if (v && strcmp(v, "none") == 0) o->io.tiff_compression = IO_TIFF_NONE;
         else return usage_error("--tiff-compression must be deflate, lzw, zstd or none");
+    } else if (is_option(a, "--fail-on")) {
+        v = option_value(argc, argv, i, "--fail-on");
+        if (v && strcmp(v, "error") == 0) o->io.fail_on = IO_FAIL_ON_ERROR;
+        else if (v && strcmp(v, "warning") == 0) o->io.fail_on = IO_FAIL_ON_WARNING;
+        else return usage_error("--fail-on must be error or warning");
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
@@ -372,6 +380,7 @@ typedef struct {
     int decided;              /* auto has chosen (the shape may be seen twice) */
     int gpu_jpeg;             /* on the GPU, JPEG goes through nvJPEG */
     char why[1024];           /* why auto chose what it chose */
+    io_warnings warnings;     /* what the decoder went on past */
 } one_run;
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
@@ -523,6 +532,7 @@ static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *i
     io_options io = r->o->io;
     io.on_shape = plan_on_shape;
     io.on_shape_user = r;
+    io.warnings = &r->warnings;
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
         int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
         if (rc == IP_OK || r->failed) return rc;
@@ -535,6 +545,13 @@ static int write_output(const cli_options *o, jpeg_gpu *jpeg, const ip_image *ou
 {
     if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &o->io, err, errlen);
     return io_write(out_path, out, &o->io, err, errlen);
+}
+
+/* An image decoded past damage says so once, with the first warning. */
+static void warn_decoded(const cli_options *o, const char *path, const io_warnings *w)
+{
+    if (w->count > 1) say(o, "warning: %s: %s (decoded anyway; %d warnings)", path, w->first, w->count);
+    else if (w->count == 1) say(o, "warning: %s: %s (decoded anyway)", path, w->first);
 }
 
 /* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
@@ -571,6 +588,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
         exec_destroy(ctx);
         return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
+    warn_decoded(o, in_path, &r.warnings);
     announce(&r);
     exec_profile prof;
     if (ctx) exec_keep_result_on_device(ctx, jpeg && io_format_from_ext(out_path) == IO_FMT_JPEG);
@@ -651,6 +669,13 @@ static void on_failure(void *user, const char *path, const char *message)
     fprintf(stderr, "%simgpipe: %s: %s\n", v->tty ? "\r\033[K" : "", path, message);
 }
 
+static void on_warning(void *user, const char *path, const io_warnings *w)
+{
+    batch_view *v = user;
+    if (v->tty && !v->o->quiet) fputs("\r\033[K", stderr);
+    warn_decoded(v->o, path, w);
+}
+
 static void on_note(void *user, const char *message)
 {
     batch_view *v = user;
@@ -706,13 +731,21 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     return CLI_OK;
 }
 
+static const char *warned_text(const batch_progress *r, char *buf, size_t len)
+{
+    if (r->warned) snprintf(buf, len, ", %d decoded with warnings", r->warned);
+    else buf[0] = '\0';
+    return buf;
+}
+
 static void print_batch_summary(const cli_options *o, const batch_view *v, const batch_progress *r)
 {
+    char warned[64];
     if (v->tty && !o->quiet) fputc('\n', stderr);
     if (!o->quiet || r->failed)
-        fprintf(stderr, "imgpipe: %s%d succeeded, %d failed, %d skipped (output exists), %d not images; %.1f s%s\n",
-                v->shard, r->done, r->failed, r->resumed, r->not_images, r->elapsed_s,
-                r->stopped ? "; interrupted: run again with --resume to finish" : "");
+        fprintf(stderr, "imgpipe: %s%d succeeded, %d failed, %d skipped (output exists), %d not images%s; %.1f s%s\n",
+                v->shard, r->done, r->failed, r->resumed, r->not_images, warned_text(r, warned, sizeof warned),
+                r->elapsed_s, r->stopped ? "; interrupted: run again with --resume to finish" : "");
     for (int i = 0; i < v->n_failures; i++) fprintf(stderr, "  failed: %s\n", v->failures[i]);
 }
 
@@ -724,7 +757,7 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     if (dev == EXEC_GPU && !o->quiet) say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
     batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
     if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
-    batch_callbacks cb = { on_progress, on_failure, on_note, &view };
+    batch_callbacks cb = { on_progress, on_failure, on_note, on_warning, &view };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;

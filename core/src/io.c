@@ -22,6 +22,8 @@ void io_default_options(io_options *opt)
     opt->threads = 0;
     opt->tiff_compression = IO_TIFF_DEFLATE;
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
+    opt->fail_on = IO_FAIL_ON_ERROR;
+    opt->warnings = NULL;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)

@@ -15,6 +15,16 @@ typedef struct {
     void *user;
 } io_pixel_memory;
 
+/* --fail-on: whether a file a reader can decode past damage in (a JPEG ending early, a bad CRC on
+ * a PNG ancillary chunk, a libtiff warning) is decoded, with a warning, or refused. */
+typedef enum { IO_FAIL_ON_ERROR = 0, IO_FAIL_ON_WARNING } io_fail_on;
+
+/* What the readers decoded past, for the caller to report (only the command line prints). */
+typedef struct {
+    int count;
+    char first[256];   /* the first warning's message, without the path */
+} io_warnings;
+
 typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
@@ -26,10 +36,18 @@ typedef struct {
      * a non-zero return stops the read with that code and the callback's message. */
     int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
     void *on_shape_user;
+    io_fail_on fail_on;        /* default IO_FAIL_ON_ERROR */
+    io_warnings *warnings;     /* added to by io_read; NULL: not recorded */
 } io_options;
 
 void io_default_options(io_options *opt);
 io_format io_detect(const unsigned char *head, size_t n);
+/* A reader decoded past damage (thread-safe). IP_OK when opt lets it go on: the warning is added
+ * to opt->warnings (count of them, message kept when it is the first); IP_EFORMAT, with err saying
+ * so, when opt->fail_on is IO_FAIL_ON_WARNING. */
+int io_warn(const io_options *opt, int count, const char *message, char *err, size_t errlen);
+void io_warnings_add(io_warnings *w, int count, const char *message);
+
 /* Reads the file's first bytes; IO_FMT_UNKNOWN when unreadable or not an image. */
 io_format io_detect_file(const char *path);
 io_format io_format_from_ext(const char *path);

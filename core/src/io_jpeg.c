@@ -18,6 +18,7 @@ typedef struct {
     const char *prefix;
     char *err;
     size_t errlen;
+    const io_options *read_opt;   /* reading: where warnings go, and whether they are refused */
 } jpeg_error_ctx;
 
 /* Errors that mean a valid file this library cannot decode, rather than a damaged one. */
@@ -37,17 +38,25 @@ static void fail_with_message(j_common_ptr cinfo)
     longjmp(ctx->jmp, 1);
 }
 
-/* Warnings that mean the pixels are wrong (libjpeg would fill them with gray and go on). */
-static int is_data_corruption(int code)
+/* Warnings about header fields libjpeg does not know; the others are damaged data, which libjpeg
+ * goes past by filling what it could not decode with gray. */
+static int is_header_oddity(int code)
 {
-    return code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE ||
-           code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION;
+    return code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR;
 }
 
+/* A warning is libjpeg going on past damage: decoded with a warning, or refused under
+ * --fail-on warning. */
 static void on_jpeg_message(j_common_ptr cinfo, int level)
 {
-    if (level < 0 && is_data_corruption(cinfo->err->msg_code)) fail_with_message(cinfo);
-    if (level < 0) cinfo->err->num_warnings++;
+    if (level >= 0) return;
+    cinfo->err->num_warnings++;
+    jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+    if (!ctx->read_opt) return;
+    char msg[JMSG_LENGTH_MAX], what[JMSG_LENGTH_MAX + 40];
+    cinfo->err->format_message(cinfo, msg);
+    snprintf(what, sizeof what, "%s%s", is_header_oddity(cinfo->err->msg_code) ? "JPEG: " : ctx->prefix, msg);
+    if (io_warn(ctx->read_opt, 1, what, ctx->err, ctx->errlen) != IP_OK) longjmp(ctx->jmp, 1);
 }
 
 static void on_jpeg_output(j_common_ptr cinfo)
@@ -139,6 +148,7 @@ int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_
         return IP_ENOMEM;
     }
     init_error_ctx(&r->e, "truncated or corrupt JPEG: ", err, errlen);
+    r->e.read_opt = opt;
     r->cinfo.err = &r->e.pub;
     r->f = f;
     r->opt = opt;

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t width, height;
     uint16_t spp, bps, format, planar, photometric, compression, extra_count;
     int jpeg_to_rgb;           /* YCbCr JPEG: every handle asks libjpeg for RGB */
+    io_warnings seen;          /* libtiff's warnings while decoding, settled at the end */
     ip_image raw;              /* samples as stored: u8 for 8 bits and fewer, u16, f32 */
     /* The lowest failed block, so the message does not depend on the thread count. */
     uint64_t failed_block;     /* UINT64_MAX: none */
@@ -238,6 +239,15 @@ typedef struct {
     unsigned char *scratch;    /* one decoded block, when it cannot go straight into the image */
 } block_worker;
 
+/* A new handle set up as the first one; its warnings (those the first
+ * handle has already given) are counted only from here on. */
+static int prepare_handle(tiff_reader *r, TIFF *tif, tiff_log *log)
+{
+    if (r->jpeg_to_rgb && !TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return IP_EFORMAT;
+    log->warnings = &r->seen;
+    return IP_OK;
+}
+
 static int worker_open(tiff_reader *r, const block_layout *l, block_worker *w, int index)
 {
     w->tif = r->tif;
@@ -246,8 +256,7 @@ static int worker_open(tiff_reader *r, const block_layout *l, block_worker *w, i
         w->log = &w->own_log;
         w->cursor = (tiff_fd_cursor){ r->cursor.fd, 0 };
         w->tif = tiff_open_shared(&w->cursor, w->log);
-        if (!w->tif) return IP_EFORMAT;
-        if (r->jpeg_to_rgb && !TIFFSetField(w->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return IP_EFORMAT;
+        if (!w->tif || prepare_handle(r, w->tif, w->log)) return IP_EFORMAT;
     }
     if (l->direct) return IP_OK;
     w->scratch = malloc((size_t)l->block_bytes);
@@ -268,7 +277,7 @@ static int read_block(tiff_reader *r, const block_layout *l, block_worker *w, ui
     uint32_t y0 = (uint32_t)(b % per_plane / l->across) * l->bh;
     uint32_t rows = r->height - y0 < l->bh ? r->height - y0 : l->bh;
     tmsize_t need = (tmsize_t)(rows * l->row_bytes);
-    *w->log = (tiff_log){ .have = 0 };   /* this block's own message, not an earlier one's */
+    *w->log = (tiff_log){ .warnings = w->log->warnings };   /* this block's own message, not an earlier one's */
     if (l->direct) {
         unsigned char *dst = (unsigned char *)r->raw.data + (size_t)y0 * (size_t)r->raw.stride;
         return TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need ? -1 : 0;
@@ -392,6 +401,12 @@ static int finish(tiff_reader *r, ip_image *out)
     return IP_OK;
 }
 
+/* libtiff's warnings over the whole decode: the image with a warning, or a refusal. */
+static int settle_warnings(tiff_reader *r)
+{
+    return r->seen.count ? io_warn(r->opt, r->seen.count, r->seen.first, r->err, r->errlen) : IP_OK;
+}
+
 static int decode(tiff_reader *r, ip_image *out)
 {
     int rc = read_tags(r);
@@ -401,6 +416,7 @@ static int decode(tiff_reader *r, ip_image *out)
     if (!rc) rc = alloc_raw(r);
     if (!rc) rc = read_pixels(r);
     if (!rc) rc = finish(r, out);
+    if (!rc) rc = settle_warnings(r);
     return rc;
 }
 
@@ -408,6 +424,7 @@ int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t
 {
     tiff_reader r = { .err = err, .errlen = errlen, .opt = opt, .threads = io_thread_count(opt) };
     r.cursor = (tiff_fd_cursor){ fd, 0 };
+    r.log.warnings = &r.seen;
     r.tif = tiff_open_shared(&r.cursor, &r.log);
     if (!r.tif) return corrupt(&r, "cannot parse the header");
     int rc = decode(&r, out);

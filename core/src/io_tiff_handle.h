@@ -5,12 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <tiffio.h>
+#include "io.h"
 
 /* libtiff never prints and no global handler is touched: each handle fills its own log. */
 typedef struct {
     char text[256];
     int have;
     char warning[256];   /* libtiff sometimes fails an open after warnings only */
+    io_warnings *warnings;   /* when set, warnings that may mean wrong pixels are added here */
 } tiff_log;
 
 const char *tiff_log_text(const tiff_log *log, const char *fallback);
