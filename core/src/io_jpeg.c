@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "color_cmyk.h"
 #include "image.h"
 #include <setjmp.h>
 #include <stdlib.h>
@@ -105,13 +106,27 @@ static int choose_output_colour(jpeg_reader *r)
         r->cinfo.out_color_space = JCS_RGB;
         return IP_OK;
     case JCS_CMYK:
-    case JCS_YCCK:
-        snprintf(r->e.err, r->e.errlen, "CMYK JPEG is not supported; convert it to RGB first");
-        return IP_EFORMAT;
+    case JCS_YCCK:   /* libjpeg turns YCCK into CMYK; we turn CMYK into RGB */
+        r->cinfo.out_color_space = JCS_CMYK;
+        return IP_OK;
     default:
         snprintf(r->e.err, r->e.errlen, "unsupported JPEG: colour space with %d components",
                  r->cinfo.num_components);
         return IP_EFORMAT;
+    }
+}
+
+/* CMYK rows through a row of libjpeg's own memory (freed with the decompressor, even after a
+ * jump out). CMYK JPEG is taken as Adobe (Photoshop) writes it, 0 meaning full ink, with or
+ * without its APP14 marker, as Pillow and ImageMagick take it. */
+static void read_cmyk_rows(jpeg_reader *r)
+{
+    JDIMENSION width = r->cinfo.output_width;
+    JSAMPARRAY cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, width * 4, 1);
+    while (r->cinfo.output_scanline < r->cinfo.output_height) {
+        unsigned char *dst = (unsigned char *)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
+        jpeg_read_scanlines(&r->cinfo, cmyk, 1);
+        color_cmyk_to_rgb_row(cmyk[0], 4, 1, -1, dst, IP_U8, width);
     }
 }
 
@@ -125,13 +140,15 @@ static int jpeg_decode(jpeg_reader *r)
     int rc = choose_output_colour(r);
     if (rc) return rc;
     jpeg_calc_output_dimensions(&r->cinfo);
+    int cmyk = r->cinfo.out_color_space == JCS_CMYK;
     ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
-                       r->cinfo.output_components, IP_U8 };
+                       cmyk ? 3 : r->cinfo.output_components, IP_U8 };
     rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     jpeg_start_decompress(&r->cinfo);
+    if (cmyk) read_cmyk_rows(r);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         JSAMPROW row = (JSAMPROW)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
         jpeg_read_scanlines(&r->cinfo, &row, 1);
