@@ -50,6 +50,7 @@ typedef struct {
     const char *gpus;            /* --gpus all|0,2 */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
     int shard_index, shard_count;   /* --shard I/N */
+    int page_given, all_pages;      /* --page N, --all-pages */
 } cli_options;
 
 static const char usage_text[] =
@@ -94,13 +95,16 @@ static const char usage_text[] =
     "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
     "                          early, a bad CRC on a PNG ancillary chunk, a libtiff warning) is\n"
     "                          processed, with a warning; warning: it is refused like a broken one\n"
-      "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "  --page N                the page of a multi-page TIFF to read, counted from 0 (default 0)\n"
+    "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
     "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
     "  --format png|tif|jpg    output format (default: each input's own)\n"
     "  --jobs N                images in flight at once (default: the number of cores)\n"
     "  --resume                skip inputs whose output already exists\n"
+    "  --all-pages             every page of a multi-page TIFF, each to its own output named\n"
+    "                          STEM-p0.EXT, STEM-p1.EXT, ... (files of one page keep STEM.EXT)\n"
     "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
     "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
     "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
@@ -202,6 +206,7 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
     else if (strcmp(a, "-r") == 0 || strcmp(a, "--recursive") == 0) o->recursive = 1;
     else if (strcmp(a, "--resume") == 0) o->resume = 1;
+    else if (strcmp(a, "--all-pages") == 0) o->all_pages = 1;
     else if (is_option(a, "--format")) {
         v = option_value(argc, argv, i, "--format");
         if (!v || (strcmp(v, "png") && strcmp(v, "tif") && strcmp(v, "jpg")))
@@ -264,6 +269,11 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         if (v && strcmp(v, "error") == 0) o->io.fail_on = IO_FAIL_ON_ERROR;
         else if (v && strcmp(v, "warning") == 0) o->io.fail_on = IO_FAIL_ON_WARNING;
         else return usage_error("--fail-on must be error or warning");
+    } else if (is_option(a, "--page")) {
+        if (!(rc = parse_numeric_option("--page", option_value(argc, argv, i, "--page"), 0, 65534, &n))) {
+            o->io.page = (uint32_t)n;
+            o->page_given = 1;
+        }
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
@@ -720,6 +730,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->jpeg_on_gpu = o->jpeg_gpu_required;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
+    b->all_pages = o->all_pages;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
     b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
@@ -785,6 +796,9 @@ static int cmd_run(const cli_options *o)
     const char *in_path = o->positional[need - 2], *out_path = o->positional[need - 1];
     int is_batch = batch_is_batch_input(in_path);
     if (!is_batch && o->shard_count) return usage_error("--shard applies to a folder or an @LIST, not one image");
+    if (!is_batch && o->all_pages)
+        return usage_error("--all-pages applies to a folder or an @LIST; for one image choose a page with --page N");
+    if (o->all_pages && o->page_given) return usage_error("--page and --all-pages exclude each other");
     if (!is_batch && io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
         return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
                            out_path);

@@ -24,6 +24,7 @@ void io_default_options(io_options *opt)
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
     opt->fail_on = IO_FAIL_ON_ERROR;
     opt->warnings = NULL;
+    opt->page = 0;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -243,6 +244,10 @@ int io_read(const char *path, const io_options *opt, ip_image *out, char *err, s
     if (!rc && fseek(f, 0, SEEK_SET) != 0) {
         snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
+    }
+    if (!rc && fmt != IO_FMT_TIFF && opt->page > 0) {
+        snprintf(err, errlen, "a %s file has one page (page 0); there is no page %u", io_format_name(fmt), opt->page);
+        rc = IP_EINVAL;
     }
     if (!rc) {
         if (fmt == IO_FMT_PNG) rc = io_read_png(f, opt, out, err, errlen);

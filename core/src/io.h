@@ -38,6 +38,7 @@ typedef struct {
     void *on_shape_user;
     io_fail_on fail_on;        /* default IO_FAIL_ON_ERROR */
     io_warnings *warnings;     /* added to by io_read; NULL: not recorded */
+    uint32_t page;             /* the page (TIFF directory) to read, from 0; other formats have page 0 */
 } io_options;
 
 void io_default_options(io_options *opt);
@@ -47,6 +48,10 @@ io_format io_detect(const unsigned char *head, size_t n);
  * so, when opt->fail_on is IO_FAIL_ON_WARNING. */
 int io_warn(const io_options *opt, int count, const char *message, char *err, size_t errlen);
 void io_warnings_add(io_warnings *w, int count, const char *message);
+
+/* The pages of a file: a TIFF's directories, 1 for PNG and JPEG. IP_EIO or IP_EFORMAT when the
+ * file cannot be read or is no image. */
+int io_page_count(const char *path, uint32_t *pages, char *err, size_t errlen);
 
 /* Reads the file's first bytes; IO_FMT_UNKNOWN when unreadable or not an image. */
 io_format io_detect_file(const char *path);

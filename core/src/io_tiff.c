@@ -350,10 +350,11 @@ typedef struct {
     unsigned char *scratch;    /* one decoded block, when it cannot go straight into the image */
 } block_worker;
 
-/* A new handle set up as the first one; its warnings (those the first
+/* A new handle on the page being read, set up as the first one; its warnings (those the first
  * handle has already given) are counted only from here on. */
 static int prepare_handle(tiff_reader *r, TIFF *tif, tiff_log *log)
 {
+    if (r->opt->page > 0 && !TIFFSetDirectory(tif, (tdir_t)r->opt->page)) return IP_EFORMAT;
     if (r->jpeg_to_rgb && !TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return IP_EFORMAT;
     log->warnings = &r->seen;
     return IP_OK;
@@ -554,6 +555,18 @@ static int decode(tiff_reader *r, ip_image *out)
     return rc;
 }
 
+/* --page N: the Nth directory, counting from 0. */
+static int open_page(tiff_reader *r)
+{
+    if (r->opt->page == 0) return IP_OK;
+    tdir_t pages = TIFFNumberOfDirectories(r->tif);
+    if (r->opt->page < pages && TIFFSetDirectory(r->tif, (tdir_t)r->opt->page)) return IP_OK;
+    if (r->opt->page < pages) return corrupt(r, "cannot read the page's directory");
+    snprintf(r->err, r->errlen, "TIFF has %u page%s (counted from 0); there is no page %u", (unsigned)pages,
+             pages == 1 ? "" : "s", r->opt->page);
+    return IP_EINVAL;
+}
+
 int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     tiff_reader r = { .err = err, .errlen = errlen, .opt = opt, .threads = io_thread_count(opt) };
@@ -561,7 +574,8 @@ int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t
     r.log.warnings = &r.seen;
     r.tif = tiff_open_shared(&r.cursor, &r.log);
     if (!r.tif) return corrupt(&r, "cannot parse the header");
-    int rc = decode(&r, out);
+    int rc = open_page(&r);
+    if (!rc) rc = decode(&r, out);
     TIFFClose(r.tif);
     tiff_ycbcr_free(r.ycbcr);
     if (r.raw_private) img_free(&r.raw);

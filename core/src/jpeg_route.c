@@ -32,6 +32,10 @@ int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer tran
 int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *path, const io_options *opt,
                       ip_image *dev_in, char *err, size_t errlen)
 {
+    if (opt->page > 0) {   /* no such page: the CPU reader says so */
+        snprintf(err, errlen, "not decoded on the GPU: page %u", opt->page);
+        return IP_EUNSUPPORTED;
+    }
     unsigned char *data = NULL;
     size_t len = 0;
     int rc = io_read_file(path, &data, &len, err, errlen);
