@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "image.h"
+#include "gpu.h"
 #include "jpeg_route.h"
+#include "meta.h"
 
 typedef struct {
     char *in, *rel, *out;    /* rel: the input's path below the input folder */
@@ -40,6 +42,9 @@ typedef struct {
     batch_progress prog;
     double t0;
     pthread_mutex_t lock;
+    jpeg_pool *jpeg;         /* nvJPEG shared by the workers of each GPU, when asked for */
+    double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
+    int jobs;
 } batch_shared;
 
 static double now_s(void)
@@ -289,7 +294,9 @@ typedef struct {
     batch_shared *sh;
     int index;
     plan own;
-    jpeg_gpu *jpeg;          /* nvJPEG on this worker's stream, when on the GPU and available */
+    jpeg_gpu *jpeg;          /* on the pool's handle and this worker's stream: encodes */
+    int jpeg_tried;          /* jpeg opened (or found missing) on first need */
+    int gpu;                 /* the worker's device */
     const batch_entry *e;    /* the image being planned */
 } worker;
 
@@ -312,12 +319,25 @@ static int plan_entry(void *user, const ip_shape *shape, char *err, size_t errle
     return rc == IP_OK ? io_check_writable(io_format_from_ext(w->e->out), &final, err, errlen) : rc;
 }
 
+/* The worker's nvJPEG, opened on the pool's handle the first time a JPEG comes in or goes out
+ * (waiting for the handle, which opens on its own thread from the start of the run). */
+static jpeg_gpu *worker_jpeg(worker *w, exec_ctx *ctx, io_format fmt)
+{
+    if (w->jpeg_tried || !w->sh->jpeg || fmt != IO_FMT_JPEG) return w->jpeg;
+    w->jpeg_tried = 1;
+    char why[256];
+    jpeg_gpu *shared = jpeg_pool_handle(w->sh->jpeg, w->gpu, NULL);
+    if (shared && jpeg_gpu_open_shared(&w->jpeg, shared, exec_stream(ctx), 0, why, sizeof why) != IP_OK)
+        w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
+    return w->jpeg;
+}
+
 /* JPEG to device memory through nvJPEG where it takes the file; otherwise decoded on the CPU into
  * the context's (pinned, on the GPU) input memory. */
 static int decode_entry(worker *w, exec_ctx *ctx, const io_options *io, ip_image *in, char *err, size_t errlen)
 {
-    if (jpeg_route_wanted(w->jpeg, w->e->fmt, w->sh->o->transfer)) {
-        int rc = jpeg_route_decode(w->jpeg, ctx, &w->own, w->e->in, io, in, err, errlen);
+    if (jpeg_route_wanted(worker_jpeg(w, ctx, w->e->fmt), w->e->fmt, w->sh->o->transfer)) {
+        int rc = jpeg_route_decode_pooled(w->sh->jpeg, w->gpu, ctx, &w->own, w->e->in, io, in, err, errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read(w->e->in, io, in, err, errlen);
@@ -336,12 +356,15 @@ static int retry_on_cpu(worker *w, const exec_options *eo, const io_options *io,
     return rc;
 }
 
-static int write_entry(worker *w, const ip_image *out, char *err, size_t errlen)
+static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err, size_t errlen)
 {
-    const io_options *io = &w->sh->o->io;
-    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, io, err, errlen);
-    return io_write(w->e->out, out, io, err, errlen);
+    io_options io = w->sh->o->io;
+    io.meta = meta;
+    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, &io, err, errlen);
+    return io_write(w->e->out, out, &io, err, errlen);
 }
+
+static int ctx_is_gpu(const worker *w) { return w->sh->o->device == EXEC_GPU; }
 
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
                          const batch_entry *e, io_warnings *warnings, char *err, size_t errlen)
@@ -354,16 +377,33 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     io.on_shape_user = w;
     io.warnings = warnings;
     if (o->all_pages) io.page = e->page;
+    io_meta meta;
+    meta_init(&meta);
+    io.meta = o->strip ? NULL : &meta;
     w->e = e;
     int rc = decode_entry(w, ctx, &io, &in, err, errlen);
     if (rc != IP_OK) return rc;
-    exec_keep_result_on_device(ctx, w->jpeg && io_format_from_ext(e->out) == IO_FMT_JPEG);
+    exec_keep_result_on_device(ctx, ctx_is_gpu(w) && worker_jpeg(w, ctx, io_format_from_ext(e->out)) &&
+                                        io_format_from_ext(e->out) == IO_FMT_JPEG);
     rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
     if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
         rc = retry_on_cpu(w, eo, &io, &in, &out, cpu_ctx, err, errlen);
-    if (rc == IP_OK) rc = write_entry(w, &out, err, errlen);
+    if (rc == IP_OK) rc = write_entry(w, &out, io.meta, err, errlen);
     if (!in.on_device) io_image_free(&io, &in);
+    meta_clear(&meta);
     return rc;
+}
+
+/* For --profile: device memory free when image 2*jobs+8 is taken (every worker's buffers made by
+ * then) and when the last is (every worker still holds its own), so growth over a run shows. */
+static void watch_memory(batch_shared *sh, int taken)
+{
+    size_t free_bytes, total;
+    int early_at = 2 * sh->jobs + 8 < sh->list->n ? 2 * sh->jobs + 8 : 0;   /* every worker's buffers made */
+    int early = taken == early_at, last = taken == sh->list->n - 1;
+    if ((!early && !last) || gpu_memory_info(&free_bytes, &total, NULL, 0) != IP_OK) return;
+    if (early) sh->free_mib_early = (double)free_bytes / 1048576.0;
+    if (last) sh->free_mib_last = (double)free_bytes / 1048576.0;
 }
 
 static int take_next(batch_shared *sh)
@@ -372,6 +412,7 @@ static int take_next(batch_shared *sh)
     int i = -1;
     if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
     else if (sh->next < sh->list->n) i = sh->next++;
+    if (i >= 0 && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, i);
     pthread_mutex_unlock(&sh->lock);
     return i;
 }
@@ -407,10 +448,8 @@ static void *worker_main(void *arg)
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
-    char why[256];
-    if (ctx_rc == IP_OK && o->device == EXEC_GPU && o->jpeg_on_gpu &&
-        jpeg_gpu_open(&w->jpeg, eo.gpu_index, exec_stream(ctx), why, sizeof why) != IP_OK)
-        w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
+    w->gpu = eo.gpu_index;
+    if (ctx_rc != IP_OK) w->jpeg_tried = 1;
     for (int i; (i = take_next(sh)) >= 0;) {
         const batch_entry *e = &sh->list->items[i];
         struct stat st;
@@ -476,6 +515,35 @@ static int output_folder_identity(const batch_options *o, entry_list *l, char *e
     return IP_OK;
 }
 
+/* nvJPEG starts opening on every GPU now, beside the workers' start-up, when any image is a JPEG
+ * or the outputs are; without it, JPEG simply goes through libjpeg-turbo. */
+static void open_jpeg_pool(batch_shared *sh, const entry_list *l, int jobs)
+{
+    const batch_options *o = sh->o;
+    int any_jpeg = o->format == IO_FMT_JPEG;
+    for (int i = 0; i < l->n && !any_jpeg; i++)
+        any_jpeg = l->items[i].fmt == IO_FMT_JPEG || io_format_from_ext(l->items[i].out) == IO_FMT_JPEG;
+    if (!any_jpeg || !jpeg_gpu_built()) return;
+    int zero = 0, n = o->n_gpus > 0 ? o->n_gpus : 1;
+    const int *devices = o->n_gpus > 0 ? o->gpu_ids : &zero;
+    char err[256];
+    if (jpeg_pool_open(&sh->jpeg, n, devices, JPEG_GPU_DECODE, jobs, err, sizeof err) != IP_OK) sh->jpeg = NULL;
+}
+
+static void close_jpeg_pool(batch_shared *sh)
+{
+    if (!sh->jpeg) return;
+    jpeg_pool_stats t = jpeg_pool_totals(sh->jpeg);
+    if (sh->cb->note && sh->o->verbose) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "nvJPEG: %ld files decoded on the GPU in %ld batches (largest %d, %.1f ms "
+                 "decoding), handle opened in %.0f ms", t.files, t.batches, t.largest_batch, t.decode_ms, t.open_ms);
+        sh->cb->note(sh->cb->user, msg);
+    }
+    jpeg_pool_close(sh->jpeg);
+    sh->jpeg = NULL;
+}
+
 int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
               char *err, size_t errlen)
 {
@@ -498,13 +566,25 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         free_list(&list);
         return rc;
     }
-    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER };
+    batch_shared sh = { o, p, cb, &list, 0, { 0 }, now_s(), PTHREAD_MUTEX_INITIALIZER, NULL, -1, -1, 0 };
     sh.prog.total = list.n;
     sh.prog.not_images = list.not_images;
     int jobs = o->jobs > 0 ? o->jobs : 1;
     if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
+    sh.jobs = jobs;
+    for (int g = 0; list.n && o->device == EXEC_GPU && g < (o->n_gpus > 0 ? o->n_gpus : 1); g++)
+        gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
+    if (list.n && o->device == EXEC_GPU && o->jpeg_on_gpu) open_jpeg_pool(&sh, &list, jobs);
     rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
+    close_jpeg_pool(&sh);
+    if (sh.free_mib_early >= 0 && sh.free_mib_last >= 0 && cb->note) {
+        char msg[160];
+        int early_at = 2 * jobs + 8 < list.n ? 2 * jobs + 8 : 0;
+        snprintf(msg, sizeof msg, "GPU memory in use grew by %.1f MiB from image %d to the last", sh.free_mib_early -
+                 sh.free_mib_last, early_at + 1);
+        cb->note(cb->user, msg);
+    }
     *result = sh.prog;
     free_list(&list);
     return rc;

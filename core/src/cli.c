@@ -20,10 +20,14 @@
 #include "io.h"
 #include "jpeg_layout.h"
 #include "jpeg_route.h"
+#include "meta.h"
 #include "newplugin.h"
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
+#include "run_stream.h"
+#include "stream_budget.h"
+#include "stage_class.h"
 #include "startup.h"
 
 #ifndef IMGPIPE_VERSION
@@ -51,7 +55,12 @@ typedef struct {
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
     int shard_index, shard_count;   /* --shard I/N */
     int page_given, all_pages;      /* --page N, --all-pages */
+    int strip;                   /* --strip: no metadata carried to the output */
+    int stream;                  /* --stream: STREAM_AUTO, STREAM_ON, STREAM_OFF */
+    uint64_t memory, gpu_memory; /* --memory, --gpu-memory (0: the defaults) */
 } cli_options;
+
+enum { STREAM_AUTO = 0, STREAM_ON, STREAM_OFF };
 
 static const char usage_text[] =
     "usage: imgpipe run [options] PIPELINE IN OUT\n"
@@ -84,6 +93,12 @@ static const char usage_text[] =
     "                          download, encode\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
+    "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
+    "                          (default 100000)\n"
+    "  --max-jpeg-scans N      refuse JPEG files with more scans (default 1000)\n"
+    "  --max-tiff-blocks N     refuse TIFF images stored in more strips or tiles (default 4194304)\n"
+    "  --max-tiff-tile-bytes N refuse TIFF tiles that decode to more bytes, unless no larger than\n"
+    "                          the whole image (default 67108864)\n"
     "  --png-level 0..9        PNG compression level (default 6)\n"
     "  --quality 1..100        JPEG quality (default 90)\n"
     "  --jpeg-decoder auto|cpu|gpu  gpu: on the GPU, JPEG is decoded and encoded by nvJPEG (decoded\n"
@@ -96,7 +111,23 @@ static const char usage_text[] =
     "                          early, a bad CRC on a PNG ancillary chunk, a libtiff warning) is\n"
     "                          processed, with a warning; warning: it is refused like a broken one\n"
     "  --page N                the page of a multi-page TIFF to read, counted from 0 (default 0)\n"
+    "  --strip                 write no metadata: by default the ICC profile (when the output keeps\n"
+    "                          the input's colour model), EXIF, XMP, PNG text and the resolution\n"
+    "                          are carried to every output format that holds them\n"
+    "  --no-autorotate         keep the pixels as stored: by default an image with an EXIF\n"
+    "                          orientation is turned upright, and its output tagged upright\n"
     "  --shape WxHxC[:DEPTH]   check: the input shape to plan for (default 640x480x3:u8)\n"
+    "  --memory SIZE           host memory a run may use, e.g. 512M or 4G (default: half the\n"
+    "                          machine's memory); it sets the band height of a streamed run\n"
+    "  --gpu-memory SIZE       GPU memory a run may use; a whole-image run needing more is\n"
+    "                          streamed on the CPU instead (default: not checked)\n"
+    "  --stream auto|on|off    run one image in bands of rows, read, processed and written a band\n"
+    "                          at a time in bounded memory (TIFF input; TIFF output in bands, other\n"
+    "                          outputs written whole). auto (default): streamed when the whole image\n"
+    "                          would not fit --memory (or --gpu-memory); on: always where the input\n"
+    "                          allows; streamed runs use the CPU\n"
+    "  --bigtiff-above SIZE    streamed TIFF output: BigTIFF above this many pixel bytes (default\n"
+    "                          3.5G, so a file past 4 GB is always BigTIFF)\n"
     "\n"
     "folders (IN is a folder, or @LIST: a file naming one image a line):\n"
     "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
@@ -207,6 +238,8 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     else if (strcmp(a, "-r") == 0 || strcmp(a, "--recursive") == 0) o->recursive = 1;
     else if (strcmp(a, "--resume") == 0) o->resume = 1;
     else if (strcmp(a, "--all-pages") == 0) o->all_pages = 1;
+    else if (strcmp(a, "--strip") == 0) o->strip = 1;
+    else if (strcmp(a, "--no-autorotate") == 0) o->io.autorotate = 0;
     else if (is_option(a, "--format")) {
         v = option_value(argc, argv, i, "--format");
         if (!v || (strcmp(v, "png") && strcmp(v, "tif") && strcmp(v, "jpg")))
@@ -277,6 +310,34 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
+    } else if (is_option(a, "--max-ratio")) {
+        if (!(rc = parse_numeric_option("--max-ratio", option_value(argc, argv, i, "--max-ratio"), 1, LONG_MAX, &n)))
+            o->io.max_ratio = (uint64_t)n;
+    } else if (is_option(a, "--max-jpeg-scans")) {
+        v = option_value(argc, argv, i, "--max-jpeg-scans");
+        if (!(rc = parse_numeric_option("--max-jpeg-scans", v, 1, INT_MAX, &n))) o->io.max_jpeg_scans = (int)n;
+    } else if (is_option(a, "--max-tiff-blocks")) {
+        v = option_value(argc, argv, i, "--max-tiff-blocks");
+        if (!(rc = parse_numeric_option("--max-tiff-blocks", v, 1, LONG_MAX, &n))) o->io.max_tiff_blocks = (uint64_t)n;
+    } else if (is_option(a, "--max-tiff-tile-bytes")) {
+        v = option_value(argc, argv, i, "--max-tiff-tile-bytes");
+        if (!(rc = parse_numeric_option("--max-tiff-tile-bytes", v, 1, LONG_MAX, &n))) o->io.max_tiff_tile_bytes = (uint64_t)n;
+    } else if (is_option(a, "--memory") || is_option(a, "--gpu-memory") || is_option(a, "--bigtiff-above")) {
+        const char *name = is_option(a, "--memory") ? "--memory" : is_option(a, "--gpu-memory") ? "--gpu-memory"
+                                                                                                 : "--bigtiff-above";
+        uint64_t bytes;
+        v = option_value(argc, argv, i, name);
+        if (!v || !stream_parse_size(v, &bytes) || bytes < 1)
+            return usage_error("%s expects a size such as 512M or 4G", name);
+        if (name[2] == 'm') o->memory = bytes;
+        else if (name[2] == 'g') o->gpu_memory = bytes;
+        else o->io.tiff_bigtiff_above = bytes;
+    } else if (is_option(a, "--stream")) {
+        v = option_value(argc, argv, i, "--stream");
+        if (v && strcmp(v, "auto") == 0) o->stream = STREAM_AUTO;
+        else if (v && strcmp(v, "on") == 0) o->stream = STREAM_ON;
+        else if (v && strcmp(v, "off") == 0) o->stream = STREAM_OFF;
+        else return usage_error("--stream must be auto, on or off");
     } else if (is_option(a, "--shape")) {
         v = option_value(argc, argv, i, "--shape");
         if (!v || !parse_shape(v, &o->check_shape))
@@ -291,6 +352,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
 {
     memset(o, 0, sizeof *o);
     io_default_options(&o->io);
+    o->io.autorotate = 1;
     o->check_shape = (ip_shape){ 640, 480, 3, IP_U8 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -391,13 +453,17 @@ typedef struct {
     int gpu_jpeg;             /* on the GPU, JPEG goes through nvJPEG */
     char why[1024];           /* why auto chose what it chose */
     io_warnings warnings;     /* what the decoder went on past */
+    io_meta meta;             /* the input's, for the output (empty under --strip) */
 } one_run;
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
 {
     exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
     r->dev = EXEC_GPU;
-    return startup_begin(&r->gpu_startup, &eo, r->gpu_jpeg, err, errlen);
+    unsigned uses = 0;
+    if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
+    if (r->gpu_jpeg && io_format_from_ext(r->out_path) == IO_FMT_JPEG) uses |= JPEG_GPU_ENCODE;
+    return startup_begin(&r->gpu_startup, &eo, uses, err, errlen);
 }
 
 /* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
@@ -480,12 +546,19 @@ typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
 } run_times;
 
-static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t)
+static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t,
+                          const jpeg_gpu *jpeg)
 {
     fprintf(stderr, "profile:\n");
     if (dev == EXEC_GPU)
         fprintf(stderr, "  %-22s %9.3f ms (beside decoding; waited %.3f ms for it)\n", "gpu start-up", t->startup_ms,
                 t->startup_wait_ms);
+    if (jpeg) {
+        jpeg_gpu_open_times j = jpeg_gpu_times(jpeg);
+        fprintf(stderr, "  %-22s %9.3f ms (in start-up: library %.1f, handle %.1f in %d tries, decoder %.1f, "
+                "encoder %.1f; %s)\n", "nvJPEG open", j.library_ms + j.handle_ms + j.decoder_ms + j.encoder_ms,
+                j.library_ms, j.handle_ms, j.handle_tries, j.decoder_ms, j.encoder_ms, jpeg_gpu_description(jpeg));
+    }
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", t->decode_ms);
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
     for (int i = 0; i < prof->n_stages; i++) {
@@ -542,19 +615,48 @@ static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *i
     io_options io = r->o->io;
     io.on_shape = plan_on_shape;
     io.on_shape_user = r;
+    io.meta = r->o->strip ? NULL : &r->meta;
     io.warnings = &r->warnings;
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
         int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
-        if (rc == IP_OK || r->failed) return rc;
+        /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
+        if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
     return io_read(in_path, &io, in, err, errlen);
 }
 
-static int write_output(const cli_options *o, jpeg_gpu *jpeg, const ip_image *out, const char *out_path, char *err,
+static int write_output(one_run *r, jpeg_gpu *jpeg, const ip_image *out, const char *out_path, char *err,
                         size_t errlen)
 {
-    if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &o->io, err, errlen);
-    return io_write(out_path, out, &o->io, err, errlen);
+    io_options io = r->o->io;
+    io.meta = r->o->strip ? NULL : &r->meta;
+    if (out->on_device) return jpeg_route_write(jpeg, out, out_path, &io, err, errlen);
+    return io_write(out_path, out, &io, err, errlen);
+}
+
+/* Half the machine's memory: a run that keeps to it leaves the rest to everything else. */
+static uint64_t default_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : (uint64_t)4 << 30;
+}
+
+static void print_stream_profile(const plan *p, const run_stream_report *rep)
+{
+    const stream_profile *pr = &rep->prof;
+    double sum = pr->source_ms + pr->sink_ms;
+    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s):\n", rep->band_rows, pr->segments,
+            pr->segments == 1 ? "" : "s");
+    fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
+    for (int i = 0; i < pr->n_stages; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s (cpu)", p->steps[i].plugin->stage->name);
+        fprintf(stderr, "  %-22s %9.3f ms\n", label, pr->stage_ms[i]);
+        sum += pr->stage_ms[i];
+    }
+    fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
+    fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
+            pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
 }
 
 /* An image decoded past damage says so once, with the first warning. */
@@ -564,13 +666,95 @@ static void warn_decoded(const cli_options *o, const char *path, const io_warnin
     else if (w->count == 1) say(o, "warning: %s: %s (decoded anyway)", path, w->first);
 }
 
+#define NOT_STREAMED (-1)
+
+/* A streamed run when --stream and the memory limits call for one and the input allows it;
+ * NOT_STREAMED (nothing read past the header, nothing written) for the whole-image path. */
+typedef struct {
+    io_meta meta;
+} stream_meta;
+
+/* The input's metadata, carried to a streamed output as to a whole one. An image that must be
+ * turned upright by its EXIF orientation needs all of it first: it is not streamed. */
+static int stream_meta_read(const cli_options *o, const char *in_path, stream_meta *sm)
+{
+    meta_init(&sm->meta);
+    FILE *f = fopen(in_path, "rb");
+    io_format fmt = io_detect_file(in_path);
+    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, &sm->meta) : IP_OK;
+    if (f) fclose(f);
+    if (rc == IP_OK && !(o->io.autorotate && sm->meta.orientation != 1)) return CLI_OK;
+    if (o->stream == STREAM_ON && rc == IP_OK) say(o, "%s: not streamed: its EXIF orientation turns it", in_path);
+    meta_clear(&sm->meta);
+    return NOT_STREAMED;
+}
+
+static int try_stream_with(const cli_options *o, plan *p, const char *in_path, const char *out_path,
+                           const run_stream_options *sop);
+
+static int try_stream(const cli_options *o, plan *p, const char *in_path, const char *out_path)
+{
+    if (o->stream == STREAM_OFF) return NOT_STREAMED;
+    stream_meta sm;
+    int rc = stream_meta_read(o, in_path, &sm);
+    if (rc != CLI_OK) return rc;
+    run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
+    so.io.meta = o->strip ? NULL : &sm.meta;
+    rc = try_stream_with(o, p, in_path, out_path, &so);
+    meta_clear(&sm.meta);
+    return rc;
+}
+
+static int try_stream_with(const cli_options *o, plan *p, const char *in_path, const char *out_path,
+                           const run_stream_options *sop)
+{
+    run_stream_options so = *sop;
+    run_stream *rs;
+    ip_shape shape;
+    char err[1024];
+    int rc = run_stream_open(&rs, p, in_path, out_path, &so, &shape, err, sizeof err);
+    if (rc == IP_EUNSUPPORTED) {
+        if (o->stream == STREAM_ON) say(o, "%s: not streamed: %s", in_path, err);
+        return NOT_STREAMED;
+    }
+    if (rc != IP_OK) {
+        fail("%s: %s", in_path, err);
+        return rc == IP_EIO || rc == IP_EFORMAT ? CLI_IMAGE_FAILED : CLI_USAGE;
+    }
+    uint64_t whole = run_stream_whole_bytes(rs);
+    if (o->stream == STREAM_AUTO && whole <= so.memory_limit && !(o->gpu_memory && whole > o->gpu_memory)) {
+        run_stream_cancel(rs);
+        return NOT_STREAMED;
+    }
+    if ((rc = run_stream_budget(rs, err, sizeof err)) != IP_OK) {
+        run_stream_cancel(rs);
+        fail("%s: %s", in_path, err);
+        return CLI_USAGE;
+    }
+    char limit[32];
+    stream_bytes_text(so.memory_limit, limit, sizeof limit);
+    say(o, "device: CPU, %d threads (streamed in bands within %s%s)", cpu_threads(o), limit,
+        o->device == DEV_GPU ? "; bands do not run on the GPU yet" : "");
+    run_stream_report rep;
+    rc = run_stream_finish(rs, &rep, err, sizeof err);
+    if (rc != IP_OK) {
+        fail("%s: %s", in_path, err);
+        return CLI_IMAGE_FAILED;
+    }
+    if (o->profile) print_stream_profile(p, &rep);
+    return CLI_OK;
+}
+
 /* One image through the plan. Under --device gpu, and under auto when the estimate favours it,
  * the GPU starts on a thread while the image is read. */
 static int process_image(const cli_options *o, plan *p, const char *in_path, const char *out_path)
 {
+    int streamed = try_stream(o, p, in_path, out_path);
+    if (streamed != NOT_STREAMED) return streamed;
     char err[1024], start_err[512];
     ip_image in = { 0 }, out;
     one_run r = { .o = o, .p = p, .out_path = out_path, .in_format = io_detect_file(in_path), .dev = EXEC_CPU };
+    meta_init(&r.meta);
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || io_format_from_ext(out_path) == IO_FMT_JPEG);
     if (o->device == DEV_GPU && begin_gpu(&r, err, sizeof err) != IP_OK) {
@@ -596,6 +780,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
         if (!in.on_device) img_free(&in);
         jpeg_gpu_close(jpeg);
         exec_destroy(ctx);
+        meta_clear(&r.meta);
         return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
     warn_decoded(o, in_path, &r.warnings);
@@ -605,9 +790,9 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     rc = run_stages(o, p, &r.dev, &ctx, &in, in_path, &out, &prof, err, sizeof err);
     if (rc == IP_OK) {
         t0 = now_ms();
-        rc = write_output(o, jpeg, &out, out_path, err, sizeof err);
+        rc = write_output(&r, jpeg, &out, out_path, err, sizeof err);
         t.encode_ms = now_ms() - t0;
-        if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t);
+        if (rc == IP_OK && o->profile) print_profile(p, &prof, r.dev, &t, jpeg);
         if (rc != IP_OK) fail("%s: %s", out_path, err);
     } else {
         fail("%s: %s", in_path, err);
@@ -615,6 +800,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     jpeg_gpu_close(jpeg);
     exec_destroy(ctx);
     if (!in.on_device) img_free(&in);
+    meta_clear(&r.meta);
     return rc == IP_OK ? CLI_OK : CLI_IMAGE_FAILED;
 }
 
@@ -728,9 +914,11 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
     b->jpeg_on_gpu = o->jpeg_gpu_required;
+    b->verbose = o->profile;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
     b->all_pages = o->all_pages;
+    b->strip = o->strip;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
     b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
@@ -905,8 +1093,9 @@ static int cmd_plugins(const cli_options *o)
             rc = CLI_USAGE;
         } else {
             const ip_stage *s = pl->stage;
-            printf("%s: %s\n  plugin: %s\n  GPU path: %s\nparameters:%s\n", s->name, s->summary ? s->summary : "",
-                   pl->path, s->run_gpu ? "yes" : "no", s->n_params ? "" : " none");
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\nparameters:%s\n", s->name,
+                   s->summary ? s->summary : "", pl->path, s->run_gpu ? "yes" : "no", stage_class_text(s),
+                   s->n_params ? "" : " none");
             for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
         }
     }

@@ -48,6 +48,12 @@ int gpu_select(int device, char *err, size_t errlen)
     return cuda_fail(cudaSetDevice(device), "cudaSetDevice", err, errlen);
 }
 
+void gpu_prefer_blocking_sync(int device)
+{
+    if (cudaSetDevice(device) != cudaSuccess || cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+        cudaGetLastError();   /* a context already made keeps its flags: waits then spin, as before */
+}
+
 int gpu_start(int device, char *err, size_t errlen)
 {
     char why[256];
@@ -179,6 +185,7 @@ static int no_cuda(char *err, size_t errlen)
 
 int gpu_built(void) { return 0; }
 void gpu_prefer_eager_loading(void) {}
+void gpu_prefer_blocking_sync(int device) { (void)device; }
 int gpu_start(int device, char *err, size_t errlen) { (void)device; return no_cuda(err, errlen); }
 
 int gpu_device_count(char *why, size_t whylen)

@@ -11,6 +11,9 @@ int gpu_built(void);
  * launch (unless CUDA_MODULE_LOADING is set already). Call before any other gpu_ function,
  * from one thread, after the plugins are loaded: the start-up thread then pays it. */
 void gpu_prefer_eager_loading(void);
+/* Before the device's context exists: threads waiting for the GPU sleep rather than spin, so that
+ * a folder's workers waiting on their streams leave the cores to the others' codecs. */
+void gpu_prefer_blocking_sync(int device);
 /* Initialises the driver and makes device's context (the slow part of start-up). */
 int gpu_start(int device, char *err, size_t errlen);
 

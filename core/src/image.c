@@ -24,6 +24,17 @@ size_t img_row_bytes(const ip_shape *shape)
     return (size_t)shape->width * px;
 }
 
+int img_pixel_check(uint64_t width, uint64_t height, uint64_t max_pixels, char *err, size_t errlen)
+{
+    /* Sides come from 32-bit header fields, so the product cannot overflow. */
+    uint64_t pixels = width * height;
+    if (pixels <= max_pixels) return IP_OK;
+    snprintf(err, errlen, "image is %llux%llu (%llu pixels), over the limit of %llu pixels (--max-pixels raises it)",
+             (unsigned long long)width, (unsigned long long)height, (unsigned long long)pixels,
+             (unsigned long long)max_pixels);
+    return IP_ELIMIT;
+}
+
 int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, char *err, size_t errlen)
 {
     if (shape->width <= 0 || shape->height <= 0 || shape->channels < 1 || shape->channels > 4) {
@@ -31,15 +42,12 @@ int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, ch
                  shape->height, shape->channels);
         return IP_EINVAL;
     }
-    uint64_t pixels = (uint64_t)shape->width * (uint64_t)shape->height;
-    if (pixels > max_pixels) {
-        snprintf(err, errlen, "image of %dx%d pixels exceeds the limit of %llu pixels (--max-pixels)",
-                 shape->width, shape->height, (unsigned long long)max_pixels);
-        return IP_ELIMIT;
-    }
+    int rc = img_pixel_check((uint64_t)shape->width, (uint64_t)shape->height, max_pixels, err, errlen);
+    if (rc) return rc;
     size_t row = img_row_bytes(shape);
     if (row == 0 || (size_t)shape->height > SIZE_MAX / row) {
-        snprintf(err, errlen, "image of %dx%d pixels is too large to address", shape->width, shape->height);
+        snprintf(err, errlen, "image is %dx%d with %d channels of %s, too large to address (no option raises it)",
+                 shape->width, shape->height, shape->channels, img_dtype_name(shape->dtype));
         return IP_ELIMIT;
     }
     *bytes = row * (size_t)shape->height;

@@ -8,6 +8,9 @@
 
 /* Bytes of one tightly packed row, or 0 on overflow / invalid shape. */
 size_t img_row_bytes(const ip_shape *shape);
+/* IP_ELIMIT, with the message naming --max-pixels, when width*height exceeds max_pixels (sides
+ * below 2^32). */
+int img_pixel_check(uint64_t width, uint64_t height, uint64_t max_pixels, char *err, size_t errlen);
 /* Total bytes of a tightly packed image; returns IP_ELIMIT with a message when
  * width*height exceeds max_pixels or the size overflows, IP_EINVAL for a bad shape. */
 int img_size_check(const ip_shape *shape, uint64_t max_pixels, size_t *bytes, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
 #include "image.h"
+#include "io_limits.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@ void io_default_options(io_options *opt)
     opt->png_level = 6;
     opt->jpeg_quality = 90;
     opt->max_pixels = IMG_DEFAULT_MAX_PIXELS;
+    opt->max_ratio = IO_DEFAULT_MAX_RATIO;
+    opt->max_jpeg_scans = IO_DEFAULT_MAX_JPEG_SCANS;
+    opt->max_tiff_blocks = IO_DEFAULT_MAX_TIFF_BLOCKS;
+    opt->max_tiff_tile_bytes = IO_DEFAULT_MAX_TIFF_TILE_BYTES;
     opt->on_shape = NULL;
     opt->on_shape_user = NULL;
     opt->threads = 0;
@@ -25,6 +30,9 @@ void io_default_options(io_options *opt)
     opt->fail_on = IO_FAIL_ON_ERROR;
     opt->warnings = NULL;
     opt->page = 0;
+    opt->meta = NULL;
+    opt->autorotate = 0;
+    opt->tiff_bigtiff_above = 0;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -66,10 +74,11 @@ const char *io_tiff_compression_name(io_tiff_compression c)
     return "?";
 }
 
-int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen)
+int io_shape_known(const io_options *opt, const ip_shape *shape, uint64_t file_bytes, char *err, size_t errlen)
 {
     size_t bytes;
     int rc = img_size_check(shape, opt->max_pixels, &bytes, err, errlen);
+    if (rc == IP_OK) rc = io_limit_ratio(opt, shape, bytes, file_bytes, err, errlen);
     if (rc == IP_OK && opt->on_shape) rc = opt->on_shape(opt->on_shape_user, shape, err, errlen);
     return rc;
 }
@@ -245,15 +254,7 @@ int io_read(const char *path, const io_options *opt, ip_image *out, char *err, s
         snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
     }
-    if (!rc && fmt != IO_FMT_TIFF && opt->page > 0) {
-        snprintf(err, errlen, "a %s file has one page (page 0); there is no page %u", io_format_name(fmt), opt->page);
-        rc = IP_EINVAL;
-    }
-    if (!rc) {
-        if (fmt == IO_FMT_PNG) rc = io_read_png(f, opt, out, err, errlen);
-        else if (fmt == IO_FMT_JPEG) rc = io_read_jpeg(f, opt, out, err, errlen);
-        else rc = io_read_tiff(fileno(f), opt, out, err, errlen);
-    }
+    if (!rc) rc = io_decode_with_meta(f, fmt, opt, out, err, errlen);
     fclose(f);
     if (rc) io_image_free(opt, out);
     return rc;
@@ -399,6 +400,27 @@ static int write_atomically(const char *path, fill_fn fill, const void *ctx, cha
     if (rc) unlink(tmp);
     free(tmp);
     return rc;
+}
+
+int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t errlen)
+{
+    char why[128];
+    *tmp_path = temp_template(path);
+    *fd = -1;
+    if (!*tmp_path) {
+        snprintf(err, errlen, "output path names a folder, not a file");
+        return IP_EINVAL;
+    }
+    *fd = mkstemp(*tmp_path);
+    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) return IP_OK;
+    snprintf(err, errlen, "cannot create a file in the output folder: %s", io_strerror(errno, why, sizeof why));
+    if (*fd >= 0) {
+        close(*fd);
+        unlink(*tmp_path);
+    }
+    free(*tmp_path);
+    *tmp_path = NULL;
+    return IP_EIO;
 }
 
 typedef struct {

@@ -6,6 +6,7 @@
 
 typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
 typedef enum { IO_TIFF_DEFLATE = 0, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE } io_tiff_compression;
+struct io_meta;   /* meta.h */
 
 /* Where a decoder puts the final pixels, so a run can decode straight into the memory it uploads
  * from (pinned or mapped host memory). Without a provider, malloc (and img_free). */
@@ -29,6 +30,11 @@ typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
     uint64_t max_pixels; /* refuse larger images before allocating */
+    /* The other limits on untrusted files (io_limits.h), each with the option that raises it. */
+    uint64_t max_ratio;           /* decoded bytes per byte of file */
+    int max_jpeg_scans;
+    uint64_t max_tiff_blocks;     /* strips or tiles of one image */
+    uint64_t max_tiff_tile_bytes; /* one decoded tile, where larger than the whole image */
     int threads;         /* codec threads (strips, tiles, PNG bands); 0 = all cores */
     io_tiff_compression tiff_compression;   /* default deflate, with the predictor */
     io_pixel_memory memory;                 /* all NULL: malloc */
@@ -39,6 +45,12 @@ typedef struct {
     io_fail_on fail_on;        /* default IO_FAIL_ON_ERROR */
     io_warnings *warnings;     /* added to by io_read; NULL: not recorded */
     uint32_t page;             /* the page (TIFF directory) to read, from 0; other formats have page 0 */
+    /* ICC profile, EXIF, XMP, text, resolution (meta.h): io_read fills *meta when set, io_write
+     * writes what the output format holds of it. NULL: none read, none written. */
+    struct io_meta *meta;
+    /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
+    int autorotate;
+    uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
 } io_options;
 
 void io_default_options(io_options *opt);
@@ -57,8 +69,9 @@ int io_page_count(const char *path, uint32_t *pages, char *err, size_t errlen);
 io_format io_detect_file(const char *path);
 io_format io_format_from_ext(const char *path);
 const char *io_format_name(io_format fmt);
-/* For the readers: checks the pixel limit and calls opt->on_shape, if any. */
-int io_shape_known(const io_options *opt, const ip_shape *shape, char *err, size_t errlen);
+/* For the readers: checks the pixel limit, the decoded size against file_bytes (the whole file;
+ * 0 when unknown) and calls opt->on_shape, if any. */
+int io_shape_known(const io_options *opt, const ip_shape *shape, uint64_t file_bytes, char *err, size_t errlen);
 
 /* The decoders' allocation of the final image (packed, stride = row bytes), through
  * opt->memory when set; io_image_free gives it back the same way. */
@@ -70,7 +83,7 @@ const char *io_tiff_compression_name(io_tiff_compression c);
 
 /* Decodes any supported file into a freshly allocated packed host image (free with
  * io_image_free, or img_free when opt has no memory provider). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
- * unsupported), IP_ELIMIT (too many pixels). The message does not repeat the path. */
+ * unsupported), IP_ELIMIT (over a limit of io_options). The message does not repeat the path. */
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
 /* The whole file in malloc'd memory (for decoders that take bytes, such as nvJPEG). */

@@ -9,6 +9,9 @@
 int io_read_tiff(int fd, const io_options *opt, ip_image *out, char *err, size_t errlen);
 int io_read_png(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
 int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen);
+/* Decodes f (at its start) with the reader of fmt; first reads its metadata when opt->meta or
+ * opt->autorotate asks for it, and turns the pixels upright (io_meta.c). */
+int io_decode_with_meta(FILE *f, io_format fmt, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
 /* Writers own fd: they always close it, and a failed close is a failed write. The shape
  * has already passed io_check_writable. */
@@ -25,4 +28,7 @@ int io_fclose_checked(FILE *f, char *err, size_t errlen);
 /* Thread-safe strerror. */
 const char *io_strerror(int errnum, char *buf, size_t len);
 int io_host_is_little_endian(void);
+/* A new temporary file beside path (malloc'd name in *tmp_path, mode as a plain new file), for
+ * writers that rename it into place when complete and unlink it otherwise. */
+int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t errlen);
 #endif

@@ -2,24 +2,26 @@
 #include "io_internal.h"
 #include "color_cmyk.h"
 #include "image.h"
+#include "io_jpeg_bands.h"
+#include "io_limits.h"
+#include "meta_jpeg.h"
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
 #include <jerror.h>
 
-/* Progressive files with thousands of scans decode very slowly; real ones have a dozen. */
-#define JPEG_MAX_SCANS 1000
-
 /* libjpeg's error manager, extended with a jump target and our message buffer. */
 typedef struct {
     struct jpeg_error_mgr pub;
     struct jpeg_progress_mgr progress;
     jmp_buf jmp;
+    int rc;                    /* what the jump returns: IP_EFORMAT, or IP_ELIMIT from the scan limit */
+    /* The reader's limits, where its warnings go and whether they are refused; NULL for the writer. */
+    const io_options *opt;
     const char *prefix;
     char *err;
     size_t errlen;
-    const io_options *read_opt;   /* reading: where warnings go, and whether they are refused */
 } jpeg_error_ctx;
 
 /* Errors that mean a valid file this library cannot decode, rather than a damaged one. */
@@ -36,6 +38,7 @@ static void fail_with_message(j_common_ptr cinfo)
     cinfo->err->format_message(cinfo, msg);
     int unsupported = cinfo->is_decompressor && is_unsupported_feature(cinfo->err->msg_code);
     snprintf(ctx->err, ctx->errlen, "%s%s", unsupported ? "unsupported JPEG: " : ctx->prefix, msg);
+    ctx->rc = IP_EFORMAT;
     longjmp(ctx->jmp, 1);
 }
 
@@ -53,11 +56,14 @@ static void on_jpeg_message(j_common_ptr cinfo, int level)
     if (level >= 0) return;
     cinfo->err->num_warnings++;
     jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
-    if (!ctx->read_opt) return;
+    if (!ctx->opt) return;
     char msg[JMSG_LENGTH_MAX], what[JMSG_LENGTH_MAX + 40];
     cinfo->err->format_message(cinfo, msg);
     snprintf(what, sizeof what, "%s%s", is_header_oddity(cinfo->err->msg_code) ? "JPEG: " : ctx->prefix, msg);
-    if (io_warn(ctx->read_opt, 1, what, ctx->err, ctx->errlen) != IP_OK) longjmp(ctx->jmp, 1);
+    if (io_warn(ctx->opt, 1, what, ctx->err, ctx->errlen) != IP_OK) {
+        ctx->rc = IP_EFORMAT;
+        longjmp(ctx->jmp, 1);
+    }
 }
 
 static void on_jpeg_output(j_common_ptr cinfo)
@@ -65,18 +71,21 @@ static void on_jpeg_output(j_common_ptr cinfo)
     (void)cinfo;
 }
 
+/* Progressive files with thousands of scans decode very slowly; real ones have about ten. */
 static void on_jpeg_progress(j_common_ptr cinfo)
 {
-    j_decompress_ptr d = (j_decompress_ptr)cinfo;
-    if (cinfo->is_decompressor && d->input_scan_number > JPEG_MAX_SCANS) {
-        jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
-        snprintf(ctx->err, ctx->errlen, "%sfile has more than %d scans", ctx->prefix, JPEG_MAX_SCANS);
+    jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+    if (!cinfo->is_decompressor || !ctx->opt) return;
+    if (io_limit_jpeg_scans(ctx->opt, ((j_decompress_ptr)cinfo)->input_scan_number, ctx->err, ctx->errlen)) {
+        ctx->rc = IP_ELIMIT;
         longjmp(ctx->jmp, 1);
     }
 }
 
-static void init_error_ctx(jpeg_error_ctx *ctx, const char *prefix, char *err, size_t errlen)
+static void init_error_ctx(jpeg_error_ctx *ctx, const io_options *opt, const char *prefix, char *err,
+                           size_t errlen)
 {
+    ctx->opt = opt;
     jpeg_std_error(&ctx->pub);
     ctx->pub.error_exit = fail_with_message;
     ctx->pub.emit_message = on_jpeg_message;
@@ -132,7 +141,7 @@ static void read_cmyk_rows(jpeg_reader *r)
 
 static int jpeg_decode(jpeg_reader *r)
 {
-    if (setjmp(r->e.jmp)) return IP_EFORMAT;
+    if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
     r->cinfo.progress = &r->e.progress;
     jpeg_stdio_src(&r->cinfo, r->f);
@@ -143,11 +152,13 @@ static int jpeg_decode(jpeg_reader *r)
     int cmyk = r->cinfo.out_color_space == JCS_CMYK;
     ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
                        cmyk ? 3 : r->cinfo.output_components, IP_U8 };
-    rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
+    rc = io_shape_known(r->opt, &shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
     if (rc) return rc;
+    /* A file of several scans (progressive ones) has them all read here, so the scan limit acts
+     * before the image exists. */
+    jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
-    jpeg_start_decompress(&r->cinfo);
     if (cmyk) read_cmyk_rows(r);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         JSAMPROW row = (JSAMPROW)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
@@ -164,8 +175,7 @@ int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    init_error_ctx(&r->e, "truncated or corrupt JPEG: ", err, errlen);
-    r->e.read_opt = opt;
+    init_error_ctx(&r->e, opt, "truncated or corrupt JPEG: ", err, errlen);
     r->cinfo.err = &r->e.pub;
     r->f = f;
     r->opt = opt;
@@ -183,7 +193,30 @@ typedef struct {
     FILE *f;
     const ip_image *img;
     const io_options *opt;
+    meta_jpeg_output meta;
 } jpeg_writer;
+
+/* The settings of every file and band, after jpeg_set_defaults: quality, chroma, density. */
+static void configure(void *user, struct jpeg_compress_struct *c)
+{
+    const jpeg_writer *w = user;
+    jpeg_set_quality(c, w->opt->jpeg_quality, TRUE);
+    /* At high quality keep full-resolution chroma, as ImageMagick does. */
+    if (c->input_components == 3 && w->opt->jpeg_quality >= 90)
+        for (int i = 0; i < c->num_components; i++) c->comp_info[i].h_samp_factor = c->comp_info[i].v_samp_factor = 1;
+    if (!w->meta.has_density) return;
+    c->density_unit = (UINT8)w->meta.density_unit;
+    c->X_density = (UINT16)w->meta.x_density;
+    c->Y_density = (UINT16)w->meta.y_density;
+}
+
+/* The metadata's APP segments, right after the header. */
+static void write_segments(void *user, struct jpeg_compress_struct *c)
+{
+    const jpeg_writer *w = user;
+    for (int i = 0; i < w->meta.n; i++)
+        jpeg_write_marker(c, w->meta.segments[i].marker, w->meta.segments[i].data, (unsigned)w->meta.segments[i].len);
+}
 
 static int jpeg_encode(jpeg_writer *w)
 {
@@ -196,12 +229,9 @@ static int jpeg_encode(jpeg_writer *w)
     w->cinfo.input_components = s->channels;
     w->cinfo.in_color_space = s->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(&w->cinfo);
-    jpeg_set_quality(&w->cinfo, w->opt->jpeg_quality, TRUE);
-    /* At high quality keep full-resolution chroma, as ImageMagick does. */
-    if (s->channels == 3 && w->opt->jpeg_quality >= 90)
-        for (int c = 0; c < w->cinfo.num_components; c++)
-            w->cinfo.comp_info[c].h_samp_factor = w->cinfo.comp_info[c].v_samp_factor = 1;
+    configure(w, &w->cinfo);
     jpeg_start_compress(&w->cinfo, TRUE);
+    write_segments(w, &w->cinfo);
     while (w->cinfo.next_scanline < w->cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
         jpeg_write_scanlines(&w->cinfo, &row, 1);
@@ -220,13 +250,22 @@ int io_write_jpeg(int fd, const ip_image *img, const io_options *opt, char *err,
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    init_error_ctx(&w->e, "cannot write JPEG: ", err, errlen);
+    init_error_ctx(&w->e, NULL, "cannot write JPEG: ", err, errlen);
     w->cinfo.err = &w->e.pub;
     w->f = f;
     w->img = img;
     w->opt = opt;
-    int rc = jpeg_encode(w);
+    /* Large images: bands on all threads (io_jpeg_bands.h), the same file whatever their count. */
+    jpeg_band_hooks hooks = { configure, write_segments, w };
+    size_t band_rows;
+    int rc = meta_jpeg_prepare(opt->meta, &img->shape, &w->meta);
+    if (rc) snprintf(err, errlen, "out of memory");
+    else if (jpeg_bands_plan(&img->shape, &hooks, &band_rows) > 1)
+        rc = jpeg_bands_write(f, img, &hooks, io_thread_count(opt), err, errlen);
+    else
+        rc = jpeg_encode(w);
     jpeg_destroy_compress(&w->cinfo);
+    meta_jpeg_output_free(&w->meta);
     free(w);
     if (rc) {
         fclose(f);

@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include "io.h"
 
+/* Deflate expands at most 1032 to 1: a file claiming more image data than that is refused before
+ * allocating for it. */
+#define PNGX_DEFLATE_MAX_RATIO 1032
+
 enum { PNGX_FILTER_NONE, PNGX_FILTER_SUB, PNGX_FILTER_UP, PNGX_FILTER_AVG, PNGX_FILTER_PAETH };
 /* The filters libpng may choose from, as bits (1 << filter type). */
 #define PNGX_ALL_FILTERS 0x1fu

@@ -94,6 +94,20 @@ static void request_plain_samples(png_structp png, png_infop info)
     png_read_update_info(png, info);
 }
 
+/* Whether the file is large enough to inflate to the header's image (ignoring filter bytes, which
+ * keeps it a lower bound for interlaced files too); checked before the image is allocated. */
+static int enough_data(png_reader *r)
+{
+    uint64_t row_bits = (uint64_t)png_get_image_width(r->png, r->info) * png_get_channels(r->png, r->info) *
+                        png_get_bit_depth(r->png, r->info);
+    uint64_t row_bytes = (row_bits + 7) / 8, height = png_get_image_height(r->png, r->info);
+    if (row_bytes == 0 || r->src.size > UINT64_MAX / PNGX_DEFLATE_MAX_RATIO ||
+        height <= (uint64_t)r->src.size * PNGX_DEFLATE_MAX_RATIO / row_bytes)
+        return IP_OK;
+    snprintf(r->e.err, r->e.errlen, "truncated or corrupt PNG: not enough image data");
+    return IP_EFORMAT;
+}
+
 static int decode(png_reader *r)
 {
     if (setjmp(r->e.jmp)) return IP_EFORMAT;
@@ -102,7 +116,8 @@ static int decode(png_reader *r)
     png_set_user_limits(r->png, 0x7fffffff, 0x7fffffff);
     png_read_info(r->png, r->info);
     ip_shape shape = decoded_shape(r->png, r->info);
-    int rc = io_shape_known(r->opt, &shape, r->e.err, r->e.errlen);
+    int rc = io_shape_known(r->opt, &shape, r->src.size, r->e.err, r->e.errlen);
+    if (!rc) rc = enough_data(r);
     if (rc) return rc;
     request_plain_samples(r->png, r->info);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);

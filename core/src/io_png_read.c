@@ -107,7 +107,7 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
                      char *err, size_t errlen)
 {
     ip_shape shape = layout_shape(l);
-    int rc = io_shape_known(opt, &shape, err, errlen);
+    int rc = io_shape_known(opt, &shape, size, err, errlen);
     if (!rc) rc = pngx_parse_rest(data, size, l, err, errlen);
     if (!rc && l->bad_crcs) {   /* as libpng: the chunk is skipped, with a warning */
         char what[64];
@@ -122,8 +122,7 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
         return IP_ELIMIT;
     }
     size_t filtered_bytes = (size_t)shape.height * (row_bytes + 1);
-    /* Deflate expands at most 1032 to 1: too little data is refused before allocating for it. */
-    if (filtered_bytes / 1032 > l->idat_total) {
+    if (filtered_bytes / PNGX_DEFLATE_MAX_RATIO > l->idat_total) {
         snprintf(err, errlen, "truncated or corrupt PNG: not enough image data");
         return IP_EFORMAT;
     }

@@ -1,19 +1,29 @@
 #include "io_png_internal.h"
 #include "io_internal.h"
+#include "meta_png.h"
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
+#include "deflate_walk.h"
 
 /* The rows are cut into bands of about BAND_BYTES filtered bytes, a size that depends on the
  * row length only (never on the thread count, so every thread count writes the same file).
- * Each band is deflated on its own, primed with the 32 KiB of filtered data before it, and
- * ends byte-aligned (Z_SYNC_FLUSH) so that the bands join into one zlib stream, as pigz does. */
+ * At levels 1 to FAST_MAX_LEVEL each band is deflated on its own by libdeflate (at level 3 about
+ * twice as fast as zlib and 5% smaller), its final block made an ordinary one ending byte-aligned
+ * (deflate_walk.h), so that the bands join into one zlib stream, as pigz does with zlib's sync
+ * flushes. Above it zlib's Z_FILTERED compresses filtered rows better (libdeflate's files were 5%
+ * larger than libpng's at levels 5 and 9 on astronaut.png); there, at level 0, and for any band
+ * libdeflate's output cannot be joined for, zlib deflates the band primed with the 32 KiB of
+ * filtered data before it. */
 #define BAND_BYTES ((size_t)1 << 21)
 #define DICT_BYTES ((size_t)32768)
 #define IDAT_MAX ((size_t)1 << 20)
+#define FAST_MAX_LEVEL 4
 
 typedef struct {
     const ip_image *img;
+    const io_meta *meta;  /* chunks written between IHDR and the image data */
     size_t row_bytes;     /* unfiltered */
     unsigned bpp, allowed;
     int swap16, level, strategy;
@@ -93,6 +103,29 @@ static int deflate_band(const encoder *e, const uint8_t *dict, size_t dict_len, 
     return rc;
 }
 
+/* IP_EUNSUPPORTED: use zlib for this band. */
+static int deflate_band_fast(const encoder *e, const uint8_t *in, size_t len, int last, band_result *out)
+{
+    if (e->level < 1 || e->level > FAST_MAX_LEVEL) return IP_EUNSUPPORTED;
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(e->level);
+    if (!c) return IP_ENOMEM;
+    size_t cap = libdeflate_deflate_compress_bound(c, len) + 5;
+    out->data = malloc(cap);
+    size_t n = out->data ? libdeflate_deflate_compress(c, in, len, out->data, cap - 5) : 0;
+    libdeflate_free_compressor(c);
+    deflate_walk_result w;
+    if (n && !last && deflate_walk(out->data, n, &w) == 0) n = deflate_make_joinable(out->data, n, &w);
+    else if (!last) n = 0;
+    if (n) {
+        out->len = n;
+        return IP_OK;
+    }
+    int rc = out->data ? IP_EUNSUPPORTED : IP_ENOMEM;
+    free(out->data);
+    out->data = NULL;
+    return rc;
+}
+
 static int encode_band(const encoder *e, size_t band, band_result *out)
 {
     size_t n = e->row_bytes + 1, h = (size_t)e->img->shape.height;
@@ -106,7 +139,9 @@ static int encode_band(const encoder *e, size_t band, band_result *out)
     const uint8_t *data = filtered + before;
     out->filtered_len = (y1 - y0) * n;
     out->adler = adler32_z(adler32(0L, Z_NULL, 0), data, out->filtered_len);
-    if (!rc) rc = deflate_band(e, data - dict_len, dict_len, data, out->filtered_len, band + 1 == e->n_bands, out);
+    int last = band + 1 == e->n_bands;
+    if (!rc) rc = deflate_band_fast(e, data, out->filtered_len, last, out);
+    if (rc == IP_EUNSUPPORTED) rc = deflate_band(e, data - dict_len, dict_len, data, out->filtered_len, last, out);
     free(filtered);
     return rc;
 }
@@ -178,6 +213,10 @@ static int write_file(FILE *f, const encoder *e, const band_result *bands)
     if (!w) return IP_ENOMEM;
     w->f = f, w->len = 0;
     write_header(f, e);
+    if (meta_png_write(f, e->meta, &e->img->shape) != IP_OK) {
+        free(w);
+        return IP_ENOMEM;
+    }
     unsigned char bytes[4];
     zlib_header(e->level, bytes);
     idat_put(w, bytes, 2);
@@ -194,11 +233,13 @@ static int write_file(FILE *f, const encoder *e, const band_result *bands)
     return IP_OK;
 }
 
-static void plan(encoder *e, const ip_image *img, int level)
+static void plan(encoder *e, const ip_image *img, const io_options *opt)
 {
     const ip_shape *s = &img->shape;
     unsigned sample_bytes = s->dtype == IP_U16 ? 2 : 1;
+    int level = opt->png_level;
     e->img = img;
+    e->meta = opt->meta;
     e->bpp = (unsigned)s->channels * sample_bytes;
     e->row_bytes = (size_t)s->width * e->bpp;
     e->allowed = pngx_allowed_filters((uint32_t)s->width, (uint32_t)s->height);
@@ -235,7 +276,7 @@ int io_write_png(int fd, const ip_image *img, const io_options *opt, char *err, 
     FILE *f = io_fdopen_write(fd, err, errlen);
     if (!f) return IP_EIO;
     encoder e;
-    plan(&e, img, opt->png_level);
+    plan(&e, img, opt);
     int threads = io_thread_count(opt);
     if ((size_t)threads > e.n_bands) threads = (int)e.n_bands;
     int rc = encode(f, &e, threads, err, errlen);

@@ -6,12 +6,12 @@
 #include "io_tiff_handle.h"
 #include "io_tiff_ycbcr.h"
 #include "image.h"
+#include "io_limits.h"
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TILE_SIDE_MAX 65536u
-#define BLOCK_BYTES_FLOOR ((uint64_t)64 << 20)   /* tiles may exceed a small image, not by this */
 
 /* What the samples as stored become (finish). */
 typedef enum {
@@ -187,11 +187,13 @@ static int check_layout(tiff_reader *r)
         return unsupported(r, what);
     }
     if (r->width == 0 || r->height == 0) return corrupt(r, "image has no pixels");
-    if (r->width > INT32_MAX || r->height > INT32_MAX) {
-        snprintf(r->err, r->errlen, "image of %ux%u pixels is too large", r->width, r->height);
-        return IP_ELIMIT;
+    int rc = img_pixel_check(r->width, r->height, r->opt->max_pixels, r->err, r->errlen);
+    if (!rc && (r->width > INT32_MAX || r->height > INT32_MAX)) {
+        snprintf(r->err, r->errlen, "image is %ux%u, over the limit of %d pixels a side (no option raises it)",
+                 r->width, r->height, INT32_MAX);
+        rc = IP_ELIMIT;
     }
-    return IP_OK;
+    return rc;
 }
 
 static ip_dtype raw_dtype(const tiff_reader *r)
@@ -205,28 +207,53 @@ static int cmyk_alpha(const tiff_reader *r)
     return r->spp > 4 && alpha ? 4 : -1;
 }
 
+/* The samples as stored, one pixel's samples side by side. */
+static ip_shape raw_shape(const tiff_reader *r)
+{
+    return (ip_shape){ (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
+}
+
 static ip_shape final_shape(const tiff_reader *r)
 {
-    ip_shape s = { (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
+    ip_shape s = raw_shape(r);
     if (r->result == TIFF_PALETTE) s.channels = 3;
     if (r->result == TIFF_CMYK) s.channels = cmyk_alpha(r) >= 0 ? 4 : 3;
     if (r->result == TIFF_TO_FLOAT) s.dtype = IP_F32;
     return s;
 }
 
-/* Checks the decoded and the final image against the limits, then allocates the samples: the
- * final image itself when they are alike, else a separate buffer that finish() converts. */
+/* A row of the samples as stored (up to 6 a pixel: within 64 bits for any width). */
+static uint64_t raw_row_bytes(const tiff_reader *r)
+{
+    return (uint64_t)r->width * r->spp * ip_dtype_size(raw_dtype(r));
+}
+
+/* Checks the final image against the limits (and tells on_shape) before any block is looked at;
+ * the samples as stored must be addressable too, and more than 4 a pixel are held as one channel
+ * that many times wider. */
+static int check_shape(tiff_reader *r)
+{
+    ip_shape final = final_shape(r);
+    int rc = io_shape_known(r->opt, &final, io_file_bytes(r->cursor.fd), r->err, r->errlen);
+    if (!rc && raw_row_bytes(r) > SIZE_MAX / r->height) {
+        snprintf(r->err, r->errlen, "image is %ux%u with %u samples a pixel, too large to address (no option "
+                 "raises it)", r->width, r->height, r->spp);
+        rc = IP_ELIMIT;
+    }
+    if (!rc && r->spp > 4 && (uint64_t)r->width * r->spp > INT32_MAX) {
+        snprintf(r->err, r->errlen, "image is %ux%u with %u samples a pixel, over the limit of %d samples a row "
+                 "(no option raises it)", r->width, r->height, r->spp, INT32_MAX);
+        rc = IP_ELIMIT;
+    }
+    return rc;
+}
+
+/* The samples go into the final image itself when they are alike, else into a separate buffer
+ * that finish() converts (its size follows from the final one's, already within the limits). */
 static int alloc_raw(tiff_reader *r)
 {
-    ip_shape raw = { (int32_t)r->width, (int32_t)r->height, r->spp, raw_dtype(r) };
-    ip_shape final = final_shape(r);
-    int rc = io_shape_known(r->opt, &final, r->err, r->errlen);
-    if (rc) return rc;
+    ip_shape raw = raw_shape(r), final = final_shape(r);
     if (raw.channels > 4) {   /* CMYK with extra samples: one wide channel */
-        if ((uint64_t)raw.width * (uint64_t)raw.channels > INT32_MAX) {
-            snprintf(r->err, r->errlen, "image of %ux%u pixels is too large", r->width, r->height);
-            return IP_ELIMIT;
-        }
         raw.width *= raw.channels;
         raw.channels = 1;
     }
@@ -288,12 +315,26 @@ typedef struct {
     uint32_t units_across;     /* subsampled YCbCr: data units to a row of them (row_bytes: that row) */
 } block_layout;
 
-static int check_block_size(tiff_reader *r, uint64_t bytes)
+/* The whole image's samples: as decoded, or in subsampled YCbCr's data units where those take more
+ * (a unit of 4x4 pixels serving an image 1 pixel wide). */
+static uint64_t whole_image_bytes(const tiff_reader *r)
 {
-    uint64_t cap = 4 * (uint64_t)r->raw.stride * r->height;
-    if (cap < BLOCK_BYTES_FLOOR) cap = BLOCK_BYTES_FLOOR;
-    if (bytes == 0 || bytes > cap || bytes > SIZE_MAX) return corrupt(r, "strip or tile size out of range");
-    return IP_OK;
+    uint64_t decoded = raw_row_bytes(r) * r->height;
+    if (!subsampled(r)) return decoded;
+    uint64_t units = ((uint64_t)r->width + r->ycbcr_h - 1) / r->ycbcr_h * (((uint64_t)r->height + r->ycbcr_v - 1) / r->ycbcr_v);
+    uint64_t unit_bytes = units * (r->ycbcr_h * r->ycbcr_v + 2);
+    return unit_bytes > decoded ? unit_bytes : decoded;
+}
+
+/* A strip never decodes to more than the image (its rows are the image's); a tile may, padding the
+ * image's edges, within the limit. */
+static int check_block_size(tiff_reader *r, const block_layout *l)
+{
+    uint64_t image_bytes = whole_image_bytes(r);
+    if (l->block_bytes == 0 || l->block_bytes > SIZE_MAX || (!l->tiled && l->block_bytes > image_bytes))
+        return corrupt(r, l->tiled ? "tile size out of range" : "strip size out of range");
+    if (!l->tiled) return IP_OK;
+    return io_limit_tiff_tile(r->opt, l->bw, l->bh, l->block_bytes, image_bytes, r->err, r->errlen);
 }
 
 /* Subsampled YCbCr: a block is rows of data units, each vs pixel rows high. */
@@ -308,7 +349,7 @@ static int unit_layout(tiff_reader *r, block_layout *l)
     l->row_bytes = (uint64_t)l->units_across * unit;
     l->block_bytes = ((uint64_t)l->bh + r->ycbcr_v - 1) / r->ycbcr_v * l->row_bytes;
     l->direct = 0;
-    return check_block_size(r, l->block_bytes);
+    return check_block_size(r, l);
 }
 
 static int strip_layout(tiff_reader *r, block_layout *l)
@@ -318,12 +359,14 @@ static int strip_layout(tiff_reader *r, block_layout *l)
     if (rps == 0 || rps > r->height) rps = r->height;
     *l = (block_layout){ .bw = r->width, .bh = rps, .across = 1, .down = (uint32_t)(((uint64_t)r->height + rps - 1) / rps) };
     l->count = (uint64_t)l->down * plane_count(r);
+    int rc = io_limit_tiff_blocks(r->opt, l->count, 0, r->err, r->errlen);
+    if (rc) return rc;
     if ((uint64_t)TIFFNumberOfStrips(r->tif) < l->count) return corrupt(r, "fewer strips than the image needs");
     l->row_bytes = TIFFScanlineSize64(r->tif);
     if (l->row_bytes == 0 || rps > UINT64_MAX / l->row_bytes) return corrupt(r, "strip size out of range");
     l->block_bytes = l->row_bytes * rps;
-    l->direct = r->planar == PLANARCONFIG_CONTIG && whole_bytes(r) && l->row_bytes == (uint64_t)r->raw.stride;
-    return subsampled(r) ? unit_layout(r, l) : check_block_size(r, l->block_bytes);
+    l->direct = r->planar == PLANARCONFIG_CONTIG && whole_bytes(r) && l->row_bytes == raw_row_bytes(r);
+    return subsampled(r) ? unit_layout(r, l) : check_block_size(r, l);
 }
 
 static int tile_layout(tiff_reader *r, block_layout *l)
@@ -335,10 +378,12 @@ static int tile_layout(tiff_reader *r, block_layout *l)
     *l = (block_layout){ .tiled = 1, .bw = tw, .bh = th, .across = (uint32_t)(((uint64_t)r->width + tw - 1) / tw),
                          .down = (uint32_t)(((uint64_t)r->height + th - 1) / th) };
     l->count = (uint64_t)l->across * l->down * plane_count(r);
+    int rc = io_limit_tiff_blocks(r->opt, l->count, 1, r->err, r->errlen);
+    if (rc) return rc;
     if ((uint64_t)TIFFNumberOfTiles(r->tif) < l->count) return corrupt(r, "fewer tiles than the image needs");
     l->row_bytes = TIFFTileRowSize64(r->tif);
     l->block_bytes = TIFFTileSize64(r->tif);
-    return subsampled(r) ? unit_layout(r, l) : check_block_size(r, l->block_bytes);
+    return subsampled(r) ? unit_layout(r, l) : check_block_size(r, l);
 }
 
 /* One thread's reading state: its own handle (thread 0 keeps the one that read the tags). */
@@ -450,13 +495,6 @@ static int read_blocks(tiff_reader *r, const block_layout *l)
     return r->failed_rc;
 }
 
-static int read_pixels(tiff_reader *r)
-{
-    block_layout l;
-    int rc = TIFFIsTiled(r->tif) ? tile_layout(r, &l) : strip_layout(r, &l);
-    return rc ? rc : read_blocks(r, &l);
-}
-
 static int expand_palette(tiff_reader *r, ip_image *out)
 {
     uint16_t *map[3];
@@ -542,14 +580,18 @@ static int settle_warnings(tiff_reader *r)
     return r->seen.count ? io_warn(r->opt, r->seen.count, r->seen.first, r->err, r->errlen) : IP_OK;
 }
 
+/* Every limit is checked before the image is allocated. */
 static int decode(tiff_reader *r, ip_image *out)
 {
+    block_layout l = { 0 };
     int rc = read_tags(r);
     if (!rc) rc = check_samples(r);
     if (!rc) rc = check_colour(r);
     if (!rc) rc = check_layout(r);
+    if (!rc) rc = check_shape(r);
+    if (!rc) rc = TIFFIsTiled(r->tif) ? tile_layout(r, &l) : strip_layout(r, &l);
     if (!rc) rc = alloc_raw(r);
-    if (!rc) rc = read_pixels(r);
+    if (!rc) rc = read_blocks(r, &l);
     if (!rc) rc = finish(r, out);
     if (!rc) rc = settle_warnings(r);
     return rc;

@@ -43,4 +43,11 @@ typedef struct {
 /* Opens a handle whose writes go to sink; give it the tags of the real file, write one strip
  * at a time with TIFFWriteEncodedStrip, and sink holds that strip's compressed bytes. */
 TIFF *tiff_open_sink(tiff_sink *sink, tiff_log *log);
+/* The output's layout and tags, shared by the whole-image writer (io_tiff_write.c) and the
+ * streaming one, so that both write the same bytes. */
+uint16_t tiff_scheme(io_tiff_compression c);
+int tiff_set_image_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c);
+uint32_t tiff_rows_per_strip(const ip_shape *s);
+/* Whether pixels of this shape call for BigTIFF: above `above` bytes (0: the default threshold). */
+int tiff_wants_bigtiff(const ip_shape *s, uint64_t above);
 #endif

@@ -4,6 +4,7 @@
 #include "io_internal.h"
 #include "io_tiff_handle.h"
 #include "image.h"
+#include "meta_tiff.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,13 @@
 /* Classic TIFF offsets are 32-bit; leave room for deflate's worst case and the directory. */
 #define BIGTIFF_THRESHOLD ((uint64_t)3584 << 20)
 
-static uint16_t tiff_scheme(io_tiff_compression c)
+uint16_t tiff_scheme(io_tiff_compression c)
 {
     return c == IO_TIFF_LZW ? COMPRESSION_LZW : c == IO_TIFF_ZSTD ? COMPRESSION_ZSTD
          : c == IO_TIFF_NONE ? COMPRESSION_NONE : COMPRESSION_ADOBE_DEFLATE;
 }
 
-static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c)
+int tiff_set_image_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c)
 {
     int is_float = s->dtype == IP_F32;
     int has_alpha = s->channels == 2 || s->channels == 4;
@@ -39,6 +40,18 @@ static int set_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_ti
             TIFFSetField(tif, TIFFTAG_PREDICTOR, is_float ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL)) &&
            TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip) &&
            (!has_alpha || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha));
+}
+
+uint32_t tiff_rows_per_strip(const ip_shape *s)
+{
+    uint32_t rps = (uint32_t)(STRIP_TARGET_BYTES / img_row_bytes(s));
+    if (rps == 0) rps = 1;
+    return rps > (uint32_t)s->height ? (uint32_t)s->height : rps;
+}
+
+int tiff_wants_bigtiff(const ip_shape *s, uint64_t above)
+{
+    return (uint64_t)img_row_bytes(s) * (uint64_t)s->height > (above ? above : BIGTIFF_THRESHOLD);
 }
 
 /* A compressed strip waiting for the strips before it to be written. */
@@ -94,7 +107,7 @@ static int encoder_open(strip_encoder *e, const strip_writer *w)
 {
     e->tif = tiff_open_sink(&e->sink, &e->log);
     if (!e->tif) return IP_ENOMEM;
-    if (!set_tags(e->tif, &w->img->shape, w->rps, w->compression)) return IP_EIO;
+    if (!tiff_set_image_tags(e->tif, &w->img->shape, w->rps, w->compression)) return IP_EIO;
     e->rows = malloc(w->row_bytes * w->rps);
     return e->rows ? IP_OK : IP_ENOMEM;
 }
@@ -168,11 +181,9 @@ static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_o
     const ip_shape *s = &img->shape;
     strip_writer w = { .img = img, .compression = opt->tiff_compression, .out = tif, .out_log = log,
                        .row_bytes = img_row_bytes(s), .failed_strip = UINT32_MAX };
-    w.rps = (uint32_t)(STRIP_TARGET_BYTES / w.row_bytes);
-    if (w.rps == 0) w.rps = 1;
-    if (w.rps > (uint32_t)s->height) w.rps = (uint32_t)s->height;
+    w.rps = tiff_rows_per_strip(s);
     w.strips = (uint32_t)(((uint64_t)s->height + w.rps - 1) / w.rps);
-    if (!set_tags(tif, s, w.rps, opt->tiff_compression)) {
+    if (!tiff_set_image_tags(tif, s, w.rps, opt->tiff_compression) || !meta_tiff_set_tags(tif, opt->meta, s)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(log, "bad tags"));
         return IP_EIO;
     }
@@ -199,7 +210,7 @@ int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err,
 {
     tiff_log log = { .have = 0 };
     char why[128];
-    const char *mode = (uint64_t)img_row_bytes(&img->shape) * (uint64_t)img->shape.height > BIGTIFF_THRESHOLD ? "w8" : "w";
+    const char *mode = tiff_wants_bigtiff(&img->shape, 0) ? "w8" : "w";
     int tfd = dup(fd);
     TIFF *tif = tfd >= 0 ? tiff_open_fd_write(tfd, mode, &log) : NULL;
     if (!tif) {
@@ -216,6 +227,7 @@ int io_write_tiff(int fd, const ip_image *img, const io_options *opt, char *err,
     else
         rc = write_image(tif, &log, img, opt, err, errlen);
     TIFFClose(tif);
+    if (!rc) rc = meta_tiff_finish(fd, opt->meta, err, errlen);
     if (close(fd) != 0 && !rc) {
         snprintf(err, errlen, "cannot write TIFF: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "gpu.h"
 #include "image.h"
+#include "io_limits.h"
 #include "jpeg_layout.h"
 
 int jpeg_gpu_buffer_alloc(void *user, int index, size_t bytes, void **dev, char *err, size_t errlen)
@@ -30,6 +31,14 @@ void jpeg_gpu_buffer_free(jpeg_gpu_buffer *buf)
 #if defined(IMGPIPE_HAVE_CUDA) && defined(IMGPIPE_HAVE_NVJPEG)
 #include <dlfcn.h>
 #include <nvjpeg.h>
+#include <time.h>
+
+static double gpu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 /* Every nvJPEG function used; resolved from the library into the object's table. */
 #define NVJPEG_FUNCTIONS(X)                                                                          \
@@ -86,6 +95,9 @@ struct jpeg_gpu {
     nvjpegEncoderState_t enc_state;       /* NULL: encoder unavailable, reason in enc_why */
     nvjpegEncoderParams_t enc_params;
     char enc_why[200];
+    int decoder_ready, encoder_tried;     /* made at open when asked for, else on first use */
+    int borrowed;                         /* the handle is another object's (jpeg_gpu_open_shared) */
+    jpeg_gpu_open_times times;
 };
 
 static const char *status_name(nvjpegStatus_t s)
@@ -161,6 +173,7 @@ static int create_handle(jpeg_gpu *g, char *err, size_t errlen)
     for (int b = try_hardware ? 0 : 1; b < 2; b++)
         for (int f = 0; f < 3; f++) {
             last = g->api.nvjpegCreateEx(backends[b], NULL, NULL, flag_sets[f], &g->handle);
+            g->times.handle_tries++;
             if (last != NVJPEG_STATUS_SUCCESS) continue;
             g->hardware = b == 0;
             snprintf(g->description, sizeof g->description, "nvJPEG %s backend, %s%s",
@@ -199,8 +212,12 @@ static void destroy_cuda_decoder(jpeg_gpu *g)
 /* Not fatal: without an encoder, encodes report why and the CPU writer is used. */
 static void create_encoder(jpeg_gpu *g)
 {
+    if (g->encoder_tried) return;
+    g->encoder_tried = 1;
+    double t0 = gpu_now_ms();
     nvjpegStatus_t s = g->api.nvjpegEncoderStateCreate(g->handle, &g->enc_state, g->stream);
     if (!s) s = g->api.nvjpegEncoderParamsCreate(g->handle, &g->enc_params, g->stream);
+    g->times.encoder_ms = gpu_now_ms() - t0;
     if (!s) return;
     nvj_fail(s, "encoder unavailable", g->enc_why, sizeof g->enc_why);
     if (g->enc_state) g->api.nvjpegEncoderStateDestroy(g->enc_state);
@@ -208,22 +225,38 @@ static void create_encoder(jpeg_gpu *g)
     g->enc_params = NULL;
 }
 
-static int create_objects(jpeg_gpu *g, char *err, size_t errlen)
+static int create_decoder_state(jpeg_gpu *g, char *err, size_t errlen)
 {
-    int rc = create_handle(g, err, errlen);
-    if (rc) return rc;
+    if (g->decoder_ready) return IP_OK;
+    double t0 = gpu_now_ms();
     const nvjpeg_api *a = &g->api;
     nvjpegStatus_t s = a->nvjpegJpegStateCreate(g->handle, &g->batch_state);
     if (!s) s = a->nvjpegJpegStreamCreate(g->handle, &g->parsed);
     if (!s) s = a->nvjpegDecodeParamsCreate(g->handle, &g->params);
-    rc = nvj_fail(s, "cannot create the decoder state", err, errlen);
-    /* Without the engine every file takes the CUDA decoder: pay for it now, at start-up. */
+    int rc = nvj_fail(s, "cannot create the decoder state", err, errlen);
+    /* Without the engine every file takes the CUDA decoder: pay for it with the state. */
     if (!rc && !g->hardware) rc = create_cuda_decoder(g, err, errlen);
-    if (!rc) create_encoder(g);
+    g->decoder_ready = rc == IP_OK;
+    g->times.decoder_ms = gpu_now_ms() - t0;
+    return rc;
+}
+
+static int create_objects(jpeg_gpu *g, unsigned uses, char *err, size_t errlen)
+{
+    double t0 = gpu_now_ms();
+    int rc = create_handle(g, err, errlen);
+    g->times.handle_ms = gpu_now_ms() - t0;
+    if (!rc && (uses & JPEG_GPU_DECODE)) rc = create_decoder_state(g, err, errlen);
+    if (!rc && (uses & JPEG_GPU_ENCODE)) create_encoder(g);
     return rc;
 }
 
 int jpeg_gpu_open(jpeg_gpu **out, int device, void *stream, char *err, size_t errlen)
+{
+    return jpeg_gpu_open_for(out, device, stream, JPEG_GPU_DECODE | JPEG_GPU_ENCODE, err, errlen);
+}
+
+int jpeg_gpu_open_for(jpeg_gpu **out, int device, void *stream, unsigned uses, char *err, size_t errlen)
 {
     *out = NULL;
     jpeg_gpu *g = calloc(1, sizeof *g);
@@ -233,10 +266,39 @@ int jpeg_gpu_open(jpeg_gpu **out, int device, void *stream, char *err, size_t er
     }
     g->device = device;
     g->stream = (cudaStream_t)stream;
+    double t0 = gpu_now_ms();
     int rc = gpu_select(device, err, errlen);
     if (!rc) rc = (g->lib = open_library(err, errlen)) ? IP_OK : IP_EUNSUPPORTED;
     if (!rc) rc = resolve_functions(g, err, errlen);
-    if (!rc) rc = create_objects(g, err, errlen);
+    g->times.library_ms = gpu_now_ms() - t0;
+    if (!rc) rc = create_objects(g, uses, err, errlen);
+    if (rc) {
+        jpeg_gpu_close(g);
+        return rc;
+    }
+    *out = g;
+    return IP_OK;
+}
+
+int jpeg_gpu_open_shared(jpeg_gpu **out, jpeg_gpu *parent, void *stream, unsigned uses, char *err, size_t errlen)
+{
+    *out = NULL;
+    jpeg_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    g->lib = parent->lib;
+    g->api = parent->api;
+    g->device = parent->device;
+    g->stream = (cudaStream_t)stream;
+    g->hardware = parent->hardware;
+    g->handle = parent->handle;
+    g->borrowed = 1;
+    snprintf(g->description, sizeof g->description, "%s", parent->description);
+    int rc = gpu_select(g->device, err, errlen);
+    if (!rc && (uses & JPEG_GPU_DECODE)) rc = create_decoder_state(g, err, errlen);
+    if (!rc && (uses & JPEG_GPU_ENCODE)) create_encoder(g);
     if (rc) {
         jpeg_gpu_close(g);
         return rc;
@@ -259,7 +321,7 @@ void jpeg_gpu_close(jpeg_gpu *g)
         if (g->params) a->nvjpegDecodeParamsDestroy(g->params);
         if (g->parsed) a->nvjpegJpegStreamDestroy(g->parsed);
         if (g->batch_state) a->nvjpegJpegStateDestroy(g->batch_state);
-        a->nvjpegDestroy(g->handle);
+        if (!g->borrowed) a->nvjpegDestroy(g->handle);
     }
     /* The library stays loaded: its CUDA runtime may still hold the context's resources. */
     free(g);
@@ -271,12 +333,21 @@ const char *jpeg_gpu_description(const jpeg_gpu *g) { return g ? g->description 
 
 long jpeg_gpu_hardware_decodes(const jpeg_gpu *g) { return g ? g->hardware_decodes : 0; }
 
+jpeg_gpu_open_times jpeg_gpu_times(const jpeg_gpu *g)
+{
+    jpeg_gpu_open_times none = { 0 };
+    return g ? g->times : none;
+}
+
 /* The decoded shape, when nvJPEG can decode the file the way libjpeg-turbo would. */
-static int check_layout(const unsigned char *data, size_t len, ip_shape *shape, char *err, size_t errlen)
+static int check_layout(const unsigned char *data, size_t len, const io_options *opt, ip_shape *shape, char *err,
+                        size_t errlen)
 {
     jpeg_layout L;
     char why[160];
-    if (jpeg_layout_read(data, len, &L, why, sizeof why)) {
+    int rc = jpeg_layout_read(data, len, &L, why, sizeof why);
+    if (!rc) rc = io_limit_jpeg_scans(opt, L.scans, why, sizeof why);
+    if (rc) {
         snprintf(err, errlen, "not decoded on the GPU: %s", why);
         return IP_EUNSUPPORTED;
     }
@@ -296,9 +367,9 @@ static int prepare_item(jpeg_gpu *g, int index, const unsigned char *data, size_
                         char *err, size_t errlen)
 {
     ip_shape shape;
-    int rc = check_layout(data, len, &shape, err, errlen);
+    int rc = check_layout(data, len, opt, &shape, err, errlen);
     if (rc) return rc;
-    rc = io_shape_known(opt, &shape, err, errlen);
+    rc = io_shape_known(opt, &shape, len, err, errlen);
     if (rc) return rc;
     size_t bytes;
     rc = img_size_check(&shape, opt->max_pixels, &bytes, err, errlen);
@@ -431,21 +502,34 @@ static void batch_add(hardware_batch *b, const decode_item *item, int index)
     b->n++;
 }
 
-int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, const size_t *len,
-                          const io_options *opt, const jpeg_gpu_memory *mem, ip_image *out, int *rcs,
-                          char *err, size_t errlen)
+/* Each item's header, checks and memory first, then one hardware batch per output format. */
+int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, size_t errlen)
 {
     io_options defaults;
-    if (!opt) {
-        io_default_options(&defaults);
-        opt = &defaults;
-    }
+    io_default_options(&defaults);
     if (errlen) err[0] = 0;
     int rc = gpu_select(g->device, err, errlen);
-    if (rc) return rc;
+    if (!rc) rc = create_decoder_state(g, err, errlen);
+    if (rc) {
+        for (int i = 0; i < n; i++) {
+            memset(&items[i].out, 0, sizeof items[i].out);
+            items[i].rc = rc == IP_ECUDA ? IP_ECUDA : IP_EUNSUPPORTED;
+        }
+        return rc == IP_ECUDA ? rc : IP_OK;
+    }
     hardware_batch rgb, gray;
     if (batch_alloc(&rgb, n) || batch_alloc(&gray, n)) {
         batch_free(&rgb);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    ip_image *out = malloc((size_t)(n > 0 ? n : 1) * sizeof *out);
+    int *rcs = malloc((size_t)(n > 0 ? n : 1) * sizeof *rcs);
+    if (!out || !rcs) {
+        free(out);
+        free(rcs);
+        batch_free(&rgb);
+        batch_free(&gray);
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
@@ -454,22 +538,52 @@ int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, 
         decode_item item;
         int hardware = 0;
         memset(&out[i], 0, sizeof out[i]);
-        rcs[i] = prepare_item(g, i, data[i], len[i], opt, mem, &out[i], &item, &hardware, item_err, sizeof item_err);
+        const io_options *opt = items[i].opt ? items[i].opt : &defaults;
+        rcs[i] = prepare_item(g, i, items[i].data, items[i].len, opt, items[i].mem, &out[i], &item, &hardware,
+                              item_err, sizeof item_err);
         if (rcs[i] == IP_OK && hardware) batch_add(item.format == NVJPEG_OUTPUT_Y ? &gray : &rgb, &item, i);
         else if (rcs[i] == IP_OK) rcs[i] = decode_with_cuda(g, &item, item_err, sizeof item_err);
         if (rcs[i] == IP_OK) continue;
         out[i].data = NULL;
+        snprintf(items[i].err, sizeof items[i].err, "%s", item_err);
         keep_first_error(err, errlen, item_err);
         if (rcs[i] == IP_ECUDA) rc = IP_ECUDA;   /* the context is broken: nothing more runs on this GPU */
     }
     for (int i = 0; rc && i < n; i++)
         if (rcs[i] == IP_OK) rcs[i] = IP_ECUDA;
+    item_err[0] = 0;
     if (!rc) {
         run_hardware_batch(g, &rgb, NVJPEG_OUTPUT_RGBI, out, rcs, item_err, sizeof item_err);
         run_hardware_batch(g, &gray, NVJPEG_OUTPUT_Y, out, rcs, item_err, sizeof item_err);
     }
+    for (int i = 0; i < n; i++) {
+        items[i].out = out[i];
+        items[i].rc = rcs[i];
+        if (rcs[i] != IP_OK && !items[i].err[0]) snprintf(items[i].err, sizeof items[i].err, "%s", item_err);
+    }
+    free(out);
+    free(rcs);
     batch_free(&rgb);
     batch_free(&gray);
+    return rc;
+}
+
+int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, const size_t *len,
+                          const io_options *opt, const jpeg_gpu_memory *mem, ip_image *out, int *rcs,
+                          char *err, size_t errlen)
+{
+    jpeg_gpu_item *items = calloc((size_t)(n > 0 ? n : 1), sizeof *items);
+    if (!items) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    for (int i = 0; i < n; i++) items[i] = (jpeg_gpu_item){ .data = data[i], .len = len[i], .opt = opt, .mem = mem };
+    int rc = jpeg_gpu_decode_items(g, n, items, err, errlen);
+    for (int i = 0; i < n; i++) {
+        out[i] = items[i].out;
+        rcs[i] = items[i].rc;
+    }
+    free(items);
     return rc;
 }
 
@@ -547,8 +661,9 @@ int jpeg_gpu_encode(jpeg_gpu *g, const ip_image *dev_in, int quality, unsigned c
 {
     *bytes = NULL;
     *len = 0;
-    int rc = check_encodable(g, dev_in, quality, err, errlen);
-    if (!rc) rc = gpu_select(g->device, err, errlen);
+    int rc = gpu_select(g->device, err, errlen);
+    if (!rc) create_encoder(g);
+    if (!rc) rc = check_encodable(g, dev_in, quality, err, errlen);
     const ip_shape *s = &dev_in->shape;
     if (!rc) rc = set_encoding(g, s->channels, quality, err, errlen);
     if (rc) return rc;
@@ -580,6 +695,38 @@ int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errl
     (void)stream;
     *g = NULL;
     return no_nvjpeg(err, errlen);
+}
+
+int jpeg_gpu_open_for(jpeg_gpu **g, int device, void *stream, unsigned uses, char *err, size_t errlen)
+{
+    (void)uses;
+    return jpeg_gpu_open(g, device, stream, err, errlen);
+}
+
+int jpeg_gpu_open_shared(jpeg_gpu **g, jpeg_gpu *parent, void *stream, unsigned uses, char *err, size_t errlen)
+{
+    (void)parent;
+    (void)stream;
+    (void)uses;
+    *g = NULL;
+    return no_nvjpeg(err, errlen);
+}
+
+int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, size_t errlen)
+{
+    (void)g;
+    for (int i = 0; i < n; i++) {
+        memset(&items[i].out, 0, sizeof items[i].out);
+        items[i].rc = IP_EUNSUPPORTED;
+    }
+    return no_nvjpeg(err, errlen);
+}
+
+jpeg_gpu_open_times jpeg_gpu_times(const jpeg_gpu *g)
+{
+    (void)g;
+    jpeg_gpu_open_times none = { 0 };
+    return none;
 }
 
 int jpeg_gpu_built(void) { return 0; }

@@ -43,6 +43,21 @@ void jpeg_gpu_buffer_free(jpeg_gpu_buffer *buf);
  * IMGPIPE_NVJPEG_LIB names the library file). stream: a cudaStream_t all work goes to (NULL: the default
  * stream). IP_EUNSUPPORTED with the reason when there is no library or no usable backend. */
 int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errlen);
+/* The same, making at open only what uses names (the rest is made on first use): a run that only
+ * decodes does not pay for the encoder. jpeg_gpu_open makes both. */
+enum { JPEG_GPU_DECODE = 1, JPEG_GPU_ENCODE = 2 };
+int jpeg_gpu_open_for(jpeg_gpu **g, int device, void *stream, unsigned uses, char *err, size_t errlen);
+/* Where opening went, for --profile: loading the library, creating the handle (handle_tries
+ * backends and flag sets tried), the decoder's state and the encoder (0 when not made yet). */
+typedef struct {
+    double library_ms, handle_ms, decoder_ms, encoder_ms;
+    int handle_tries;
+} jpeg_gpu_open_times;
+jpeg_gpu_open_times jpeg_gpu_times(const jpeg_gpu *g);
+/* Another object on parent's handle (nvJPEG handles serve several threads; states do not), with
+ * its own states on its own stream: a folder's workers each encode on their stream without paying
+ * for a handle each. Close it before parent. */
+int jpeg_gpu_open_shared(jpeg_gpu **g, jpeg_gpu *parent, void *stream, unsigned uses, char *err, size_t errlen);
 void jpeg_gpu_close(jpeg_gpu *g);
 /* Whether decodes may use the hardware engine. */
 int jpeg_gpu_has_hardware(const jpeg_gpu *g);
@@ -53,8 +68,9 @@ long jpeg_gpu_hardware_decodes(const jpeg_gpu *g);
 
 /* Decodes a whole JPEG file held in memory into device memory from mem: packed rows (stride =
  * width * channels), RGB (3 channels) or gray (1), u8, out->on_device = 1; done when it returns.
- * The shape goes through io_shape_known(opt) first (pixel limit, on_shape) and its error is
- * returned as is. IP_EUNSUPPORTED: read the file with libjpeg-turbo instead. */
+ * The shape goes through io_shape_known(opt) first (pixel and ratio limits, on_shape) and its error
+ * is returned as is. IP_EUNSUPPORTED: read the file with libjpeg-turbo instead (also for a file over
+ * --max-jpeg-scans, which libjpeg-turbo then refuses with the limit's message). */
 int jpeg_gpu_decode(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
                     const jpeg_gpu_memory *mem, ip_image *out, char *err, size_t errlen);
 
@@ -62,6 +78,19 @@ int jpeg_gpu_decode(jpeg_gpu *g, const unsigned char *data, size_t len, const io
  * rcs[i] is each file's status as jpeg_gpu_decode would give it (the files whose status is not
  * IP_OK are left to the CPU reader, which gives their messages); returns IP_OK, or an error that
  * stopped the whole batch (with err). */
+/* One file of a jpeg_gpu_decode_items call, each with its own options (shape callback, limits) and
+ * memory (alloc is called with the item's index); out, rc and err are filled in. */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+    const io_options *opt;          /* NULL: defaults */
+    const jpeg_gpu_memory *mem;
+    ip_image out;
+    int rc;
+    char err[256];
+} jpeg_gpu_item;
+int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, size_t errlen);
+
 int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, const size_t *len,
                           const io_options *opt, const jpeg_gpu_memory *mem, ip_image *out, int *rcs,
                           char *err, size_t errlen);

@@ -1,4 +1,5 @@
 #include "jpeg_layout.h"
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -133,8 +134,7 @@ static int read_entropy_data(layout_reader *r, uint64_t expected_restarts)
 static int read_scan(layout_reader *r, const unsigned char *seg, size_t seglen)
 {
     if (!r->have_frame) return fail(r, "JPEG scan before the frame header");
-    if (++r->out->scans > JPEG_LAYOUT_MAX_SCANS)
-        return fail(r, "JPEG has more than %d scans", JPEG_LAYOUT_MAX_SCANS);
+    if (r->out->scans < INT_MAX) r->out->scans++;
     int n = seglen ? seg[0] : 0;
     if (n < 1 || n > r->out->components) return fail(r, "JPEG scan has %d components", n);
     if (seglen != 4 + 2 * (size_t)n) return fail(r, "JPEG scan header has a wrong length");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "stage_class.h"
 
 #ifndef IMGPIPE_PLUGIN_RELDIR
 #define IMGPIPE_PLUGIN_RELDIR "../lib/imgpipe/plugins"
@@ -76,7 +77,7 @@ static const char *descriptor_problem(const ip_stage *s, char *buf, size_t len)
     if (!s->create || !s->plan || !s->run_cpu || !s->destroy)
         return "stage lacks create, plan, run_cpu or destroy";
     if (s->n_params < 0 || (s->n_params > 0 && !s->params)) return "stage has a bad parameter table";
-    return NULL;
+    return stage_class_problem(s);
 }
 
 static reg_plugin *find_mut(registry *r, const char *name)
@@ -114,7 +115,10 @@ static int add_plugin(registry *r, const ip_stage *stage, void *handle, const ch
 
 static int load_one(registry *r, const char *path)
 {
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* Never unmapped, even after dlclose: a plugin's OpenMP (or own) threads outlive its last
+     * call, and unloading the libgomp it brought in under them crashes them (seen at exit of a
+     * test program that did not link libgomp itself). */
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!handle) {
         const char *why = dlerror();
         return add_problem(r, path, why ? why : "cannot be opened");

@@ -10,7 +10,7 @@ struct startup {
     pthread_t thread;
     exec_options opt;
     exec_ctx *ctx;
-    int want_jpeg;
+    unsigned jpeg_uses;
     jpeg_gpu *jpeg;
     char jpeg_why[256];
     int rc;
@@ -30,14 +30,15 @@ static void *start_gpu(void *arg)
     startup *s = arg;
     s->rc = gpu_start(s->opt.gpu_index, s->err, sizeof s->err);
     if (s->rc == IP_OK) s->rc = exec_create(&s->ctx, &s->opt, s->err, sizeof s->err);
-    if (s->rc == IP_OK && s->want_jpeg &&
-        jpeg_gpu_open(&s->jpeg, s->opt.gpu_index, exec_stream(s->ctx), s->jpeg_why, sizeof s->jpeg_why) != IP_OK)
+    if (s->rc == IP_OK && s->jpeg_uses &&
+        jpeg_gpu_open_for(&s->jpeg, s->opt.gpu_index, exec_stream(s->ctx), s->jpeg_uses, s->jpeg_why,
+                          sizeof s->jpeg_why) != IP_OK)
         s->jpeg = NULL;
     s->took_ms = now_ms() - s->began_ms;
     return NULL;
 }
 
-int startup_begin(startup **out, const exec_options *opt, int want_jpeg, char *err, size_t errlen)
+int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen)
 {
     startup *s = calloc(1, sizeof *s);
     if (!s) {
@@ -45,7 +46,7 @@ int startup_begin(startup **out, const exec_options *opt, int want_jpeg, char *e
         return IP_ENOMEM;
     }
     s->opt = *opt;
-    s->want_jpeg = want_jpeg;
+    s->jpeg_uses = jpeg_uses;
     s->began_ms = now_ms();
     if (pthread_create(&s->thread, NULL, start_gpu, s) != 0) {
         free(s);

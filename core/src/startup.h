@@ -7,9 +7,9 @@
 
 typedef struct startup startup;
 
-/* Starts making a GPU exec context for opt (opt->device must be EXEC_GPU), and with want_jpeg
- * nvJPEG on its stream too. */
-int startup_begin(startup **s, const exec_options *opt, int want_jpeg, char *err, size_t errlen);
+/* Starts making a GPU exec context for opt (opt->device must be EXEC_GPU), and with jpeg_uses
+ * (JPEG_GPU_DECODE, JPEG_GPU_ENCODE) nvJPEG on its stream too, ready for those uses. */
+int startup_begin(startup **s, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen);
 
 /* Waits for the thread and hands over its context, or its error (IP_EUNSUPPORTED when there is no
  * usable GPU). *took_ms: how long start-up took; *waited_ms: how long this call waited for it.

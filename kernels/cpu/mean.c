@@ -9,9 +9,11 @@
 /* Box mean by running sums: per strip of rows, column sums over the 2r+1 window rows slide
  * down one row at a time, and a running sum along each row adds them across, so the cost per
  * pixel does not depend on the radius. Exception, where it is faster: for windows up to
- * 15x15 (8-bit) or 5x5 the row step adds the 2r+1 column sums directly, vectorised. Strips
- * have a height that depends only on the radius and restart their sums, so the float
- * rounding (double sums) never depends on the thread count; integer sums are exact anyway. */
+ * 15x15 (8-bit) or 5x5 the row step adds the 2r+1 column sums directly, vectorised. Integer
+ * sums are exact. Float column sums (in double) are not slid: each output row adds its 2r+1
+ * window rows afresh, top to bottom, so its rounding depends on those rows alone, not on where
+ * a strip, a thread's share or a streamed band begins (a band of rows gives the whole image's
+ * bits); that costs r adds more per value, for float images only. */
 
 /* The hot loops are compiled twice, for plain x86-64 (the build's target) and for AVX2, and the
  * loader picks one for the machine: the same operations, so the same results. */
@@ -226,6 +228,24 @@ static inline void mean_store_f32(const mean_geom *g, const double *hs, float *d
     }
 }
 
+/* Float: the window's rows summed afresh for every output row (see the top of the file). */
+MEAN_CLONES static void mean_strip_f32(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
+                                       double *col, double *hs)
+{
+    const int r = g->radius;
+    const size_t n = (size_t)g->width * g->channels, inner = (size_t)r * g->channels;
+    for (int y = y0; y < y1; y++) {
+        memset(col, 0, g->ext_len * sizeof *col);
+        for (int dy = -r; dy <= r; dy++) {
+            const float *add = mean_src_row(src, y + dy, g->border);
+            if (add) mean_slide_f32(col + inner, add, NULL, n);
+        }
+        MEAN_FILL_BORDER(double, g, col);
+        mean_hsum_f64(g, col, hs);
+        mean_store_f32(g, hs, ipk_row(dst, y), mean_inside(y, src->height, r));
+    }
+}
+
 /* One strip of output rows y0..y1-1; col and hs are this thread's buffers. */
 MEAN_CLONES static void mean_strip(const mean_geom *g, const ipk_img *src, const ipk_img *dst, int y0, int y1,
                        void *col_buf, void *hs_buf)
@@ -234,25 +254,21 @@ MEAN_CLONES static void mean_strip(const mean_geom *g, const ipk_img *src, const
         mean_strip_u8_small(g, src, dst, y0, y1, col_buf, hs_buf);
         return;
     }
-    const int r = g->radius, is_float = src->dtype == IPK_F32;
+    if (src->dtype == IPK_F32) {
+        mean_strip_f32(g, src, dst, y0, y1, col_buf, hs_buf);
+        return;
+    }
+    const int r = g->radius;
     const size_t n = (size_t)g->width * g->channels, inner = (size_t)r * g->channels;
-    memset(col_buf, 0, g->ext_len * (is_float ? sizeof(double) : sizeof(uint32_t)));
+    memset(col_buf, 0, g->ext_len * sizeof(uint32_t));
     for (int y = y0 - 2 * r; y < y1; y++) {
         const void *add = mean_src_row(src, y + r, g->border);
         const void *sub = y > y0 ? mean_src_row(src, y - r - 1, g->border) : NULL;
-        if (is_float) mean_slide_f32((double *)col_buf + inner, add, sub, n);
-        else mean_slide_int((uint32_t *)col_buf + inner, src, add, sub, n);
+        mean_slide_int((uint32_t *)col_buf + inner, src, add, sub, n);
         if (y < y0) continue;
-        int rows_in = mean_inside(y, src->height, r);
-        if (is_float) {
-            MEAN_FILL_BORDER(double, g, (double *)col_buf);
-            mean_hsum_f64(g, col_buf, hs_buf);
-            mean_store_f32(g, hs_buf, ipk_row(dst, y), rows_in);
-        } else {
-            MEAN_FILL_BORDER(uint32_t, g, (uint32_t *)col_buf);
-            mean_hsum_int(g, col_buf, hs_buf);
-            mean_store_int(g, hs_buf, ipk_row(dst, y), src->dtype, rows_in);
-        }
+        MEAN_FILL_BORDER(uint32_t, g, (uint32_t *)col_buf);
+        mean_hsum_int(g, col_buf, hs_buf);
+        mean_store_int(g, hs_buf, ipk_row(dst, y), src->dtype, mean_inside(y, src->height, r));
     }
 }
 

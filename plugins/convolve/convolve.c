@@ -169,6 +169,7 @@ static const ip_stage conv_stage = {
     .run_cpu = conv_run_cpu,
     .run_gpu = CONV_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_AREA,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &conv_stage; }

@@ -124,6 +124,7 @@ static const ip_stage entropy_stage = {
     .run_cpu = entropy_run_cpu,
     .run_gpu = ENTROPY_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_AREA,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &entropy_stage; }

@@ -110,6 +110,7 @@ static const ip_stage gray_stage = {
     .run_cpu = gray_run_cpu,
     .run_gpu = GRAY_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_POINT,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &gray_stage; }

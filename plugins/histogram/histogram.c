@@ -427,6 +427,48 @@ static int hist_run_gpu(const void *state, const ip_image *in, ip_image *out, co
 #define HIST_RUN_GPU NULL
 #endif
 
+/* Streamed: counts per band added into the partial (uint64 per channel and bin), partials
+ * added, and the outputs written once from the whole image's counts. */
+static size_t hist_partial_bytes(const void *state, const ip_shape *in)
+{
+    const hist_state *s = state;
+    return (size_t)in->channels * (size_t)s->bins * sizeof(uint64_t);
+}
+
+static int hist_reduce_band(const void *state, const ip_image *band, void *partial, const ip_exec *ex)
+{
+    const hist_state *s = state;
+    size_t n = (size_t)band->shape.channels * (size_t)s->bins;
+    uint64_t *counts = malloc(n * sizeof *counts), *total = partial;
+    if (!counts) return adapt_status(IPK_ENOMEM, "histogram", ex);
+    int rc;
+#ifdef IMGPIPE_HAVE_CUDA
+    if (band->on_device) rc = adapt_status(hist_counts_gpu(s, band, ex, counts), "histogram", ex);
+    else
+#endif
+    {
+        ipk_img src = adapt_img(band);
+        rc = adapt_status(ipk_histogram_cpu(&src, s->bins, counts, ex->threads), "histogram", ex);
+    }
+    for (size_t i = 0; rc == IP_OK && i < n; i++) total[i] += counts[i];
+    free(counts);
+    return rc;
+}
+
+static void hist_reduce_merge(const void *state, const ip_shape *in, void *total, const void *partial)
+{
+    size_t n = hist_partial_bytes(state, in) / sizeof(uint64_t);
+    const uint64_t *add = partial;
+    for (size_t i = 0; i < n; i++) ((uint64_t *)total)[i] += add[i];
+}
+
+static int hist_reduce_finish(const void *state, const ip_shape *in, const void *total, const ip_exec *ex)
+{
+    const hist_state *s = state;
+    hist_data h = { total, in->channels, s->bins };
+    return hist_write_outputs(s, &h, ex);
+}
+
 static const ip_stage hist_stage = {
     .abi_version = IP_ABI_VERSION,
     .struct_size = sizeof(ip_stage),
@@ -439,6 +481,11 @@ static const ip_stage hist_stage = {
     .run_cpu = hist_run_cpu,
     .run_gpu = HIST_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_REDUCTION,
+    .partial_bytes = hist_partial_bytes,
+    .reduce_band = hist_reduce_band,
+    .reduce_merge = hist_reduce_merge,
+    .reduce_finish = hist_reduce_finish,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &hist_stage; }

@@ -53,6 +53,7 @@ static const ip_stage mean_stage = {
     .run_cpu = mean_run_cpu,
     .run_gpu = MEAN_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_AREA,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &mean_stage; }

@@ -52,6 +52,7 @@ static const ip_stage median_stage = {
     .run_cpu = median_run_cpu,
     .run_gpu = MEDIAN_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_AREA,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &median_stage; }

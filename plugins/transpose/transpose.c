@@ -56,6 +56,7 @@ static const ip_stage transpose_stage = {
     .run_cpu = transpose_run_cpu,
     .run_gpu = TRANSPOSE_RUN_GPU,
     .destroy = transpose_destroy,
+    .stage_class = IP_CLASS_GLOBAL,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &transpose_stage; }

@@ -38,7 +38,7 @@ static int threshold_plan(const void *state, const ip_shape *in, ip_shape *out, 
         return IP_EUNSUPPORTED;
     }
     *out = *in;
-    needs->halo = 0;   /* mode=otsu reads the whole image: ABI 1 cannot say so (docs/PLUGINS.md, halo) */
+    needs->halo = 0;   /* each pixel on its own; mode=otsu reads the whole image: threshold_class says so */
     needs->scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) : 0;
     needs->gpu_scratch_bytes = s->otsu ? threshold_hist_bytes(in->dtype) + sizeof(long long) : 0;
     return IP_OK;
@@ -100,6 +100,14 @@ static int threshold_run_gpu(const void *state, const ip_image *in, ip_image *ou
 #define THRESHOLD_RUN_GPU NULL
 #endif
 
+/* The class of this use: a given level is a point stage, which the core may stream in bands of
+ * rows; Otsu's level needs the whole image first. */
+static uint32_t threshold_class(const void *state)
+{
+    const threshold_state *s = state;
+    return s->otsu ? IP_CLASS_GLOBAL : IP_CLASS_POINT;
+}
+
 static const ip_stage threshold_stage = {
     .abi_version = IP_ABI_VERSION,
     .struct_size = sizeof(ip_stage),
@@ -112,6 +120,8 @@ static const ip_stage threshold_stage = {
     .run_cpu = threshold_run_cpu,
     .run_gpu = THRESHOLD_RUN_GPU,
     .destroy = free,
+    .stage_class = IP_CLASS_POINT,
+    .class_of = threshold_class,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &threshold_stage; }

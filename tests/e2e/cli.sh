@@ -92,7 +92,7 @@ expect 1 "not an image" "$B" run --device cpu -e grayscale notimage.png out3.png
 says "not an image" "notimage.png: not a PNG, JPEG or TIFF file"
 expect 1 "missing input" "$B" run --device cpu -e grayscale nothere.png out4.png
 expect 1 "pixel limit" "$B" run --device cpu --max-pixels 1000 -e grayscale "$IMAGES/camera.png" out5.png
-says "pixel limit" "exceeds the limit"
+says "pixel limit" "camera.png: image is 512x512 (262144 pixels), over the limit of 1000 pixels (--max-pixels raises it)"
 absent "pixel limit output" out5.png
 mkdir -p ro && chmod 555 ro
 if [ "$(id -u)" -ne 0 ]; then

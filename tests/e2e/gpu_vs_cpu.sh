@@ -155,6 +155,10 @@ cv2.imwrite("jin/a420.jpg", cv2.resize(a, (1023, 767)), [cv2.IMWRITE_JPEG_QUALIT
 cv2.imwrite("jin/gray.jpg", cv2.cvtColor(a, cv2.COLOR_BGR2GRAY), [cv2.IMWRITE_JPEG_QUALITY, 90])
 cv2.imwrite("jin/prog.jpg", a, [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_PROGRESSIVE, 1])
 cv2.imwrite("jin/b.png", a[:301, :257])
+cv2.imwrite("jin/c.tif", a[:211, :173])
+os.makedirs("jmany", exist_ok=True)
+for i in range(500):
+    cv2.imwrite("jmany/m%03d.jpg" % i, cv2.resize(a, (64 + i % 7, 48 + i % 5)), [cv2.IMWRITE_JPEG_QUALITY, 70 + i % 25])
 PYEOF
 # (where nvJPEG cannot be loaded, --jpeg-decoder gpu is a usage error, and these checks skip)
 if "$B" run -q --device gpu --jpeg-decoder gpu -e grayscale jin/a420.jpg nvjpeg_probe.png 2>nvjpeg_probe.err; then
@@ -175,10 +179,18 @@ for f in ("a444", "a420", "gray", "prog"):
     psnr = 99.0 if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
     print("ok" if psnr >= 35 else "FAIL", "GPU-encoded %s.jpg: PSNR %.1f dB against the CPU encoder's (floor 35)" % (f, psnr))
 PYEOF
-expect 0 "folder of JPEG and PNG on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 3 -e "grayscale | median" --format png jin jout
-for f in a444 a420 gray prog; do
+"$B" run -q --device gpu -e "grayscale | median" jin/b.png jg_b.png || bad "PNG single run failed"
+"$B" run -q --device gpu -e "grayscale | median" jin/c.tif jg_c.png || bad "TIFF single run failed"
+expect 0 "folder of JPEG, PNG and TIFF on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 3 -e "grayscale | median" --format png jin jout
+for f in a444 a420 gray prog b c; do
   if cmp -s "jout/$f.png" "jg_$f.png"; then ok; else bad "folder output $f.png differs from the single run"; fi
 done
+# 500 JPEGs through the shared decoder: no failure, and device memory flat from the 10th image on
+expect 0 "500-JPEG folder on the GPU" "$B" run --profile --device gpu --jpeg-decoder gpu --jobs 4 -e "grayscale | median" --format png jmany jmany_out
+says "500-JPEG folder on the GPU" "nvJPEG: 500 files decoded on the GPU"
+grown=$(sed -n 's/.*GPU memory in use grew by \(-\{0,1\}[0-9.]*\) MiB.*/\1/p' "$TMP/.stderr" | tail -n 1)
+if [ -n "$grown" ] && awk -v g="$grown" 'BEGIN { exit !(g <= 8) }'; then ok; else bad "device memory grew by '${grown:-?}' MiB over 500 images (bound 8)"; fi
+echo "500-JPEG folder: $(grep -h "nvJPEG:" "$TMP/.stderr" | tail -n 1)"
 expect 0 "folder to JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 2 -e "grayscale | median" --format jpg jin joutj
 for f in a444 gray; do
   if cmp -s "joutj/$f.jpg" "jg_$f.jpg"; then ok; else bad "folder JPEG output $f.jpg differs from the single run"; fi
@@ -189,6 +201,30 @@ says "truncated JPEG on the GPU, --fail-on warning" "truncated or corrupt JPEG"
 absent "truncated JPEG output" cut_out.png
 expect 0 "truncated JPEG on the GPU, decoded by libjpeg-turbo with a warning" "$B" run --device gpu --jpeg-decoder gpu -e grayscale cut.jpg cut_out.png
 says "truncated JPEG on the GPU warns" "warning: cut.jpg: truncated or corrupt JPEG: Premature end of JPEG file"
+# EXIF orientation and metadata on the nvJPEG route: an oriented file goes to libjpeg-turbo, which
+# turns it upright as on the CPU; a JPEG encoded on the card gets the profile, EXIF and density.
+$PY - <<'PYEOF' || bad "cannot make an oriented JPEG"
+from PIL import Image, ImageCms
+ex = Image.Exif()
+ex[0x0112] = 6
+ex[0x010F] = "TestMake"
+icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+Image.open("jin/b.png").convert("RGB").save("o6.jpg", exif=ex.tobytes(), icc_profile=icc, dpi=(300, 300), quality=95)
+open("o6.icc", "wb").write(icc)
+PYEOF
+"$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" o6.jpg o6_g.png || bad "nvJPEG run on an oriented JPEG failed"
+"$B" run -q --device cpu -e "grayscale | median" o6.jpg o6_c.png || bad "CPU run on an oriented JPEG failed"
+cmp -s o6_g.png o6_c.png && ok || bad "oriented JPEG: the GPU run's output differs from the CPU's"
+"$B" run -q --device gpu --jpeg-decoder gpu -e "median" o6.jpg o6_g.jpg || bad "nvJPEG jpg->jpg on an oriented JPEG failed"
+$PY - <<'PYEOF' | while read -r verdict rest; do if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi; done
+from PIL import Image
+im, src = Image.open("o6_g.jpg"), Image.open("o6.jpg")
+ex = im.getexif()
+print("ok" if im.size == src.size[::-1] else "FAIL", "GPU-encoded oriented JPEG: size %s, stored %s" % (im.size, src.size))
+print("ok" if im.info.get("icc_profile") == open("o6.icc", "rb").read() else "FAIL", "GPU-encoded JPEG: profile kept")
+print("ok" if ex.get(0x010F) == "TestMake" and ex.get(0x0112) == 1 else "FAIL", "GPU-encoded JPEG: EXIF kept, tagged upright")
+print("ok" if im.info.get("dpi") == (300, 300) else "FAIL", "GPU-encoded JPEG: density %s" % (im.info.get("dpi"),))
+PYEOF
 else
   echo "nvJPEG checks skipped: $(head -n 1 nvjpeg_probe.err)"
 fi

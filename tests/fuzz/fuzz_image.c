@@ -9,6 +9,7 @@
 #include "fuzz_common.h"
 #include "image.h"
 #include "io_internal.h"
+#include "meta.h"
 
 /* An anonymous in-memory file holding the bytes: TIFF reads it with pread on its descriptor. */
 static int memory_file(const uint8_t *data, size_t size)
@@ -44,10 +45,33 @@ static int decode(int fd, const io_options *opt, ip_image *img, char *err, size_
 #endif
 }
 
+/* The metadata pass io_read makes before decoding (it shares the descriptor's offset). */
+static void read_metadata(int fd)
+{
+    io_meta m;
+    meta_init(&m);
+#if defined(FUZZ_FORMAT_TIFF)
+    meta_read_tiff(fd, &m);
+#else
+    FILE *f = fdopen(dup(fd), "rb");
+    if (f) {
+#if defined(FUZZ_FORMAT_PNG)
+        meta_read_png(f, &m);
+#else
+        meta_read_jpeg(f, &m);
+#endif
+        fclose(f);
+    }
+#endif
+    meta_clear(&m);
+    lseek(fd, 0, SEEK_SET);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int fd = memory_file(data, size);
     if (fd < 0) return 0;
+    read_metadata(fd);
     io_options opt = fuzz_io_options();
     ip_image img = { 0 };
     char err[1024];

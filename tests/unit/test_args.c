@@ -23,10 +23,11 @@ static const ip_param params[] = {
     { "scale", IP_FLOAT, "1.5", 0, 0, "auto", "no range" },
 };
 
-static const ip_stage median_stage = { IP_ABI_VERSION, sizeof(ip_stage), "median", "test stage",
-                                       params, P_COUNT, NULL, NULL, NULL, NULL, NULL };
-static const ip_stage bare_stage = { IP_ABI_VERSION, sizeof(ip_stage), "transpose", "no parameters",
-                                     NULL, 0, NULL, NULL, NULL, NULL, NULL };
+static const ip_stage median_stage = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage),
+                                       .name = "median", .summary = "test stage", .params = params,
+                                       .n_params = P_COUNT };
+static const ip_stage bare_stage = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage),
+                                     .name = "transpose", .summary = "no parameters" };
 
 static char err[2048];
 
@@ -252,7 +253,8 @@ static void test_plugin_defaults(void)
     static const ip_param bad_matrix[] = { { "k", IP_MATRIX, "1 2; 3", 0, 0, NULL, "" } };
     static const ip_param required[] = { { "n", IP_INT, NULL, 0, 0, NULL, "" } };
     static const ip_param no_choices[] = { { "mode", IP_ENUM, "a", 0, 0, NULL, "" } };
-    ip_stage st = { IP_ABI_VERSION, sizeof(ip_stage), "bad", "", bad_int, 1, NULL, NULL, NULL, NULL, NULL };
+    ip_stage st = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage), .name = "bad", .summary = "",
+                    .params = bad_int, .n_params = 1 };
     expect_error_in(&st, "bad", 0,
                     "t.pipe:1:1: stage 'bad' has a bad default for 'radius' (plugin bug): radius expects an integer, not 'abc'");
     st.params = bad_range;

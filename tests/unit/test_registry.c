@@ -2,9 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "registry.h"
+#include "stage_class.h"
 #include "testutil.h"
 
-static char dirs[5][512];
+static char dirs[7][512];
 
 static int problem_mentions(const registry *r, const char *file, const char *reason)
 {
@@ -58,14 +59,51 @@ static void test_search_order(void)
     registry_free(&r);
 }
 
+/* A descriptor built before stage classes (struct_size ends at destroy) loads and is global; a
+ * reduction without its functions is refused; the in-tree stages declare their classes. */
+static void test_classes(void)
+{
+    registry r;
+    char err[256], list[1100];
+    snprintf(list, sizeof list, "%s:%s", dirs[5], dirs[6]);
+    CHECK(registry_load(&r, list, NULL, NULL, err, sizeof err) == IP_OK, "%s", err);
+    const reg_plugin *old = registry_find(&r, "oldinvert");
+    CHECK(old != NULL, "a plugin of the first descriptor size was not loaded");
+    CHECK(old && old->stage->struct_size < sizeof(ip_stage), "oldinvert's descriptor is not the old size");
+    CHECK(old && stage_declared_class(old->stage) == IP_CLASS_GLOBAL && stage_use_class(old->stage, NULL) == IP_CLASS_GLOBAL,
+          "an old plugin must be global");
+    CHECK(old && strstr(stage_class_text(old->stage), "built before stage classes"), "old plugin text");
+    CHECK(registry_find(&r, "badreduce") == NULL, "a reduction without reduce functions was registered");
+    CHECK(problem_mentions(&r, "badreduce.so", "reduction class without"), "reduction refusal missing");
+    registry_free(&r);
+
+    const char *build = getenv("IMGPIPE_BUILD_DIR");
+    if (!build) return;
+    char in_tree[600];
+    snprintf(in_tree, sizeof in_tree, "%s/lib/imgpipe/plugins", build);
+    CHECK(registry_load(&r, in_tree, NULL, NULL, err, sizeof err) == IP_OK, "%s", err);
+    static const struct { const char *name; ip_stage_class c; } want[] = {
+        { "grayscale", IP_CLASS_POINT }, { "median", IP_CLASS_AREA }, { "mean", IP_CLASS_AREA },
+        { "convolve", IP_CLASS_AREA }, { "entropy", IP_CLASS_AREA }, { "histogram", IP_CLASS_REDUCTION },
+        { "transpose", IP_CLASS_GLOBAL },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const reg_plugin *p = registry_find(&r, want[i].name);
+        CHECK(p && stage_declared_class(p->stage) == want[i].c, "%s: class %s", want[i].name,
+              p ? stage_class_name(stage_declared_class(p->stage)) : "(not found)");
+    }
+    registry_free(&r);
+}
+
 int main(void)
 {
     const char *base = getenv("IMGPIPE_TEST_PLUGINS");
     if (!base) tu_skip("IMGPIPE_TEST_PLUGINS is not set (run through ctest)");
-    const char *names[5] = { "good", "badabi", "nosym", "dup", "failing" };
-    for (int i = 0; i < 5; i++) snprintf(dirs[i], sizeof dirs[i], "%s/%s", base, names[i]);
+    const char *names[7] = { "good", "badabi", "nosym", "dup", "failing", "oldsize", "badclass" };
+    for (int i = 0; i < 7; i++) snprintf(dirs[i], sizeof dirs[i], "%s/%s", base, names[i]);
     test_good_plugin();
     test_refusals();
     test_search_order();
+    test_classes();
     return tu_finish();
 }

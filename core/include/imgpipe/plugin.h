@@ -60,6 +60,15 @@ typedef struct {
     size_t errlen;
 } ip_exec;
 
+/* What a stage reads to make its output, so that the core can stream an image through it in
+ * bands of whole rows (docs/PLUGINS.md, "Stage classes"). */
+typedef enum {
+    IP_CLASS_GLOBAL = 0,     /* needs the whole image (transpose); the class of a descriptor without one */
+    IP_CLASS_POINT = 1,      /* output row y from input row y alone; same width and height */
+    IP_CLASS_AREA = 2,       /* output row y from input rows y-halo .. y+halo (needs.halo from plan) */
+    IP_CLASS_REDUCTION = 3   /* reads every pixel, passes the image on unchanged, combines per-band results */
+} ip_stage_class;
+
 typedef struct ip_stage {
     uint32_t abi_version;     /* IP_ABI_VERSION */
     uint32_t struct_size;     /* sizeof(ip_stage) when built: lets the descriptor grow */
@@ -73,6 +82,23 @@ typedef struct ip_stage {
     int (*run_cpu)(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex);
     int (*run_gpu)(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex);
     void (*destroy)(void *state);
+
+    /* Added with stage classes: the core reads them only when struct_size covers them, so a
+     * plugin built before has IP_CLASS_GLOBAL and no reduction functions. */
+    uint32_t stage_class;     /* an ip_stage_class */
+    /* Optional: the class of one use of the stage, when its arguments decide it (a threshold
+     * that is a point stage for a given level and global for Otsu's); NULL: stage_class. It may
+     * only be more demanding than stage_class (global for any class). */
+    uint32_t (*class_of)(const void *state);
+    /* IP_CLASS_REDUCTION, all four required. The core streams bands (exactly the band's rows,
+     * host or device as for run_cpu / run_gpu, ex->stream telling which) through reduce_band,
+     * each adding into a partial result of partial_bytes zeroed host bytes; partials of bands
+     * run apart are added with reduce_merge, and reduce_finish gets the whole image's result
+     * (and writes whatever the stage writes). The pixels pass on untouched, by the core. */
+    size_t (*partial_bytes)(const void *state, const ip_shape *in);
+    int (*reduce_band)(const void *state, const ip_image *band, void *partial, const ip_exec *ex);
+    void (*reduce_merge)(const void *state, const ip_shape *in, void *total, const void *partial);
+    int (*reduce_finish)(const void *state, const ip_shape *in, const void *total, const ip_exec *ex);
 } ip_stage;
 
 #if defined(_WIN32)

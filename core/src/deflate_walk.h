@@ -1,0 +1,22 @@
+/* Walks a raw deflate stream (RFC 1951) block by block without producing output, to find where its
+ * final block starts and ends. The PNG writer compresses bands with libdeflate, which always ends
+ * a stream with a final block; knowing where it is lets the writer turn it into an ordinary block
+ * ending on a byte boundary, so that the bands join into one stream as zlib's sync flush allows. */
+#ifndef IMGPIPE_DEFLATE_WALK_H
+#define IMGPIPE_DEFLATE_WALK_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint64_t final_start;   /* bit offset of the final block's header (its BFINAL bit) */
+    uint64_t end;           /* bit offset just past the final block */
+} deflate_walk_result;
+
+/* 0 on success; -1 when the data is not one valid deflate stream ending in the last byte. */
+int deflate_walk(const uint8_t *data, size_t len, deflate_walk_result *out);
+
+/* Makes a stream that deflate_walk accepted joinable: clears the final block's BFINAL bit and
+ * ends it with an empty stored block (00 00 FF FF), so the next stream may follow from the next
+ * byte. buf holds len bytes and room for 5 more; returns the new length. */
+size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result *w);
+#endif

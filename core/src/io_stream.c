@@ -1,0 +1,156 @@
+/* Streaming codecs: format dispatch, and the output's temporary file renamed into place only
+ * when every row is written. */
+#define _POSIX_C_SOURCE 200809L
+#include "io_stream.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "image.h"
+#include "io_internal.h"
+#include "io_stream_internal.h"
+
+struct io_stream_reader {
+    int fd;
+    void *codec;
+    const io_stream_read_ops *ops;
+};
+
+struct io_stream_writer {
+    char *path, *tmp;
+    void *codec;
+    const io_stream_write_ops *ops;
+    int rows_written, height;
+};
+
+int io_stream_reads(io_format fmt) { return fmt == IO_FMT_TIFF; }
+int io_stream_writes(io_format fmt) { return fmt == IO_FMT_TIFF; }
+
+int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
+                   ip_shape *shape, char *err, size_t errlen)
+{
+    *out = NULL;
+    io_format fmt = io_detect_file(path);
+    if (!io_stream_reads(fmt)) {
+        snprintf(err, errlen, "%s files are not read in bands", fmt == IO_FMT_UNKNOWN ? "these" : io_format_name(fmt));
+        return IP_EUNSUPPORTED;
+    }
+    io_stream_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    char why[128];
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
+        free(r);
+        return IP_EIO;
+    }
+    int rc = io_tiff_stream_open(r->fd, opt, band_bytes, &r->codec, shape, &r->ops, err, errlen);
+    if (rc != IP_OK) {
+        close(r->fd);
+        free(r);
+        return rc;
+    }
+    *out = r;
+    return IP_OK;
+}
+
+int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    return r->ops->next(r->codec, rows, y0, err, errlen);
+}
+
+int io_stream_block_rows(const io_stream_reader *r) { return r->ops->block_rows(r->codec); }
+
+void io_stream_close(io_stream_reader *r)
+{
+    if (!r) return;
+    r->ops->close(r->codec);
+    close(r->fd);
+    free(r);
+}
+
+static void writer_free(io_stream_writer *w)
+{
+    free(w->path);
+    free(w->tmp);
+    free(w);
+}
+
+int io_stream_create(const char *path, const ip_shape *shape, const io_options *opt, io_stream_writer **out,
+                     char *err, size_t errlen)
+{
+    *out = NULL;
+    io_format fmt = io_format_from_ext(path);
+    int rc = io_check_writable(fmt, shape, err, errlen);
+    if (rc != IP_OK) return rc;
+    if (!io_stream_writes(fmt)) {
+        snprintf(err, errlen, "%s files are not written in bands", io_format_name(fmt));
+        return IP_EUNSUPPORTED;
+    }
+    io_stream_writer *w = calloc(1, sizeof *w);
+    size_t len = strlen(path) + 1;
+    if (w) w->path = malloc(len);
+    if (!w || !w->path) {
+        free(w);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    memcpy(w->path, path, len);
+    w->height = shape->height;
+    int fd;
+    rc = io_temp_open(path, &w->tmp, &fd, err, errlen);
+    if (rc == IP_OK) {
+        rc = io_tiff_stream_create(fd, shape, opt, &w->codec, &w->ops, err, errlen);   /* owns fd */
+        if (rc != IP_OK) unlink(w->tmp);
+    }
+    if (rc != IP_OK) {
+        writer_free(w);
+        return rc;
+    }
+    *out = w;
+    return IP_OK;
+}
+
+int io_stream_write(io_stream_writer *w, const ip_image *rows, int y0, char *err, size_t errlen)
+{
+    if (y0 != w->rows_written || rows->shape.height > w->height - y0) {
+        snprintf(err, errlen, "rows %d.. written out of order", y0);
+        return IP_EINVAL;
+    }
+    int rc = w->ops->write(w->codec, rows, err, errlen);
+    if (rc == IP_OK) w->rows_written += rows->shape.height;
+    return rc;
+}
+
+int io_stream_finish(io_stream_writer *w, char *err, size_t errlen)
+{
+    int rc = IP_OK;
+    char why[128];
+    if (w->rows_written != w->height) {
+        snprintf(err, errlen, "only %d of %d rows were written", w->rows_written, w->height);
+        w->ops->abort(w->codec);
+        rc = IP_EINVAL;
+    } else {
+        rc = w->ops->finish(w->codec, err, errlen);
+    }
+    if (rc == IP_OK && rename(w->tmp, w->path) != 0) {
+        snprintf(err, errlen, "cannot move the finished file into place: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    if (rc != IP_OK) unlink(w->tmp);
+    writer_free(w);
+    return rc;
+}
+
+void io_stream_abort(io_stream_writer *w)
+{
+    if (!w) return;
+    w->ops->abort(w->codec);
+    unlink(w->tmp);
+    writer_free(w);
+}

@@ -1,0 +1,119 @@
+#include "run_stream.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "image.h"
+#include "io_stream.h"
+#include "stream_budget.h"
+
+struct run_stream {
+    plan *p;
+    const char *in_path, *out_path;
+    run_stream_options o;
+    io_stream_reader *reader;
+    int band_rows;
+    uint64_t planned_bytes;
+};
+
+static int reader_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    return io_stream_next(user, rows, y0, err, errlen);
+}
+
+/* The output: in bands to a streaming writer, or gathered whole for a format written whole. */
+typedef struct {
+    io_stream_writer *writer;
+    stream_image_sink whole;
+} output;
+
+static int output_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
+{
+    output *out = user;
+    if (out->writer) return io_stream_write(out->writer, rows, y0, err, errlen);
+    band_sink s = stream_sink_of_image(&out->whole);
+    return s.rows(s.user, rows, y0, err, errlen);
+}
+
+/* What the codecs hold besides the stages' bands: the reader's band, twice (decoded, and the
+ * compressed blocks its handles read), the writer's group of strips (two per thread) or the whole
+ * output, and each thread's compressor state (zlib's deflate window and tables, ~0.5 MiB). */
+static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_shape *out)
+{
+    int threads = io_thread_count(&rs->o.io);
+    uint64_t in_rows = 2 * (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in) +
+                       (uint64_t)threads * ((uint64_t)512 << 10);
+    uint64_t out_bytes = io_stream_writes(io_format_from_ext(rs->out_path))
+                             ? (uint64_t)threads * 2 * ((uint64_t)256 << 10) + img_row_bytes(out)
+                             : (uint64_t)img_row_bytes(out) * (uint64_t)out->height;
+    return in_rows + out_bytes;
+}
+
+int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
+                    ip_shape *in_shape, char *err, size_t errlen)
+{
+    *out = NULL;
+    run_stream *rs = calloc(1, sizeof *rs);
+    if (!rs) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    *rs = (run_stream){ .p = p, .in_path = in_path, .out_path = out_path, .o = *o };
+    /* a sixteenth of the limit for the decoder's band: the rest for the stages and the writer */
+    int rc = io_stream_open(in_path, &o->io, o->memory_limit / 16, &rs->reader, in_shape, err, errlen);
+    ip_shape final;
+    /* a pipeline that cannot take the image is an error of its own, not a file to read whole */
+    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) == IP_EUNSUPPORTED) rc = IP_EINVAL;
+    if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(out_path), &final, err, errlen);
+    if (rc != IP_OK) {
+        run_stream_cancel(rs);
+        return rc;
+    }
+    *out = rs;
+    return IP_OK;
+}
+
+uint64_t run_stream_whole_bytes(const run_stream *rs) { return stream_whole_image_bytes(rs->p); }
+
+int run_stream_budget(run_stream *rs, char *err, size_t errlen)
+{
+    band_layout l = { 0 };
+    int rc = band_layout_make(rs->p, &l, err, errlen);
+    const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
+    uint64_t fixed = codec_bytes(rs, &rs->p->steps[0].in, final);
+    if (rc == IP_OK) rc = stream_band_rows(rs->p, &l, rs->o.memory_limit, fixed, &rs->band_rows, err, errlen);
+    band_layout_free(&l);
+    rs->planned_bytes = fixed;
+    return rc;
+}
+
+int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t errlen)
+{
+    const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
+    output out = { NULL, { { 0 }, 0 } };
+    int rc = io_stream_writes(io_format_from_ext(rs->out_path))
+                 ? io_stream_create(rs->out_path, final, &rs->o.io, &out.writer, err, errlen)
+                 : stream_image_sink_init(&out.whole, final, err, errlen);
+    stream_source src = { reader_next, rs->reader };
+    band_sink sink = { output_rows, &out };
+    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path };
+    memset(rep, 0, sizeof *rep);
+    if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
+    if (out.writer) {
+        if (rc == IP_OK) rc = io_stream_finish(out.writer, err, errlen);
+        else io_stream_abort(out.writer);
+    } else if (rc == IP_OK) {
+        rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen);
+    }
+    img_free(&out.whole.img);
+    rep->band_rows = rs->band_rows;
+    rep->planned_bytes = rs->planned_bytes;
+    run_stream_cancel(rs);
+    return rc;
+}
+
+void run_stream_cancel(run_stream *rs)
+{
+    if (!rs) return;
+    io_stream_close(rs->reader);
+    free(rs);
+}

@@ -1,0 +1,35 @@
+/* One image file to another, streamed in bands of rows on the CPU: the streaming reader, the
+ * band executor and the streaming writer (or the whole-image writer for a format not written in
+ * bands), within a memory limit decided before any pixel is decoded. */
+#ifndef IMGPIPE_RUN_STREAM_H
+#define IMGPIPE_RUN_STREAM_H
+#include "io.h"
+#include "stream.h"
+
+typedef struct {
+    io_options io;
+    int threads;              /* stage threads */
+    uint64_t memory_limit;    /* host bytes */
+} run_stream_options;
+
+typedef struct {
+    stream_profile prof;
+    int band_rows;
+    uint64_t planned_bytes;   /* what the band buffers, codecs and held images were sized to */
+} run_stream_report;
+
+/* Opens in_path for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
+ * header, nothing written) when the file is not read in bands, so the caller can take the
+ * whole-image path. */
+typedef struct run_stream run_stream;
+int run_stream_open(run_stream **rs, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
+                    ip_shape *in_shape, char *err, size_t errlen);
+/* What a whole-image run of the planned pipeline would hold in host memory. */
+uint64_t run_stream_whole_bytes(const run_stream *rs);
+/* Chooses the band height for o->memory_limit: IP_ELIMIT, saying why, when the run cannot fit
+ * (a global stage's whole image, say), still before any pixel is decoded. */
+int run_stream_budget(run_stream *rs, char *err, size_t errlen);
+/* Runs it to the end (after run_stream_budget); the output exists only when this succeeds. Frees rs. */
+int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t errlen);
+void run_stream_cancel(run_stream *rs);
+#endif

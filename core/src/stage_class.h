@@ -1,0 +1,21 @@
+/* Stage classes: what the core may assume about a stage when it streams an image in bands,
+ * read from the descriptor with its struct_size (a plugin built before classes is global). */
+#ifndef IMGPIPE_STAGE_CLASS_H
+#define IMGPIPE_STAGE_CLASS_H
+#include "imgpipe/plugin.h"
+
+/* The class the descriptor declares; IP_CLASS_GLOBAL when it is too old to say, or says
+ * something this core does not know. */
+ip_stage_class stage_declared_class(const ip_stage *s);
+/* The class of one use: class_of's answer when the plugin has it (global when it names a class
+ * the core does not know, or a reduction without the reduction functions). */
+ip_stage_class stage_use_class(const ip_stage *s, const void *state);
+/* Whether the descriptor is new enough to have class_of and the reduction functions. */
+int stage_has_class_fields(const ip_stage *s);
+/* "point", "area", "reduction", "global". */
+const char *stage_class_name(ip_stage_class c);
+/* A reason to refuse the descriptor (a reduction without its functions), or NULL. */
+const char *stage_class_problem(const ip_stage *s);
+/* The class for `imgpipe plugins STAGE`, with what it means for a run. */
+const char *stage_class_text(const ip_stage *s);
+#endif

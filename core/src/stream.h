@@ -1,0 +1,47 @@
+/* A streamed run of a whole pipeline on the CPU: rows come from a source (a decoder reading
+ * the file band by band, or an image in memory), flow through the band segments, are held whole
+ * only before a global stage, and go to a sink (an encoder writing band by band, or memory). */
+#ifndef IMGPIPE_STREAM_H
+#define IMGPIPE_STREAM_H
+#include "band.h"
+#include "exec.h"
+
+typedef struct {
+    /* The next rows of the image in order: *rows valid until the next call, *y0 its first row;
+     * a height of 0 at the end. */
+    int (*next)(void *user, ip_image *rows, int *y0, char *err, size_t errlen);
+    void *user;
+} stream_source;
+
+typedef struct {
+    int band_rows;            /* rows pushed through the stages at a time (>= 1) */
+    int threads;              /* OpenMP threads per stage call */
+    const char *input_path;
+} stream_options;
+
+typedef struct {
+    double source_ms, sink_ms, wall_ms;   /* time in the source (decoding), the sink (encoding), all */
+    double stage_ms[EXEC_MAX_STAGES];
+    int n_stages;
+    int segments;
+} stream_profile;
+
+/* Runs p (planned for the source's image) from src to sink. prof may be NULL. */
+int stream_run(const plan *p, const stream_source *src, const band_sink *sink, const stream_options *o,
+               stream_profile *prof, char *err, size_t errlen);
+
+/* A source over an image in memory, band_rows rows at a time (views, no copy). */
+typedef struct {
+    const ip_image *img;
+    int band_rows, next_row;
+} stream_image_source;
+stream_source stream_source_of_image(stream_image_source *s, const ip_image *img, int band_rows);
+
+/* A sink that collects the rows into an image allocated for shape (packed); img_free it. */
+typedef struct {
+    ip_image img;
+    int rows_in;
+} stream_image_sink;
+int stream_image_sink_init(stream_image_sink *s, const ip_shape *shape, char *err, size_t errlen);
+band_sink stream_sink_of_image(stream_image_sink *s);
+#endif

@@ -1,0 +1,113 @@
+# Streamed runs (--stream): TIFF read by strips and tiles, written by strips, byte-identical to
+# the whole-image run; BigTIFF output read back by libtiff (OpenCV) and tifffile; a damaged strip
+# in the middle fails with one line and no output; the memory limit, measured; a global stage
+# that cannot fit refused before decoding; the old-size plugin in a streamed run.
+source "$(dirname "$0")/lib.bash"
+B=$IMGPIPE_BIN
+TP=${IMGPIPE_TEST_PLUGINS:?}
+
+"$PY" - "$TMP" <<'PYEOF' || { echo "cannot make the inputs"; exit 1; }
+import sys, numpy as np, tifffile
+d = sys.argv[1]
+rng = np.random.default_rng(11)
+def noisy(h, w, c, dtype):
+    top = 255 if dtype == np.uint8 else 65535
+    base = np.linspace(0, top, w, dtype=np.float64)[None, :, None] * np.ones((h, 1, c))
+    img = (base * 0.7 + rng.integers(0, top // 4, size=(h, w, c))).astype(dtype)
+    return img[:, :, 0] if c == 1 else img
+rgb = noisy(523, 389, 3, np.uint8)
+tifffile.imwrite(f'{d}/striped.tif', rgb, compression='zlib', rowsperstrip=7, photometric='rgb')
+tifffile.imwrite(f'{d}/tiled.tif', rgb, compression='zlib', tile=(64, 48), photometric='rgb')
+tifffile.imwrite(f'{d}/tiled16.tif', noisy(301, 257, 1, np.uint16), compression='zlib', tile=(32, 32))
+tifffile.imwrite(f'{d}/float.tif', rng.random((97, 131), dtype=np.float32), rowsperstrip=5)
+# random pixels do not compress: deflate stores them, and a zeroed half of a strip cannot decode
+tifffile.imwrite(f'{d}/big.tif', rng.integers(0, 256, size=(2048, 2048, 3), dtype=np.uint8), compression='zlib', rowsperstrip=16, photometric='rgb')
+# a damaged strip in the middle of big.tif: its second half zeroed
+page = tifffile.TiffFile(f'{d}/big.tif').pages[0]
+k = len(page.dataoffsets) // 2
+off, n = page.dataoffsets[k], page.databytecounts[k]
+with open(f'{d}/big.tif', 'rb') as f: data = bytearray(f.read())
+data[off + n // 2: off + n] = bytes(n - n // 2)
+with open(f'{d}/damaged.tif', 'wb') as f: f.write(data)
+PYEOF
+
+# Byte-identical to the whole-image run, for every pipeline and input layout.
+for input in striped tiled tiled16 float; do
+  for pipe in "median radius=2 | convolve kernel=gaussian5" "mean radius=4 border=shrink | transpose | median radius=1" \
+              "histogram out=$TMP/{stem}.csv | mean radius=3"; do
+    expect 0 "$input whole: $pipe" "$B" run -q --stream off -e "$pipe" "$TMP/$input.tif" "$TMP/w.tif"
+    [ -f "$TMP/$input.csv" ] && mv "$TMP/$input.csv" "$TMP/w.csv"
+    expect 0 "$input streamed: $pipe" "$B" run -q --stream on --memory 4M -e "$pipe" "$TMP/$input.tif" "$TMP/s.tif"
+    if cmp -s "$TMP/w.tif" "$TMP/s.tif"; then ok; else bad "$input: '$pipe' streamed differs from the whole-image run"; fi
+    if [ -f "$TMP/w.csv" ]; then
+      if cmp -s "$TMP/w.csv" "$TMP/$input.csv"; then ok; else bad "$input: streamed histogram differs"; fi
+      rm -f "$TMP/w.csv" "$TMP/$input.csv"
+    fi
+  done
+done
+
+# A streamed run says so; the profile has the steps and the overlap.
+expect 0 "streamed profile" "$B" run --stream on --profile -e "grayscale | median" "$TMP/striped.tif" "$TMP/p.tif"
+says "streamed device line" "streamed in bands"
+says "profile decode" "decode"
+says "profile overlap" "overlap"
+
+# BigTIFF when the output passes the threshold, read back by libtiff (through OpenCV) and tifffile.
+expect 0 "bigtiff whole" "$B" run -q --stream off -e "median" "$TMP/tiled.tif" "$TMP/classic.tif"
+expect 0 "bigtiff streamed" "$B" run -q --stream on --bigtiff-above 1K -e "median" "$TMP/tiled.tif" "$TMP/bt.tif"
+if "$PY" - "$TMP/classic.tif" "$TMP/bt.tif" <<'PYEOF'
+import sys, cv2, numpy as np, tifffile
+classic, big = sys.argv[1], sys.argv[2]
+with open(big, 'rb') as f: head = f.read(4)
+assert head in (b'II+\x00', b'MM\x00+'), f'not BigTIFF: {head!r}'
+assert tifffile.TiffFile(big).is_bigtiff
+a, b = cv2.imread(classic, cv2.IMREAD_UNCHANGED), cv2.imread(big, cv2.IMREAD_UNCHANGED)
+assert a is not None and b is not None, 'libtiff could not read one of them'
+assert np.array_equal(a, b), 'BigTIFF pixels differ from the classic file'
+assert np.array_equal(tifffile.imread(big), tifffile.imread(classic))
+PYEOF
+then ok; else bad "BigTIFF output not read back equal"; fi
+
+# A damaged strip in the middle: one line, exit 1, no output and no temporary left.
+mkdir -p "$TMP/out"
+expect 1 "damaged strip" "$B" run -q --stream on -e "median" "$TMP/damaged.tif" "$TMP/out/d.tif"
+says "damaged strip message" "truncated or corrupt TIFF"
+if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "damaged strip: $(wc -l < "$TMP/.stderr") lines of errors"; fi
+absent "damaged strip output" "$TMP/out/d.tif"
+no_temporaries "damaged strip" "$TMP/out"
+
+# The memory limit, measured: 2048x2048 RGB (12 MiB) through denoise within --memory 8M.
+# The limit bounds what the run allocates, on top of what the program and its libraries take, measured
+# as the peak of the same streamed run on a small image (under ASan freed memory is not held back).
+peak_kb() {
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0" /usr/bin/time -f "%M" -o "$TMP/rss" "$@"
+  tail -1 "$TMP/rss"
+}
+if [ -x /usr/bin/time ]; then
+  base_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/float.tif" "$TMP/m1.tif")
+  rss_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/m.tif")
+  rss0_kb=$(peak_kb "$B" run -q --stream off "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/m0.tif")
+  if [ "$rss_kb" -le $((base_kb + 8 * 1024)) ] && [ "$rss_kb" -lt "$rss0_kb" ]; then ok
+  else bad "--memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
+  if cmp -s "$TMP/m.tif" "$TMP/m0.tif"; then ok; else bad "--memory 8M output differs"; fi
+fi
+
+# A global stage that cannot fit: refused before decoding, naming the stage and what it needs.
+expect 2 "global too large" "$B" run -q --stream on --memory 8M -e "median | transpose" "$TMP/damaged.tif" "$TMP/out/g.tif"
+says "global too large names the stage" "stage 'transpose' (line 1) needs the whole image: 24 MiB of memory"
+absent "global too large output" "$TMP/out/g.tif"
+# auto streams an image that does not fit whole
+expect 0 "auto streams" "$B" run --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/a.tif"
+says "auto streamed" "streamed in bands"
+expect 0 "auto whole" "$B" run "$SRC/pipelines/denoise.pipe" "$TMP/striped.tif" "$TMP/a2.tif"
+if grep -q "streamed" "$TMP/.stderr"; then bad "a small image was streamed under auto"; else ok; fi
+
+# A plugin built before stage classes: global in a streamed run (it marks the height it saw).
+expect 0 "old plugin listed" "$B" plugins --plugin-path "$TP/oldsize" oldinvert
+if grep -q "class: global" "$TMP/.stdout"; then ok; else bad "old plugin's class not shown as global"; fi
+expect 0 "old plugin streamed" "$B" run -q --stream on --plugin-path "$TP/oldsize" -e "grayscale | oldinvert | median" \
+  "$TMP/striped.tif" "$TMP/old_s.tif"
+expect 0 "old plugin whole" "$B" run -q --stream off --plugin-path "$TP/oldsize" -e "grayscale | oldinvert | median" \
+  "$TMP/striped.tif" "$TMP/old_w.tif"
+if cmp -s "$TMP/old_s.tif" "$TMP/old_w.tif"; then ok; else bad "old plugin: streamed differs from whole"; fi
+finish
