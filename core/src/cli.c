@@ -681,7 +681,7 @@ static int stream_meta_read(const cli_options *o, const char *in_path, stream_me
     meta_init(&sm->meta);
     FILE *f = fopen(in_path, "rb");
     io_format fmt = io_detect_file(in_path);
-    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, &sm->meta) : IP_OK;
+    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, o->io.page, &sm->meta) : IP_OK;
     if (f) fclose(f);
     if (rc == IP_OK && !(o->io.autorotate && sm->meta.orientation != 1)) return CLI_OK;
     if (o->stream == STREAM_ON && rc == IP_OK) say(o, "%s: not streamed: its EXIF orientation turns it", in_path);

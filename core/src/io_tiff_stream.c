@@ -185,6 +185,12 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
     return IP_OK;
 }
 
+/* --page N: each handle reads the Nth directory. */
+static int open_page(TIFF *tif, const io_options *opt)
+{
+    return opt->page == 0 || TIFFSetDirectory(tif, (tdir_t)opt->page);
+}
+
 static int reader_block_rows(const void *codec)
 {
     const tiff_stream_reader *r = codec;
@@ -207,8 +213,10 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     /* Cursors live in the workers array, which libtiff points into: it never moves. */
     r->workers[0].cursor = (tiff_fd_cursor){ fd, 0 };
     r->workers[0].tif = tiff_open_shared(&r->workers[0].cursor, &r->workers[0].log);
-    int rc = r->workers[0].tif ? check_streamable(r->workers[0].tif, shape, err, errlen)
-                               : corrupt(err, errlen, &r->workers[0].log, "cannot parse the header");
+    int rc = r->workers[0].tif ? IP_OK : corrupt(err, errlen, &r->workers[0].log, "cannot parse the header");
+    /* A page that is not there: the whole-image reader says so. */
+    if (rc == IP_OK && !open_page(r->workers[0].tif, opt)) rc = unsupported(err, errlen, "no such page");
+    if (rc == IP_OK) rc = check_streamable(r->workers[0].tif, shape, err, errlen);
     if (rc == IP_OK) {
         r->width = (uint32_t)shape->width;
         r->height = (uint32_t)shape->height;
@@ -221,7 +229,8 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     for (int i = 1; rc == IP_OK && i < r->threads; i++) {
         tiff_worker *w = &r->workers[i];
         w->cursor = (tiff_fd_cursor){ fd, 0 };
-        if (!(w->tif = tiff_open_shared(&w->cursor, &w->log))) rc = corrupt(err, errlen, &w->log, "cannot reopen");
+        if (!(w->tif = tiff_open_shared(&w->cursor, &w->log)) || !open_page(w->tif, opt))
+            rc = corrupt(err, errlen, &w->log, "cannot reopen");
     }
     ip_shape band = *shape;
     band.height = (int32_t)(r->blocks_down_per_band * r->bh);

@@ -1,5 +1,6 @@
 """Multi-page TIFF: --page N (from 0) decodes that page, with its own shape and depth, whatever
-the thread count (each thread's libtiff handle must be on the page too); a page past the last or
+the thread count (each thread's libtiff handle must be on the page too), read whole or streamed,
+and carries that page's metadata (its resolution) to the output; a page past the last or
 --page 1 of a PNG is one error line; --all-pages in a folder writes STEM-pN for each page of a
 multi-page file and STEM for a one-page file, and --resume makes only the missing pages."""
 import os
@@ -22,8 +23,21 @@ def make_pages(path):
     with tifffile.TiffWriter(path) as w:
         for i, p in enumerate(pages):
             w.write(p, photometric="rgb" if p.ndim == 3 else "minisblack", compression="zlib" if i == 1 else None,
-                    rowsperstrip=5)
+                    rowsperstrip=5, resolution=page_dpi(i), resolutionunit="inch")
     return pages
+
+
+def page_dpi(i):
+    return (100 + 50 * i, 300 - 7 * i)
+
+
+def check_resolution(path, i, what):
+    """The output's resolution is page i's."""
+    with tifffile.TiffFile(path) as t:
+        tags = t.pages[0].tags
+        got = tuple(tags[name].value[0] / tags[name].value[1] for name in ("XResolution", "YResolution")
+                    if name in tags)
+    check(got == page_dpi(i), "%s: resolution %s, page %d has %s" % (what, got, i, page_dpi(i)))
 
 
 def messages(res):
@@ -32,20 +46,24 @@ def messages(res):
 
 def check_single(tmp, multi, pages):
     for i, want in enumerate(pages):
-        for threads in (1, 3):
+        for threads, stream in ((1, "off"), (3, "off"), (1, "on"), (3, "on")):
+            what = "--page %d --threads %d --stream %s" % (i, threads, stream)
             out = os.path.join(tmp, "page.tif")
-            res = cli("--threads", str(threads), "--tiff-compression", "none", "--page", str(i), "-e",
-                      "transpose | transpose", multi, out)
-            check(res.returncode == 0, "--page %d --threads %d: %s" % (i, threads, res.stderr.strip()))
+            res = cli("--threads", str(threads), "--stream", stream, "--tiff-compression", "none", "--page", str(i),
+                      "-e", "transpose | transpose", multi, out)
+            check(res.returncode == 0, "%s: %s" % (what, res.stderr.strip()))
+            check(("streamed in bands" in res.stderr) == (stream == "on"), "%s: %s" % (what, res.stderr.strip()))
             if res.returncode == 0:
                 got = tifffile.imread(out)
                 check(got.dtype == want.dtype and np.array_equal(got, want),
-                      "--page %d --threads %d: got %s %s" % (i, threads, got.shape, got.dtype))
-    res = cli("--page", "3", "-e", "transpose", multi, os.path.join(tmp, "none.tif"))
-    lines = messages(res)
-    check(res.returncode == 1 and len(lines) == 1 and "3 pages" in lines[0] and "no page 3" in lines[0],
-          "--page 3 of 3 pages: exit %d, %s" % (res.returncode, lines))
-    check(not os.path.exists(os.path.join(tmp, "none.tif")), "--page 3: an output was left")
+                      "%s: got %s %s" % (what, got.shape, got.dtype))
+                check_resolution(out, i, what)
+    for stream in ("off", "on"):
+        res = cli("--stream", stream, "--page", "3", "-e", "transpose", multi, os.path.join(tmp, "none.tif"))
+        lines = [line for line in messages(res) if "not streamed" not in line]
+        check(res.returncode == 1 and len(lines) == 1 and "3 pages" in lines[0] and "no page 3" in lines[0],
+              "--page 3 of 3 pages, --stream %s: exit %d, %s" % (stream, res.returncode, lines))
+        check(not os.path.exists(os.path.join(tmp, "none.tif")), "--page 3: an output was left")
     png = os.path.join(tmp, "one.png")
     Image.fromarray(pages[0]).save(png)
     res = cli("--page", "1", "-e", "transpose", png, os.path.join(tmp, "none.png"))
@@ -81,6 +99,8 @@ def check_folder(tmp):
         path = os.path.join(out, name)
         if os.path.exists(path):
             check(np.array_equal(tifffile.imread(path), a), "--all-pages: %s is not its page" % name)
+            if name.startswith("scan-p"):
+                check_resolution(path, int(name[6]), "--all-pages " + name)
     os.remove(os.path.join(out, "scan-p1.tif"))
     res = cli("--resume", *args)
     check(res.returncode == 0 and "1 succeeded, 0 failed, 4 skipped" in res.stderr,
