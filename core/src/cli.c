@@ -700,7 +700,10 @@ static int try_stream(const cli_options *o, plan *p, const char *in_path, const 
     if (rc != CLI_OK) return rc;
     run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
     so.io.meta = o->strip ? NULL : &sm.meta;
+    io_warnings warnings = { 0 };
+    so.io.warnings = &warnings;
     rc = try_stream_with(o, p, in_path, out_path, &so);
+    if (rc == CLI_OK) warn_decoded(o, in_path, &warnings);
     meta_clear(&sm.meta);
     return rc;
 }

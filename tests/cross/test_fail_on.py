@@ -1,7 +1,8 @@
 """--fail-on: a file decoded past damage (a JPEG cut short or with a bad Huffman code near its
 end, a bad CRC on a PNG ancillary chunk through our decoder and through libpng's, a TIFF whose
-strip byte counts libtiff has to work out) is decoded by default, with one warning line naming
-the file, to the pixels Pillow gives (for JPEG, Pillow told to load truncated images); with
+strip byte counts libtiff has to work out, read whole and streamed) is decoded by default, with one
+warning line naming the file, to the pixels Pillow gives (for JPEG, Pillow told to load truncated
+images; a JPEG turned upright by its EXIF orientation as Pillow's exif_transpose turns it); with
 --fail-on warning it is refused in one line and nothing is left. Broken files are refused either
 way; a TIFF with a tag libtiff does not know decodes without a warning. In a folder the summary
 counts the images decoded with warnings."""
@@ -13,7 +14,7 @@ import zlib
 
 import numpy as np
 import tifffile
-from PIL import Image, ImageFile
+from PIL import Image, ImageFile, ImageOps
 from crosslib import IMAGES, check, cli, require_setup, summary
 
 
@@ -45,6 +46,17 @@ def make_files(tmp):
     open(cut, "wb").write(data[:len(data) * 3 // 5])
     ImageFile.LOAD_TRUNCATED_IMAGES = True
     files["truncated JPEG"] = (cut, np.asarray(Image.open(cut).convert("RGB")), "Premature end of JPEG file")
+    # The warning of a file read through the pass that turns it upright (options copied inside).
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    oriented = os.path.join(tmp, "oriented.jpg")
+    photo.save(oriented, quality=90, exif=exif.tobytes())
+    odata = open(oriented, "rb").read()
+    cut6 = os.path.join(tmp, "cut6.jpg")
+    open(cut6, "wb").write(odata[:len(odata) * 3 // 5])
+    upright = np.asarray(ImageOps.exif_transpose(Image.open(cut6)).convert("RGB"))
+    check(upright.shape == (331, 257, 3), "Pillow did not turn the oriented JPEG: %s" % (upright.shape,))
+    files["truncated JPEG, EXIF orientation 6"] = (cut6, upright, "Premature end of JPEG file")
     ImageFile.LOAD_TRUNCATED_IMAGES = False
 
     # 64 one-bits (stuffed 0xFF bytes) at 85% of the scan: JPEG never uses an all-ones code
@@ -58,9 +70,9 @@ def make_files(tmp):
     files["bad Huffman code"] = (bad_code, np.asarray(Image.open(bad_code).convert("RGB")), "Corrupt JPEG data")
 
     for label, image in (("RGB PNG", photo), ("palette PNG", photo.quantize(64))):
-        good = os.path.join(tmp, "good_%d.png" % len(files))
+        good = os.path.join(tmp, "good_%s.png" % label.split()[0].lower())
         image.save(good)
-        bad = os.path.join(tmp, "crc_%d.png" % len(files))
+        bad = os.path.join(tmp, "crc_%s.png" % label.split()[0].lower())
         open(bad, "wb").write(with_chunk_crc_broken(open(good, "rb").read(), b"tEXt", b"Comment\0hello"))
         files["bad ancillary CRC, " + label] = (bad, np.asarray(Image.open(good).convert("RGB")), "tEXt: CRC error")
 
@@ -75,7 +87,7 @@ def make_files(tmp):
     files["TIFF without strip byte counts"] = (tif, a, "StripByteCounts")
 
     broken = {}
-    png = open(os.path.join(tmp, "good_2.png"), "rb").read()
+    png = open(os.path.join(tmp, "good_rgb.png"), "rb").read()
     idat = png.index(b"IDAT")
     damaged = bytearray(png)
     damaged[idat + 10] ^= 0x55
@@ -90,10 +102,18 @@ def make_files(tmp):
     return files, broken
 
 
-def check_single(tmp, files, broken):
+def cases(files):
+    """Each file read whole; a TIFF also streamed (its own reader, warnings settled band by band)."""
     for name, (path, want, words) in files.items():
+        yield name, path, want, words, ()
+        if path.endswith(".tif"):
+            yield name + ", streamed", path, want, words, ("--stream", "on")
+
+
+def check_single(tmp, files, broken):
+    for name, path, want, words, extra in cases(files):
         out = os.path.join(tmp, "out.png")
-        res = cli("-e", "transpose | transpose", path, out)
+        res = cli(*extra, "-e", "transpose | transpose", path, out)
         lines = messages(res)
         check(res.returncode == 0, "%s: exit %d, %s" % (name, res.returncode, lines))
         check(len(lines) == 1 and lines[0].startswith("imgpipe: warning: " + path + ": ") and words in lines[0]
@@ -102,7 +122,9 @@ def check_single(tmp, files, broken):
             got = np.asarray(Image.open(out))
             check(got.shape == want.shape and np.array_equal(got, want), name + ": not Pillow's pixels")
             os.remove(out)
-        res = cli("--fail-on", "warning", "-e", "transpose | transpose", path, out)
+        if extra:
+            check("streamed in bands" in res.stderr, name + ": not streamed: " + res.stderr.strip())
+        res = cli(*extra, "--fail-on", "warning", "-e", "transpose | transpose", path, out)
         lines = messages(res)
         check(res.returncode == 1 and len(lines) == 1 and path in lines[0] and words in lines[0]
               and "--fail-on warning" in lines[0], "%s, --fail-on warning: exit %d, %s" % (name, res.returncode, lines))
@@ -128,7 +150,7 @@ def check_folder(tmp, files, broken):
     for name, (path, _, _) in files.items():
         os.link(path, os.path.join(folder, os.path.basename(path)))
     os.link(broken["bad IDAT CRC"], os.path.join(folder, "idat.png"))
-    os.link(os.path.join(tmp, "good_2.png"), os.path.join(folder, "good.png"))
+    os.link(os.path.join(tmp, "good_rgb.png"), os.path.join(folder, "good.png"))
     n_warned = len(files)
     for mode, done, failed in (("error", n_warned + 1, 1), ("warning", 1, n_warned + 1)):
         out = os.path.join(tmp, "out_" + mode)
