@@ -22,6 +22,7 @@ typedef struct {
     dev_t skip_dev;      /* the output folder, never listed as input (it may lie inside it) */
     ino_t skip_ino;
     int shard_index, shard_count;   /* --shard I/N: only the entries that hash to I */
+    int all_pages;                  /* an entry for each page of a multi-page TIFF */
 } entry_list;
 
 typedef struct {
@@ -69,16 +70,9 @@ static int shard_of(const char *rel, int count)
     return (int)(h % (uint64_t)count);
 }
 
-static int list_add(entry_list *l, const char *path, const char *rel)
+static int list_add_page(entry_list *l, const char *path, const char *rel, const struct stat *st, io_format fmt,
+                         uint32_t page, int paged)
 {
-    if (l->shard_count > 1 && shard_of(rel, l->shard_count) != l->shard_index) return IP_OK;
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return IP_OK;
-    io_format fmt = io_detect_file(path);
-    if (fmt == IO_FMT_UNKNOWN) {
-        l->not_images++;
-        return IP_OK;
-    }
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 64;
         batch_entry *grown = realloc(l->items, (size_t)cap * sizeof *grown);
@@ -90,8 +84,10 @@ static int list_add(entry_list *l, const char *path, const char *rel)
     memset(e, 0, sizeof *e);
     e->in = strdup(path);
     e->rel = strdup(rel);
-    e->size = (uint64_t)st.st_size;
+    e->size = page == 0 ? (uint64_t)st->st_size : 0;
     e->fmt = fmt;
+    e->page = page;
+    e->paged = paged;
     if (!e->in || !e->rel) {
         free(e->in);
         free(e->rel);
@@ -99,6 +95,25 @@ static int list_add(entry_list *l, const char *path, const char *rel)
     }
     l->n++;
     return IP_OK;
+}
+
+static int list_add(entry_list *l, const char *path, const char *rel)
+{
+    if (l->shard_count > 1 && shard_of(rel, l->shard_count) != l->shard_index) return IP_OK;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return IP_OK;
+    io_format fmt = io_detect_file(path);
+    if (fmt == IO_FMT_UNKNOWN) {
+        l->not_images++;
+        return IP_OK;
+    }
+    /* A file whose pages cannot be counted is one entry: reading it says what is wrong. */
+    uint32_t pages = 1;
+    char err[256];
+    if (l->all_pages && fmt == IO_FMT_TIFF && io_page_count(path, &pages, err, sizeof err) != IP_OK) pages = 1;
+    int rc = IP_OK;
+    for (uint32_t p = 0; p < pages && rc == IP_OK; p++) rc = list_add_page(l, path, rel, &st, fmt, p, pages > 1);
+    return rc;
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -180,16 +195,18 @@ static const char *format_ext(io_format f)
     return f == IO_FMT_PNG ? "png" : f == IO_FMT_JPEG ? "jpg" : "tif";
 }
 
-/* OUT_DIR/<rel without extension>.<ext> */
+/* OUT_DIR/<rel without extension>.<ext>, or <...>-p<page>.<ext> for one of several pages */
 static char *output_path(const batch_options *o, const batch_entry *e)
 {
     const char *slash = strrchr(e->rel, '/');
     const char *dot = strrchr(slash ? slash : e->rel, '.');
     size_t stem = dot && dot != e->rel && dot[-1] != '/' ? (size_t)(dot - e->rel) : strlen(e->rel);
     const char *ext = format_ext(o->format != IO_FMT_UNKNOWN ? o->format : e->fmt);
-    size_t n = strlen(o->output_dir) + stem + strlen(ext) + 3;
+    char page[16] = "";
+    if (e->paged) snprintf(page, sizeof page, "-p%u", e->page);
+    size_t n = strlen(o->output_dir) + stem + strlen(page) + strlen(ext) + 3;
     char *out = malloc(n);
-    if (out) snprintf(out, n, "%s/%.*s.%s", o->output_dir, (int)stem, e->rel, ext);
+    if (out) snprintf(out, n, "%s/%.*s%s.%s", o->output_dir, (int)stem, e->rel, page, ext);
     return out;
 }
 
@@ -343,7 +360,7 @@ static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err,
 static int ctx_is_gpu(const worker *w) { return w->sh->o->device == EXEC_GPU; }
 
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
-                         const batch_entry *e, char *err, size_t errlen)
+                         const batch_entry *e, io_warnings *warnings, char *err, size_t errlen)
 {
     const batch_options *o = w->sh->o;
     ip_image in = { 0 }, out;
@@ -351,6 +368,8 @@ static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exe
     io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
     io.on_shape = plan_entry;
     io.on_shape_user = w;
+    io.warnings = warnings;
+    if (o->all_pages) io.page = e->page;
     io_meta meta;
     meta_init(&meta);
     io.meta = o->strip ? NULL : &meta;
@@ -392,7 +411,8 @@ static const batch_entry *take_next(batch_shared *sh)
     return e;
 }
 
-static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg)
+static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
+                   const io_warnings *warnings)
 {
     if (sh->feed) {
         sh->feed->finished(sh->feed->user, e, rc, resumed, rc == IP_OK ? NULL : msg);
@@ -402,9 +422,17 @@ static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, 
     if (resumed) sh->prog.resumed++;
     else if (rc == IP_OK) sh->prog.done++;
     else sh->prog.failed++;
+    char page_label[PATH_MAX + 32];   /* one page of several is named with its page */
+    const char *label = e->in;
+    if (e->paged && snprintf(page_label, sizeof page_label, "%s (page %u)", e->in, e->page) < (int)sizeof page_label)
+        label = page_label;
+    if (rc == IP_OK && warnings && warnings->count) {   /* a failure says why in one line of its own */
+        sh->prog.warned++;
+        if (sh->cb->warning) sh->cb->warning(sh->cb->user, label, warnings);
+    }
     if (!resumed) sh->prog.bytes_in += e->size;
     sh->prog.elapsed_s = now_s() - sh->t0;
-    if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, e->in, msg);
+    if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, label, msg);
     if (sh->cb->progress) sh->cb->progress(sh->cb->user, &sh->prog);
     pthread_mutex_unlock(&sh->lock);
 }
@@ -423,11 +451,12 @@ static void *worker_main(void *arg)
     for (const batch_entry *e; (e = take_next(sh));) {
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
-            report(sh, e, IP_OK, 1, NULL);
+            report(sh, e, IP_OK, 1, NULL, NULL);
             continue;
         }
-        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, err, sizeof err);
-        report(sh, e, rc, 0, err);
+        io_warnings warnings = { 0 };
+        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, &warnings, err, sizeof err);
+        report(sh, e, rc, 0, err, &warnings);
         if (ctx && sh->cb->note && exec_take_notes(ctx)[0]) {
             pthread_mutex_lock(&sh->lock);
             sh->cb->note(sh->cb->user, exec_take_notes(ctx));
@@ -527,6 +556,7 @@ int batch_list(const batch_options *o, batch_listing *out, char *err, size_t err
     entry_list list = { 0 };
     list.shard_index = o->shard_index;
     list.shard_count = o->shard_count;
+    list.all_pages = o->all_pages;
     memset(out, 0, sizeof *out);
     int rc;
     if (o->input[0] == '@') {

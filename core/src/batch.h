@@ -26,6 +26,7 @@ typedef struct {
     int jpeg_on_gpu;            /* JPEG decoded and encoded by nvJPEG on the GPU where it can */
     int verbose;                /* -v or --profile: notes on how the codecs ran */
     int shard_index, shard_count;   /* --shard I/N (count 0 or 1: every image) */
+    int all_pages;              /* each page of a multi-page TIFF to OUT/STEM-pN.EXT (else io.page) */
     int strip;                  /* carry no metadata from the inputs to the outputs */
     io_options io;
     volatile sig_atomic_t *stop;   /* set (by a signal handler) to stop taking new images */
@@ -35,6 +36,7 @@ typedef struct {
     int total;                  /* images to process */
     int done, failed, resumed;  /* resumed: skipped because their output existed */
     int not_images;             /* files skipped as not PNG, JPEG or TIFF */
+    int warned;                 /* of those done, decoded past damage with a warning */
     uint64_t bytes_in;          /* input bytes of the images done */
     double elapsed_s;
     int stopped;                /* interrupted before the queue was empty */
@@ -45,14 +47,17 @@ typedef struct {
     void (*progress)(void *user, const batch_progress *p);
     void (*failure)(void *user, const char *path, const char *message);
     void (*note)(void *user, const char *message);
+    void (*warning)(void *user, const char *path, const io_warnings *w);   /* decoded with warnings */
     void *user;
 } batch_callbacks;
 
 /* One image of a run: its input, its path below the input folder, and its output. */
 typedef struct {
-    char *in, *rel, *out;
-    uint64_t size;
+    char *in, *rel, *out;       /* rel: the input's path below the input folder */
+    uint64_t size;              /* of a multi-page file, counted with its first page */
     io_format fmt;
+    uint32_t page;              /* --all-pages: the page to read */
+    int paged;                  /* one of several pages: the output is named STEM-pN */
 } batch_entry;
 
 typedef struct {

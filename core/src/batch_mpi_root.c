@@ -382,7 +382,7 @@ int batch_mpi_root_run(batch_mpi *m, const batch_options *o, const plan *p, cons
     r.prog.not_images = r.list.not_images;
     r.t0 = batch_mpi_now();
     for (int k = 0; k < m->place.size; k++) r.ranks[k].last_heard = r.t0;
-    local_run local = { &r, p, { NULL, NULL, local_note, NULL }, IP_OK, "" };
+    local_run local = { &r, p, { NULL, NULL, local_note, NULL, NULL }, IP_OK, "" };
     local.notes.user = &local;
     pthread_t tid;
     int started = rc == IP_OK && r.list.n > 0 && pthread_create(&tid, NULL, local_main, &local) == 0;

@@ -55,6 +55,7 @@ typedef struct {
     const char *gpus;            /* --gpus all|0,2 */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
     int shard_index, shard_count;   /* --shard I/N */
+    int page_given, all_pages;      /* --page N, --all-pages */
     int strip;                   /* --strip: no metadata carried to the output */
     int stream;                  /* --stream: STREAM_AUTO, STREAM_ON, STREAM_OFF */
     uint64_t memory, gpu_memory; /* --memory, --gpu-memory (0: the defaults) */
@@ -107,6 +108,10 @@ static const char usage_text[] =
     "                          (nvJPEG's start-up costs more than it saves; see README)\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
+    "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
+    "                          early, a bad CRC on a PNG ancillary chunk, a libtiff warning) is\n"
+    "                          processed, with a warning; warning: it is refused like a broken one\n"
+    "  --page N                the page of a multi-page TIFF to read, counted from 0 (default 0)\n"
     "  --strip                 write no metadata: by default the ICC profile (when the output keeps\n"
     "                          the input's colour model), EXIF, XMP, PNG text and the resolution\n"
     "                          are carried to every output format that holds them\n"
@@ -130,6 +135,8 @@ static const char usage_text[] =
     "  --format png|tif|jpg    output format (default: each input's own)\n"
     "  --jobs N                images in flight at once (default: the number of cores)\n"
     "  --resume                skip inputs whose output already exists\n"
+    "  --all-pages             every page of a multi-page TIFF, each to its own output named\n"
+    "                          STEM-p0.EXT, STEM-p1.EXT, ... (files of one page keep STEM.EXT)\n"
     "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
     "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
     "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
@@ -233,6 +240,7 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
     else if (strcmp(a, "-r") == 0 || strcmp(a, "--recursive") == 0) o->recursive = 1;
     else if (strcmp(a, "--resume") == 0) o->resume = 1;
+    else if (strcmp(a, "--all-pages") == 0) o->all_pages = 1;
     else if (strcmp(a, "--strip") == 0) o->strip = 1;
     else if (strcmp(a, "--no-autorotate") == 0) o->io.autorotate = 0;
     else if (is_option(a, "--format")) {
@@ -292,6 +300,16 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         else if (v && strcmp(v, "zstd") == 0) o->io.tiff_compression = IO_TIFF_ZSTD;
         else if (v && strcmp(v, "none") == 0) o->io.tiff_compression = IO_TIFF_NONE;
         else return usage_error("--tiff-compression must be deflate, lzw, zstd or none");
+    } else if (is_option(a, "--fail-on")) {
+        v = option_value(argc, argv, i, "--fail-on");
+        if (v && strcmp(v, "error") == 0) o->io.fail_on = IO_FAIL_ON_ERROR;
+        else if (v && strcmp(v, "warning") == 0) o->io.fail_on = IO_FAIL_ON_WARNING;
+        else return usage_error("--fail-on must be error or warning");
+    } else if (is_option(a, "--page")) {
+        if (!(rc = parse_numeric_option("--page", option_value(argc, argv, i, "--page"), 0, 65534, &n))) {
+            o->io.page = (uint32_t)n;
+            o->page_given = 1;
+        }
     } else if (is_option(a, "--max-pixels")) {
         if (!(rc = parse_numeric_option("--max-pixels", option_value(argc, argv, i, "--max-pixels"), 1, LONG_MAX, &n)))
             o->io.max_pixels = (uint64_t)n;
@@ -437,6 +455,7 @@ typedef struct {
     int decided;              /* auto has chosen (the shape may be seen twice) */
     int gpu_jpeg;             /* on the GPU, JPEG goes through nvJPEG */
     char why[1024];           /* why auto chose what it chose */
+    io_warnings warnings;     /* what the decoder went on past */
     io_meta meta;             /* the input's, for the output (empty under --strip) */
 } one_run;
 
@@ -600,6 +619,7 @@ static int decode_input(one_run *r, jpeg_gpu *jpeg, exec_ctx *ctx, const char *i
     io.on_shape = plan_on_shape;
     io.on_shape_user = r;
     io.meta = r->o->strip ? NULL : &r->meta;
+    io.warnings = &r->warnings;
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
         int rc = jpeg_route_decode(jpeg, ctx, r->p, in_path, &io, in, err, errlen);
         /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
@@ -642,6 +662,13 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep)
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
 }
 
+/* An image decoded past damage says so once, with the first warning. */
+static void warn_decoded(const cli_options *o, const char *path, const io_warnings *w)
+{
+    if (w->count > 1) say(o, "warning: %s: %s (decoded anyway; %d warnings)", path, w->first, w->count);
+    else if (w->count == 1) say(o, "warning: %s: %s (decoded anyway)", path, w->first);
+}
+
 #define NOT_STREAMED (-1)
 
 /* A streamed run when --stream and the memory limits call for one and the input allows it;
@@ -657,7 +684,7 @@ static int stream_meta_read(const cli_options *o, const char *in_path, stream_me
     meta_init(&sm->meta);
     FILE *f = fopen(in_path, "rb");
     io_format fmt = io_detect_file(in_path);
-    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, &sm->meta) : IP_OK;
+    int rc = f && fmt != IO_FMT_UNKNOWN ? meta_read(f, fmt, o->io.page, &sm->meta) : IP_OK;
     if (f) fclose(f);
     if (rc == IP_OK && !(o->io.autorotate && sm->meta.orientation != 1)) return CLI_OK;
     if (o->stream == STREAM_ON && rc == IP_OK) say(o, "%s: not streamed: its EXIF orientation turns it", in_path);
@@ -676,7 +703,10 @@ static int try_stream(const cli_options *o, plan *p, const char *in_path, const 
     if (rc != CLI_OK) return rc;
     run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
     so.io.meta = o->strip ? NULL : &sm.meta;
+    io_warnings warnings = { 0 };
+    so.io.warnings = &warnings;
     rc = try_stream_with(o, p, in_path, out_path, &so);
+    if (rc == CLI_OK) warn_decoded(o, in_path, &warnings);
     meta_clear(&sm.meta);
     return rc;
 }
@@ -759,6 +789,7 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
         meta_clear(&r.meta);
         return rc != IP_OK && !r.failed ? CLI_IMAGE_FAILED : CLI_USAGE;
     }
+    warn_decoded(o, in_path, &r.warnings);
     announce(&r);
     exec_profile prof;
     if (ctx) exec_keep_result_on_device(ctx, jpeg && io_format_from_ext(out_path) == IO_FMT_JPEG);
@@ -840,6 +871,13 @@ static void on_failure(void *user, const char *path, const char *message)
     fprintf(stderr, "%simgpipe: %s: %s\n", v->tty ? "\r\033[K" : "", path, message);
 }
 
+static void on_warning(void *user, const char *path, const io_warnings *w)
+{
+    batch_view *v = user;
+    if (v->tty && !v->o->quiet) fputs("\r\033[K", stderr);
+    warn_decoded(v->o, path, w);
+}
+
 static void on_note(void *user, const char *message)
 {
     batch_view *v = user;
@@ -888,6 +926,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->verbose = o->profile;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
+    b->all_pages = o->all_pages;
     b->strip = o->strip;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
@@ -902,13 +941,21 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     return CLI_OK;
 }
 
+static const char *warned_text(const batch_progress *r, char *buf, size_t len)
+{
+    if (r->warned) snprintf(buf, len, ", %d decoded with warnings", r->warned);
+    else buf[0] = '\0';
+    return buf;
+}
+
 static void print_batch_summary(const cli_options *o, const batch_view *v, const batch_progress *r)
 {
+    char warned[64];
     if (v->tty && !o->quiet) fputc('\n', stderr);
     if (!o->quiet || r->failed)
-        fprintf(stderr, "imgpipe: %s%d succeeded, %d failed, %d skipped (output exists), %d not images; %.1f s%s\n",
-                v->shard, r->done, r->failed, r->resumed, r->not_images, r->elapsed_s,
-                r->stopped ? "; interrupted: run again with --resume to finish" : "");
+        fprintf(stderr, "imgpipe: %s%d succeeded, %d failed, %d skipped (output exists), %d not images%s; %.1f s%s\n",
+                v->shard, r->done, r->failed, r->resumed, r->not_images, warned_text(r, warned, sizeof warned),
+                r->elapsed_s, r->stopped ? "; interrupted: run again with --resume to finish" : "");
     for (int i = 0; i < v->n_failures; i++) fprintf(stderr, "  failed: %s\n", v->failures[i]);
 }
 
@@ -949,7 +996,7 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
     if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
     if (under_mpi) snprintf(view.shard + strlen(view.shard), sizeof view.shard - strlen(view.shard), "%d ranks: ", place.size);
-    batch_callbacks cb = { on_progress, on_failure, on_note, &view };
+    batch_callbacks cb = { on_progress, on_failure, on_note, on_warning, &view };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;
@@ -987,7 +1034,13 @@ static int cmd_run(const cli_options *o)
                                                         "(-DIMGPIPE_MPI=ON): run one copy, or use --shard I/N");
         if (!is_batch)
             return place.rank ? CLI_USAGE : usage_error("under mpirun, IN must be a folder or an @LIST, not one image");
+        if (o->all_pages)   /* rank 0 hands out files, not pages: the other ranks would read page 0 */
+            return place.rank ? CLI_USAGE : usage_error("--all-pages does not run under mpirun yet: run one copy "
+                                                        "per host with --shard I/N");
     }
+    if (!is_batch && o->all_pages)
+        return usage_error("--all-pages applies to a folder or an @LIST; for one image choose a page with --page N");
+    if (o->all_pages && o->page_given) return usage_error("--page and --all-pages exclude each other");
     if (!is_batch && io_format_from_ext(out_path) == IO_FMT_UNKNOWN)
         return usage_error("%s: cannot tell the output format from its extension: use .png, .jpg, .jpeg, .tif or .tiff",
                            out_path);

@@ -27,6 +27,9 @@ void io_default_options(io_options *opt)
     opt->threads = 0;
     opt->tiff_compression = IO_TIFF_DEFLATE;
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
+    opt->fail_on = IO_FAIL_ON_ERROR;
+    opt->warnings = NULL;
+    opt->page = 0;
     opt->meta = NULL;
     opt->autorotate = 0;
     opt->tiff_bigtiff_above = 0;

@@ -16,6 +16,16 @@ typedef struct {
     void *user;
 } io_pixel_memory;
 
+/* --fail-on: whether a file a reader can decode past damage in (a JPEG ending early, a bad CRC on
+ * a PNG ancillary chunk, a libtiff warning) is decoded, with a warning, or refused. */
+typedef enum { IO_FAIL_ON_ERROR = 0, IO_FAIL_ON_WARNING } io_fail_on;
+
+/* What the readers decoded past, for the caller to report (only the command line prints). */
+typedef struct {
+    int count;
+    char first[256];   /* the first warning's message, without the path */
+} io_warnings;
+
 typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
@@ -32,6 +42,9 @@ typedef struct {
      * a non-zero return stops the read with that code and the callback's message. */
     int (*on_shape)(void *user, const ip_shape *shape, char *err, size_t errlen);
     void *on_shape_user;
+    io_fail_on fail_on;        /* default IO_FAIL_ON_ERROR */
+    io_warnings *warnings;     /* added to by io_read; NULL: not recorded */
+    uint32_t page;             /* the page (TIFF directory) to read, from 0; other formats have page 0 */
     /* ICC profile, EXIF, XMP, text, resolution (meta.h): io_read fills *meta when set, io_write
      * writes what the output format holds of it. NULL: none read, none written. */
     struct io_meta *meta;
@@ -42,6 +55,16 @@ typedef struct {
 
 void io_default_options(io_options *opt);
 io_format io_detect(const unsigned char *head, size_t n);
+/* A reader decoded past damage (thread-safe). IP_OK when opt lets it go on: the warning is added
+ * to opt->warnings (count of them, message kept when it is the first); IP_EFORMAT, with err saying
+ * so, when opt->fail_on is IO_FAIL_ON_WARNING. */
+int io_warn(const io_options *opt, int count, const char *message, char *err, size_t errlen);
+void io_warnings_add(io_warnings *w, int count, const char *message);
+
+/* The pages of a file: a TIFF's directories, 1 for PNG and JPEG. IP_EIO or IP_EFORMAT when the
+ * file cannot be read or is no image. */
+int io_page_count(const char *path, uint32_t *pages, char *err, size_t errlen);
+
 /* Reads the file's first bytes; IO_FMT_UNKNOWN when unreadable or not an image. */
 io_format io_detect_file(const char *path);
 io_format io_format_from_ext(const char *path);

@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "color_cmyk.h"
 #include "image.h"
 #include "io_jpeg_bands.h"
 #include "io_limits.h"
@@ -16,7 +17,8 @@ typedef struct {
     struct jpeg_progress_mgr progress;
     jmp_buf jmp;
     int rc;                    /* what the jump returns: IP_EFORMAT, or IP_ELIMIT from the scan limit */
-    const io_options *opt;     /* the reader's limits; NULL for the writer */
+    /* The reader's limits, where its warnings go and whether they are refused; NULL for the writer. */
+    const io_options *opt;
     const char *prefix;
     char *err;
     size_t errlen;
@@ -40,17 +42,28 @@ static void fail_with_message(j_common_ptr cinfo)
     longjmp(ctx->jmp, 1);
 }
 
-/* Warnings that mean the pixels are wrong (libjpeg would fill them with gray and go on). */
-static int is_data_corruption(int code)
+/* Warnings about header fields libjpeg does not know; the others are damaged data, which libjpeg
+ * goes past by filling what it could not decode with gray. */
+static int is_header_oddity(int code)
 {
-    return code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER || code == JWRN_HUFF_BAD_CODE ||
-           code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL || code == JWRN_BOGUS_PROGRESSION;
+    return code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR;
 }
 
+/* A warning is libjpeg going on past damage: decoded with a warning, or refused under
+ * --fail-on warning. */
 static void on_jpeg_message(j_common_ptr cinfo, int level)
 {
-    if (level < 0 && is_data_corruption(cinfo->err->msg_code)) fail_with_message(cinfo);
-    if (level < 0) cinfo->err->num_warnings++;
+    if (level >= 0) return;
+    cinfo->err->num_warnings++;
+    jpeg_error_ctx *ctx = (jpeg_error_ctx *)cinfo->err;
+    if (!ctx->opt) return;
+    char msg[JMSG_LENGTH_MAX], what[JMSG_LENGTH_MAX + 40];
+    cinfo->err->format_message(cinfo, msg);
+    snprintf(what, sizeof what, "%s%s", is_header_oddity(cinfo->err->msg_code) ? "JPEG: " : ctx->prefix, msg);
+    if (io_warn(ctx->opt, 1, what, ctx->err, ctx->errlen) != IP_OK) {
+        ctx->rc = IP_EFORMAT;
+        longjmp(ctx->jmp, 1);
+    }
 }
 
 static void on_jpeg_output(j_common_ptr cinfo)
@@ -102,13 +115,27 @@ static int choose_output_colour(jpeg_reader *r)
         r->cinfo.out_color_space = JCS_RGB;
         return IP_OK;
     case JCS_CMYK:
-    case JCS_YCCK:
-        snprintf(r->e.err, r->e.errlen, "CMYK JPEG is not supported; convert it to RGB first");
-        return IP_EFORMAT;
+    case JCS_YCCK:   /* libjpeg turns YCCK into CMYK; we turn CMYK into RGB */
+        r->cinfo.out_color_space = JCS_CMYK;
+        return IP_OK;
     default:
         snprintf(r->e.err, r->e.errlen, "unsupported JPEG: colour space with %d components",
                  r->cinfo.num_components);
         return IP_EFORMAT;
+    }
+}
+
+/* CMYK rows through a row of libjpeg's own memory (freed with the decompressor, even after a
+ * jump out). CMYK JPEG is taken as Adobe (Photoshop) writes it, 0 meaning full ink, with or
+ * without its APP14 marker, as Pillow and ImageMagick take it. */
+static void read_cmyk_rows(jpeg_reader *r)
+{
+    JDIMENSION width = r->cinfo.output_width;
+    JSAMPARRAY cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, width * 4, 1);
+    while (r->cinfo.output_scanline < r->cinfo.output_height) {
+        unsigned char *dst = (unsigned char *)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
+        jpeg_read_scanlines(&r->cinfo, cmyk, 1);
+        color_cmyk_to_rgb_row(cmyk[0], 4, 1, -1, dst, IP_U8, width);
     }
 }
 
@@ -122,8 +149,9 @@ static int jpeg_decode(jpeg_reader *r)
     int rc = choose_output_colour(r);
     if (rc) return rc;
     jpeg_calc_output_dimensions(&r->cinfo);
+    int cmyk = r->cinfo.out_color_space == JCS_CMYK;
     ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
-                       r->cinfo.output_components, IP_U8 };
+                       cmyk ? 3 : r->cinfo.output_components, IP_U8 };
     rc = io_shape_known(r->opt, &shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
     if (rc) return rc;
     /* A file of several scans (progressive ones) has them all read here, so the scan limit acts
@@ -131,6 +159,7 @@ static int jpeg_decode(jpeg_reader *r)
     jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
+    if (cmyk) read_cmyk_rows(r);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         JSAMPROW row = (JSAMPROW)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
         jpeg_read_scanlines(&r->cinfo, &row, 1);

@@ -7,6 +7,14 @@
 #include "meta.h"
 #include "orient.h"
 
+/* Only a TIFF has pages past the first (--page). */
+static int check_page(io_format fmt, const io_options *opt, char *err, size_t errlen)
+{
+    if (fmt == IO_FMT_TIFF || opt->page == 0) return IP_OK;
+    snprintf(err, errlen, "a %s file has one page (page 0); there is no page %u", io_format_name(fmt), opt->page);
+    return IP_EINVAL;
+}
+
 static int decode(FILE *f, io_format fmt, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     if (fmt == IO_FMT_PNG) return io_read_png(f, opt, out, err, errlen);
@@ -28,7 +36,8 @@ static int upright_shape(void *user, const ip_shape *stored, char *err, size_t e
     return io_shape_known(c->outer, &shape, 0, err, errlen);
 }
 
-/* The stored pixels are decoded into plain memory, then turned into the caller's memory. */
+/* The stored pixels are decoded into plain memory, then turned into the caller's memory; the
+ * inner options are the caller's otherwise (limits, page, fail_on and the warnings it collects). */
 static int decode_upright(FILE *f, io_format fmt, const io_options *opt, int orientation, ip_image *out,
                           char *err, size_t errlen)
 {
@@ -53,11 +62,13 @@ static int decode_upright(FILE *f, io_format fmt, const io_options *opt, int ori
 
 int io_decode_with_meta(FILE *f, io_format fmt, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
+    int rc = check_page(fmt, opt, err, errlen);
+    if (rc) return rc;
     if (!opt->meta && !opt->autorotate) return decode(f, fmt, opt, out, err, errlen);
     io_meta local;
     io_meta *m = opt->meta ? opt->meta : &local;
     meta_init(&local);
-    int rc = meta_read(f, fmt, m);
+    rc = meta_read(f, fmt, opt->page, m);
     if (rc) snprintf(err, errlen, "out of memory");
     if (!rc && fseek(f, 0, SEEK_SET) != 0) {
         snprintf(err, errlen, "cannot read: cannot go back to the file's start");

@@ -71,7 +71,11 @@ static int take_chunk(const unsigned char *c, uint32_t len, pngx_layout *l, char
     const unsigned char *type = c + 4;
     int critical = !(type[0] & 0x20);
     uint32_t crc = (uint32_t)crc32(0L, type, len + 4);
-    if (crc != be32(c + 8 + len)) return critical ? corrupt(err, errlen, "CRC error in a critical chunk") : IP_OK;
+    if (crc != be32(c + 8 + len) && critical) return corrupt(err, errlen, "CRC error in a critical chunk");
+    if (crc != be32(c + 8 + len)) {
+        if (l->bad_crcs++ == 0) memcpy(l->first_bad, type, 4);
+        return IP_OK;
+    }
     if (!memcmp(type, "IDAT", 4)) {
         if (add_idat(l, c + 8, len)) {
             snprintf(err, errlen, "out of memory");

@@ -24,10 +24,12 @@ typedef struct {
     size_t n_idat, idat_cap, idat_total;
     size_t at;                          /* where parsing goes on */
     int ended;                          /* IEND seen */
+    int bad_crcs;                       /* ancillary chunks skipped for a bad CRC */
+    char first_bad[5];                  /* the first one's name */
 } pngx_layout;
 
 /* Walk the chunks, checking lengths, names and CRCs as libpng does (a bad CRC on a critical
- * chunk is an error, on an ancillary one the chunk is skipped); a file without IEND, an
+ * chunk is an error, on an ancillary one the chunk is skipped and counted in bad_crcs); a file without IEND, an
  * unknown critical chunk or a malformed IHDR is IP_EFORMAT. The head stops before the first
  * IDAT, so that the shape is known before the image data is looked at; the rest goes to IEND. */
 int pngx_parse_head(const unsigned char *data, size_t size, pngx_layout *out, char *err, size_t errlen);

@@ -16,6 +16,7 @@ typedef struct {
     jmp_buf jmp;
     char *err;
     size_t errlen;
+    const io_options *opt;
 } png_error_ctx;
 
 static void on_png_error(png_structp png, png_const_charp msg)
@@ -25,10 +26,24 @@ static void on_png_error(png_structp png, png_const_charp msg)
     longjmp(ctx->jmp, 1);
 }
 
+/* Warnings about the image data or a chunk's integrity. The others are about the content of
+ * ancillary chunks (a profile, a text keyword) that do not change the pixels, which our own
+ * decoder does not even look at. */
+static int is_damage(const char *msg)
+{
+    return strstr(msg, "CRC error") || strstr(msg, "IDAT") || strstr(msg, "image data") ||
+           strstr(msg, "Extra compressed data");
+}
+
+/* libpng went on past damage (a bad ancillary CRC, extra image data): decoded with a warning, or
+ * refused under --fail-on warning. */
 static void on_png_warning(png_structp png, png_const_charp msg)
 {
-    (void)png;
-    (void)msg;
+    png_error_ctx *ctx = png_get_error_ptr(png);
+    if (!is_damage(msg)) return;
+    char what[256];
+    snprintf(what, sizeof what, "PNG: %s", msg);
+    if (io_warn(ctx->opt, 1, what, ctx->err, ctx->errlen) != IP_OK) longjmp(ctx->jmp, 1);
 }
 
 typedef struct {
@@ -127,7 +142,7 @@ static int decode(png_reader *r)
 int pngx_decode_libpng(const unsigned char *data, size_t size, const io_options *opt, ip_image *out,
                        char *err, size_t errlen)
 {
-    png_reader r = { .e = { .err = err, .errlen = errlen }, .src = { data, size, 0 }, .opt = opt, .img = out };
+    png_reader r = { .e = { .err = err, .errlen = errlen, .opt = opt }, .src = { data, size, 0 }, .opt = opt, .img = out };
     r.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r.e, on_png_error, on_png_warning);
     if (r.png) r.info = png_create_info_struct(r.png);
     if (!r.png || !r.info) {

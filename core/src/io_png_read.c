@@ -34,9 +34,10 @@ static const unsigned char *joined_idat(const pngx_layout *l, unsigned char **ow
     return buf;
 }
 
-/* Inflates all the image data into filtered (exactly expected bytes: less, more, or bytes
- * after the end of the zlib stream are all corrupt files). */
-static int inflate_all(const pngx_layout *l, unsigned char *filtered, size_t expected, char *err, size_t errlen)
+/* Inflates all the image data into filtered (exactly expected bytes: less or more are corrupt
+ * files; bytes after the end of the zlib stream are a warning, as libpng gives). */
+static int inflate_all(const pngx_layout *l, const io_options *opt, unsigned char *filtered, size_t expected,
+                       char *err, size_t errlen)
 {
     if (l->n_idat == 0) {
         snprintf(err, errlen, "truncated or corrupt PNG: no image data");
@@ -57,8 +58,9 @@ static int inflate_all(const pngx_layout *l, unsigned char *filtered, size_t exp
     const char *what = r == LIBDEFLATE_SHORT_OUTPUT            ? "not enough image data"
                        : r == LIBDEFLATE_INSUFFICIENT_SPACE    ? "too much image data"
                        : r != LIBDEFLATE_SUCCESS               ? "bad compressed image data"
-                       : used_in != l->idat_total              ? "data after the end of the compressed image"
                                                                : NULL;
+    if (!what && used_in != l->idat_total)
+        return io_warn(opt, 1, "PNG: IDAT: data after the end of the compressed image", err, errlen);
     if (!what) return IP_OK;
     snprintf(err, errlen, "truncated or corrupt PNG: %s", what);
     return IP_EFORMAT;
@@ -107,6 +109,11 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
     ip_shape shape = layout_shape(l);
     int rc = io_shape_known(opt, &shape, size, err, errlen);
     if (!rc) rc = pngx_parse_rest(data, size, l, err, errlen);
+    if (!rc && l->bad_crcs) {   /* as libpng: the chunk is skipped, with a warning */
+        char what[64];
+        snprintf(what, sizeof what, "PNG: %s: CRC error", l->first_bad);
+        rc = io_warn(opt, l->bad_crcs, what, err, errlen);
+    }
     if (rc) return rc;
     unsigned bpp = (unsigned)(shape.channels * (l->depth / 8));
     size_t row_bytes = (size_t)shape.width * bpp;
@@ -124,7 +131,7 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    rc = inflate_all(l, filtered, filtered_bytes, err, errlen);
+    rc = inflate_all(l, opt, filtered, filtered_bytes, err, errlen);
     if (!rc) rc = io_image_alloc(opt, out, &shape, err, errlen);
     if (!rc) {
         rc = l->depth == 8 && io_thread_count(opt) > 1

@@ -32,6 +32,21 @@ static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *
     return 1;
 }
 
+/* Warnings about the file's form, not its pixels: tags libtiff does not know or that are out of
+ * order or badly terminated, tile sizes off the recommended multiple, old LZW, 8-bit colour maps
+ * (which the palette expansion detects itself), samples past the colour ones without an
+ * ExtraSamples tag. */
+static int is_harmless(const char *text)
+{
+    static const char *const harmless[] = { "Unknown field with tag", "tags are not sorted",
+                                            "does not end in null byte", "Nonstandard tile",
+                                            "Old-style LZW codes", "Assuming 8-bit colormap",
+                                            "Defining non-color channels as ExtraSamples" };
+    for (size_t i = 0; i < sizeof harmless / sizeof *harmless; i++)
+        if (strstr(text, harmless[i])) return 1;
+    return 0;
+}
+
 static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
     (void)tif;
@@ -40,6 +55,9 @@ static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char
     if (log) {
         vsnprintf(log->warning, sizeof log->warning, fmt, ap);
         drop_handle_name(log->warning);
+        char what[sizeof log->warning + 8];
+        snprintf(what, sizeof what, "TIFF: %s", log->warning);
+        if (log->warnings && !is_harmless(log->warning)) io_warnings_add(log->warnings, 1, what);
     }
     return 1;
 }

@@ -12,6 +12,7 @@ typedef struct {
     char text[256];
     int have;
     char warning[256];   /* libtiff sometimes fails an open after warnings only */
+    io_warnings *warnings;   /* when set, warnings that may mean wrong pixels are added here */
 } tiff_log;
 
 const char *tiff_log_text(const tiff_log *log, const char *fallback);

@@ -38,6 +38,8 @@ typedef struct {
     uint32_t next_row;
     uint64_t failed_block;
     char failed_msg[256];
+    io_options opt;           /* the caller's: fail_on, and where the warnings go */
+    io_warnings seen;         /* libtiff's warnings since the last band, settled after it */
 } tiff_stream_reader;
 
 static int unsupported(char *err, size_t errlen, const char *what)
@@ -136,7 +138,7 @@ static int read_block(tiff_stream_reader *r, tiff_worker *w, uint64_t b, uint32_
     uint32_t x0 = (uint32_t)(b % r->across) * r->bw, y0 = (uint32_t)(b / r->across) * r->bh;
     uint32_t rows = r->height - y0 < r->bh ? r->height - y0 : r->bh;
     unsigned char *dst = (unsigned char *)r->band.data + (size_t)(y0 - band_y0) * r->row_bytes;
-    w->log = (tiff_log){ .have = 0 };
+    w->log = (tiff_log){ .warnings = &r->seen };
     if (!r->tiled) {
         tmsize_t need = (tmsize_t)(rows * r->row_bytes);
         return TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need ? -1 : 0;
@@ -180,9 +182,21 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
                  (unsigned long long)r->failed_block);
         return IP_EFORMAT;
     }
+    /* As the whole-image reader: decoded with a warning, or refused under --fail-on warning. */
+    if (r->seen.count) {
+        int rc = io_warn(&r->opt, r->seen.count, r->seen.first, err, errlen);
+        r->seen = (io_warnings){ 0 };
+        if (rc) return rc;
+    }
     rows->shape.height = (int32_t)band_rows;
     r->next_row += band_rows;
     return IP_OK;
+}
+
+/* --page N: each handle reads the Nth directory. */
+static int open_page(TIFF *tif, const io_options *opt)
+{
+    return opt->page == 0 || TIFFSetDirectory(tif, (tdir_t)opt->page);
 }
 
 static int reader_block_rows(const void *codec)
@@ -204,11 +218,16 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
+    r->opt = *opt;
+    /* The header's warnings count once, from the first handle (the others' blocks count as read). */
+    r->workers[0].log.warnings = &r->seen;
     /* Cursors live in the workers array, which libtiff points into: it never moves. */
     r->workers[0].cursor = (tiff_fd_cursor){ fd, 0 };
     r->workers[0].tif = tiff_open_shared(&r->workers[0].cursor, &r->workers[0].log);
-    int rc = r->workers[0].tif ? check_streamable(r->workers[0].tif, shape, err, errlen)
-                               : corrupt(err, errlen, &r->workers[0].log, "cannot parse the header");
+    int rc = r->workers[0].tif ? IP_OK : corrupt(err, errlen, &r->workers[0].log, "cannot parse the header");
+    /* A page that is not there: the whole-image reader says so. */
+    if (rc == IP_OK && !open_page(r->workers[0].tif, opt)) rc = unsupported(err, errlen, "no such page");
+    if (rc == IP_OK) rc = check_streamable(r->workers[0].tif, shape, err, errlen);
     if (rc == IP_OK) {
         r->width = (uint32_t)shape->width;
         r->height = (uint32_t)shape->height;
@@ -221,7 +240,8 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     for (int i = 1; rc == IP_OK && i < r->threads; i++) {
         tiff_worker *w = &r->workers[i];
         w->cursor = (tiff_fd_cursor){ fd, 0 };
-        if (!(w->tif = tiff_open_shared(&w->cursor, &w->log))) rc = corrupt(err, errlen, &w->log, "cannot reopen");
+        if (!(w->tif = tiff_open_shared(&w->cursor, &w->log)) || !open_page(w->tif, opt))
+            rc = corrupt(err, errlen, &w->log, "cannot reopen");
     }
     ip_shape band = *shape;
     band.height = (int32_t)(r->blocks_down_per_band * r->bh);

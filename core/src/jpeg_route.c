@@ -51,6 +51,10 @@ static int read_meta(const unsigned char *data, size_t len, const io_options *op
 static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, const char *path,
                         const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
+    if (opt->page > 0) {   /* no such page: the CPU reader says so */
+        snprintf(err, errlen, "not decoded on the GPU: page %u", opt->page);
+        return IP_EUNSUPPORTED;
+    }
     unsigned char *data = NULL;
     size_t len = 0;
     int rc = io_read_file(path, &data, &len, err, errlen);

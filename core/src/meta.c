@@ -102,12 +102,12 @@ void meta_oriented(io_meta *m)
     m->orientation = 1;
 }
 
-int meta_read(FILE *f, io_format fmt, io_meta *m)
+int meta_read(FILE *f, io_format fmt, uint32_t page, io_meta *m)
 {
     switch (fmt) {
     case IO_FMT_JPEG: return meta_read_jpeg(f, m);
     case IO_FMT_PNG: return meta_read_png(f, m);
-    case IO_FMT_TIFF: return meta_read_tiff(fileno(f), m);
+    case IO_FMT_TIFF: return meta_read_tiff(fileno(f), page, m);
     case IO_FMT_UNKNOWN: break;
     }
     meta_clear(m);

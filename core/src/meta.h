@@ -68,12 +68,13 @@ int meta_exif_for_output(const io_meta *m, unsigned char **exif, size_t *len);
 void meta_oriented(io_meta *m);
 
 /* Fills m (cleared first) from a file of this format read from its start: f for JPEG and PNG, its
- * descriptor (read with pread, the stream's position untouched) for TIFF. Damaged or unknown
- * metadata is skipped, never an error: the decoder judges the file. IP_ENOMEM only. */
-int meta_read(FILE *f, io_format fmt, io_meta *m);
+ * descriptor (read with pread, the stream's position untouched) for TIFF, whose page `page` (its
+ * directory, from 0) is read; other formats have page 0 only. Damaged or unknown metadata is
+ * skipped, never an error: the decoder judges the file. IP_ENOMEM only. */
+int meta_read(FILE *f, io_format fmt, uint32_t page, io_meta *m);
 int meta_read_jpeg(FILE *f, io_meta *m);
 int meta_read_png(FILE *f, io_meta *m);
-int meta_read_tiff(int fd, io_meta *m);
+int meta_read_tiff(int fd, uint32_t page, io_meta *m);
 /* The same for a whole JPEG file held in memory. */
 int meta_read_jpeg_bytes(const unsigned char *data, size_t len, io_meta *m);
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "exif.h"
 #include "io_internal.h"
+#include "io_tiff_handle.h"
 
 #define TAG_XMP 700
 #define TAG_ICC 34675
@@ -62,13 +63,27 @@ static int take_exif(io_meta *m, exif_ifd *ifd0)
     return rc;
 }
 
-int meta_read_tiff(int fd, io_meta *m)
+/* Where page's directory starts, found by libtiff (which stops at loops in the chain); 0 when the
+ * page cannot be reached. */
+static uint64_t page_offset(int fd, uint32_t page)
+{
+    tiff_log log = { .have = 0 };
+    tiff_fd_cursor cursor = { fd, 0 };
+    TIFF *tif = tiff_open_shared(&cursor, &log);
+    if (!tif) return 0;
+    uint64_t offset = TIFFSetDirectory(tif, (tdir_t)page) ? TIFFCurrentDirOffset(tif) : 0;
+    TIFFClose(tif);
+    return offset;
+}
+
+int meta_read_tiff(int fd, uint32_t page, io_meta *m)
 {
     meta_clear(m);
     exif_source s;
     uint64_t first;
     exif_ifd ifd0;
     if (exif_source_fd(&s, fd, &first)) return IP_OK;
+    if (page > 0 && (first = page_offset(fd, page)) == 0) return IP_OK;
     int rc = exif_read(&s, first, tiff_wanted, &ifd0);
     if (rc) return rc == IP_ENOMEM ? rc : IP_OK;
     rc = take_bytes(&m->icc, &m->icc_len, exif_find(&ifd0, TAG_ICC));

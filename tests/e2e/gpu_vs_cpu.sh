@@ -196,9 +196,11 @@ for f in a444 gray; do
   if cmp -s "joutj/$f.jpg" "jg_$f.jpg"; then ok; else bad "folder JPEG output $f.jpg differs from the single run"; fi
 done
 head -c 20000 jin/a444.jpg > cut.jpg
-expect 1 "truncated JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu -e grayscale cut.jpg cut_out.png
-says "truncated JPEG on the GPU" "truncated or corrupt JPEG"
+expect 1 "truncated JPEG on the GPU, --fail-on warning" "$B" run --device gpu --jpeg-decoder gpu --fail-on warning -e grayscale cut.jpg cut_out.png
+says "truncated JPEG on the GPU, --fail-on warning" "truncated or corrupt JPEG"
 absent "truncated JPEG output" cut_out.png
+expect 0 "truncated JPEG on the GPU, decoded by libjpeg-turbo with a warning" "$B" run --device gpu --jpeg-decoder gpu -e grayscale cut.jpg cut_out.png
+says "truncated JPEG on the GPU warns" "warning: cut.jpg: truncated or corrupt JPEG: Premature end of JPEG file"
 # EXIF orientation and metadata on the nvJPEG route: an oriented file goes to libjpeg-turbo, which
 # turns it upright as on the CPU; a JPEG encoded on the card gets the profile, EXIF and density.
 $PY - <<'PYEOF' || bad "cannot make an oriented JPEG"

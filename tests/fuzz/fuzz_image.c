@@ -51,7 +51,7 @@ static void read_metadata(int fd)
     io_meta m;
     meta_init(&m);
 #if defined(FUZZ_FORMAT_TIFF)
-    meta_read_tiff(fd, &m);
+    meta_read_tiff(fd, 0, &m);
 #else
     FILE *f = fdopen(dup(fd), "rb");
     if (f) {

@@ -90,4 +90,46 @@ ok, buf = cv2.imencode(".jpg", rgb, [cv2.IMWRITE_JPEG_RST_INTERVAL, 1])
 put("jpeg", "restarts.jpg", buf.tobytes())
 put("jpeg", "full_chroma.jpg", pillow(Image.fromarray(rgb[:, :, ::-1]), "JPEG", subsampling=0, quality=95))
 put("jpeg", "cmyk.jpg", pillow(Image.fromarray(rgb[:, :, ::-1]).convert("CMYK"), "JPEG"))
+# The TIFF variants converted on reading: CMYK, YCbCr with subsampling, 12-bit, signed and 32-bit
+# integers, several pages (libtiff itself writes what tifffile cannot, see tests/cross/tiffwrite.py).
+sys.path.insert(0, os.path.join(src, "tests", "cross"))
+import tifffile  # noqa: E402
+from tiffwrite import Writer, pack_bits  # noqa: E402
+
+
+def tifffile_bytes(a, **kw):
+    b = io.BytesIO()
+    tifffile.imwrite(b, a, **kw)
+    return b.getvalue()
+
+
+cmyk = np.dstack([rgb, gray])
+put("tiff", "cmyk8.tif", tifffile_bytes(cmyk, photometric="separated", rowsperstrip=4))
+put("tiff", "cmyk16_planar.tif", tifffile_bytes(np.moveaxis(cmyk.astype(np.uint16) * 257, 2, 0),
+                                                photometric="separated", planarconfig="separate",
+                                                compression="zlib"))
+put("tiff", "int16.tif", tifffile_bytes(wide16.astype(np.int16), compression="zlib", predictor=True))
+put("tiff", "int32_rgb.tif", tifffile_bytes(rgb.astype(np.int32) - 128, photometric="rgb"))
+put("tiff", "uint32.tif", tifffile_bytes(gray.astype(np.uint32) << 20))
+put("tiff", "pages.tif", tifffile_bytes(np.stack([gray, gray[::-1]]), photometric="minisblack"))
+h, w = gray.shape
+seed_dir = os.path.join(out, "tiff")
+g12 = gray.astype(np.uint16) << 4
+with Writer(os.path.join(seed_dir, "gray12.tif")) as wr:
+    wr.page(dict(width=w, length=h, bps=12, spp=1, photometric=1, compression="lzw", rowsperstrip=4, planar=1),
+            [pack_bits(g12[y:y + 4], 12).tobytes() for y in range(0, h, 4)])
+units = np.concatenate([gray[:h // 2 * 2, :w // 2 * 2].reshape(h // 2, 2, w // 2, 2).transpose(0, 2, 1, 3)
+                        .reshape(h // 2, w // 2, 4), rgb[:h // 2 * 2:2, :w // 2 * 2:2, :2]], axis=2)
+for name in ("none", "lzw"):
+    with Writer(os.path.join(seed_dir, "ycbcr22_%s.tif" % name)) as wr:
+        wr.page(dict(width=w // 2 * 2, length=h // 2 * 2, bps=8, spp=3, photometric=6, compression=name,
+                     rowsperstrip=4, planar=1), [units[r:r + 2].tobytes() for r in range(0, h // 2, 2)],
+                subsampling=(2, 2), refbw=[0, 255, 128, 255, 128, 255])
+
+png_bytes = png(rgb)   # a text chunk with a bad CRC: skipped with a warning
+text = b"tEXtComment\0seed"
+put("png", "bad_text_crc.png", png_bytes[:33] + len(text[4:]).to_bytes(4, "big") + text + b"\0\0\0\0" + png_bytes[33:])
+full = open(os.path.join(dirs["jpeg"], "rgb_q90.jpg"), "rb").read()
+put("jpeg", "truncated.jpg", full[:len(full) - 40])
+
 print("seeds: %s" % ", ".join("%s %d" % (h, len(os.listdir(d))) for h, d in dirs.items()))

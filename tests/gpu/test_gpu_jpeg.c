@@ -114,8 +114,12 @@ static ip_image read_cpu(const unsigned char *bytes, size_t len, const char *nam
         printf("cannot write %s\n", path);
         exit(1);
     }
+    /* Refused means refused under --fail-on warning: by default libjpeg-turbo decodes past damage. */
+    io_options opt;
+    io_default_options(&opt);
+    opt.fail_on = IO_FAIL_ON_WARNING;
     ip_image img;
-    *rc = io_read(path, NULL, &img, err, sizeof err);
+    *rc = io_read(path, &opt, &img, err, sizeof err);
     return img;
 }
 

@@ -294,16 +294,38 @@ static void put_be32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)v;
 }
 
-static int read_damaged(const unsigned char *data, size_t n)
+/* Reads a damaged file (opt NULL: the defaults); a failure must leave no pixels and one line. */
+static int read_damaged_with(const unsigned char *data, size_t n, const io_options *opt)
 {
     const char *path = tio_path("damaged.png");
     CHECK(tio_spit(path, data, n) == 0, "write");
     ip_image out = { 0 };
-    int rc = io_read(path, NULL, &out, err, sizeof err);
+    int rc = io_read(path, opt, &out, err, sizeof err);
     CHECK(rc != IP_OK || out.data, "success without pixels");
     CHECK(rc == IP_OK || (out.data == NULL && !strchr(err, '\n') && err[0]), "failure: pixels or no one-line message");
     if (rc == IP_OK) img_free(&out);
     return rc;
+}
+
+static int read_damaged(const unsigned char *data, size_t n)
+{
+    return read_damaged_with(data, n, NULL);
+}
+
+/* Decoded with exactly one warning containing `what` by default, refused under --fail-on warning. */
+static void expect_warning(const char *name, const unsigned char *data, size_t n, const char *what)
+{
+    io_options opt;
+    io_default_options(&opt);
+    io_warnings w = { 0 };
+    opt.warnings = &w;
+    int rc = read_damaged_with(data, n, &opt);
+    CHECK(rc == IP_OK && w.count == 1 && strstr(w.first, what), "%s: status %d, %d warnings '%s'", name, rc, w.count,
+          w.first);
+    opt.fail_on = IO_FAIL_ON_WARNING;
+    rc = read_damaged_with(data, n, &opt);
+    CHECK(rc == IP_EFORMAT && strstr(err, what) && strstr(err, "--fail-on warning"), "%s, --fail-on warning: %d %s",
+          name, rc, err);
 }
 
 /* A file with one IDAT (small image): data after the zlib stream, a bad IDAT CRC, no IEND. */
@@ -325,7 +347,7 @@ static void test_damage(void)
     put_be32(copy + idat + 16 + len, (uint32_t)crc32(0L, copy + idat + 4, (uInt)len + 12));
     memcpy(copy + idat + 20 + len, file + idat + 12 + len, 12);
     memcpy(copy, file, 8);
-    CHECK(read_damaged(copy, n + 8) == IP_EFORMAT && strstr(err, "after the end"), "data past the end: %s", err);
+    expect_warning("data past the end of the stream", copy, n + 8, "after the end");
     memcpy(copy, file, n);
     copy[idat + 8 + len] ^= 1;
     CHECK(read_damaged(copy, n) == IP_EFORMAT && strstr(err, "CRC"), "bad IDAT CRC: %s", err);
@@ -333,6 +355,65 @@ static void test_damage(void)
     CHECK(read_damaged(file, n) == IP_OK, "the undamaged file");
     free(copy);
     free(file);
+    tu_img_free(&img);
+}
+
+/* Copies file into out with a chunk put in at offset `at` (a chunk boundary); its CRC is right
+ * or off by one. Returns the new length. */
+static size_t with_chunk(const unsigned char *file, size_t n, size_t at, const char *type, const char *data,
+                         int good_crc, unsigned char *out)
+{
+    uint32_t len = (uint32_t)strlen(data);
+    memcpy(out, file, at);
+    put_be32(out + at, len);
+    memcpy(out + at + 4, type, 4);
+    memcpy(out + at + 8, data, len);
+    uint32_t crc = (uint32_t)crc32(0L, out + at + 4, (uInt)len + 4);
+    put_be32(out + at + 8 + len, good_crc ? crc : crc + 1);
+    memcpy(out + at + 12 + len, file + at, n - at);
+    return n + 12 + len;
+}
+
+static ip_image read_png_bytes(const unsigned char *data, size_t n)
+{
+    ip_image img = { 0 };
+    const char *path = tio_path("crc.png");
+    CHECK(tio_spit(path, data, n) == 0 && io_read(path, NULL, &img, err, sizeof err) == IP_OK, "%s", err);
+    return img;
+}
+
+/* A bad CRC on an ancillary chunk, before or after the image data, through our decoder and
+ * through libpng's (a tRNS chunk sends the file there): the chunk is skipped with a warning and
+ * the pixels are those of the same file with the CRC right; --fail-on warning refuses it. */
+static void test_ancillary_crc(void)
+{
+    ipk_img img = smooth_random(23, 9, 3, IPK_U8, 12);
+    const char *path = tio_path("crc_base.png");
+    CHECK(write_ours(path, &img, 6, 1) == IP_OK, "%s", err);
+    size_t n = 0;
+    unsigned char *file = tio_slurp(path, &n);
+    unsigned char *with_trns = malloc(n + 64), *bad = malloc(n + 128), *good = malloc(n + 128);
+    size_t trns_n = with_chunk(file, n, 33, "tRNS", "\0\1\0\2\0\3", 1, with_trns);
+    struct { const char *name; const unsigned char *base; size_t len, at; } cases[] = {
+        { "tEXt after IHDR, our decoder", file, n, 33 },
+        { "tEXt before IEND, our decoder", file, n, n - 12 },
+        { "tEXt after IHDR, libpng", with_trns, trns_n, 33 },
+        { "tEXt before IEND, libpng", with_trns, trns_n, trns_n - 12 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t bad_n = with_chunk(cases[i].base, cases[i].len, cases[i].at, "tEXt", "Comment\0hello", 0, bad);
+        with_chunk(cases[i].base, cases[i].len, cases[i].at, "tEXt", "Comment\0hello", 1, good);
+        expect_warning(cases[i].name, bad, bad_n, "tEXt: CRC error");
+        ip_image a = read_png_bytes(bad, bad_n), b = read_png_bytes(good, bad_n);
+        CHECK(a.data && b.data && a.shape.channels == b.shape.channels &&
+              !memcmp(a.data, b.data, (size_t)b.stride * (size_t)b.shape.height), "%s: other pixels", cases[i].name);
+        img_free(&a);
+        img_free(&b);
+    }
+    free(file);
+    free(with_trns);
+    free(bad);
+    free(good);
     tu_img_free(&img);
 }
 
@@ -372,5 +453,6 @@ int main(void)
     test_size_against_libpng();
     test_decoder();
     test_damage();
+    test_ancillary_crc();
     return tu_finish();
 }

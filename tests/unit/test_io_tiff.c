@@ -1,6 +1,7 @@
 /* io: TIFF layouts (tiles, separate planes, float, min-is-white, LZW, zstd, packbits, JPEG,
- * palette, low depths, odd sizes), written here with libtiff itself and read back with 1, 2, 3
- * and 8 threads; unsupported kinds refused with a message. */
+ * palette, low depths, 10 to 14 bits, signed and 32-bit integers, CMYK, odd sizes), written here
+ * with libtiff itself and read back with 1, 2, 3 and 8 threads; unsupported kinds refused with
+ * a message. */
 #include "test_io_helpers.h"
 #include <math.h>
 #include <tiffio.h>
@@ -16,22 +17,40 @@ typedef struct {
     uint16_t *cmap[3];
 } tiff_spec;
 
+/* Bytes a sample takes in the test's arrays: 1 up to 8 bits, 2 up to 16, 4 for 32. */
+static size_t store_bytes(const tiff_spec *s)
+{
+    return s->bps <= 8 ? 1 : s->bps <= 16 ? 2 : 4;
+}
+
+static int whole_bytes(const tiff_spec *s)
+{
+    return s->bps == 8 || s->bps == 16 || s->bps == 32;
+}
+
+/* Sets sample i of a row packed bps bits a sample, first sample in the high bits. */
+static void put_bits(unsigned char *row, size_t i, int bps, unsigned v)
+{
+    for (int b = 0; b < bps; b++) {
+        size_t pos = i * (size_t)bps + (size_t)b;
+        if ((v >> (bps - 1 - b)) & 1) row[pos >> 3] |= (unsigned char)(0x80u >> (pos & 7));
+    }
+}
+
 /* Packs samples x0..x0+n-1 of row y, plane p (separate planes) or all samples (contiguous). */
 static void pack(const tiff_spec *s, const void *samples, int p, int y, int x0, int n, unsigned char *dst)
 {
     int per_px = s->planar == PLANARCONFIG_SEPARATE ? 1 : s->spp;
-    size_t sb = s->bps >= 8 ? (size_t)s->bps / 8 : 1;
+    size_t sb = store_bytes(s);
     for (int x = 0; x < n; x++)
         for (int k = 0; k < per_px; k++) {
             int ch = per_px == 1 ? p : k;
             size_t src = ((size_t)y * s->w + x0 + x) * s->spp + ch;
             size_t i = (size_t)x * per_px + k;
-            if (s->bps < 8) {
-                unsigned v = ((const unsigned char *)samples)[src];
-                dst[i * s->bps / 8] |= (unsigned char)(v << (8 - s->bps - i * s->bps % 8));
-            } else {
+            if (whole_bytes(s))
                 memcpy(dst + i * sb, (const unsigned char *)samples + src * sb, sb);
-            }
+            else
+                put_bits(dst, i, s->bps, sb == 1 ? ((const uint8_t *)samples)[src] : ((const uint16_t *)samples)[src]);
         }
 }
 
@@ -85,29 +104,32 @@ static int write_tiff(const char *path, const tiff_spec *s, const void *samples)
     return ok ? 0 : -1;
 }
 
-/* Random samples of the spec's type: bytes below 2^bps, u16, or floats in [-1, 1). */
+/* Random samples of the spec's type: values below 2^bps (any bit pattern for signed and 32-bit
+ * integers), or floats in [-1, 1). */
 static void *random_samples(const tiff_spec *s, uint64_t seed)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
     size_t n = (size_t)s->w * s->h * s->spp;
-    size_t sb = s->bps >= 8 ? (size_t)s->bps / 8 : 1;
-    unsigned char *v = malloc(n * sb);
+    unsigned char *v = malloc(n * store_bytes(s));
     for (size_t i = 0; i < n; i++) {
         uint32_t r = tu_next(&rng);
         if (s->bps < 8) v[i] = (unsigned char)(r % (1u << s->bps));
         else if (s->bps == 8) v[i] = (unsigned char)r;
-        else if (s->bps == 16) ((uint16_t *)v)[i] = (uint16_t)r;
-        else ((float *)v)[i] = (float)((int32_t)r) / 2147483648.0f;
+        else if (s->bps <= 16) ((uint16_t *)v)[i] = (uint16_t)(r % (1u << s->bps));
+        else if (s->format == SAMPLEFORMAT_IEEEFP) ((float *)v)[i] = (float)((int32_t)r) / 2147483648.0f;
+        else ((uint32_t *)v)[i] = r;
     }
     return v;
 }
 
 static double sample_at(const tiff_spec *s, const void *v, size_t i)
 {
-    if (s->bps <= 8) return ((const unsigned char *)v)[i];
-    if (s->bps == 16) return ((const uint16_t *)v)[i];
-    return ((const float *)v)[i];
+    int is_signed = s->format == SAMPLEFORMAT_INT;
+    if (s->bps <= 8) return is_signed ? (double)((const int8_t *)v)[i] : (double)((const unsigned char *)v)[i];
+    if (s->bps <= 16) return is_signed ? (double)((const int16_t *)v)[i] : (double)((const uint16_t *)v)[i];
+    if (s->format == SAMPLEFORMAT_IEEEFP) return ((const float *)v)[i];
+    return is_signed ? (double)((const int32_t *)v)[i] : (double)((const uint32_t *)v)[i];
 }
 
 typedef double (*expect_fn)(const tiff_spec *s, const void *v, size_t i, int ch);
@@ -235,9 +257,9 @@ static void test_odd_layouts(void)
 
 static double inverted(const tiff_spec *s, const void *v, size_t i, int ch)
 {
-    double x = sample_at(s, v, i);
+    double x = sample_at(s, v, i), max = (1 << s->bps) - 1;
     if (s->alpha && ch == s->spp - 1) return x;
-    return s->bps == 16 ? 65535 - x : s->bps == 8 ? 255 - x : (1 - x) * 255;
+    return s->bps < 8 ? floor((max - x) * 255 / max) : max - x;
 }
 
 static double scaled(const tiff_spec *s, const void *v, size_t i, int ch)
@@ -266,6 +288,86 @@ static void test_min_is_white_and_low_depths(void)
     tiff_spec w8t = { .w = 37, .h = 35, .spp = 1, .bps = 8, .photometric = PHOTOMETRIC_MINISWHITE, .tile_w = 16, .tile_h = 16,
                       .compression = COMPRESSION_LZW };
     check_tiff("miniswhite8_tiled", &w8t, 27, 1, IP_U8, inverted);
+}
+
+/* Integers read as float: the same value, rounded to a float where it has more than 24 bits. */
+static double as_float(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    (void)ch;
+    return (float)sample_at(s, v, i);
+}
+
+/* Pillow's CMYK to RGB, in integers: k - round(ink * k / max) with k = max - K; channel 3 is the
+ * alpha sample after the inks. */
+static double cmyk_rgb(const tiff_spec *s, const void *v, size_t i, int ch)
+{
+    if (ch == 3) return sample_at(s, v, i + 4);
+    uint64_t max = s->bps == 16 ? 65535 : 255, k = max - (uint64_t)sample_at(s, v, i + 3);
+    uint64_t ink = (uint64_t)sample_at(s, v, i + (size_t)ch);
+    return (double)(k - (ink * k + max / 2) / max);
+}
+
+/* Depths between 8 and 16 bits kept as 16-bit values; signed and 32-bit integers as float. */
+static void test_other_depths_and_integers(void)
+{
+    tiff_spec g12 = { .w = 23, .h = 11, .spp = 1, .bps = 12, .photometric = PHOTOMETRIC_MINISBLACK, .rows_per_strip = 3,
+                      .compression = COMPRESSION_LZW };
+    check_tiff("gray12_lzw", &g12, 50, 1, IP_U16, same);
+    tiff_spec rgb12 = { .w = 37, .h = 19, .spp = 3, .bps = 12, .photometric = PHOTOMETRIC_RGB,
+                        .planar = PLANARCONFIG_SEPARATE, .tile_w = 16, .tile_h = 16 };
+    check_tiff("rgb12_separate_tiles", &rgb12, 51, 3, IP_U16, same);
+    tiff_spec rgba12 = { .w = 13, .h = 5, .spp = 4, .bps = 12, .photometric = PHOTOMETRIC_RGB, .alpha = 1,
+                         .compression = COMPRESSION_ADOBE_DEFLATE };
+    check_tiff("rgba12_deflate", &rgba12, 52, 4, IP_U16, same);
+    tiff_spec g10 = { .w = 1, .h = 17, .spp = 1, .bps = 10, .photometric = PHOTOMETRIC_MINISBLACK, .rows_per_strip = 1 };
+    check_tiff("gray10_column", &g10, 53, 1, IP_U16, same);
+    tiff_spec w14 = { .w = 31, .h = 3, .spp = 1, .bps = 14, .photometric = PHOTOMETRIC_MINISWHITE, .mode = "wb" };
+    check_tiff("miniswhite14", &w14, 54, 1, IP_U16, inverted);
+    tiff_spec w4 = { .w = 9, .h = 7, .spp = 1, .bps = 4, .photometric = PHOTOMETRIC_MINISWHITE, .rows_per_strip = 2 };
+    check_tiff("miniswhite4", &w4, 55, 1, IP_U8, inverted);
+
+    tiff_spec i8 = { .w = 29, .h = 7, .spp = 1, .bps = 8, .format = SAMPLEFORMAT_INT, .photometric = PHOTOMETRIC_MINISBLACK,
+                     .rows_per_strip = 2 };
+    check_tiff("int8", &i8, 56, 1, IP_F32, as_float);
+    tiff_spec i16 = { .w = 41, .h = 13, .spp = 3, .bps = 16, .format = SAMPLEFORMAT_INT, .photometric = PHOTOMETRIC_RGB,
+                      .planar = PLANARCONFIG_SEPARATE, .rows_per_strip = 4, .compression = COMPRESSION_ADOBE_DEFLATE,
+                      .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("int16_rgb_separate", &i16, 57, 3, IP_F32, as_float);
+    tiff_spec i32 = { .w = 33, .h = 35, .spp = 1, .bps = 32, .format = SAMPLEFORMAT_INT, .photometric = PHOTOMETRIC_MINISBLACK,
+                      .tile_w = 16, .tile_h = 16, .compression = COMPRESSION_LZW };
+    check_tiff("int32_tiles", &i32, 58, 1, IP_F32, as_float);
+    tiff_spec u32 = { .w = 1, .h = 1, .spp = 1, .bps = 32, .photometric = PHOTOMETRIC_MINISBLACK };
+    check_tiff("uint32_one_pixel", &u32, 59, 1, IP_F32, as_float);
+    tiff_spec u32a = { .w = 17, .h = 9, .spp = 2, .bps = 32, .photometric = PHOTOMETRIC_MINISBLACK, .alpha = 1,
+                       .rows_per_strip = 2, .mode = "wb" };
+    check_tiff("uint32_gray_alpha_big_endian", &u32a, 60, 2, IP_F32, as_float);
+    tiff_spec i16be = { .w = 19, .h = 5, .spp = 1, .bps = 16, .format = SAMPLEFORMAT_INT, .photometric = PHOTOMETRIC_MINISBLACK,
+                        .mode = "wb", .compression = COMPRESSION_ZSTD, .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("int16_big_endian_zstd", &i16be, 61, 1, IP_F32, as_float);
+}
+
+/* CMYK (separated, four inks) to RGB, and RGBA with an alpha after the inks. */
+static void test_cmyk(void)
+{
+    tiff_spec c8 = { .w = 37, .h = 23, .spp = 4, .bps = 8, .photometric = PHOTOMETRIC_SEPARATED, .rows_per_strip = 5 };
+    check_tiff("cmyk8", &c8, 70, 3, IP_U8, cmyk_rgb);
+    tiff_spec c8s = { .w = 41, .h = 33, .spp = 4, .bps = 8, .photometric = PHOTOMETRIC_SEPARATED,
+                      .planar = PLANARCONFIG_SEPARATE, .tile_w = 16, .tile_h = 16, .compression = COMPRESSION_LZW };
+    check_tiff("cmyk8_separate_tiles", &c8s, 71, 3, IP_U8, cmyk_rgb);
+    tiff_spec c16 = { .w = 29, .h = 9, .spp = 4, .bps = 16, .photometric = PHOTOMETRIC_SEPARATED, .rows_per_strip = 2,
+                      .compression = COMPRESSION_ADOBE_DEFLATE, .predictor = PREDICTOR_HORIZONTAL };
+    check_tiff("cmyk16", &c16, 72, 3, IP_U16, cmyk_rgb);
+    tiff_spec c16s = { .w = 1, .h = 13, .spp = 4, .bps = 16, .photometric = PHOTOMETRIC_SEPARATED,
+                       .planar = PLANARCONFIG_SEPARATE, .rows_per_strip = 3, .mode = "wb" };
+    check_tiff("cmyk16_separate_column", &c16s, 73, 3, IP_U16, cmyk_rgb);
+    tiff_spec ca = { .w = 23, .h = 7, .spp = 5, .bps = 8, .photometric = PHOTOMETRIC_SEPARATED, .alpha = 1,
+                     .rows_per_strip = 3 };
+    check_tiff("cmyk_alpha", &ca, 74, 4, IP_U8, cmyk_rgb);
+    tiff_spec ca16 = { .w = 11, .h = 19, .spp = 5, .bps = 16, .photometric = PHOTOMETRIC_SEPARATED, .alpha = 1,
+                       .planar = PLANARCONFIG_SEPARATE, .tile_w = 16, .tile_h = 16 };
+    check_tiff("cmyk_alpha16_separate_tiles", &ca16, 75, 4, IP_U16, cmyk_rgb);
+    tiff_spec cx = { .w = 5, .h = 3, .spp = 5, .bps = 8, .photometric = PHOTOMETRIC_SEPARATED };
+    check_tiff("cmyk_unnamed_extra", &cx, 76, 3, IP_U8, cmyk_rgb);
 }
 
 static uint16_t cmap16[3][256], cmap8[3][16];
@@ -380,12 +482,16 @@ static void refuse(const char *name, int spp, int bps, int format, int photometr
 
 static void test_refusals(void)
 {
-    refuse("bits12.tif", 1, 12, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK,
-           "unsupported TIFF: 12 bits per sample (supported: 8, 16, 32-bit float)");
-    refuse("int16.tif", 1, 16, SAMPLEFORMAT_INT, PHOTOMETRIC_MINISBLACK, "signed");
+    refuse("bits3.tif", 1, 3, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "unsupported TIFF: 3-bit unsigned samples");
+    refuse("bits24.tif", 1, 24, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "24-bit unsigned samples");
+    refuse("int12.tif", 1, 12, SAMPLEFORMAT_INT, PHOTOMETRIC_MINISBLACK, "12-bit signed samples");
+    refuse("complex.tif", 1, 32, SAMPLEFORMAT_COMPLEXINT, PHOTOMETRIC_MINISBLACK, "complex");
     refuse("double.tif", 1, 64, SAMPLEFORMAT_IEEEFP, PHOTOMETRIC_MINISBLACK, "64-bit float");
-    refuse("uint32.tif", 1, 32, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "32 bits per sample");
-    refuse("cmyk.tif", 4, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_SEPARATED, "CMYK");
+    refuse("cmy.tif", 3, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_SEPARATED, "fewer than 4 inks");
+    refuse("cmyk12.tif", 4, 12, SAMPLEFORMAT_UINT, PHOTOMETRIC_SEPARATED, "CMYK with other than 8 or 16-bit");
+    refuse("cmyk_signed.tif", 4, 16, SAMPLEFORMAT_INT, PHOTOMETRIC_SEPARATED, "CMYK with float or signed");
+    refuse("seven_inks.tif", 7, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_SEPARATED, "7 samples per pixel");
+    refuse("white_signed.tif", 1, 16, SAMPLEFORMAT_INT, PHOTOMETRIC_MINISWHITE, "min-is-white float, signed");
     refuse("five.tif", 5, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_MINISBLACK, "5 samples per pixel");
     refuse("lab.tif", 3, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_CIELAB, "photometric interpretation 8");
     refuse("rgb2.tif", 2, 8, SAMPLEFORMAT_UINT, PHOTOMETRIC_RGB, "RGB with 2 samples");
@@ -398,6 +504,8 @@ int main(void)
     test_odd_layouts();
     test_min_is_white_and_low_depths();
     test_palette();
+    test_other_depths_and_integers();
+    test_cmyk();
     test_jpeg_ycbcr();
     test_refusals();
     return tu_finish();
