@@ -69,14 +69,16 @@ t_peer=$("$PY" "$tmp/peer.py" "$tmp/in" "$tmp/o3" $level)
 t_jpg=$(timed "$B" run -q --device "$device" --format jpg "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o4")
 t_peer_jpg=$(PEER_JPEG=1 "$PY" "$tmp/peer.py" "$tmp/in" "$tmp/o5" $level)
 t_cpu_jpg=$(timed "$B" run -q --device cpu --format jpg "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o8")
+t_cpu_png=$(timed "$B" run -q --device cpu --png-level $level --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o9")
 t_gpujpeg=$(timed "$B" run --profile --device "$device" --jpeg-decoder gpu --png-level $level --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o6")
 note_png=$(grep -h "nvJPEG:" "$tmp/err" | tail -n 1)
 t_gpujpeg_jpg=$(timed "$B" run --profile --device "$device" --jpeg-decoder gpu --format jpg "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o7")
 note_jpg=$(grep -h -e "nvJPEG:" -e "GPU memory" "$tmp/err" | tail -n 2 | tr '\n' ';')
 {
   echo "batch: $n JPEGs 4000x3000 -> denoise.pipe -> PNG level $level, $cores cores, device $device"
-  awk -v cj="$t_cpu_jpg" -v kj="$t_gpujpeg_jpg" -v k="$t_gpujpeg" -v j="$t_jpg" -v pj="$t_peer_jpg" -v n="$n" -v d="$t_denoise" -v c="$t_codec" -v p="$t_peer" 'BEGIN {
+  awk -v cp="$t_cpu_png" -v cj="$t_cpu_jpg" -v kj="$t_gpujpeg_jpg" -v k="$t_gpujpeg" -v j="$t_jpg" -v pj="$t_peer_jpg" -v n="$n" -v d="$t_denoise" -v c="$t_codec" -v p="$t_peer" 'BEGIN {
     printf "  imgpipe denoise.pipe        %7.2f s  %6.2f images/s\n", d, n / d
+    printf "  imgpipe denoise.pipe, --device cpu %5.2f s  %6.2f images/s   imgpipe/(b) = %.2fx\n", cp, n / cp, p / cp
     printf "  imgpipe grayscale only (a)  %7.2f s  %6.2f images/s   denoise/(a) = %.0f%% (target >= 90%%)\n", c, n / c, 100 * c / d
     printf "  OpenCV, %s processes (b)    %7.2f s  %6.2f images/s   imgpipe/(b) = %.2fx (target >= 2x)\n", "'"$cores"'", p, n / p, p / d
     printf "  imgpipe, --jpeg-decoder gpu %7.2f s  %6.2f images/s\n", k, n / k
