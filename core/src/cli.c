@@ -15,6 +15,7 @@
 #include "batch.h"
 #include "batch_mpi.h"
 #include "cost.h"
+#include "folder_device.h"
 #include "exec.h"
 #include "gpu.h"
 #include "image.h"
@@ -85,8 +86,8 @@ static const char usage_text[] =
     "options:\n"
     "  -e TEXT                 the pipeline as text instead of a file\n"
     "  --device auto|cpu|gpu   where to run (default auto: for one image, the device estimated to\n"
-    "                          finish first, start-up and copies included; for folders, the GPU\n"
-    "                          when one is present)\n"
+    "                          finish first, start-up and copies included; for folders, the\n"
+    "                          same estimate over the folder, planned on its first image)\n"
     "  --threads N             CPU threads for CPU stages and codecs (default: all cores)\n"
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
@@ -1019,6 +1020,28 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     return rc;
 }
 
+/* auto, for a folder: the CPU path when the estimate says the stages cost the CPU's workers less
+ * than the GPU path's start-up and staging would (light pipelines), so the GPU is never started. */
+static int choose_folder_device(const cli_options *o, const plan *p, const char *in, const char *out,
+                                exec_device *dev)
+{
+    mpi_place place;
+    if (o->device != DEV_AUTO || !gpu_built() || mpi_lib_place(&place)) return choose_device(o, dev);
+    batch_options b;
+    folder_estimate est;
+    char err[1024];
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (batch_setup(o, EXEC_CPU, in, out, NULL, &b) != CLI_OK ||
+        folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK ||
+        est.gpu_s < est.cpu_s)
+        return choose_device(o, dev);
+    say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less than "
+        "the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images, est.n_images == 1 ? "" : "s",
+        est.cpu_s, est.gpu_s);
+    *dev = EXEC_CPU;
+    return CLI_OK;
+}
+
 static int cmd_run(const cli_options *o)
 {
     int need = o->expr ? 2 : 3;
@@ -1055,7 +1078,7 @@ static int cmd_run(const cli_options *o)
         if (!is_batch) {
             rc = check_gpu_build(o);
             if (rc == CLI_OK) rc = process_image(o, &p, in_path, out_path);
-        } else if ((rc = choose_device(o, &dev)) == CLI_OK) {
+        } else if ((rc = choose_folder_device(o, &p, in_path, out_path, &dev)) == CLI_OK) {
             rc = cmd_batch(o, &p, dev, in_path, out_path);
         }
         plan_free(&p);

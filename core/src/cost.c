@@ -97,16 +97,18 @@ void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *s
 {
     int threads = set->cpu_threads > 0 ? set->cpu_threads : 1;
     io_format in_format = set->in_format;
-    double cpu = 0, gpu = 0;
+    double cpu = 0, gpu = 0, stages = 0;
     for (int i = 0; i < p->n; i++) {
         const plan_step *st = &p->steps[i];
         stage_cost c = cost_of(st->plugin->stage->name, st->needs.halo);
         double work = bytes_of(&st->in);
         double cpu_ms = c.cpu_core_ns * work / threads / 1e6;
         cpu += cpu_ms;
-        if (st->plugin->stage->run_gpu) gpu += c.gpu_ns * work / 1e6;
+        if (st->plugin->stage->run_gpu) stages += c.gpu_ns * work / 1e6;
         else gpu += cpu_ms + bytes_of(&st->in) / DOWNLOAD_BYTES_PER_MS + bytes_of(&st->out) / UPLOAD_BYTES_PER_MS;
     }
+    gpu += stages;
+    out->gpu_stages_ms = stages;
     double hidden = decode_ms(in, in_format, threads);
     out->startup_ms = GPU_STARTUP_MS > hidden ? GPU_STARTUP_MS - hidden : 0;
     gpu += bytes_of(in) / UPLOAD_BYTES_PER_MS;

@@ -9,6 +9,7 @@ typedef struct {
     double cpu_ms;        /* every stage on the CPU cores */
     double gpu_ms;        /* start-up not hidden by decoding, upload, stages, download */
     double startup_ms;    /* the part of gpu_ms that is GPU start-up */
+    double gpu_stages_ms; /* the part of gpu_ms that is the card running the stages */
 } cost_estimate;
 
 typedef struct {

@@ -76,6 +76,11 @@ if "$B" --version | grep -q "CUDA built in"; then
     -e "median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15" \
     gray2k.tif auto_heavy.tif
   says "auto, heavy work, GPU asked for" "no usable CUDA device"
+  # a folder of light work stays on the CPU before any GPU is asked for (bench/folder-devices.sh)
+  mkdir -p light_in && cp "$IMAGES/camera.png" "$IMAGES/coffee.png" light_in/
+  expect 0 "auto, folder of light work" "$B" run --jobs 2 -e "grayscale | median" light_in light_out
+  says "auto, folder of light work" "device: CPU, 2 workers (auto: the stages of 2 images would take the cores"
+  exists "auto, folder of light work, output" light_out/coffee.png
 else
   says "auto, small image, why" "built without CUDA"
 fi

@@ -140,6 +140,15 @@ says "auto, heavy work on a large image" "device: GPU 0"
 says "auto, start-up beside decoding" "gpu start-up"
 "$B" run -q --device cpu -e "$heavy" big_gray.tif cpu_big.tif
 if cmp -s auto_big.tif cpu_big.tif; then ok; else bad "auto on the GPU and the CPU wrote different files"; fi
+# auto for folders: light work on small images stays on the CPU, heavy work on large ones takes the GPU
+mkdir -p fold_light fold_heavy
+cp "$IMAGES/camera.png" "$IMAGES/coffee.png" fold_light/
+for i in 1 2 3 4; do cp big_gray.tif fold_heavy/g$i.tif; done
+expect 0 "auto, folder of light work" "$B" run --device auto -e "grayscale | median" fold_light fold_light_out
+says "auto, folder of light work" "(auto: the stages of 2 images"
+expect 0 "auto, folder of heavy work" "$B" run --device auto -e "$heavy" fold_heavy fold_heavy_out
+says "auto, folder of heavy work" "device: GPU 0"
+cmp -s fold_heavy_out/g1.tif cpu_big.tif && ok || bad "auto folder on the GPU differs from the CPU"
 
 # JPEG through nvJPEG on the GPU (--jpeg-decoder gpu): decoded pixels within
 # the bound measured against libjpeg-turbo (max difference 3), JPEG outputs encoded on the card
