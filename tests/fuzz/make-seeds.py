@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 src, out = sys.argv[1], sys.argv[2]
-dirs = {h: os.path.join(out, h) for h in ("pipeline", "png", "tiff", "jpeg", "bands")}
+dirs = {h: os.path.join(out, h) for h in ("pipeline", "png", "tiff", "jpeg", "bands", "stream")}
 for d in dirs.values():
     os.makedirs(d, exist_ok=True)
 
@@ -131,5 +131,10 @@ text = b"tEXtComment\0seed"
 put("png", "bad_text_crc.png", png_bytes[:33] + len(text[4:]).to_bytes(4, "big") + text + b"\0\0\0\0" + png_bytes[33:])
 full = open(os.path.join(dirs["jpeg"], "rgb_q90.jpg"), "rb").read()
 put("jpeg", "truncated.jpg", full[:len(full) - 40])
+
+# The streamed readers take any format: every image seed.
+for h in ("png", "tiff", "jpeg"):
+    for name in os.listdir(dirs[h]):
+        put("stream", h + "_" + name, open(os.path.join(dirs[h], name), "rb").read())
 
 print("seeds: %s" % ", ".join("%s %d" % (h, len(os.listdir(d))) for h, d in dirs.items()))
