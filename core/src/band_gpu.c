@@ -52,6 +52,14 @@ static int sync_all(gpu_state *g, char *err, size_t errlen)
     return rc == IP_OK ? gpu_stream_sync(g->upload, err, errlen) : rc;
 }
 
+/* gpu_event_record says nothing of why: the message is given here. */
+static int record(void *event, void *stream, char *err, size_t errlen)
+{
+    int rc = gpu_event_record(event, stream);
+    if (rc != IP_OK) snprintf(err, errlen, "recording a GPU event failed");
+    return rc;
+}
+
 static int dev_alloc(band_segment *s, void **ptr, size_t bytes, char *err, size_t errlen)
 {
     gpu_state *g = state_of(s);
@@ -211,7 +219,7 @@ static int dev_feed(band_segment *s, const ip_image *host_rows, ip_image *rows, 
         memcpy((char *)g->in_pin[j].ptr + y * row, (const char *)host_rows->data + (ptrdiff_t)y * host_rows->stride, row);
     if (g->in_used[j]) rc = gpu_stream_wait_event(g->upload, g->consumed[j], err, errlen);
     if (rc == IP_OK && row) rc = gpu_copy2d(g->in_dev[j], pitch, g->in_pin[j].ptr, row, row, n, GPU_H2D, g->upload, err, errlen);
-    if (rc == IP_OK) rc = gpu_event_record(g->up_done[j], g->upload);
+    if (rc == IP_OK) rc = record(g->up_done[j], g->upload, err, errlen);
     if (rc == IP_OK) rc = gpu_stream_wait_event(g->compute, g->up_done[j], err, errlen);
     *rows = (ip_image){ g->in_dev[j], (ptrdiff_t)pitch, host_rows->shape, 1 };
     return rc;
@@ -221,8 +229,7 @@ static int dev_fed_done(band_segment *s, char *err, size_t errlen)
 {
     gpu_state *g = state_of(s);
     int j = g->in_slot;
-    int rc = gpu_event_record(g->consumed[j], g->compute);
-    if (rc != IP_OK) snprintf(err, errlen, "recording a GPU event failed");
+    int rc = record(g->consumed[j], g->compute, err, errlen);
     g->in_used[j] = 1;
     g->in_slot ^= 1;
     return rc;
@@ -248,7 +255,7 @@ static int dev_emit(band_segment *s, const ip_image *rows, int y0, const band_si
     if (rc == IP_OK) rc = pinned_reserve(g, &g->out_pin[j], row * n, err, errlen);
     if (rc == IP_OK && row)
         rc = gpu_copy2d(g->out_pin[j].ptr, row, rows->data, (size_t)rows->stride, row, n, GPU_D2H, g->compute, err, errlen);
-    if (rc == IP_OK) rc = gpu_event_record(g->out_done[j], g->compute);
+    if (rc == IP_OK) rc = record(g->out_done[j], g->compute, err, errlen);
     if (rc != IP_OK) return rc;
     g->held[j] = (held_rows){ 1, ++g->seq, { g->out_pin[j].ptr, (ptrdiff_t)row, rows->shape, 0 }, y0 };
     g->out_slot ^= 1;
