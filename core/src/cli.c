@@ -839,6 +839,12 @@ static int try_stream_with(const cli_options *o, plan *p, const char *in_path, c
     announce_stream(o, &so, why);
     run_stream_report rep;
     rc = run_stream_finish(rs, &rep, err, sizeof err);
+    if (rc != IP_OK && so.place == BAND_ON_GPU && o->device == DEV_AUTO && (rc == IP_ECUDA || rc == IP_ENOMEM)) {
+        fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
+        cli_options on_cpu = *o;
+        on_cpu.device = DEV_CPU;
+        return try_stream_with(&on_cpu, p, in_path, out_path, sop);
+    }
     if (rc != IP_OK) {
         fail("%s: %s", in_path, err);
         return CLI_IMAGE_FAILED;

@@ -290,4 +290,11 @@ cmp -s rt_s.tif rt_w.tif && ok || bad "GPU streamed run with a CPU-only stage di
 expect 0 "auto streamed heavy" "$B" run --device auto --stream on -e "$heavy" big_gray.tif auto_st.tif
 says "auto streamed on the GPU" "device: GPU 0"
 cmp -s auto_st.tif cpu_big.tif && ok || bad "auto streamed on the GPU differs from the CPU's whole-image run"
+# a GPU that cannot hold a band: one line and no output with --device gpu, the CPU under auto
+expect 1 "gpu streamed out of memory" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device gpu --stream on -e "median radius=2" st_rgb.tif oom_s.tif
+says "gpu streamed out of memory" "GPU out of memory"
+absent "gpu streamed out of memory output" oom_s.tif
+expect 0 "auto streamed falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto --stream on -e "$heavy" big_gray.tif oom_st.tif
+says "auto streamed falls back to the CPU" "running this image on the CPU"
+cmp -s oom_st.tif cpu_big.tif && ok || bad "auto's streamed CPU fallback differs from the CPU's whole-image run"
 finish
