@@ -251,8 +251,11 @@ static int dev_emit(band_segment *s, const ip_image *rows, int y0, const band_si
     gpu_state *g = state_of(s);
     int j = g->out_slot;
     size_t row = img_row_bytes(&rows->shape), n = (size_t)rows->shape.height;
+    /* sized once for the most a push can make (a band and the halos) rather than grown band by band */
+    size_t most = s->cfg.band_rows > 0 ? (size_t)s->cfg.band_rows : n;
+    for (int k = 0; k < s->n; k++) most += (size_t)s->steps[k].halo;
     int rc = flush(s, j, sink, err, errlen);   /* a slot still held (not expected): out first, in order */
-    if (rc == IP_OK) rc = pinned_reserve(g, &g->out_pin[j], row * n, err, errlen);
+    if (rc == IP_OK) rc = pinned_reserve(g, &g->out_pin[j], row * (n > most ? n : most), err, errlen);
     if (rc == IP_OK && row)
         rc = gpu_copy2d(g->out_pin[j].ptr, row, rows->data, (size_t)rows->stride, row, n, GPU_D2H, g->compute, err, errlen);
     if (rc == IP_OK) rc = record(g->out_done[j], g->compute, err, errlen);
