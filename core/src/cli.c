@@ -123,12 +123,14 @@ static const char usage_text[] =
     "  --memory SIZE           host memory a run may use, e.g. 512M or 4G (default: half the\n"
     "                          machine's memory); it sets the band height of a streamed run\n"
     "  --gpu-memory SIZE       GPU memory a run may use; a whole-image run needing more is\n"
-    "                          streamed on the CPU instead (default: not checked)\n"
+    "                          streamed instead, and it sets the band height of a streamed run on\n"
+    "                          the GPU (default: half the GPU's free memory for streamed runs)\n"
     "  --stream auto|on|off    run one image in bands of rows, read, processed and written a band\n"
     "                          at a time in bounded memory (TIFF input; TIFF output in bands, other\n"
     "                          outputs written whole). auto (default): streamed when the whole image\n"
     "                          would not fit --memory (or --gpu-memory); on: always where the input\n"
-    "                          allows; streamed runs use the CPU\n"
+    "                          allows. Bands run on the GPU under --device gpu (and auto when it\n"
+    "                          picks the GPU), dealt to one worker per GPU listed in --gpus\n"
     "  --bigtiff-above SIZE    streamed TIFF output: BigTIFF above this many pixel bytes (default\n"
     "                          3.5G, so a file past 4 GB is always BigTIFF)\n"
     "\n"
@@ -142,7 +144,9 @@ static const char usage_text[] =
     "  --resume                skip inputs whose output already exists\n"
     "  --all-pages             every page of a multi-page TIFF, each to its own output named\n"
     "                          STEM-p0.EXT, STEM-p1.EXT, ... (files of one page keep STEM.EXT)\n"
-    "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all)\n"
+    "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all); a\n"
+    "                          streamed image's bands are dealt to them, a GPU listed twice\n"
+    "                          (0,0) taking two workers\n"
     "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
     "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
     "  mpirun -n N imgpipe run ... IN_FOLDER OUT_FOLDER: rank 0 hands the images out to the ranks\n"
@@ -652,7 +656,7 @@ static uint64_t default_memory(void)
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : (uint64_t)4 << 30;
 }
 
-static void print_stream_profile(const plan *p, const run_stream_report *rep)
+static void print_stream_profile(const plan *p, const run_stream_report *rep, band_place place, uint64_t gpu_limit)
 {
     const stream_profile *pr = &rep->prof;
     double sum = pr->source_ms + pr->sink_ms;
@@ -661,13 +665,20 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep)
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
     for (int i = 0; i < pr->n_stages; i++) {
         char label[64];
-        snprintf(label, sizeof label, "%s (cpu)", p->steps[i].plugin->stage->name);
+        snprintf(label, sizeof label, "%s (%s)", p->steps[i].plugin->stage->name,
+                 pr->stage_on_gpu[i] ? "gpu" : place == BAND_ON_GPU ? "cpu, round trip" : "cpu");
         fprintf(stderr, "  %-22s %9.3f ms\n", label, pr->stage_ms[i]);
         sum += pr->stage_ms[i];
     }
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
     fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
+    if (place != BAND_ON_GPU) return;
+    char planned[32], limit[32];
+    stream_bytes_text(rep->planned_device_bytes, planned, sizeof planned);
+    stream_bytes_text(gpu_limit, limit, sizeof limit);
+    fprintf(stderr, "  gpu memory: peak %.1f MiB (bands sized to %s, within %s)\n",
+            (double)pr->gpu_peak_bytes / 1048576.0, planned, limit);
 }
 
 /* An image decoded past damage says so once, with the first warning. */
@@ -709,7 +720,7 @@ static int try_stream(const cli_options *o, plan *p, const char *in_path, const 
     stream_meta sm;
     int rc = stream_meta_read(o, in_path, &sm);
     if (rc != CLI_OK) return rc;
-    run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory() };
+    run_stream_options so = { o->io, o->threads, o->memory ? o->memory : default_memory(), BAND_ON_HOST, 0, 1, { 0 } };
     so.io.meta = o->strip ? NULL : &sm.meta;
     io_warnings warnings = { 0 };
     so.io.warnings = &warnings;
@@ -719,13 +730,90 @@ static int try_stream(const cli_options *o, plan *p, const char *in_path, const 
     return rc;
 }
 
+static int parse_gpu_list(const char *text, int count, batch_options *b);
+
+/* IMGPIPE_STREAM_CPU_WORKERS=N (a test hook, not an option): a streamed CPU run deals each
+ * image's rows to N threads, as --gpus does to GPUs. */
+static int cpu_workers(void)
+{
+    const char *v = getenv("IMGPIPE_STREAM_CPU_WORKERS");
+    long n = v && *v ? strtol(v, NULL, 10) : 1;
+    return n < 1 ? 1 : n > BAND_MAX_WORKERS ? BAND_MAX_WORKERS : (int)n;
+}
+
+/* Where a streamed run's bands go: the GPU under --device gpu, and under auto when the estimate
+ * for the whole image favours it; one worker per entry of --gpus (a GPU listed twice gets two). */
+static int choose_stream_place(const cli_options *o, const plan *p, const ip_shape *shape, const char *in_path,
+                               const char *out_path, run_stream_options *so, char *why, size_t whylen)
+{
+    so->place = BAND_ON_HOST;
+    so->n_workers = cpu_workers();
+    why[0] = '\0';
+    char none[256] = "";
+    int count = o->device == DEV_CPU ? 0 : gpu_device_count(none, sizeof none);
+    if (o->device == DEV_GPU && count == 0) {
+        fail("--device gpu: %s", none);
+        return CLI_USAGE;
+    }
+    if (count == 0) return CLI_OK;
+    if (o->device == DEV_AUTO) {
+        cost_estimate est;
+        cost_setting set = { io_detect_file(in_path), io_format_from_ext(out_path), cpu_threads(o), 0 };
+        cost_estimate_plan(p, shape, &set, &est);
+        if (est.cpu_ms <= est.gpu_ms) {
+            snprintf(why, whylen, "auto: the CPU is estimated faster for this image, %.0f ms against %.0f ms on the GPU",
+                     est.cpu_ms, est.gpu_ms);
+            return CLI_OK;
+        }
+        snprintf(why, whylen, "auto: estimated %.0f ms against %.0f ms on the CPU", est.gpu_ms, est.cpu_ms);
+    }
+    batch_options b;
+    memset(&b, 0, sizeof b);
+    int rc = parse_gpu_list(o->gpus, count, &b);
+    if (rc != CLI_OK) return rc;
+    so->place = BAND_ON_GPU;
+    so->n_workers = b.n_gpus < BAND_MAX_WORKERS ? b.n_gpus : BAND_MAX_WORKERS;
+    for (int i = 0; i < so->n_workers; i++) so->gpu_ids[i] = b.gpu_ids[i];
+    return CLI_OK;
+}
+
+/* --gpu-memory, or half of what is free on the first worker's GPU now. */
+static int stream_gpu_limit(const cli_options *o, run_stream_options *so, char *err, size_t errlen)
+{
+    if (o->gpu_memory) {
+        so->gpu_memory_limit = o->gpu_memory;
+        return IP_OK;
+    }
+    size_t free_bytes = 0, total = 0;
+    int rc = gpu_start(so->gpu_ids[0], err, errlen);
+    if (rc == IP_OK) rc = gpu_memory_info(&free_bytes, &total, err, errlen);
+    so->gpu_memory_limit = free_bytes / 2;
+    return rc;
+}
+
+static void announce_stream(const cli_options *o, const run_stream_options *so, const char *why)
+{
+    char limit[32], gpu_limit[32], name[256] = "GPU", workers[48] = "";
+    stream_bytes_text(so->memory_limit, limit, sizeof limit);
+    if (so->n_workers > 1) snprintf(workers, sizeof workers, "; %d workers", so->n_workers);
+    if (so->place == BAND_ON_HOST) {
+        say(o, "device: CPU, %d threads (streamed in bands within %s%s%s%s)", cpu_threads(o), limit, workers,
+            why[0] ? "; " : "", why);
+        return;
+    }
+    stream_bytes_text(so->gpu_memory_limit, gpu_limit, sizeof gpu_limit);
+    gpu_device_name(so->gpu_ids[0], name, sizeof name);
+    say(o, "device: GPU %d (%s) (streamed in bands within %s, %s of GPU memory%s%s%s)", so->gpu_ids[0], name, limit,
+        gpu_limit, workers, why[0] ? "; " : "", why);
+}
+
 static int try_stream_with(const cli_options *o, plan *p, const char *in_path, const char *out_path,
                            const run_stream_options *sop)
 {
     run_stream_options so = *sop;
     run_stream *rs;
     ip_shape shape;
-    char err[1024];
+    char err[1024], why[512];
     int rc = run_stream_open(&rs, p, in_path, out_path, &so, &shape, err, sizeof err);
     if (rc == IP_EUNSUPPORTED) {
         if (o->stream == STREAM_ON) say(o, "%s: not streamed: %s", in_path, err);
@@ -740,22 +828,36 @@ static int try_stream_with(const cli_options *o, plan *p, const char *in_path, c
         run_stream_cancel(rs);
         return NOT_STREAMED;
     }
+    if ((rc = choose_stream_place(o, p, &shape, in_path, out_path, &so, why, sizeof why)) != CLI_OK) {
+        run_stream_cancel(rs);
+        return rc;
+    }
+    if (so.place == BAND_ON_GPU && stream_gpu_limit(o, &so, err, sizeof err) != IP_OK) {
+        run_stream_cancel(rs);
+        fail("--device gpu: %s", err);
+        return CLI_USAGE;
+    }
+    if (so.place == BAND_ON_HOST && so.n_workers > 1) so.threads = (cpu_threads(o) + so.n_workers - 1) / so.n_workers;
+    run_stream_set_placement(rs, &so);
     if ((rc = run_stream_budget(rs, err, sizeof err)) != IP_OK) {
         run_stream_cancel(rs);
         fail("%s: %s", in_path, err);
         return CLI_USAGE;
     }
-    char limit[32];
-    stream_bytes_text(so.memory_limit, limit, sizeof limit);
-    say(o, "device: CPU, %d threads (streamed in bands within %s%s)", cpu_threads(o), limit,
-        o->device == DEV_GPU ? "; bands do not run on the GPU yet" : "");
+    announce_stream(o, &so, why);
     run_stream_report rep;
     rc = run_stream_finish(rs, &rep, err, sizeof err);
+    if (rc != IP_OK && so.place == BAND_ON_GPU && o->device == DEV_AUTO && (rc == IP_ECUDA || rc == IP_ENOMEM)) {
+        fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, err);
+        cli_options on_cpu = *o;
+        on_cpu.device = DEV_CPU;
+        return try_stream_with(&on_cpu, p, in_path, out_path, sop);
+    }
     if (rc != IP_OK) {
         fail("%s: %s", in_path, err);
         return CLI_IMAGE_FAILED;
     }
-    if (o->profile) print_stream_profile(p, &rep);
+    if (o->profile) print_stream_profile(p, &rep, so.place, so.gpu_memory_limit);
     return CLI_OK;
 }
 

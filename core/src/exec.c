@@ -208,6 +208,8 @@ void exec_keep_result_on_device(exec_ctx *ctx, int on) { ctx->result_on_device =
 
 void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
 
+size_t exec_device_bytes(const exec_ctx *ctx) { return ctx->dev[0].bytes + ctx->dev[1].bytes + ctx->dev_scratch.bytes; }
+
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen);
 
 int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, size_t bytes, void **dev,

@@ -56,6 +56,9 @@ int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, si
  * next run) for an encoder on the GPU, instead of copying it to the host. */
 void exec_keep_result_on_device(exec_ctx *ctx, int on);
 
+/* Device bytes the context holds now (its buffers only grow: the most it has held). */
+size_t exec_device_bytes(const exec_ctx *ctx);
+
 /* The context's CUDA stream (NULL on the CPU). */
 void *exec_stream(exec_ctx *ctx);
 

@@ -159,6 +159,17 @@ int gpu_event_record(void *event, void *stream)
     return cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream) == cudaSuccess ? IP_OK : IP_ECUDA;
 }
 
+int gpu_stream_wait_event(void *stream, void *event, char *err, size_t errlen)
+{
+    return cuda_fail(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0), "cudaStreamWaitEvent", err,
+                     errlen);
+}
+
+int gpu_event_sync(void *event, char *err, size_t errlen)
+{
+    return cuda_fail(cudaEventSynchronize((cudaEvent_t)event), "GPU work failed", err, errlen);
+}
+
 float gpu_event_ms(void *start, void *stop)
 {
     float ms = 0;
@@ -221,6 +232,12 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
 int gpu_event_create(void **event, char *err, size_t errlen) { *event = NULL; return no_cuda(err, errlen); }
 void gpu_event_destroy(void *event) { (void)event; }
 int gpu_event_record(void *event, void *stream) { (void)event; (void)stream; return IP_EUNSUPPORTED; }
+int gpu_stream_wait_event(void *stream, void *event, char *err, size_t errlen)
+{
+    (void)stream; (void)event;
+    return no_cuda(err, errlen);
+}
+int gpu_event_sync(void *event, char *err, size_t errlen) { (void)event; return no_cuda(err, errlen); }
 float gpu_event_ms(void *start, void *stop) { (void)start; (void)stop; return -1.0f; }
 int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
 {

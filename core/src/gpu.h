@@ -39,6 +39,10 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
 int gpu_event_create(void **event, char *err, size_t errlen);
 void gpu_event_destroy(void *event);
 int gpu_event_record(void *event, void *stream);
+/* Work queued on stream after this call waits until event's recorded work is done. */
+int gpu_stream_wait_event(void *stream, void *event, char *err, size_t errlen);
+/* Waits on the host until event's recorded work is done. */
+int gpu_event_sync(void *event, char *err, size_t errlen);
 /* Milliseconds between two recorded events (waits for the second). */
 float gpu_event_ms(void *start, void *stop);
 /* Free and total memory of the current device (cudaMemGetInfo). */

@@ -12,7 +12,7 @@ struct run_stream {
     run_stream_options o;
     io_stream_reader *reader;
     int band_rows;
-    uint64_t planned_bytes;
+    uint64_t planned_bytes, planned_device_bytes;
 };
 
 static int reader_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
@@ -72,6 +72,15 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
     return IP_OK;
 }
 
+void run_stream_set_placement(run_stream *rs, const run_stream_options *o)
+{
+    rs->o.place = o->place;
+    rs->o.n_workers = o->n_workers;
+    rs->o.gpu_memory_limit = o->gpu_memory_limit;
+    rs->o.threads = o->threads;
+    memcpy(rs->o.gpu_ids, o->gpu_ids, sizeof rs->o.gpu_ids);
+}
+
 uint64_t run_stream_whole_bytes(const run_stream *rs) { return stream_whole_image_bytes(rs->p); }
 
 int run_stream_budget(run_stream *rs, char *err, size_t errlen)
@@ -80,7 +89,10 @@ int run_stream_budget(run_stream *rs, char *err, size_t errlen)
     int rc = band_layout_make(rs->p, &l, err, errlen);
     const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
     uint64_t fixed = codec_bytes(rs, &rs->p->steps[0].in, final);
-    if (rc == IP_OK) rc = stream_band_rows(rs->p, &l, rs->o.memory_limit, fixed, &rs->band_rows, err, errlen);
+    stream_budget b = { rs->o.memory_limit, fixed, rs->o.place, rs->o.gpu_memory_limit, rs->o.n_workers };
+    if (rc == IP_OK) rc = stream_band_rows_for(rs->p, &l, &b, &rs->band_rows, err, errlen);
+    if (rc == IP_OK && rs->o.place == BAND_ON_GPU)
+        rs->planned_device_bytes = stream_device_bytes(rs->p, &l, rs->o.n_workers, rs->band_rows);
     band_layout_free(&l);
     rs->planned_bytes = fixed;
     return rc;
@@ -95,7 +107,8 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
                  : stream_image_sink_init(&out.whole, final, err, errlen);
     stream_source src = { reader_next, rs->reader };
     band_sink sink = { output_rows, &out };
-    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path };
+    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 } };
+    memcpy(so.gpu_ids, rs->o.gpu_ids, sizeof so.gpu_ids);
     memset(rep, 0, sizeof *rep);
     if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
     if (out.writer) {
@@ -107,6 +120,7 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     img_free(&out.whole.img);
     rep->band_rows = rs->band_rows;
     rep->planned_bytes = rs->planned_bytes;
+    rep->planned_device_bytes = rs->planned_device_bytes;
     run_stream_cancel(rs);
     return rc;
 }

@@ -81,12 +81,24 @@ static int timed_next(const timed *t, ip_image *rows, int *y0, char *err, size_t
     return rc;
 }
 
-/* Pulls every row of the source through one segment of bands into sink. */
-static int run_bands(const plan *p, const band_seg *seg, const timed *t, const band_sink *sink,
-                     const stream_options *o, char *err, size_t errlen)
+static int timed_next_of(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    return timed_next(user, rows, y0, err, errlen);
+}
+
+static band_config band_config_of(const stream_options *o)
+{
+    band_config cfg = { o->place, o->gpu_ids[0], o->threads, o->input_path, o->band_rows };
+    return cfg;
+}
+
+/* One worker: the source's rows pushed through one segment executor, in bands. */
+static int run_one_executor(const plan *p, const band_seg *seg, const timed *t, const band_sink *sink,
+                            const stream_options *o, band_times *times, size_t *peak, char *err, size_t errlen)
 {
     band_segment *bs;
-    int rc = band_segment_create(&bs, p, seg, o->threads, o->input_path, err, errlen);
+    band_config cfg = band_config_of(o);
+    int rc = band_segment_create(&bs, p, seg, &cfg, err, errlen);
     if (rc != IP_OK) return rc;
     for (;;) {
         ip_image rows;
@@ -102,15 +114,62 @@ static int run_bands(const plan *p, const band_seg *seg, const timed *t, const b
         }
         if (rc != IP_OK) break;
     }
-    const band_times *bt = band_segment_times(bs);
-    for (int i = seg->first; i < seg->last; i++) t->prof->stage_ms[i] += bt->stage_ms[i - seg->first];
+    if (rc == IP_OK) rc = band_segment_finish(bs, err, errlen);
+    *times = *band_segment_times(bs);
+    *peak = band_segment_device_peak(bs);
     band_segment_destroy(bs);
+    return rc;
+}
+
+/* Pulls every row of the source through one segment of bands into sink: one executor, or the
+ * rows dealt in chunks of a band to several. */
+static int run_bands(const plan *p, const band_seg *seg, const timed *t, const band_sink *sink,
+                     const stream_options *o, char *err, size_t errlen)
+{
+    band_times times;
+    size_t peak = 0;
+    int rc;
+    if (o->n_workers > 1) {
+        band_workers_options wo = { band_config_of(o), o->n_workers, { 0 }, o->band_rows };
+        memcpy(wo.gpu_ids, o->gpu_ids, sizeof wo.gpu_ids);
+        rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, err, errlen);
+    } else {
+        rc = run_one_executor(p, seg, t, sink, o, &times, &peak, err, errlen);
+    }
+    for (int i = seg->first; i < seg->last; i++) {
+        t->prof->stage_ms[i] += times.stage_ms[i - seg->first];
+        t->prof->stage_on_gpu[i] = o->place == BAND_ON_GPU && p->steps[i].plugin->stage->run_gpu;
+    }
+    if (peak > t->prof->gpu_peak_bytes) t->prof->gpu_peak_bytes = peak;
+    return rc;
+}
+
+/* A global stage in a GPU run: the whole-image executor on that one step (run_gpu, or a round trip). */
+static int run_global_gpu(const plan *p, int i, const ip_image *in, ip_image *out, const stream_options *o,
+                          stream_profile *prof, char *err, size_t errlen)
+{
+    plan one = { &p->steps[i], 1, NULL };
+    exec_options eo = { EXEC_GPU, o->gpu_ids[0], o->threads, EXEC_COPY, 0, 0 };
+    exec_ctx *ctx = NULL;
+    ip_image res;
+    int rc = exec_create(&ctx, &eo, err, errlen);
+    double t0 = now_ms();
+    if (rc == IP_OK) rc = exec_run(ctx, &one, in, o->input_path, &res, NULL, err, errlen);
+    prof->stage_ms[i] += now_ms() - t0;
+    prof->stage_on_gpu[i] = p->steps[i].plugin->stage->run_gpu != NULL;
+    if (rc == IP_OK) rc = img_alloc(out, &res.shape, UINT64_MAX, err, errlen);
+    for (int y = 0; rc == IP_OK && y < res.shape.height; y++)
+        memcpy((char *)out->data + (ptrdiff_t)y * out->stride, (const char *)res.data + (ptrdiff_t)y * res.stride,
+               img_row_bytes(&res.shape));
+    if (ctx && exec_device_bytes(ctx) > prof->gpu_peak_bytes) prof->gpu_peak_bytes = exec_device_bytes(ctx);
+    exec_destroy(ctx);
     return rc;
 }
 
 static int run_global(const plan *p, int i, const ip_image *in, ip_image *out, const stream_options *o,
                       stream_profile *prof, char *err, size_t errlen)
 {
+    if (o->place == BAND_ON_GPU) return run_global_gpu(p, i, in, out, o, prof, err, errlen);
     const plan_step *st = &p->steps[i];
     int rc = img_alloc(out, &st->out, UINT64_MAX, err, errlen);
     void *scratch = NULL;

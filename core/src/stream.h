@@ -1,9 +1,11 @@
-/* A streamed run of a whole pipeline on the CPU: rows come from a source (a decoder reading
- * the file band by band, or an image in memory), flow through the band segments, are held whole
- * only before a global stage, and go to a sink (an encoder writing band by band, or memory). */
+/* A streamed run of a whole pipeline: rows come from a source (a decoder reading the file band by
+ * band, or an image in memory), flow through the band segments (on the CPU or a GPU, by one
+ * worker or dealt to several), are held whole only before a global stage, and go to a sink (an
+ * encoder writing band by band, or memory). */
 #ifndef IMGPIPE_STREAM_H
 #define IMGPIPE_STREAM_H
 #include "band.h"
+#include "band_workers.h"
 #include "exec.h"
 
 typedef struct {
@@ -17,13 +19,18 @@ typedef struct {
     int band_rows;            /* rows pushed through the stages at a time (>= 1) */
     int threads;              /* OpenMP threads per stage call */
     const char *input_path;
+    band_place place;         /* where segments (and global stages) run; BAND_ON_HOST: the CPU */
+    int n_workers;            /* > 1: each segment's rows dealt to that many workers (0, 1: one) */
+    int gpu_ids[BAND_MAX_WORKERS];   /* BAND_ON_GPU: worker i's device */
 } stream_options;
 
 typedef struct {
     double source_ms, sink_ms, wall_ms;   /* time in the source (decoding), the sink (encoding), all */
     double stage_ms[EXEC_MAX_STAGES];
+    int stage_on_gpu[EXEC_MAX_STAGES];   /* 1: run_gpu; 0: run_cpu (a round trip in a GPU run) */
     int n_stages;
     int segments;
+    size_t gpu_peak_bytes;    /* the most device memory the executors held at once (workers summed) */
 } stream_profile;
 
 /* Runs p (planned for the source's image) from src to sink. prof may be NULL. */

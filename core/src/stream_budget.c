@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "band.h"
+#include "band_workers.h"
 #include "image.h"
 
 static uint64_t image_bytes(const ip_shape *s) { return (uint64_t)img_row_bytes(s) * (uint64_t)s->height; }
@@ -53,20 +54,48 @@ int stream_parse_size(const char *text, uint64_t *bytes)
     return 1;
 }
 
-/* The most held at once for a global stage: its input and its output whole. */
-static int check_globals(const plan *p, const band_layout *l, uint64_t limit, uint64_t *held, char *err, size_t errlen)
+static void too_large(const plan_step *st, uint64_t need, uint64_t limit, const char *where, const char *option,
+                      char *err, size_t errlen)
+{
+    char need_text[32], limit_text[32];
+    stream_bytes_text(need, need_text, sizeof need_text);
+    stream_bytes_text(limit, limit_text, sizeof limit_text);
+    snprintf(err, errlen, "stage '%s' (line %d) needs the whole image: %s of %smemory, more than the %s allowed (%s)",
+             st->plugin->stage->name, st->line, need_text, where, limit_text, option);
+}
+
+static uint64_t device_image_bytes(const ip_shape *s)
+{
+    uint64_t pitch = ((uint64_t)img_row_bytes(s) + 255) / 256 * 256;
+    return pitch * (uint64_t)s->height;
+}
+
+/* What the whole-image executor holds on the device for one global step: two buffers of the
+ * larger image at its pitch, and the stage's device scratch. */
+static uint64_t global_device_bytes(const plan_step *st)
+{
+    uint64_t in = device_image_bytes(&st->in), out = device_image_bytes(&st->out);
+    return 2 * (in > out ? in : out) + st->needs.gpu_scratch_bytes;
+}
+
+/* The most held at once for a global stage: its input and its output whole (on the host; on the
+ * GPU as well for a GPU run). */
+static int check_globals(const plan *p, const band_layout *l, const stream_budget *b, uint64_t *held, char *err,
+                         size_t errlen)
 {
     *held = 0;
     for (int i = 0; i < l->n; i++) {
         if (!l->segs[i].global) continue;
         const plan_step *st = &p->steps[l->segs[i].first];
         uint64_t need = image_bytes(&st->in) + image_bytes(&st->out) + st->needs.scratch_bytes;
-        if (need > limit) {
-            char need_text[32], limit_text[32];
-            stream_bytes_text(need, need_text, sizeof need_text);
-            stream_bytes_text(limit, limit_text, sizeof limit_text);
-            snprintf(err, errlen, "stage '%s' (line %d) needs the whole image: %s of memory, more than the %s "
-                     "allowed (--memory)", st->plugin->stage->name, st->line, need_text, limit_text);
+        if (b->place == BAND_ON_GPU) need += image_bytes(&st->out);   /* the executor's copy of its result */
+        if (need > b->limit_bytes) {
+            too_large(st, need, b->limit_bytes, "", "--memory", err, errlen);
+            return IP_ELIMIT;
+        }
+        uint64_t dev = global_device_bytes(st);
+        if (b->place == BAND_ON_GPU && b->device_limit_bytes && dev > b->device_limit_bytes) {
+            too_large(st, dev, b->device_limit_bytes, "GPU ", "--gpu-memory", err, errlen);
             return IP_ELIMIT;
         }
         *held = need > *held ? need : *held;
@@ -74,31 +103,71 @@ static int check_globals(const plan *p, const band_layout *l, uint64_t limit, ui
     return IP_OK;
 }
 
-static uint64_t bands_bytes(const plan *p, const band_layout *l, int rows)
+static int workers_of(const stream_budget *b) { return b->n_workers > 1 ? b->n_workers : 1; }
+
+static uint64_t bands_bytes(const plan *p, const band_layout *l, const stream_budget *b, int rows)
 {
     uint64_t total = 0;
-    for (int i = 0; i < l->n; i++)
-        if (!l->segs[i].global) total += band_segment_bytes(p, &l->segs[i], rows);
+    int n = workers_of(b);
+    for (int i = 0; i < l->n; i++) {
+        if (l->segs[i].global) continue;
+        total += (uint64_t)n * band_segment_bytes(p, &l->segs[i], b->place, rows);
+        if (n > 1) total += band_workers_bytes(p, &l->segs[i], n, rows);
+    }
     return total;
+}
+
+/* Segments run one after another: the device holds the largest one's executors at a time. */
+uint64_t stream_device_bytes(const plan *p, const band_layout *l, int n_workers, int band_rows)
+{
+    uint64_t most = 0;
+    for (int i = 0; i < l->n; i++) {
+        if (l->segs[i].global) continue;
+        uint64_t b = (uint64_t)(n_workers > 1 ? n_workers : 1) * band_segment_device_bytes(p, &l->segs[i], band_rows);
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+static int fits(const plan *p, const band_layout *l, const stream_budget *b, uint64_t budget, int rows)
+{
+    if (bands_bytes(p, l, b, rows) > budget) return 0;
+    return b->place != BAND_ON_GPU || !b->device_limit_bytes ||
+           stream_device_bytes(p, l, b->n_workers, rows) <= b->device_limit_bytes;
+}
+
+int stream_band_rows_for(const plan *p, const band_layout *l, const stream_budget *b, int *band_rows, char *err,
+                         size_t errlen)
+{
+    uint64_t held;
+    int rc = check_globals(p, l, b, &held, err, errlen);
+    if (rc != IP_OK) return rc;
+    uint64_t budget = b->limit_bytes > b->fixed_bytes + held ? b->limit_bytes - b->fixed_bytes - held : 0;
+    int rows = STREAM_MAX_BAND_ROWS;
+    while (rows > 1 && !fits(p, l, b, budget, rows)) rows /= 2;
+    if (bands_bytes(p, l, b, rows) > budget) {
+        char need_text[32], limit_text[32];
+        stream_bytes_text(bands_bytes(p, l, b, 1) + b->fixed_bytes + held, need_text, sizeof need_text);
+        stream_bytes_text(b->limit_bytes, limit_text, sizeof limit_text);
+        snprintf(err, errlen, "this pipeline needs at least %s of memory for this image in bands of one row, more "
+                 "than the %s allowed (--memory)", need_text, limit_text);
+        return IP_ELIMIT;
+    }
+    if (!fits(p, l, b, budget, rows)) {
+        char need_text[32], limit_text[32];
+        stream_bytes_text(stream_device_bytes(p, l, b->n_workers, 1), need_text, sizeof need_text);
+        stream_bytes_text(b->device_limit_bytes, limit_text, sizeof limit_text);
+        snprintf(err, errlen, "this pipeline needs at least %s of GPU memory for this image in bands of one row, "
+                 "more than the %s allowed (--gpu-memory)", need_text, limit_text);
+        return IP_ELIMIT;
+    }
+    *band_rows = rows;
+    return IP_OK;
 }
 
 int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
                      char *err, size_t errlen)
 {
-    uint64_t held;
-    int rc = check_globals(p, l, limit_bytes, &held, err, errlen);
-    if (rc != IP_OK) return rc;
-    uint64_t budget = limit_bytes > fixed_bytes + held ? limit_bytes - fixed_bytes - held : 0;
-    int rows = STREAM_MAX_BAND_ROWS;
-    while (rows > 1 && bands_bytes(p, l, rows) > budget) rows /= 2;
-    if (bands_bytes(p, l, rows) > budget) {
-        char need_text[32], limit_text[32];
-        stream_bytes_text(bands_bytes(p, l, 1) + fixed_bytes + held, need_text, sizeof need_text);
-        stream_bytes_text(limit_bytes, limit_text, sizeof limit_text);
-        snprintf(err, errlen, "this pipeline needs at least %s of memory for this image in bands of one row, more "
-                 "than the %s allowed (--memory)", need_text, limit_text);
-        return IP_ELIMIT;
-    }
-    *band_rows = rows;
-    return IP_OK;
+    stream_budget b = { limit_bytes, fixed_bytes, BAND_ON_HOST, 0, 1 };
+    return stream_band_rows_for(p, l, &b, band_rows, err, errlen);
 }

@@ -2,7 +2,7 @@
  * stage (which holds the image whole) can fit at all. Decided before any pixel is decoded. */
 #ifndef IMGPIPE_STREAM_BUDGET_H
 #define IMGPIPE_STREAM_BUDGET_H
-#include "band_plan.h"
+#include "band.h"
 
 #define STREAM_MAX_BAND_ROWS 256
 
@@ -14,6 +14,22 @@ uint64_t stream_whole_image_bytes(const plan *p);
  * stage's whole images do not (naming the stage, its line and the memory it needs). */
 int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
                      char *err, size_t errlen);
+/* What a streamed run may hold, and where its bands run. */
+typedef struct {
+    uint64_t limit_bytes;         /* host (--memory) */
+    uint64_t fixed_bytes;         /* what the codecs hold besides the bands */
+    band_place place;
+    uint64_t device_limit_bytes;  /* BAND_ON_GPU: --gpu-memory, all workers together; 0: not bounded */
+    int n_workers;                /* executors at once (0, 1: one) */
+} stream_budget;
+
+/* stream_band_rows for a budget: the band height (also each worker's chunk of rows) within both
+ * limits; IP_ELIMIT naming the limit (and the global stage) that cannot be kept. */
+int stream_band_rows_for(const plan *p, const band_layout *l, const stream_budget *b, int *band_rows, char *err,
+                         size_t errlen);
+/* Device bytes of the tallest bands stream_band_rows_for allows, for a report: what the
+ * executors are sized to hold at once for band_rows. */
+uint64_t stream_device_bytes(const plan *p, const band_layout *l, int n_workers, int band_rows);
 /* "1.5 GiB", "256 MiB", "12 KiB". */
 void stream_bytes_text(uint64_t bytes, char *buf, size_t len);
 /* Parses SIZE: a number with an optional K, M, G or T (powers of 1024, B allowed after). */

@@ -252,4 +252,64 @@ expect 0 "auto falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run 
 says "auto falls back to the CPU" "running this image on the CPU"
 exists "auto fallback output" oom.tif
 if cmp -s oom.tif cpu_big.tif; then ok; else bad "auto's CPU fallback and the CPU wrote different files"; fi
+# Streamed on the GPU (--stream on): the band executor on device rows, byte-identical to the CPU's
+# whole-image run; two workers on GPU 0 (--gpus 0,0) identical too; --gpu-memory honoured (the
+# profile's peak line), and a global stage too large for it refused before decoding.
+$PY - <<'PYEOF' || bad "cannot make streamed inputs"
+import numpy as np, tifffile
+r = np.random.default_rng(5)
+tifffile.imwrite("st_rgb.tif", r.integers(0, 256, (2003, 1531, 3), dtype=np.uint8), compression="zlib",
+                 rowsperstrip=16, photometric="rgb")
+tifffile.imwrite("st_g16.tif", r.integers(0, 65536, (1001, 777), dtype=np.uint16), compression="zlib", tile=(64, 64))
+PYEOF
+stream_pipes=("$(grep -v '^#' "$SRC/pipelines/denoise.pipe" | sed 's/#.*//' | paste -sd'|')"
+              "median radius=2 | histogram out=HIST | mean radius=3 border=reflect101 | convolve kernel=gaussian5"
+              "median radius=1 | transpose | mean radius=2 border=zero")
+for in in st_rgb.tif st_g16.tif; do
+  for k in 0 1 2; do
+    pipe=${stream_pipes[$k]}
+    expect 0 "cpu whole $k $in" "$B" run -q --device cpu --stream off -e "${pipe/HIST/hw.csv}" "$in" sw.tif
+    expect 0 "gpu streamed $k $in" "$B" run -q --device gpu --stream on --memory 64M -e "${pipe/HIST/hg.csv}" "$in" sg.tif
+    cmp -s sw.tif sg.tif && ok || bad "GPU streamed '$pipe' on $in differs from the CPU whole-image run"
+    expect 0 "gpu 2 workers $k $in" "$B" run -q --device gpu --gpus 0,0 --stream on --memory 64M -e "${pipe/HIST/h2.csv}" "$in" s2.tif
+    cmp -s sw.tif s2.tif && ok || bad "two GPU workers: '$pipe' on $in differs from the CPU whole-image run"
+    if [ "$k" = 1 ]; then
+      cmp -s hw.csv hg.csv && ok || bad "GPU streamed histogram differs on $in"
+      cmp -s hw.csv h2.csv && ok || bad "two GPU workers: histogram differs on $in"
+    fi
+  done
+done
+expect 0 "gpu streamed, 2 workers, profile" "$B" run --device gpu --gpus 0,0 --stream on --profile -e "median | mean" st_rgb.tif sp.tif
+says "gpu streamed device line" "device: GPU 0"
+says "gpu streamed workers" "2 workers"
+says "gpu streamed stage on the gpu" "median (gpu)"
+# --gpu-memory: the band height follows it and the measured peak stays under it
+for lim in 4 16; do
+  expect 0 "gpu memory $lim MiB" "$B" run --device gpu --stream on --profile --gpu-memory ${lim}M "$SRC/pipelines/denoise.pipe" st_rgb.tif gm.tif
+  peak=$(sed -n 's/.*gpu memory: peak \([0-9.]*\) MiB.*/\1/p' "$TMP/.stderr" | tail -n 1)
+  if [ -n "$peak" ] && awk -v p="$peak" -v l="$lim" 'BEGIN { exit !(p > 0 && p <= l) }'; then ok
+  else bad "--gpu-memory ${lim}M: peak '${peak:-?}' MiB"; fi
+  echo "--gpu-memory ${lim}M: $(grep -h "gpu memory: peak" "$TMP/.stderr" | tail -n 1)"
+  "$B" run -q --device cpu --stream off "$SRC/pipelines/denoise.pipe" st_rgb.tif gm_c.tif
+  cmp -s gm.tif gm_c.tif && ok || bad "--gpu-memory ${lim}M output differs from the CPU's"
+done
+expect 2 "global stage too large for --gpu-memory" "$B" run -q --device gpu --stream on --gpu-memory 4M -e "median | transpose" st_rgb.tif gt.tif
+says "global stage too large for --gpu-memory" "stage 'transpose' (line 1) needs the whole image"
+says "global stage too large names the option" "(--gpu-memory)"
+absent "global stage too large output" gt.tif
+# a stage without a GPU path inside a GPU segment: round trips, same bytes as the CPU
+expect 0 "gpu streamed round trip" "$B" run -q --device gpu --stream on --plugin-path "$TP/cpuonly" -e "median | cpuxor | mean radius=2" st_rgb.tif rt_s.tif
+expect 0 "cpu whole round trip" "$B" run -q --device cpu --stream off --plugin-path "$TP/cpuonly" -e "median | cpuxor | mean radius=2" st_rgb.tif rt_w.tif
+cmp -s rt_s.tif rt_w.tif && ok || bad "GPU streamed run with a CPU-only stage differs from the CPU's"
+# auto: heavy work streamed goes to the GPU, the same bytes as the CPU's whole-image run
+expect 0 "auto streamed heavy" "$B" run --device auto --stream on -e "$heavy" big_gray.tif auto_st.tif
+says "auto streamed on the GPU" "device: GPU 0"
+cmp -s auto_st.tif cpu_big.tif && ok || bad "auto streamed on the GPU differs from the CPU's whole-image run"
+# a GPU that cannot hold a band: one line and no output with --device gpu, the CPU under auto
+expect 1 "gpu streamed out of memory" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device gpu --stream on -e "median radius=2" st_rgb.tif oom_s.tif
+says "gpu streamed out of memory" "GPU out of memory"
+absent "gpu streamed out of memory output" oom_s.tif
+expect 0 "auto streamed falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto --stream on -e "$heavy" big_gray.tif oom_st.tif
+says "auto streamed falls back to the CPU" "running this image on the CPU"
+cmp -s oom_st.tif cpu_big.tif && ok || bad "auto's streamed CPU fallback differs from the CPU's whole-image run"
 finish

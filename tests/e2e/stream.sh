@@ -1,5 +1,5 @@
 # Streamed runs (--stream): TIFF read by strips and tiles, written by strips, byte-identical to
-# the whole-image run; BigTIFF output read back by libtiff (OpenCV) and tifffile; a damaged strip
+# the whole-image run, by one band executor and by several workers; BigTIFF output read back by libtiff (OpenCV) and tifffile; a damaged strip
 # in the middle fails with one line and no output; the memory limit, measured; a global stage
 # that cannot fit refused before decoding; the old-size plugin in a streamed run.
 source "$(dirname "$0")/lib.bash"
@@ -43,6 +43,21 @@ for input in striped tiled tiled16 float; do
       if cmp -s "$TMP/w.csv" "$TMP/$input.csv"; then ok; else bad "$input: streamed histogram differs"; fi
       rm -f "$TMP/w.csv" "$TMP/$input.csv"
     fi
+  done
+done
+
+# One image's rows dealt to 2 and 3 workers (threads here; GPUs under --gpus): the same bytes, the
+# histogram's counts merged to the whole image's.
+for input in striped tiled16; do
+  pipe="median radius=2 | histogram out=$TMP/{stem}.csv | mean radius=9 | transpose | median radius=1"
+  expect 0 "$input whole, for workers" "$B" run -q --stream off -e "$pipe" "$TMP/$input.tif" "$TMP/w.tif"
+  mv "$TMP/$input.csv" "$TMP/w.csv"
+  for n in 2 3; do
+    expect 0 "$input, $n workers" env IMGPIPE_STREAM_CPU_WORKERS=$n "$B" run --stream on --memory 4M -e "$pipe" \
+      "$TMP/$input.tif" "$TMP/s.tif"
+    says "$input, $n workers said" "$n workers"
+    if cmp -s "$TMP/w.tif" "$TMP/s.tif"; then ok; else bad "$input: $n workers differ from the whole-image run"; fi
+    if cmp -s "$TMP/w.csv" "$TMP/$input.csv"; then ok; else bad "$input: $n workers' histogram differs"; fi
   done
 done
 

@@ -66,11 +66,12 @@ static void plan_bands(const plan *p, const ip_shape *shape, uint64_t limit)
         if (rows < 1 || rows > STREAM_MAX_BAND_ROWS) abort();
         for (int i = 0; i < l.n; i++) {
             if (l.segs[i].global) continue;
-            if (band_segment_bytes(p, &l.segs[i], rows) > limit) abort();
+            if (band_segment_bytes(p, &l.segs[i], BAND_ON_HOST, rows) > limit) abort();
             band_segment *seg;
+            band_config cfg = { BAND_ON_HOST, 0, 1, "fuzz.tif", rows };
             /* Made (buffers allocated) only for shapes a run would read. */
             if ((uint64_t)shape->width * (uint64_t)shape->height <= FUZZ_MAX_PIXELS &&
-                band_segment_create(&seg, p, &l.segs[i], 1, "fuzz.tif", err, sizeof err) == IP_OK)
+                band_segment_create(&seg, p, &l.segs[i], &cfg, err, sizeof err) == IP_OK)
                 band_segment_destroy(seg);
         }
     }

@@ -1,117 +1,41 @@
 /* The band executor against the whole-image path: every stage, border, depth and channel count,
- * at band heights of 1, 2, 7 and 64 rows (halos taller than a band among them), through chains
- * with global stages between segments; histogram counts against the whole image's. */
+ * at band heights of 1, 2, 7 and 64 rows (halos taller than a band among them), by one executor
+ * and by 2 and 3 workers sharing the image's rows, through chains with global stages between
+ * segments; histogram counts against the whole image's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include "exec.h"
+#include "band_testutil.h"
 #include "image.h"
-#include "pipeline.h"
-#include "plan.h"
-#include "registry.h"
-#include "stream.h"
 #include "testutil.h"
 
 static registry reg;
 static const int band_heights[] = { 1, 2, 7, 64 };
 
-static int build_plan(const char *text, const ip_shape *shape, plan *p)
+static int run_streamed(const char *text, const ip_image *in, int band_rows, int workers, ip_image *out)
 {
-    pl_pipeline pl;
-    char err[1024];
-    ip_shape final;
-    if (pl_parse(text, "-e", &pl, err, sizeof err) != IP_OK) {
-        CHECK(0, "%s: %s", text, err);
-        return 0;
-    }
-    int rc = plan_build(&reg, &pl, p, err, sizeof err);
-    pl_free(&pl);
-    if (rc == IP_OK && (rc = plan_shapes(p, shape, &final, err, sizeof err)) != IP_OK) plan_free(p);
-    CHECK(rc == IP_OK, "%s: %s", text, err);
-    return rc == IP_OK;
+    stream_options so = { band_rows, 1, "streamed.png", BAND_ON_HOST, workers, { 0 } };
+    return bt_run_streamed(&reg, text, in, &so, out, NULL);
 }
 
-static ip_image random_image(const ip_shape *s, uint64_t seed, int max_value)
-{
-    tu_rng r;
-    tu_seed(&r, seed);
-    ipk_img k = tu_img_random(s->width, s->height, s->channels, (ipk_dtype)s->dtype, 0, &r);
-    if (max_value > 0) {
-        size_t n = (size_t)s->width * s->height * s->channels;
-        for (size_t i = 0; i < n; i++) {
-            if (s->dtype == IP_U8) ((uint8_t *)k.data)[i] %= (uint8_t)(max_value + 1 > 255 ? 255 : max_value + 1);
-            else if (s->dtype == IP_U16) ((uint16_t *)k.data)[i] %= (uint16_t)(max_value + 1);
-        }
-    }
-    ip_image im = { k.data, k.stride, *s, 0 };
-    return im;
-}
-
-/* Whole-image result of text on in, copied (the context owns its result). */
-static int run_whole(const char *text, const ip_image *in, ip_image *out)
-{
-    plan p;
-    if (!build_plan(text, &in->shape, &p)) return 0;
-    exec_options eo = { EXEC_CPU, 0, 2, EXEC_COPY, 0, 0 };
-    exec_ctx *ctx;
-    char err[1024];
-    ip_image res;
-    int rc = exec_create(&ctx, &eo, err, sizeof err);
-    if (rc == IP_OK) rc = exec_run(ctx, &p, in, "whole.png", &res, NULL, err, sizeof err);
-    if (rc == IP_OK) rc = img_alloc(out, &res.shape, UINT64_MAX, err, sizeof err);
-    if (rc == IP_OK)
-        for (int y = 0; y < res.shape.height; y++)
-            memcpy((char *)out->data + y * out->stride, (char *)res.data + y * res.stride, img_row_bytes(&res.shape));
-    CHECK(rc == IP_OK, "%s: whole: %s", text, err);
-    exec_destroy(ctx);
-    plan_free(&p);
-    return rc == IP_OK;
-}
-
-static int run_streamed(const char *text, const ip_image *in, int band_rows, ip_image *out)
-{
-    plan p;
-    if (!build_plan(text, &in->shape, &p)) return 0;
-    stream_image_source src_state;
-    stream_source src = stream_source_of_image(&src_state, in, band_rows);
-    stream_image_sink sink_state;
-    char err[1024];
-    int rc = stream_image_sink_init(&sink_state, &p.steps[p.n - 1].out, err, sizeof err);
-    band_sink sink = stream_sink_of_image(&sink_state);
-    stream_options so = { band_rows, 2, "streamed.png" };
-    if (rc == IP_OK) rc = stream_run(&p, &src, &sink, &so, NULL, err, sizeof err);
-    if (rc == IP_OK && sink_state.rows_in != sink_state.img.shape.height) rc = IP_EINVAL;
-    CHECK(rc == IP_OK, "%s: streamed (bands of %d): %s", text, band_rows, err);
-    if (rc == IP_OK) *out = sink_state.img;
-    else img_free(&sink_state.img);
-    plan_free(&p);
-    return rc == IP_OK;
-}
-
-static int same_image(const ip_image *a, const ip_image *b)
-{
-    if (memcmp(&a->shape, &b->shape, sizeof a->shape) != 0) return 0;
-    size_t row = img_row_bytes(&a->shape);
-    for (int y = 0; y < a->shape.height; y++)
-        if (memcmp((char *)a->data + y * a->stride, (char *)b->data + y * b->stride, row) != 0) return 0;
-    return 1;
-}
-
-/* The streamed run of text equals the whole-image run at every band height. */
+/* The streamed run of text equals the whole-image run at every band height, by one executor
+ * and with the rows dealt to 2 and 3 workers (chunks of one band, each with its context). */
 static void check_pipeline(const char *text, const ip_shape *shape, uint64_t seed, int max_value)
 {
-    ip_image in = random_image(shape, seed, max_value), whole;
-    if (!run_whole(text, &in, &whole)) {
+    ip_image in = bt_random_image(shape, seed, max_value), whole;
+    if (!bt_run_whole(&reg, text, &in, EXEC_CPU, &whole)) {
         free(in.data);
         return;
     }
-    for (size_t i = 0; i < sizeof band_heights / sizeof *band_heights; i++) {
-        ip_image streamed;
-        if (!run_streamed(text, &in, band_heights[i], &streamed)) continue;
-        CHECK(same_image(&whole, &streamed), "%s on %dx%dx%d %s: bands of %d rows differ from the whole image",
-              text, shape->width, shape->height, shape->channels, img_dtype_name(shape->dtype), band_heights[i]);
-        img_free(&streamed);
-    }
+    for (size_t i = 0; i < sizeof band_heights / sizeof *band_heights; i++)
+        for (int workers = 1; workers <= 3; workers++) {
+            ip_image streamed;
+            if (!run_streamed(text, &in, band_heights[i], workers, &streamed)) continue;
+            CHECK(bt_same_image(&whole, &streamed),
+                  "%s on %dx%dx%d %s: bands of %d rows, %d workers, differ from the whole image", text, shape->width,
+                  shape->height, shape->channels, img_dtype_name(shape->dtype), band_heights[i], workers);
+            img_free(&streamed);
+        }
     img_free(&whole);
     free(in.data);
 }
@@ -121,11 +45,11 @@ static void test_window_stages(void)
     static const char *const borders[] = { "replicate", "reflect101", "zero", "shrink" };
     static const ip_dtype dtypes[] = { IP_U8, IP_U16, IP_F32 };
     static const int radii[] = { 1, 3, 9 };
-    static const int channels[] = { 1, 4 };
+    static const int channels[] = { 1, 3, 4 };
     char text[256];
     for (int b = 0; b < 4; b++)
         for (int d = 0; d < 3; d++)
-            for (int c = 0; c < 2; c++)
+            for (int c = 0; c < 3; c++)
                 for (int r = 0; r < 3; r++) {
                     ip_shape s = { 37, 29, channels[c], dtypes[d] };
                     uint64_t seed = (uint64_t)(b * 100 + d * 10 + c) * 7 + (uint64_t)r;
@@ -179,8 +103,8 @@ static void test_chains(void)
     if (registry_find(&reg, "oldinvert")) {
         ip_shape tall = { 9, 300, 1, IP_U8 };
         check_pipeline("median radius=1 | oldinvert | mean radius=1", &tall, 92, 0);
-        ip_image in = random_image(&tall, 93, 0), out;
-        if (run_streamed("grayscale | oldinvert", &in, 7, &out)) {
+        ip_image in = bt_random_image(&tall, 93, 0), out;
+        if (run_streamed("grayscale | oldinvert", &in, 7, 2, &out)) {
             CHECK(*(uint8_t *)out.data == (uint8_t)300, "oldinvert saw %d rows, not the whole image",
                   *(uint8_t *)out.data);
             img_free(&out);
@@ -191,49 +115,48 @@ static void test_chains(void)
     }
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    if (buf) buf[fread(buf, 1, (1 << 20) - 1, f)] = '\0';
-    fclose(f);
-    return buf;
-}
-
-/* The streamed histogram's CSV equals the whole image's, and its counts add up to the pixels. */
-static void test_histogram(void)
+/* The streamed histogram's CSV equals the whole image's, by one executor and by 2 and 3 workers,
+ * first in the chain and between area stages (where the rows it sees include context rows that
+ * only the worker owning them may count); and its counts add up to the pixels. */
+static void check_histogram(const char *pattern, const ip_shape *s, int k, uint64_t seed)
 {
     const char *dir = tu_tmpdir();
-    static const ip_shape shapes[] = { { 61, 43, 3, IP_U8 }, { 17, 29, 1, IP_U16 }, { 13, 7, 4, IP_F32 } };
-    for (int k = 0; k < 3; k++) {
-        const ip_shape *s = &shapes[k];
-        ip_image in = random_image(s, 200 + (uint64_t)k, 0), out;
-        char whole_text[512], text[512], path[400], whole_path[400];
-        snprintf(whole_path, sizeof whole_path, "%s/whole%d.csv", dir, k);
-        snprintf(whole_text, sizeof whole_text, "histogram bins=64 out=%s | median radius=2", whole_path);
-        if (run_whole(whole_text, &in, &out)) img_free(&out);
-        char *want = slurp(whole_path);
-        CHECK(want != NULL, "no whole-image CSV");
-        for (size_t i = 0; want && i < sizeof band_heights / sizeof *band_heights; i++) {
-            snprintf(path, sizeof path, "%s/band%d_%d.csv", dir, k, band_heights[i]);
-            snprintf(text, sizeof text, "histogram bins=64 out=%s | median radius=2", path);
-            if (run_streamed(text, &in, band_heights[i], &out)) img_free(&out);
-            char *got = slurp(path);
-            CHECK(got && strcmp(got, want) == 0, "histogram of %s in bands of %d differs from the whole image's",
-                  img_dtype_name(s->dtype), band_heights[i]);
+    ip_image in = bt_random_image(s, seed, 0), out;
+    char text[512], path[400], whole_path[400];
+    snprintf(whole_path, sizeof whole_path, "%s/whole%d.csv", dir, k);
+    snprintf(text, sizeof text, pattern, whole_path);
+    if (bt_run_whole(&reg, text, &in, EXEC_CPU, &out)) img_free(&out);
+    char *want = bt_slurp(whole_path);
+    CHECK(want != NULL, "no whole-image CSV");
+    for (size_t i = 0; want && i < sizeof band_heights / sizeof *band_heights; i++)
+        for (int workers = 1; workers <= 3; workers++) {
+            snprintf(path, sizeof path, "%s/band%d_%d_%d.csv", dir, k, band_heights[i], workers);
+            snprintf(text, sizeof text, pattern, path);
+            if (run_streamed(text, &in, band_heights[i], workers, &out)) img_free(&out);
+            char *got = bt_slurp(path);
+            CHECK(got && strcmp(got, want) == 0, "%s on %s: bands of %d, %d workers: counts differ from the whole image's",
+                  pattern, img_dtype_name(s->dtype), band_heights[i], workers);
             free(got);
         }
-        /* independent: every channel's counts sum to the pixel count */
-        unsigned long long sum[4] = { 0 };
-        for (char *line = want ? strchr(want, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
-            char *p = strchr(line + 1, ',');
-            for (int c = 0; c < s->channels && p; c++, p = strchr(p + 1, ',')) sum[c] += strtoull(p + 1, NULL, 10);
-        }
-        for (int c = 0; c < s->channels; c++)
-            CHECK(sum[c] == (unsigned long long)s->width * s->height, "channel %d counts %llu", c, sum[c]);
-        free(want);
-        free(in.data);
+    /* independent: every channel's counts sum to the pixel count */
+    unsigned long long sum[4] = { 0 };
+    for (char *line = want ? strchr(want, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        char *p = strchr(line + 1, ',');
+        for (int c = 0; c < s->channels && p; c++, p = strchr(p + 1, ',')) sum[c] += strtoull(p + 1, NULL, 10);
+    }
+    for (int c = 0; c < s->channels; c++)
+        CHECK(sum[c] == (unsigned long long)s->width * s->height, "channel %d counts %llu", c, sum[c]);
+    free(want);
+    free(in.data);
+}
+
+static void test_histogram(void)
+{
+    static const ip_shape shapes[] = { { 61, 43, 3, IP_U8 }, { 17, 29, 1, IP_U16 }, { 13, 7, 4, IP_F32 } };
+    for (int k = 0; k < 3; k++) {
+        check_histogram("histogram bins=64 out=%s | median radius=2", &shapes[k], 2 * k, 200 + (uint64_t)k);
+        check_histogram("median radius=2 | histogram bins=64 out=%s | mean radius=9", &shapes[k], 2 * k + 1,
+                        210 + (uint64_t)k);
     }
 }
 

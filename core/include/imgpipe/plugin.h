@@ -92,9 +92,12 @@ typedef struct ip_stage {
     uint32_t (*class_of)(const void *state);
     /* IP_CLASS_REDUCTION, all four required. The core streams bands (exactly the band's rows,
      * host or device as for run_cpu / run_gpu, ex->stream telling which) through reduce_band,
-     * each adding into a partial result of partial_bytes zeroed host bytes; partials of bands
-     * run apart are added with reduce_merge, and reduce_finish gets the whole image's result
-     * (and writes whatever the stage writes). The pixels pass on untouched, by the core. */
+     * each adding into a partial result of partial_bytes zeroed host bytes (complete when it
+     * returns, also for device bands); ex->scratch is needs.gpu_scratch_bytes of device memory
+     * for device bands (a stage with run_gpu gets them), needs.scratch_bytes of host memory
+     * otherwise, planned for the band. Partials of bands run apart are added with reduce_merge,
+     * and reduce_finish gets the whole image's result (and writes whatever the stage writes).
+     * The pixels pass on untouched, by the core. */
     size_t (*partial_bytes)(const void *state, const ip_shape *in);
     int (*reduce_band)(const void *state, const ip_image *band, void *partial, const ip_exec *ex);
     void (*reduce_merge)(const void *state, const ip_shape *in, void *total, const void *partial);
