@@ -53,16 +53,4 @@ secs() {  # command...: wall seconds, or "fail"
       rm -rf "$tmp/c" "$tmp/g" "$tmp/a"
     done
   done
-  # denoise.pipe with workers on the CPU beside the GPU's (--cpu-jobs), with and without nvJPEG
-  printf "\n| denoise.pipe, GPU path with | png s | jpg s |\n| --- | --: | --: |\n"
-  c=$(nproc)
-  for mix in "--jobs $((2 * c))|nvjpeg" "--jobs $((c / 2)) --cpu-jobs $c|" "--jobs $((c / 2)) --cpu-jobs $c|nvjpeg" \
-             "--jobs $c --cpu-jobs $c|nvjpeg" "--jobs 4 --cpu-jobs $c|nvjpeg"; do
-    opts=${mix%%|*}; dec=${mix#*|}
-    [ -n "$dec" ] && opts="$opts --jpeg-decoder gpu"
-    p=$(secs "$B" run -q --device gpu $opts --png-level 3 --format png "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/m1")
-    j=$(secs "$B" run -q --device gpu $opts --format jpg "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/m2")
-    printf "| %s | %s | %s |\n" "$opts" "$p" "$j"
-    rm -rf "$tmp/m1" "$tmp/m2"
-  done
 } | tee "$out/folder-devices.md"

@@ -289,8 +289,7 @@ typedef struct {
     plan own;
     jpeg_gpu *jpeg;          /* on the pool's handle and this worker's stream: encodes */
     int jpeg_tried;          /* jpeg opened (or found missing) on first need */
-    exec_device dev;         /* where this worker runs its stages */
-    int gpu;                 /* the worker's GPU, when dev is EXEC_GPU */
+    int gpu;                 /* the worker's device */
     const batch_entry *e;    /* the image being planned */
 } worker;
 
@@ -317,7 +316,7 @@ static int plan_entry(void *user, const ip_shape *shape, char *err, size_t errle
  * (waiting for the handle, which opens on its own thread from the start of the run). */
 static jpeg_gpu *worker_jpeg(worker *w, exec_ctx *ctx, io_format fmt)
 {
-    if (w->jpeg_tried || !w->sh->jpeg || fmt != IO_FMT_JPEG || w->dev != EXEC_GPU) return w->jpeg;
+    if (w->jpeg_tried || !w->sh->jpeg || fmt != IO_FMT_JPEG) return w->jpeg;
     w->jpeg_tried = 1;
     char why[256];
     jpeg_gpu *shared = jpeg_pool_handle(w->sh->jpeg, w->gpu, NULL);
@@ -358,7 +357,7 @@ static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err,
     return io_write(w->e->out, out, &io, err, errlen);
 }
 
-static int ctx_is_gpu(const worker *w) { return w->dev == EXEC_GPU; }
+static int ctx_is_gpu(const worker *w) { return w->sh->o->device == EXEC_GPU; }
 
 static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
                          const batch_entry *e, io_warnings *warnings, char *err, size_t errlen)
@@ -443,8 +442,7 @@ static void *worker_main(void *arg)
     worker *w = arg;
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
-    exec_options eo = { w->dev, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0,
-                        w->dev == o->device ? o->threads : o->cpu_threads, o->transfer, 0, 1 };
+    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1 };
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
@@ -471,11 +469,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* jobs workers on o->device, then, on the GPU path, o->cpu_jobs more on the CPU. */
 static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
 {
-    int on_device = jobs;
-    if (sh->o->device == EXEC_GPU && sh->o->cpu_jobs > 0) jobs += sh->o->cpu_jobs;
     worker *ws = calloc((size_t)jobs, sizeof *ws);
     pthread_t *tids = calloc((size_t)jobs, sizeof *tids);
     int started = 0, rc = IP_OK;
@@ -483,7 +478,6 @@ static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
     for (int i = 0; rc == IP_OK && i < jobs; i++) {
         ws[i].sh = sh;
         ws[i].index = i;
-        ws[i].dev = i < on_device ? sh->o->device : EXEC_CPU;
         ws[i].own = *sh->p;
         ws[i].own.steps = malloc((size_t)sh->p->n * sizeof *sh->p->steps);
         if (!ws[i].own.steps) { rc = IP_ENOMEM; break; }

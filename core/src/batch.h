@@ -16,9 +16,6 @@ typedef struct {
     int recursive;              /* descend into subfolders, recreating them under output_dir */
     io_format format;           /* IO_FMT_UNKNOWN: each input's own format */
     int jobs;                   /* images in flight */
-    int cpu_jobs;               /* with EXEC_GPU: this many more workers on the CPU, taking images from
-                                   the same queue, so the cores work beside the card (0: none) */
-    int cpu_threads;            /* OpenMP threads per image of those workers */
     int resume;                 /* skip inputs whose output exists */
     exec_device device;
     int gpu_ids[BATCH_MAX_GPUS];

@@ -52,7 +52,6 @@ typedef struct {
     io_options io;
     ip_shape check_shape;
     int recursive, resume, jobs;
-    int cpu_jobs;                /* --cpu-jobs: workers on the CPU beside the GPU's */
     const char *format;          /* --format png|tif|jpg for folders */
     const char *gpus;            /* --gpus all|0,2 */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU (auto and cpu: libjpeg-turbo) */
@@ -138,9 +137,6 @@ static const char usage_text[] =
     "  -r, --recursive         descend into subfolders, recreating them under OUT_FOLDER\n"
     "  --format png|tif|jpg    output format (default: each input's own)\n"
     "  --jobs N                images in flight at once (default: the number of cores)\n"
-    "  --cpu-jobs N            on the GPU, N more workers run their images on the CPU, taking\n"
-    "                          them from the same queue, so the cores work beside the card\n"
-    "                          (default 0)\n"
     "  --resume                skip inputs whose output already exists\n"
     "  --all-pages             every page of a multi-page TIFF, each to its own output named\n"
     "                          STEM-p0.EXT, STEM-p1.EXT, ... (files of one page keep STEM.EXT)\n"
@@ -262,9 +258,6 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
     } else if (is_option(a, "--jobs")) {
         if (!(rc = parse_numeric_option("--jobs", option_value(argc, argv, i, "--jobs"), 1, 1024, &n)))
             o->jobs = (int)n;
-    } else if (is_option(a, "--cpu-jobs")) {
-        if (!(rc = parse_numeric_option("--cpu-jobs", option_value(argc, argv, i, "--cpu-jobs"), 0, 1024, &n)))
-            o->cpu_jobs = (int)n;
     }
     else if (strcmp(a, "--profile") == 0) o->profile = 1;
     else if (strcmp(a, "-e") == 0) {
@@ -1029,8 +1022,6 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
               : strcmp(o->format, "jpg") == 0 ? IO_FMT_JPEG : IO_FMT_TIFF;
     b->jobs = o->jobs ? o->jobs : (int)cores;
     b->device = dev;
-    b->cpu_jobs = dev == EXEC_GPU ? o->cpu_jobs : 0;
-    b->cpu_threads = o->threads ? o->threads : (int)(cores / (b->jobs + b->cpu_jobs) > 0 ? cores / (b->jobs + b->cpu_jobs) : 1);
     b->threads = o->threads ? o->threads : (dev == EXEC_CPU ? (int)(cores / b->jobs > 0 ? cores / b->jobs : 1) : 1);
     b->transfer = o->transfer;
     b->cpu_fallback = o->device == DEV_AUTO;
@@ -1042,7 +1033,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->strip = o->strip;
     b->io = o->io;
     /* Images in flight already share the cores; each codec takes its share. */
-    b->io.threads = b->cpu_jobs ? b->cpu_threads : o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
+    b->io.threads = o->threads ? o->threads : (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
     b->stop = &interrupted;
     if (dev == EXEC_GPU) {
         char why[128];
@@ -1104,10 +1095,7 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     batch_options b;
     int rc = batch_setup(o, dev, in, out, under_mpi ? &place : NULL, &b);
     if (rc) return rc;
-    char on_cpu[64] = "";
-    if (b.cpu_jobs) snprintf(on_cpu, sizeof on_cpu, " and %d on the CPU", b.cpu_jobs);
-    if (dev == EXEC_GPU && !o->quiet)
-        say(o, "%d worker%s on %d GPU%s%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s", on_cpu);
+    if (dev == EXEC_GPU && !o->quiet) say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
     batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
     if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
     if (under_mpi) snprintf(view.shard + strlen(view.shard), sizeof view.shard - strlen(view.shard), "%d ranks: ", place.size);

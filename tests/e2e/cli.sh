@@ -85,9 +85,6 @@ else
   says "auto, small image, why" "built without CUDA"
 fi
 
-expect 2 "--cpu-jobs needs a count" "$B" run --cpu-jobs many -e grayscale light_in x
-says "--cpu-jobs needs a count" "--cpu-jobs expects a whole number from 0 to 1024"
-
 # image errors: exit 1, one line, no output, no temporary left
 head -c 3000 "$IMAGES/astronaut.png" > truncated.png
 expect 1 "truncated input" "$B" run --device cpu -e grayscale truncated.png out2.png

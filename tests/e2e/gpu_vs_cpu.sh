@@ -149,12 +149,6 @@ says "auto, folder of light work" "(auto: the stages of 2 images"
 expect 0 "auto, folder of heavy work" "$B" run --device auto -e "$heavy" fold_heavy fold_heavy_out
 says "auto, folder of heavy work" "device: GPU 0"
 cmp -s fold_heavy_out/g1.tif cpu_big.tif && ok || bad "auto folder on the GPU differs from the CPU"
-# workers on the CPU beside the GPU's (--cpu-jobs): the same files as a CPU run
-for i in 1 2 3 4 5 6 7 8; do cp "$IMAGES/coffee.png" fold_light/c$i.png; done
-expect 0 "--cpu-jobs" "$B" run --device gpu --jobs 1 --cpu-jobs 3 -e "grayscale | median" fold_light fold_mixed
-says "--cpu-jobs" "1 worker on 1 GPU and 3 on the CPU"
-"$B" run -q --device cpu -e "grayscale | median" fold_light fold_cpu
-for f in fold_cpu/*; do cmp -s "$f" "fold_mixed/${f#fold_cpu/}" && ok || bad "--cpu-jobs: $f differs"; done
 
 # JPEG through nvJPEG on the GPU (--jpeg-decoder gpu): decoded pixels within
 # the bound measured against libjpeg-turbo (max difference 3), JPEG outputs encoded on the card
