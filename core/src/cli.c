@@ -648,8 +648,8 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep)
 {
     const stream_profile *pr = &rep->prof;
     double sum = pr->source_ms + pr->sink_ms;
-    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s):\n", rep->band_rows, pr->segments,
-            pr->segments == 1 ? "" : "s");
+    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s%s):\n", rep->band_rows, pr->segments,
+            pr->segments == 1 ? "" : "s", pr->overlapped ? "; decode and encode on threads of their own" : "");
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
     for (int i = 0; i < pr->n_stages; i++) {
         char label[64];
@@ -660,6 +660,10 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep)
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
     fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
+    /* where the stages' thread stood still: the slower of decode and encode shows here */
+    if (pr->overlapped)
+        fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n", "stages' thread",
+                pr->source_wait_ms, pr->sink_wait_ms);
 }
 
 /* An image decoded past damage says so once, with the first warning. */

@@ -17,11 +17,19 @@ typedef struct {
     int band_rows;            /* rows pushed through the stages at a time (>= 1) */
     int threads;              /* OpenMP threads per stage call */
     const char *input_path;
+    /* > 0: the source and the sink run on threads of their own (stream_overlap.h), with this many
+     * bands queued on each side, the one in use included (>= 2); 0: all on the calling thread */
+    int overlap_slots;
+    int sink_rows;            /* rows of a queued band on the sink's side (0: band_rows) */
 } stream_options;
 
 typedef struct {
     double source_ms, sink_ms, wall_ms;   /* time in the source (decoding), the sink (encoding), all */
     double stage_ms[EXEC_MAX_STAGES];
+    /* With the source and sink on threads of their own: the time the stages' thread waited for
+     * decoded bands, and spent handing rows to the encoder (waiting for a free slot included). */
+    double source_wait_ms, sink_wait_ms;
+    int overlapped;
     int n_stages;
     int segments;
 } stream_profile;

@@ -74,26 +74,26 @@ static int check_globals(const plan *p, const band_layout *l, uint64_t limit, ui
     return IP_OK;
 }
 
-static uint64_t bands_bytes(const plan *p, const band_layout *l, int rows)
+static uint64_t bands_bytes(const plan *p, const band_layout *l, int rows, uint64_t row_bytes)
 {
-    uint64_t total = 0;
+    uint64_t total = (uint64_t)rows * row_bytes;
     for (int i = 0; i < l->n; i++)
         if (!l->segs[i].global) total += band_segment_bytes(p, &l->segs[i], rows);
     return total;
 }
 
-int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
-                     char *err, size_t errlen)
+int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, uint64_t row_bytes,
+                     int *band_rows, char *err, size_t errlen)
 {
     uint64_t held;
     int rc = check_globals(p, l, limit_bytes, &held, err, errlen);
     if (rc != IP_OK) return rc;
     uint64_t budget = limit_bytes > fixed_bytes + held ? limit_bytes - fixed_bytes - held : 0;
     int rows = STREAM_MAX_BAND_ROWS;
-    while (rows > 1 && bands_bytes(p, l, rows) > budget) rows /= 2;
-    if (bands_bytes(p, l, rows) > budget) {
+    while (rows > 1 && bands_bytes(p, l, rows, row_bytes) > budget) rows /= 2;
+    if (bands_bytes(p, l, rows, row_bytes) > budget) {
         char need_text[32], limit_text[32];
-        stream_bytes_text(bands_bytes(p, l, 1) + fixed_bytes + held, need_text, sizeof need_text);
+        stream_bytes_text(bands_bytes(p, l, 1, row_bytes) + fixed_bytes + held, need_text, sizeof need_text);
         stream_bytes_text(limit_bytes, limit_text, sizeof limit_text);
         snprintf(err, errlen, "this pipeline needs at least %s of memory for this image in bands of one row, more "
                  "than the %s allowed (--memory)", need_text, limit_text);

@@ -10,10 +10,11 @@
 uint64_t stream_whole_image_bytes(const plan *p);
 
 /* The tallest band (1 .. STREAM_MAX_BAND_ROWS rows) whose buffers, with fixed_bytes the codecs
- * hold, fit limit_bytes; IP_ELIMIT with a message when even one row does not, or when a global
+ * hold and row_bytes for each row of a band held besides the stages (bands queued for the
+ * encoder), fit limit_bytes; IP_ELIMIT with a message when even one row does not, or when a global
  * stage's whole images do not (naming the stage, its line and the memory it needs). */
-int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
-                     char *err, size_t errlen);
+int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, uint64_t row_bytes,
+                     int *band_rows, char *err, size_t errlen);
 /* "1.5 GiB", "256 MiB", "12 KiB". */
 void stream_bytes_text(uint64_t bytes, char *buf, size_t len);
 /* Parses SIZE: a number with an optional K, M, G or T (powers of 1024, B allowed after). */

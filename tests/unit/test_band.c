@@ -1,6 +1,8 @@
 /* The band executor against the whole-image path: every stage, border, depth and channel count,
  * at band heights of 1, 2, 7 and 64 rows (halos taller than a band among them), through chains
- * with global stages between segments; histogram counts against the whole image's. */
+ * with global stages between segments, with the source and sink on the calling thread and on
+ * threads of their own (queues of 2 and 3 bands, sink bands of 1 row to a band); histogram counts
+ * against the whole image's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,9 @@
 #include "testutil.h"
 
 static registry reg;
-static const int band_heights[] = { 1, 2, 7, 64 };
+/* band rows, bands queued on each side (0: no threads), rows of a queued sink band (0: band rows) */
+static const int band_configs[][3] = { { 1, 0, 0 }, { 1, 2, 3 }, { 2, 2, 1 }, { 7, 0, 0 }, { 7, 3, 0 }, { 64, 2, 0 } };
+#define N_CONFIGS (int)(sizeof band_configs / sizeof *band_configs)
 
 static int build_plan(const char *text, const ip_shape *shape, plan *p)
 {
@@ -68,8 +72,9 @@ static int run_whole(const char *text, const ip_image *in, ip_image *out)
     return rc == IP_OK;
 }
 
-static int run_streamed(const char *text, const ip_image *in, int band_rows, ip_image *out)
+static int run_streamed(const char *text, const ip_image *in, const int config[3], ip_image *out)
 {
+    int band_rows = config[0];
     plan p;
     if (!build_plan(text, &in->shape, &p)) return 0;
     stream_image_source src_state;
@@ -78,10 +83,10 @@ static int run_streamed(const char *text, const ip_image *in, int band_rows, ip_
     char err[1024];
     int rc = stream_image_sink_init(&sink_state, &p.steps[p.n - 1].out, err, sizeof err);
     band_sink sink = stream_sink_of_image(&sink_state);
-    stream_options so = { band_rows, 2, "streamed.png" };
+    stream_options so = { band_rows, 2, "streamed.png", config[1], config[2] };
     if (rc == IP_OK) rc = stream_run(&p, &src, &sink, &so, NULL, err, sizeof err);
     if (rc == IP_OK && sink_state.rows_in != sink_state.img.shape.height) rc = IP_EINVAL;
-    CHECK(rc == IP_OK, "%s: streamed (bands of %d): %s", text, band_rows, err);
+    CHECK(rc == IP_OK, "%s: streamed (bands of %d, %d queued): %s", text, band_rows, config[1], err);
     if (rc == IP_OK) *out = sink_state.img;
     else img_free(&sink_state.img);
     plan_free(&p);
@@ -105,11 +110,12 @@ static void check_pipeline(const char *text, const ip_shape *shape, uint64_t see
         free(in.data);
         return;
     }
-    for (size_t i = 0; i < sizeof band_heights / sizeof *band_heights; i++) {
+    for (int i = 0; i < N_CONFIGS; i++) {
         ip_image streamed;
-        if (!run_streamed(text, &in, band_heights[i], &streamed)) continue;
-        CHECK(same_image(&whole, &streamed), "%s on %dx%dx%d %s: bands of %d rows differ from the whole image",
-              text, shape->width, shape->height, shape->channels, img_dtype_name(shape->dtype), band_heights[i]);
+        if (!run_streamed(text, &in, band_configs[i], &streamed)) continue;
+        CHECK(same_image(&whole, &streamed), "%s on %dx%dx%d %s: bands of %d rows (%d queued) differ from the whole image",
+              text, shape->width, shape->height, shape->channels, img_dtype_name(shape->dtype), band_configs[i][0],
+              band_configs[i][1]);
         img_free(&streamed);
     }
     img_free(&whole);
@@ -180,7 +186,7 @@ static void test_chains(void)
         ip_shape tall = { 9, 300, 1, IP_U8 };
         check_pipeline("median radius=1 | oldinvert | mean radius=1", &tall, 92, 0);
         ip_image in = random_image(&tall, 93, 0), out;
-        if (run_streamed("grayscale | oldinvert", &in, 7, &out)) {
+        if (run_streamed("grayscale | oldinvert", &in, band_configs[4], &out)) {
             CHECK(*(uint8_t *)out.data == (uint8_t)300, "oldinvert saw %d rows, not the whole image",
                   *(uint8_t *)out.data);
             img_free(&out);
@@ -215,13 +221,13 @@ static void test_histogram(void)
         if (run_whole(whole_text, &in, &out)) img_free(&out);
         char *want = slurp(whole_path);
         CHECK(want != NULL, "no whole-image CSV");
-        for (size_t i = 0; want && i < sizeof band_heights / sizeof *band_heights; i++) {
-            snprintf(path, sizeof path, "%s/band%d_%d.csv", dir, k, band_heights[i]);
+        for (int i = 0; want && i < N_CONFIGS; i++) {
+            snprintf(path, sizeof path, "%s/band%d_%d.csv", dir, k, i);
             snprintf(text, sizeof text, "histogram bins=64 out=%s | median radius=2", path);
-            if (run_streamed(text, &in, band_heights[i], &out)) img_free(&out);
+            if (run_streamed(text, &in, band_configs[i], &out)) img_free(&out);
             char *got = slurp(path);
-            CHECK(got && strcmp(got, want) == 0, "histogram of %s in bands of %d differs from the whole image's",
-                  img_dtype_name(s->dtype), band_heights[i]);
+            CHECK(got && strcmp(got, want) == 0, "histogram of %s in bands of %d (%d queued) differs from the whole image's",
+                  img_dtype_name(s->dtype), band_configs[i][0], band_configs[i][1]);
             free(got);
         }
         /* independent: every channel's counts sum to the pixel count */
