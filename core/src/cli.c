@@ -91,7 +91,7 @@ static const char usage_text[] =
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
     "  --profile               print the time of GPU start-up, decode, upload, each stage,\n"
-    "                          download, encode\n"
+    "                          download, encode (streamed: each step's total and the overlap)\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
