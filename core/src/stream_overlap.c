@@ -263,7 +263,8 @@ static int alloc_rings(stream_overlap *ov, char *err, size_t errlen)
         return IP_ENOMEM;
     }
     int rc = IP_OK;
-    for (int i = 0; rc == IP_OK && i < n; i++) rc = slot_alloc(&ov->out.slots[i], &ov->o.sink_shape, ov->o.sink_rows, err, errlen);
+    for (int i = 0; rc == IP_OK && i < n; i++)
+        rc = slot_alloc(&ov->out.slots[i], &ov->o.sink_shape, ov->o.sink_rows, err, errlen);
     return rc;
 }
 
