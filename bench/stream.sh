@@ -59,6 +59,7 @@ trap 'rm -rf "$tmp"' EXIT
 md=$tmp/stream.md
 rows=()
 notes=()
+status=0   # 1 when a run failed or a streamed output differs from the whole one
 
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
 mpix() { awk -v w="$1" -v h="$2" -v s="$3" 'BEGIN { printf "%.1f", w * h / s / 1e6 }'; }
@@ -94,6 +95,7 @@ measure() {
   dev=$(grep -o 'device: [A-Z]*' "$tmp/err.$name" | head -n 1 | cut -d' ' -f2)
   [[ "$*" == *"--stream on"* ]] && dev="$dev, bands"
   if [ "$rc" != 0 ]; then
+    status=1
     notes+=("- $name failed (exit $rc): $(grep -v '^ ' "$tmp/err.$name" | tail -n 1)")
     say "$name failed (exit $rc): $(tail -n 1 "$tmp/err.$name")"
   fi
@@ -114,14 +116,19 @@ best() {
 }
 
 row() {  # LABEL W H OUTPUT_NOTE: a table row from the last measure
-  local t=- m=-
-  [ "$rc" = 0 ] && t="$wall s" && m=$(mpix "$2" "$3" "$wall")
-  rows+=("| $1 | $t | $m | $(mib "$rss") | $gpu$([ "$gpu" = - ] || echo " MiB") | $dev | $4 |")
+  local t=- m=- o="failed (below)"
+  [ "$rc" = 0 ] && t="$wall s" && m=$(mpix "$2" "$3" "$wall") && o=$4
+  rows+=("| $1 | $t | $m | $(mib "$rss") | $gpu$([ "$gpu" = - ] || echo " MiB") | $dev | $o |")
   write_md
 }
 
 verdict() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v + 0 < lim + 0) ? "under 2 GiB: met" : "**over 2 GiB: missed**" }'; }
-same() { if cmp -s "$1" "$2"; then echo "identical to whole (cmp)"; else echo "**differs from whole**"; fi; }
+compare() {  # WHOLE STREAMED: sets compared (and status when they differ)
+  if [ ! -f "$1" ] || [ ! -f "$2" ]; then compared="not compared (a run failed)"
+  elif cmp -s "$1" "$2"; then compared="identical to whole (cmp)"
+  else status=1; compared="**differs from whole**"
+  fi
+}
 
 make_input() {  # KIND PATH SIZE...: prints "SECONDS BYTES"
   "$PY" "$here/stream_images.py" "$@" 2>"$tmp/err.make" || die "cannot make $2: $(tail -n 3 "$tmp/err.make")"
@@ -148,26 +155,27 @@ if time_left; then
   row "${big}x${big} RGB, whole (\`--stream off\`)" "$big" "$big" "$(file_mb "$tmp/big_whole.tif")"
   big_whole_rss=$rss
   measure big_streamed --stream on --memory "$big_memory" --profile "$pipe" "$tmp/big.tif" "$tmp/big_streamed.tif"
-  row "${big}x${big} RGB, streamed (\`--stream on --memory $big_memory\`)" "$big" "$big" \
-    "$(same "$tmp/big_whole.tif" "$tmp/big_streamed.tif")"
-  notes+=("- ${big}x${big} streamed: peak host RSS $(mib "$rss") (whole: $(mib "$big_whole_rss"))")
+  compare "$tmp/big_whole.tif" "$tmp/big_streamed.tif"
+  row "${big}x${big} RGB, streamed (\`--stream on --memory $big_memory\`)" "$big" "$big" "$compared"
+  [ "$rc" = 0 ] && notes+=("- ${big}x${big} streamed: peak host RSS $(mib "$rss") (whole: $(mib "$big_whole_rss"))")
   big_profile=$(sed -n '/^profile/,$p' "$tmp/err.big_streamed")
   rm -f "$tmp/big.tif" "$tmp/big_whole.tif" "$tmp/big_streamed.tif"
 fi
 if time_left; then
   best ref_whole "$runs" --stream off "$pipe" "$tmp/ref.tif" "$tmp/ref_whole.tif"
   row "${ref}x${ref} gray, whole, best of $runs" "$ref" "$ref" "$(file_mb "$tmp/ref_whole.tif")"
-  ref_whole_wall=$wall
+  ref_whole_wall=$wall ref_whole_rc=$rc
   best ref_streamed "$runs" --stream on --profile "$pipe" "$tmp/ref.tif" "$tmp/ref_streamed.tif"
-  row "${ref}x${ref} gray, streamed, best of $runs" "$ref" "$ref" "$(same "$tmp/ref_whole.tif" "$tmp/ref_streamed.tif")"
-  ref_streamed_wall=$wall
-  notes+=("- ${ref}x${ref}: streamed $ref_streamed_wall s against whole $ref_whole_wall s \
+  compare "$tmp/ref_whole.tif" "$tmp/ref_streamed.tif"
+  row "${ref}x${ref} gray, streamed, best of $runs" "$ref" "$ref" "$compared"
+  [ "$rc" = 0 ] && [ "$ref_whole_rc" = 0 ] && ref_streamed_wall=$wall && notes+=("- ${ref}x${ref}: streamed $ref_streamed_wall s against whole $ref_whole_wall s \
 ($(awk -v s="$ref_streamed_wall" -v w="$ref_whole_wall" 'BEGIN { printf "%.2fx the whole run'"'"'s speed", w / s }'))")
   write_md
 fi
 if time_left; then
   measure huge_streamed --stream on --memory "$huge_memory" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
-  check=$("$PY" -c 'import sys, tifffile
+  check="no output"
+  [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
 t = tifffile.TiffFile(sys.argv[1]); p = t.pages[0]
 print("BigTIFF" if t.is_bigtiff else "classic TIFF", "x".join(map(str, p.shape)))' "$tmp/huge_out.tif" 2>&1 | tail -n 1)
   row "${huge} gray, streamed (\`--stream on --memory $huge_memory\`)" "$huge_w" "$huge_h" \
@@ -177,7 +185,7 @@ print("BigTIFF" if t.is_bigtiff else "classic TIFF", "x".join(map(str, p.shape))
 $(mpix "$ref" "$ref" "$ref_streamed_wall")")
   fi
   huge_profile=$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
-  notes+=("- ${huge} streamed: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
+  [ "$rc" = 0 ] && notes+=("- ${huge} streamed: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
 fi
@@ -187,3 +195,4 @@ time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left 
 write_md
 say "done in $SECONDS s"
 cat "$md"
+exit $status
