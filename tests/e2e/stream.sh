@@ -78,6 +78,16 @@ if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "damaged strip: $(wc
 absent "damaged strip output" "$TMP/out/d.tif"
 no_temporaries "damaged strip" "$TMP/out"
 
+# The encoder failing on its thread (a file size limit: writes fail with EFBIG): one line, exit 1,
+# no output and no temporary left, though the decoder and the stages had bands in flight.
+mkdir -p "$TMP/full"
+expect 1 "encoder failure" bash -c "trap '' XFSZ; ulimit -f 200; exec \"\$0\" \"\$@\"" "$B" run -q --stream on \
+  --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/full/o.tif"
+says "encoder failure message" "cannot write TIFF"
+if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "encoder failure: $(wc -l < "$TMP/.stderr") lines of errors"; fi
+absent "encoder failure output" "$TMP/full/o.tif"
+no_temporaries "encoder failure" "$TMP/full"
+
 # Ctrl-C as before the decoding and encoding threads: the run ends at once, killed by SIGINT
 # (which the helpers leave to the main thread), with no finished output.
 if "$PY" - "$B" "$TMP" <<'PYEOF'
