@@ -30,7 +30,7 @@ pipes=(
   "denoise::grayscale | median radius=1 | convolve kernel=gaussian3"
   "rgb median 3x3::median radius=1"
   "median 7x7::grayscale | median radius=3"
-  "rgb median 7x7 + 15x15::median radius=3 | median radius=7 | convolve kernel=gaussian7"
+  "rgb median 7x7 + 15x15::median radius=3 | median radius=7 | convolve kernel=gaussian5"
 )
 secs() {  # command...: wall seconds, or "fail"
   local t0 t1

@@ -92,7 +92,7 @@ static const char usage_text[] =
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
     "  --profile               print the time of GPU start-up, decode, upload, each stage,\n"
-    "                          download, encode\n"
+    "                          download, encode (streamed: each step's total and the overlap)\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
@@ -653,8 +653,8 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep, ba
 {
     const stream_profile *pr = &rep->prof;
     double sum = pr->source_ms + pr->sink_ms;
-    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s):\n", rep->band_rows, pr->segments,
-            pr->segments == 1 ? "" : "s");
+    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s%s):\n", rep->band_rows, pr->segments,
+            pr->segments == 1 ? "" : "s", pr->overlapped ? "; decode and encode on threads of their own" : "");
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
     for (int i = 0; i < pr->n_stages; i++) {
         char label[64];
@@ -666,6 +666,10 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep, ba
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
     fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
+    /* where the stages' thread stood still: the slower of decode and encode shows here */
+    if (pr->overlapped)
+        fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n", "stages' thread",
+                pr->source_wait_ms, pr->sink_wait_ms);
     if (place != BAND_ON_GPU) return;
     char planned[32], limit[32];
     stream_bytes_text(rep->planned_device_bytes, planned, sizeof planned);

@@ -34,18 +34,24 @@ static int output_rows(void *user, const ip_image *rows, int y0, char *err, size
     return s.rows(s.user, rows, y0, err, errlen);
 }
 
+/* Bands queued on each side of the stages, the one in use included: decoding and encoding run
+ * on threads of their own (stream_overlap.h). */
+#define OVERLAP_SLOTS 2
+
 /* What the codecs hold besides the stages' bands: the reader's band, twice (decoded, and the
  * compressed blocks its handles read), the writer's group of strips (two per thread) or the whole
- * output, and each thread's compressor state (zlib's deflate window and tables, ~0.5 MiB). */
+ * output, each thread's compressor state (zlib's deflate window and tables, ~0.5 MiB), and the
+ * decoded bands queued for the stages. The bands queued for the encoder follow the band height:
+ * OVERLAP_SLOTS output rows for each row of a band. */
 static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_shape *out)
 {
     int threads = io_thread_count(&rs->o.io);
-    uint64_t in_rows = 2 * (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in) +
-                       (uint64_t)threads * ((uint64_t)512 << 10);
+    uint64_t block = (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in);
+    uint64_t in_rows = 2 * block + (uint64_t)threads * ((uint64_t)512 << 10);
     uint64_t out_bytes = io_stream_writes(io_format_from_ext(rs->out_path))
                              ? (uint64_t)threads * 2 * ((uint64_t)256 << 10) + img_row_bytes(out)
                              : (uint64_t)img_row_bytes(out) * (uint64_t)out->height;
-    return in_rows + out_bytes;
+    return in_rows + out_bytes + OVERLAP_SLOTS * block;
 }
 
 int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
@@ -58,8 +64,9 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
         return IP_ENOMEM;
     }
     *rs = (run_stream){ .p = p, .in_path = in_path, .out_path = out_path, .o = *o };
-    /* a sixteenth of the limit for the decoder's band: the rest for the stages and the writer */
-    int rc = io_stream_open(in_path, &o->io, o->memory_limit / 16, &rs->reader, in_shape, err, errlen);
+    /* a thirty-second of the limit for the decoder's band, held four times at most (decoded,
+     * its compressed blocks, two queued for the stages): the rest for the stages and the writer */
+    int rc = io_stream_open(in_path, &o->io, o->memory_limit / 32, &rs->reader, in_shape, err, errlen);
     ip_shape final;
     /* a pipeline that cannot take the image is an error of its own, not a file to read whole */
     if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) == IP_EUNSUPPORTED) rc = IP_EINVAL;
@@ -89,12 +96,13 @@ int run_stream_budget(run_stream *rs, char *err, size_t errlen)
     int rc = band_layout_make(rs->p, &l, err, errlen);
     const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
     uint64_t fixed = codec_bytes(rs, &rs->p->steps[0].in, final);
-    stream_budget b = { rs->o.memory_limit, fixed, rs->o.place, rs->o.gpu_memory_limit, rs->o.n_workers };
+    uint64_t queued_row = OVERLAP_SLOTS * (uint64_t)img_row_bytes(final);
+    stream_budget b = { rs->o.memory_limit, fixed, queued_row, rs->o.place, rs->o.gpu_memory_limit, rs->o.n_workers };
     if (rc == IP_OK) rc = stream_band_rows_for(rs->p, &l, &b, &rs->band_rows, err, errlen);
     if (rc == IP_OK && rs->o.place == BAND_ON_GPU)
         rs->planned_device_bytes = stream_device_bytes(rs->p, &l, rs->o.n_workers, rs->band_rows);
     band_layout_free(&l);
-    rs->planned_bytes = fixed;
+    rs->planned_bytes = fixed + (uint64_t)rs->band_rows * queued_row;
     return rc;
 }
 
@@ -107,7 +115,8 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
                  : stream_image_sink_init(&out.whole, final, err, errlen);
     stream_source src = { reader_next, rs->reader };
     band_sink sink = { output_rows, &out };
-    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 } };
+    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 },
+                          OVERLAP_SLOTS, rs->band_rows };
     memcpy(so.gpu_ids, rs->o.gpu_ids, sizeof so.gpu_ids);
     memset(rep, 0, sizeof *rep);
     if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);

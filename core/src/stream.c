@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "image.h"
+#include "stream_overlap.h"
 
 static double now_ms(void)
 {
@@ -62,6 +63,7 @@ typedef struct {
     const stream_source *src;
     const band_sink *sink;
     stream_profile *prof;
+    double *source_ms, *sink_ms;   /* where the time in src and sink adds up (NULL: not counted) */
 } timed;
 
 static int timed_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
@@ -69,7 +71,7 @@ static int timed_rows(void *user, const ip_image *rows, int y0, char *err, size_
     timed *t = user;
     double t0 = now_ms();
     int rc = t->sink->rows(t->sink->user, rows, y0, err, errlen);
-    t->prof->sink_ms += now_ms() - t0;
+    *t->sink_ms += now_ms() - t0;
     return rc;
 }
 
@@ -77,7 +79,7 @@ static int timed_next(const timed *t, ip_image *rows, int *y0, char *err, size_t
 {
     double t0 = now_ms();
     int rc = t->src->next(t->src->user, rows, y0, err, errlen);
-    t->prof->source_ms += now_ms() - t0;
+    if (t->source_ms) *t->source_ms += now_ms() - t0;
     return rc;
 }
 
@@ -224,7 +226,7 @@ static int run_segment(const plan *p, const band_seg *seg, int last, const timed
 {
     stream_image_source from_held;
     stream_source held_src = held->data ? stream_source_of_image(&from_held, held, o->band_rows) : *src->src;
-    timed in = { &held_src, NULL, prof };
+    timed in = { &held_src, NULL, prof, held->data ? NULL : src->source_ms, NULL };
     int rc = IP_OK;
     if (seg->global) {
         ip_image whole = *held, out;
@@ -261,7 +263,21 @@ int stream_run(const plan *p, const stream_source *src, const band_sink *sink, c
     int rc = band_layout_make(p, &layout, err, errlen);
     if (rc != IP_OK) return rc;
     prof->segments = layout.n;
-    timed t = { src, sink, prof };
+    stream_source from = *src;
+    band_sink to = *sink;
+    stream_overlap *ov = NULL;
+    if (o->overlap_slots > 0) {
+        stream_overlap_options oo = { o->overlap_slots, p->steps[p->n - 1].out, o->sink_rows > 0 ? o->sink_rows : o->band_rows,
+                                      &prof->source_ms, &prof->sink_ms };
+        if ((rc = stream_overlap_start(&ov, src, sink, &oo, err, errlen)) != IP_OK) {
+            band_layout_free(&layout);
+            return rc;
+        }
+        from = stream_overlap_source(ov);
+        to = stream_overlap_sink(ov);
+        prof->overlapped = 1;
+    }
+    timed t = { &from, &to, prof, ov ? &prof->source_wait_ms : &prof->source_ms, ov ? &prof->sink_wait_ms : &prof->sink_ms };
     band_sink timed_sink = { timed_rows, &t };
     ip_image held = { 0 };
     for (int i = 0; i < layout.n && rc == IP_OK; i++)
@@ -278,6 +294,7 @@ int stream_run(const plan *p, const stream_source *src, const band_sink *sink, c
     }
     img_free(&held);
     band_layout_free(&layout);
+    if (ov) rc = stream_overlap_finish(ov, rc, err, errlen);   /* the last rows written, or everyone stopped */
     prof->wall_ms = now_ms() - t0;
     return rc;
 }

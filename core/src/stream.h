@@ -22,12 +22,20 @@ typedef struct {
     band_place place;         /* where segments (and global stages) run; BAND_ON_HOST: the CPU */
     int n_workers;            /* > 1: each segment's rows dealt to that many workers (0, 1: one) */
     int gpu_ids[BAND_MAX_WORKERS];   /* BAND_ON_GPU: worker i's device */
+    /* > 0: the source and the sink run on threads of their own (stream_overlap.h), with this many
+     * bands queued on each side, the one in use included (>= 2); 0: all on the calling thread */
+    int overlap_slots;
+    int sink_rows;            /* rows of a queued band on the sink's side (0: band_rows) */
 } stream_options;
 
 typedef struct {
     double source_ms, sink_ms, wall_ms;   /* time in the source (decoding), the sink (encoding), all */
     double stage_ms[EXEC_MAX_STAGES];
     int stage_on_gpu[EXEC_MAX_STAGES];   /* 1: run_gpu; 0: run_cpu (a round trip in a GPU run) */
+    /* With the source and sink on threads of their own: the time the stages' thread waited for
+     * decoded bands, and spent handing rows to the encoder (waiting for a free slot included). */
+    double source_wait_ms, sink_wait_ms;
+    int overlapped;
     int n_stages;
     int segments;
     size_t gpu_peak_bytes;    /* the most device memory the executors held at once (workers summed) */

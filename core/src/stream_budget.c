@@ -107,7 +107,7 @@ static int workers_of(const stream_budget *b) { return b->n_workers > 1 ? b->n_w
 
 static uint64_t bands_bytes(const plan *p, const band_layout *l, const stream_budget *b, int rows)
 {
-    uint64_t total = 0;
+    uint64_t total = (uint64_t)rows * b->row_bytes;
     int n = workers_of(b);
     for (int i = 0; i < l->n; i++) {
         if (l->segs[i].global) continue;
@@ -165,9 +165,9 @@ int stream_band_rows_for(const plan *p, const band_layout *l, const stream_budge
     return IP_OK;
 }
 
-int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
-                     char *err, size_t errlen)
+int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, uint64_t row_bytes,
+                     int *band_rows, char *err, size_t errlen)
 {
-    stream_budget b = { limit_bytes, fixed_bytes, BAND_ON_HOST, 0, 1 };
+    stream_budget b = { limit_bytes, fixed_bytes, row_bytes, BAND_ON_HOST, 0, 1 };
     return stream_band_rows_for(p, l, &b, band_rows, err, errlen);
 }

@@ -10,14 +10,16 @@
 uint64_t stream_whole_image_bytes(const plan *p);
 
 /* The tallest band (1 .. STREAM_MAX_BAND_ROWS rows) whose buffers, with fixed_bytes the codecs
- * hold, fit limit_bytes; IP_ELIMIT with a message when even one row does not, or when a global
+ * hold and row_bytes for each row of a band held besides the stages (bands queued for the
+ * encoder), fit limit_bytes; IP_ELIMIT with a message when even one row does not, or when a global
  * stage's whole images do not (naming the stage, its line and the memory it needs). */
-int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, int *band_rows,
-                     char *err, size_t errlen);
+int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, uint64_t row_bytes,
+                     int *band_rows, char *err, size_t errlen);
 /* What a streamed run may hold, and where its bands run. */
 typedef struct {
     uint64_t limit_bytes;         /* host (--memory) */
     uint64_t fixed_bytes;         /* what the codecs hold besides the bands */
+    uint64_t row_bytes;           /* held besides the stages for each row of a band (bands queued for the encoder) */
     band_place place;
     uint64_t device_limit_bytes;  /* BAND_ON_GPU: --gpu-memory, all workers together; 0: not bounded */
     int n_workers;                /* executors at once (0, 1: one) */

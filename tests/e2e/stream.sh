@@ -66,6 +66,8 @@ expect 0 "streamed profile" "$B" run --stream on --profile -e "grayscale | media
 says "streamed device line" "streamed in bands"
 says "profile decode" "decode"
 says "profile overlap" "overlap"
+says "profile threads" "decode and encode on threads of their own"
+says "profile waits" "waiting for decoded bands"
 
 # BigTIFF when the output passes the threshold, read back by libtiff (through OpenCV) and tifffile.
 expect 0 "bigtiff whole" "$B" run -q --stream off -e "median" "$TMP/tiled.tif" "$TMP/classic.tif"
@@ -90,6 +92,41 @@ says "damaged strip message" "truncated or corrupt TIFF"
 if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "damaged strip: $(wc -l < "$TMP/.stderr") lines of errors"; fi
 absent "damaged strip output" "$TMP/out/d.tif"
 no_temporaries "damaged strip" "$TMP/out"
+
+# The encoder failing on its thread (a file size limit: writes fail with EFBIG): one line, exit 1,
+# no output and no temporary left, though the decoder and the stages had bands in flight.
+mkdir -p "$TMP/full"
+expect 1 "encoder failure" bash -c "trap '' XFSZ; ulimit -f 200; exec \"\$0\" \"\$@\"" "$B" run -q --stream on \
+  --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/full/o.tif"
+says "encoder failure message" "cannot write TIFF"
+if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "encoder failure: $(wc -l < "$TMP/.stderr") lines of errors"; fi
+absent "encoder failure output" "$TMP/full/o.tif"
+no_temporaries "encoder failure" "$TMP/full"
+
+# Ctrl-C as before the decoding and encoding threads: the run ends at once, killed by SIGINT
+# (which the helpers leave to the main thread), with no finished output.
+if "$PY" - "$B" "$TMP" <<'PYEOF'
+import os, signal, subprocess, sys, time, numpy as np, tifffile
+b, d = sys.argv[1], sys.argv[2]
+tifffile.imwrite(f'{d}/slow.tif', np.random.default_rng(3).integers(0, 256, (3000, 3000, 3), dtype=np.uint8),
+                 rowsperstrip=64, photometric='rgb')
+out = f'{d}/out/slow.tif'
+# heavier pipelines until one is still running when the signal comes (a machine with many cores)
+for radius in (7, 20, 60):
+    p = subprocess.Popen([b, 'run', '-q', '--stream', 'on', '--memory', '16M', '-e',
+                          f'median radius={radius} | median radius={radius}', f'{d}/slow.tif', out], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    if p.poll() is None: break
+    os.remove(out)
+assert p.poll() is None, f'the run ended before the signal ({p.returncode})'
+p.send_signal(signal.SIGINT)
+t0 = time.monotonic()
+rc = p.wait(timeout=30)
+assert rc == -signal.SIGINT, f'exit {rc}, not killed by SIGINT'
+assert time.monotonic() - t0 < 2, f'took {time.monotonic() - t0:.1f} s to end'
+assert not os.path.exists(out), 'an output was left'
+PYEOF
+then ok; else bad "Ctrl-C on a streamed run"; fi
 
 # The memory limit, measured: 2048x2048 RGB (12 MiB) through denoise within --memory 8M.
 # The limit bounds what the run allocates, on top of what the program and its libraries take, measured

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "band.h"
 #include "fuzz_common.h"
+#include "image.h"
 #include "pipeline.h"
 #include "plan.h"
 #include "registry.h"
@@ -62,8 +63,10 @@ static void plan_bands(const plan *p, const ip_shape *shape, uint64_t limit)
     if (band_layout_make(p, &l, err, sizeof err) != IP_OK) return;
     check_layout(p, &l);
     int rows = 0;
-    if (stream_band_rows(p, &l, limit, 0, &rows, err, sizeof err) == IP_OK) {
-        if (rows < 1 || rows > STREAM_MAX_BAND_ROWS) abort();
+    /* as a run counts the output bands queued for the encoder: two rows for each row of a band */
+    uint64_t queued_row = 2 * (uint64_t)img_row_bytes(&p->steps[p->n - 1].out);
+    if (stream_band_rows(p, &l, limit, 0, queued_row, &rows, err, sizeof err) == IP_OK) {
+        if (rows < 1 || rows > STREAM_MAX_BAND_ROWS || (uint64_t)rows * queued_row > limit) abort();
         for (int i = 0; i < l.n; i++) {
             if (l.segs[i].global) continue;
             if (band_segment_bytes(p, &l.segs[i], BAND_ON_HOST, rows) > limit) abort();

@@ -17,7 +17,7 @@ static const int band_heights[] = { 1, 2, 7, 64 };
 
 static stream_options gpu_options(int band_rows, int workers)
 {
-    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0 } };
+    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0 }, 2, 0 };   /* source and sink on threads, as in a run */
     return so;   /* every worker on GPU 0 */
 }
 
@@ -109,7 +109,7 @@ static void check_peak(const char *text, const ip_shape *shape, uint64_t limit, 
     band_layout l;
     char err[512];
     int rows = 0;
-    stream_budget b = { (uint64_t)1 << 34, 0, BAND_ON_GPU, limit, workers };
+    stream_budget b = { (uint64_t)1 << 34, 0, 0, BAND_ON_GPU, limit, workers };
     int rc = band_layout_make(&p, &l, err, sizeof err);
     if (rc == IP_OK) {
         rc = stream_band_rows_for(&p, &l, &b, &rows, err, sizeof err);
@@ -145,7 +145,7 @@ static void test_peak(void)
         band_layout l;
         char err[512] = "";
         int rows = 0;
-        stream_budget b = { (uint64_t)1 << 34, 0, BAND_ON_GPU, 1024, 1 };
+        stream_budget b = { (uint64_t)1 << 34, 0, 0, BAND_ON_GPU, 1024, 1 };
         if (band_layout_make(&p, &l, err, sizeof err) == IP_OK) {
             CHECK(stream_band_rows_for(&p, &l, &b, &rows, err, sizeof err) == IP_ELIMIT && strstr(err, "--gpu-memory"),
                   "a 1 KiB GPU limit was not refused: %s", err);

@@ -1,7 +1,8 @@
 /* The band executor against the whole-image path: every stage, border, depth and channel count,
  * at band heights of 1, 2, 7 and 64 rows (halos taller than a band among them), by one executor
  * and by 2 and 3 workers sharing the image's rows, through chains with global stages between
- * segments; histogram counts against the whole image's. */
+ * segments, with the source and sink on the calling thread and on threads of their own;
+ * histogram counts against the whole image's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,13 @@
 static registry reg;
 static const int band_heights[] = { 1, 2, 7, 64 };
 
+/* Every run also varies the threads around the source and sink: none, or queues of 2 and 3 bands
+ * with sink bands of one row or a whole band, so each band height meets each overlap. */
 static int run_streamed(const char *text, const ip_image *in, int band_rows, int workers, ip_image *out)
 {
-    stream_options so = { band_rows, 1, "streamed.png", BAND_ON_HOST, workers, { 0 } };
+    int turn = band_rows + workers;
+    stream_options so = { band_rows, 1, "streamed.png", BAND_ON_HOST, workers, { 0 },
+                          turn % 3 == 0 ? 0 : 2 + turn % 2, turn % 2 ? 1 : 0 };
     return bt_run_streamed(&reg, text, in, &so, out, NULL);
 }
 

@@ -263,7 +263,7 @@ static void check_pipeline(const char *text, const ip_shape *shape, uint64_t see
     }
     for (size_t i = 0; i < sizeof band_heights / sizeof *band_heights; i++)
         for (int workers = 1; workers <= 3; workers++) {
-            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 } };
+            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
             ip_image got;
             if (!bt_run_streamed(&reg, text, &in, &so, &got, NULL)) continue;
             CHECK(bt_same_image(&whole, &got), "%s on %dx%dx%d %s: mock GPU bands of %d, %d workers differ", text,
@@ -310,7 +310,7 @@ static void test_histogram(void)
         for (int workers = 1; workers <= 3; workers++) {
             snprintf(path, sizeof path, "%s/mband_%d_%d.csv", dir, band_heights[i], workers);
             snprintf(text, sizeof text, "median radius=2 | histogram bins=64 out=%s | mean radius=3", path);
-            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 } };
+            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
             if (bt_run_streamed(&reg, text, &in, &so, &out, NULL)) img_free(&out);
             char *got = bt_slurp(path);
             CHECK(got && strcmp(got, want) == 0, "mock GPU histogram, bands of %d, %d workers: counts differ",
@@ -335,7 +335,7 @@ static void test_peak(void)
             char err[512] = "";
             int rows = 0;
             uint64_t limit = (uint64_t)workers << 20;
-            stream_budget b = { (uint64_t)1 << 34, 0, BAND_ON_GPU, limit, workers };
+            stream_budget b = { (uint64_t)1 << 34, 0, 0, BAND_ON_GPU, limit, workers };
             int rc = band_layout_make(&p, &l, err, sizeof err);
             if (rc == IP_OK) {
                 rc = stream_band_rows_for(&p, &l, &b, &rows, err, sizeof err);
@@ -345,7 +345,7 @@ static void test_peak(void)
             CHECK(rc == IP_OK, "%s: %s", texts[t], err);
             if (rc != IP_OK) continue;
             ip_image in = bt_random_image(&rgb, 60, 0), out;
-            stream_options so = { rows, 1, "mock.png", BAND_ON_GPU, workers, { 0 } };
+            stream_options so = { rows, 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
             stream_profile prof;
             if (bt_run_streamed(&reg, texts[t], &in, &so, &out, &prof)) {
                 CHECK(prof.gpu_peak_bytes > 0 && prof.gpu_peak_bytes <= limit,
