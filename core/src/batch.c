@@ -442,7 +442,8 @@ static void *worker_main(void *arg)
     worker *w = arg;
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
-    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1 };
+    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1,
+                        o->no_fuse, 0, o->verbose };
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);

@@ -46,6 +46,7 @@ typedef struct {
     device_choice device;
     int threads;
     int profile;
+    int no_fuse;                 /* --no-fuse: every stage runs its own GPU kernel */
     int quiet;
     exec_transfer transfer;
     io_options io;
@@ -91,7 +92,13 @@ static const char usage_text[] =
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
     "  --profile               print the time of GPU start-up, decode, upload, each stage,\n"
-    "                          download, encode\n"
+    "                          download, encode (and what fusion compiled or loaded)\n"
+    "  --no-fuse               GPU: run every stage with its own kernel. By default, when NVRTC\n"
+    "                          is found, two or more point stages in a row (grayscale, plugins\n"
+    "                          that offer CUDA source) become one kernel compiled at run time, and\n"
+    "                          point stages before an 8-bit median radius=1 are computed in the\n"
+    "                          median's load; same output bit for bit, compiled kernels cached in\n"
+    "                          $XDG_CACHE_HOME/imgpipe (or ~/.cache/imgpipe)\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
@@ -255,6 +262,7 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
             o->jobs = (int)n;
     }
     else if (strcmp(a, "--profile") == 0) o->profile = 1;
+    else if (strcmp(a, "--no-fuse") == 0) o->no_fuse = 1;
     else if (strcmp(a, "-e") == 0) {
         if (*i + 1 >= argc) return usage_error("-e needs the pipeline text");
         o->expr = argv[++*i];
@@ -461,7 +469,7 @@ typedef struct {
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
 {
-    exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
+    exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0, r->o->no_fuse, 0, r->o->profile };
     r->dev = EXEC_GPU;
     unsigned uses = 0;
     if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
@@ -567,8 +575,10 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
     for (int i = 0; i < prof->n_stages; i++) {
         char label[64];
         snprintf(label, sizeof label, "%s (%s)", p->steps[i].plugin->stage->name,
-                 prof->stage_on_gpu[i] ? "gpu" : dev == EXEC_GPU ? "cpu, round trip" : "cpu");
-        fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
+                 prof->stage_fused[i] > 0 ? "gpu, fused" : prof->stage_on_gpu[i] ? "gpu" :
+                 dev == EXEC_GPU ? "cpu, round trip" : "cpu");
+        if (prof->stage_fused[i] < 0) fprintf(stderr, "  %-22s %9s    (in the fused kernel above)\n", label, "");
+        else fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
     }
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "download", prof->download_ms);
     fprintf(stderr, "  %-22s %9.3f ms\n", "run (wall)", prof->total_ms);
@@ -579,7 +589,7 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
 static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx **ctx, const ip_image *in,
                       const char *in_path, ip_image *out, exec_profile *prof, char *err, size_t errlen)
 {
-    exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0 };
+    exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0, o->no_fuse, 0, o->profile };
     int rc = *ctx ? IP_OK : exec_create(ctx, &eo, err, errlen);
     if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
     if (rc == IP_OK && exec_take_notes(*ctx)[0]) say(o, "%s", exec_take_notes(*ctx));
@@ -924,6 +934,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->cpu_fallback = o->device == DEV_AUTO;
     b->jpeg_on_gpu = o->jpeg_gpu_required;
     b->verbose = o->profile;
+    b->no_fuse = o->no_fuse;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
     b->all_pages = o->all_pages;

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "fuse.h"
 #include "gpu.h"
 #include "image.h"
+#include "stage_class.h"
 
 /* Device rows are padded to this many bytes so every row starts aligned for wide loads. */
 #define EXEC_PITCH_ALIGN 256
@@ -14,6 +16,20 @@ typedef struct {
     void *ptr;
     size_t bytes;
 } grow_buf;
+
+/* What a captured graph baked in: replayed only while all of it is unchanged. */
+typedef struct {
+    const plan *p;
+    ip_shape shape;
+    const void *in, *dev0, *dev1, *scratch, *mapped_out;
+    ptrdiff_t in_stride;
+} graph_key;
+
+/* The fused group each step starts (kind FUSE_NONE: the step runs by itself). */
+typedef struct {
+    fuse_group group;
+    fuse_kernel kernel;
+} step_fusion;
 
 struct exec_ctx {
     exec_options opt;
@@ -25,8 +41,15 @@ struct exec_ctx {
     void *stream;
     void *events[2 * EXEC_MAX_STAGES + 4];
     int n_events;
-    char notes[512];
+    char notes[1024];
     unsigned char noted[EXEC_MAX_STAGES];
+    fuser *fuser;
+    int fuse_off;                              /* no NVRTC, or a fused kernel failed: said once */
+    step_fusion fusion[EXEC_MAX_STAGES];       /* this run's groups */
+    void *graph;                               /* the captured stages, and what they baked in */
+    graph_key graph_for;
+    ip_image graph_result;
+    const plan *graph_refused;                 /* a plan whose stages could not be captured */
 };
 
 typedef enum { MEM_HOST, MEM_DEVICE, MEM_PINNED, MEM_MAPPED } mem_kind;
@@ -121,6 +144,8 @@ void exec_destroy(exec_ctx *ctx)
     buf_release(&ctx->pinned_in, MEM_MAPPED);
     buf_release(&ctx->pinned_out, MEM_MAPPED);
     for (int i = 0; i < ctx->n_events; i++) gpu_event_destroy(ctx->events[i]);
+    gpu_graph_destroy(ctx->graph);
+    fuser_destroy(ctx->fuser);
     gpu_stream_destroy(ctx->stream);
     free(ctx);
 }
@@ -313,43 +338,202 @@ static int upload(exec_ctx *ctx, const ip_image *in, ip_image *dev_in, char *err
                       GPU_H2D, ctx->stream, err, errlen);
 }
 
-/* The last stage writes straight into mapped host memory under zero-copy. */
-static int stage_target(exec_ctx *ctx, const plan *p, int i, ip_image *next, char *err, size_t errlen)
+/* Step i's output goes to the device buffer cur is not in (so a fused group, which skips steps,
+ * never writes over its input); the last stage writes straight into mapped host memory under
+ * zero-copy. */
+static int stage_target(exec_ctx *ctx, const plan *p, int i, const ip_image *cur, ip_image *next, char *err,
+                        size_t errlen)
 {
     const plan_step *st = &p->steps[i];
     int last = i == p->n - 1;
-    if (last && ctx->opt.transfer == EXEC_ZEROCOPY && st->plugin->stage->run_gpu) {
+    if (last && ctx->opt.transfer == EXEC_ZEROCOPY && (st->plugin->stage->run_gpu || ctx->fusion[i].group.kind)) {
         void *mapped;
         int rc = gpu_host_device_pointer(ctx->pinned_out.ptr, &mapped, err, errlen);
         *next = image_at(mapped, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 1);
         return rc;
     }
-    *next = image_at(ctx->dev[i % 2].ptr, (ptrdiff_t)pitch_of(&st->out), &st->out, 1);
+    void *other = cur->data == ctx->dev[0].ptr ? ctx->dev[1].ptr : ctx->dev[0].ptr;
+    *next = image_at(other, (ptrdiff_t)pitch_of(&st->out), &st->out, 1);
     return IP_OK;
+}
+
+static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, const char *path, char *err,
+                        size_t errlen)
+{
+    const plan_step *st = &p->steps[i];
+    ip_image next;
+    int rc = stage_target(ctx, p, i, cur, &next, err, errlen);
+    if (rc != IP_OK) return rc;
+    char msg[512] = "";
+    record(ctx, 2 + 2 * i);
+    if (st->plugin->stage->run_gpu) {
+        ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
+                       msg, sizeof msg };
+        rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
+    } else {
+        note_round_trip(ctx, i, st);
+        rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+    }
+    record(ctx, 3 + 2 * i);
+    if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
+    *cur = next;
+    return IP_OK;
+}
+
+/* The group's kernel in place of its steps; IP_EUNSUPPORTED: run them one by one instead. */
+static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, char *err, size_t errlen)
+{
+    const fuse_group *g = &f->group;
+    int last = g->first + g->n_steps - 1;
+    ip_image next;
+    int rc = stage_target(ctx, p, last, cur, &next, err, errlen);
+    if (rc != IP_OK) return rc;
+    record(ctx, 2 + 2 * g->first);
+    rc = fuser_launch(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride, cur->shape.width,
+                      cur->shape.height, ctx->stream, err, errlen);
+    record(ctx, 3 + 2 * g->first);
+    if (rc == IP_OK) *cur = next;
+    return rc;
 }
 
 static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
 {
-    for (int i = 0; i < p->n; i++) {
-        const plan_step *st = &p->steps[i];
-        ip_image next;
-        int rc = stage_target(ctx, p, i, &next, err, errlen);
-        if (rc != IP_OK) return rc;
-        char msg[512] = "";
-        record(ctx, 2 + 2 * i);
-        if (st->plugin->stage->run_gpu) {
-            ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
-                           msg, sizeof msg };
-            rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
-        } else {
-            note_round_trip(ctx, i, st);
-            rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+    for (int i = 0; i < p->n;) {
+        step_fusion *f = &ctx->fusion[i];
+        if (f->group.kind != FUSE_NONE) {
+            int rc = run_fused(ctx, p, f, cur, err, errlen);
+            if (rc == IP_OK) {
+                i += f->group.n_steps;
+                continue;
+            }
+            if (rc != IP_EUNSUPPORTED) return rc;
+            f->group.kind = FUSE_NONE;
         }
-        record(ctx, 3 + 2 * i);
-        if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
-        *cur = next;
+        int rc = run_gpu_step(ctx, p, i, cur, path, err, errlen);
+        if (rc != IP_OK) return rc;
+        i++;
     }
     return IP_OK;
+}
+
+static void note_fusion(exec_ctx *ctx, const plan *p, const step_fusion *f)
+{
+    char label[256], text[900];
+    if (!ctx->opt.profile && !ctx->opt.verbose) return;
+    fuse_group_label(p, &f->group, label, sizeof label);
+    if (f->kernel.compiled)
+        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms (this run only: later runs load it from "
+                 "the disk cache)", label, f->kernel.compile_ms);
+    else if (f->kernel.from_disk)
+        snprintf(text, sizeof text, "fusion: %s loaded from the disk cache", label);
+    else
+        return;
+    add_note(ctx, text);
+    if (f->kernel.cache_note[0]) {
+        snprintf(text, sizeof text, "fusion: kernels not cached: %s", f->kernel.cache_note);
+        add_note(ctx, text);
+    }
+}
+
+static void fusion_off(exec_ctx *ctx, const char *why)
+{
+    char text[700];
+    ctx->fuse_off = 1;
+    if (!ctx->opt.profile && !ctx->opt.verbose) return;
+    snprintf(text, sizeof text, "fusion off, stages run unfused: %s", why);
+    add_note(ctx, text);
+}
+
+/* Finds this run's fused groups and makes their kernels ready (compiled, or loaded from the
+ * cache) before anything is queued, so that a graph capture holds launches only. */
+static void prepare_fusion(exec_ctx *ctx, const plan *p)
+{
+    memset(ctx->fusion, 0, sizeof ctx->fusion);
+    if (ctx->opt.no_fuse || ctx->fuse_off) return;
+    char err[512] = "";
+    if (!ctx->fuser && fuser_create(&ctx->fuser, ctx->opt.gpu_index, err, sizeof err) != IP_OK) {
+        fusion_off(ctx, err);
+        return;
+    }
+    for (int i = 0; i < p->n;) {
+        step_fusion *f = &ctx->fusion[i];
+        f->group = fuse_group_at(p, i);
+        if (f->group.kind == FUSE_NONE) {
+            i++;
+            continue;
+        }
+        if (fuser_prepare(ctx->fuser, p, &f->group, &f->kernel, err, sizeof err) != IP_OK) {
+            memset(ctx->fusion, 0, sizeof ctx->fusion);
+            fusion_off(ctx, err);
+            return;
+        }
+        note_fusion(ctx, p, f);
+        i += f->group.n_steps;
+    }
+}
+
+static int graph_wanted(const exec_ctx *ctx, const plan *p, const ip_shape *in)
+{
+    if (ctx->opt.no_graph || ctx->opt.profile || ctx->graph_refused == p ||
+        (int64_t)in->width * in->height > EXEC_GRAPH_MAX_PIXELS)
+        return 0;
+    for (int i = 0; i < p->n; i++) {
+        ip_stage_class c = stage_use_class(p->steps[i].plugin->stage, p->steps[i].state);
+        if (c != IP_CLASS_POINT && c != IP_CLASS_AREA) return 0;
+    }
+    return 1;
+}
+
+static graph_key graph_key_of(const exec_ctx *ctx, const plan *p, const ip_image *cur)
+{
+    graph_key k;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.shape = cur->shape;
+    k.in = cur->data;
+    k.in_stride = cur->stride;
+    k.dev0 = ctx->dev[0].ptr;
+    k.dev1 = ctx->dev[1].ptr;
+    k.scratch = ctx->dev_scratch.ptr;
+    k.mapped_out = ctx->pinned_out.ptr;
+    return k;
+}
+
+static int same_graph_key(const graph_key *a, const graph_key *b)
+{
+    return a->p == b->p && a->shape.width == b->shape.width && a->shape.height == b->shape.height &&
+           a->shape.channels == b->shape.channels && a->shape.dtype == b->shape.dtype && a->in == b->in &&
+           a->in_stride == b->in_stride && a->dev0 == b->dev0 && a->dev1 == b->dev1 && a->scratch == b->scratch &&
+           a->mapped_out == b->mapped_out;
+}
+
+/* Captures the stages' launches once, then replays them: one launch per image instead of one
+ * per stage. Stages that cannot be captured (a host round trip, a synchronising call) are
+ * run one by one, and the plan is not tried again. */
+static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
+{
+    graph_key key = graph_key_of(ctx, p, cur);
+    if (!ctx->graph || !same_graph_key(&key, &ctx->graph_for)) {
+        gpu_graph_destroy(ctx->graph);
+        ctx->graph = NULL;
+        ip_image out = *cur;
+        char why[512] = "";
+        int rc = gpu_capture_begin(ctx->stream, why, sizeof why);
+        int staged = rc == IP_OK ? run_gpu_stages(ctx, p, &out, path, why, sizeof why) : rc;
+        if (rc == IP_OK) rc = gpu_capture_end(ctx->stream, &ctx->graph, why, sizeof why);
+        if (staged != IP_OK || rc != IP_OK) {
+            gpu_graph_destroy(ctx->graph);
+            ctx->graph = NULL;
+            gpu_clear_error();
+            ctx->graph_refused = p;
+            return run_gpu_stages(ctx, p, cur, path, err, errlen);
+        }
+        ctx->graph_for = key;
+        ctx->graph_result = out;
+    }
+    int rc = gpu_graph_launch(ctx->graph, ctx->stream, err, errlen);
+    if (rc == IP_OK) *cur = ctx->graph_result;
+    return rc;
 }
 
 static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
@@ -358,8 +542,15 @@ static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
     int last = 2 + 2 * p->n;
     prof->upload_ms = gpu_event_ms(ctx->events[0], ctx->events[1]);
     for (int i = 0; i < p->n; i++) {
-        prof->stage_ms[i] = gpu_event_ms(ctx->events[2 + 2 * i], ctx->events[3 + 2 * i]);
+        const fuse_group *g = &ctx->fusion[i].group;
         prof->stage_on_gpu[i] = p->steps[i].plugin->stage->run_gpu != NULL;
+        if (prof->stage_fused[i] < 0) continue;
+        if (g->kind != FUSE_NONE) {
+            prof->stage_on_gpu[i] = 1;
+            prof->stage_fused[i] = g->n_steps;
+            for (int k = 1; k < g->n_steps; k++) prof->stage_fused[i + k] = -1;
+        }
+        prof->stage_ms[i] = gpu_event_ms(ctx->events[2 + 2 * i], ctx->events[3 + 2 * i]);
     }
     prof->download_ms = gpu_event_ms(ctx->events[last], ctx->events[last + 1]);
 }
@@ -375,7 +566,10 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     record(ctx, 0);
     if (!in->on_device) rc = upload(ctx, in, &cur, err, errlen);
     record(ctx, 1);
-    if (rc == IP_OK) rc = run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    if (rc == IP_OK) prepare_fusion(ctx, p);
+    int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape);
+    if (rc == IP_OK) rc = graphed ? run_graphed(ctx, p, &cur, path, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    if (prof) prof->graphed = graphed && ctx->graph_refused != p;
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
     void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;

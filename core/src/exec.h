@@ -16,7 +16,14 @@ typedef struct {
     int pin_host;            /* GPU: keep pinned host buffers and decode into them (folders, where
                                 they are reused); 0: copy from and to pageable memory, since pinning
                                 a whole image once costs more than the faster copy saves */
+    int no_fuse;             /* GPU: run every stage's own kernel (no NVRTC fusion, docs/GPU.md) */
+    int no_graph;            /* GPU: never replay small images' stages as a CUDA graph */
+    int verbose;             /* notes on fusion (compiled, loaded from the cache, or why it is off) */
 } exec_options;
+
+/* GPU runs of images with at most this many pixels are captured once as a CUDA graph and
+ * replayed for every later image of the same shape (launch costs dominate below it). */
+#define EXEC_GRAPH_MAX_PIXELS ((int64_t)2048 * 2048)
 
 #define EXEC_MAX_STAGES 64
 
@@ -25,7 +32,11 @@ typedef struct {
     double upload_ms, download_ms;
     double stage_ms[EXEC_MAX_STAGES];
     int stage_on_gpu[EXEC_MAX_STAGES];
+    /* Run-time fusion: at the first step of a fused group, the group's size (its time in
+     * stage_ms there); -1 at the steps it took in; 0 for a step run by itself. */
+    int stage_fused[EXEC_MAX_STAGES];
     int n_stages;
+    int graphed;              /* the stages were replayed as a CUDA graph (no per-stage times) */
 } exec_profile;
 
 typedef struct exec_ctx exec_ctx;
@@ -59,7 +70,7 @@ void exec_keep_result_on_device(exec_ctx *ctx, int on);
 /* The context's CUDA stream (NULL on the CPU). */
 void *exec_stream(exec_ctx *ctx);
 
-/* Notes worth telling the user once (e.g. a stage without a GPU path), then cleared;
- * "" when there is none. */
+/* Notes worth telling the user once (e.g. a stage without a GPU path; under profile, what fusion
+ * compiled, loaded from the cache, or why it is off), then cleared; "" when there is none. */
 const char *exec_take_notes(exec_ctx *ctx);
 #endif

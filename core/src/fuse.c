@@ -1,0 +1,159 @@
+#define _POSIX_C_SOURCE 200809L
+#include "fuse.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cuda_drv.h"
+#include "fuse_cache.h"
+#include "gpu.h"
+#include "nvrtc_lib.h"
+
+#define FUSE_MAX_KERNELS 32
+#define FUSE_MAX_GRID_Y 65535u
+
+typedef struct {
+    char key[FUSE_KEY_CHARS];
+    void *module, *function;
+} loaded_kernel;
+
+struct fuser {
+    nvrtc_lib *nvrtc;
+    cuda_drv *drv;
+    int arch;
+    char identity[128];      /* architecture, NVRTC and driver versions: part of every key */
+    loaded_kernel kernels[FUSE_MAX_KERNELS];
+    int n_kernels;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int fuser_create(fuser **out, int device, char *err, size_t errlen)
+{
+    *out = NULL;
+    fuser *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    int rc = nvrtc_open(&f->nvrtc, err, errlen);
+    if (rc == IP_OK) rc = cuda_drv_open(&f->drv, err, errlen);
+    if (rc == IP_OK) rc = gpu_compute_capability(device, &f->arch, err, errlen);
+    if (rc != IP_OK) {
+        fuser_destroy(f);
+        return rc == IP_ENOMEM ? rc : IP_EUNSUPPORTED;
+    }
+    char version[32];
+    nvrtc_version_text(f->nvrtc, version, sizeof version);
+    snprintf(f->identity, sizeof f->identity, "sm_%d nvrtc %s driver %d", f->arch, version, cuda_drv_version(f->drv));
+    *out = f;
+    return IP_OK;
+}
+
+void fuser_destroy(fuser *f)
+{
+    if (!f) return;
+    for (int i = 0; i < f->n_kernels; i++) cuda_drv_unload(f->drv, f->kernels[i].module);
+    cuda_drv_close(f->drv);
+    nvrtc_close(f->nvrtc);
+    free(f);
+}
+
+static const char fuse_options_text[] = "-default-device";
+
+static int compile(const fuser *f, const char *src, void **image, size_t *bytes, char *err, size_t errlen)
+{
+    const char *opts[] = { fuse_options_text };
+    nvrtc_job job = { src, "imgpipe_fused.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(),
+                      1, opts };
+    return nvrtc_compile_cubin(f->nvrtc, &job, f->arch, image, bytes, err, errlen);
+}
+
+/* The CUBIN from the disk cache, or compiled now and stored there. */
+static int find_image(const fuser *f, const char *src, const char *key, fuse_kernel *k, void **image, char *err,
+                      size_t errlen)
+{
+    char dir[4200], why[sizeof k->cache_note];
+    size_t bytes = 0;
+    int have_dir = fuse_cache_dir(dir, sizeof dir, why, sizeof why) == IP_OK;
+    if (!have_dir) snprintf(k->cache_note, sizeof k->cache_note, "%s", why);
+    if (have_dir && fuse_cache_load(dir, key, image, &bytes) == IP_OK) {
+        k->from_disk = 1;
+        return IP_OK;
+    }
+    double t0 = now_ms();
+    int rc = compile(f, src, image, &bytes, err, errlen);
+    k->compile_ms = now_ms() - t0;
+    k->compiled = rc == IP_OK;
+    if (rc == IP_OK && have_dir && fuse_cache_store(dir, key, *image, bytes, why, sizeof why) != IP_OK)
+        snprintf(k->cache_note, sizeof k->cache_note, "%s", why);
+    return rc;
+}
+
+int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, char *err, size_t errlen)
+{
+    memset(k, 0, sizeof *k);
+    char *src = NULL;
+    int rc = fuse_source(p, g, &src, err, errlen);
+    if (rc != IP_OK) return rc;
+    char key[FUSE_KEY_CHARS];
+    const char *parts[] = { src, fuse_options_text, f->identity };
+    fuse_cache_key(parts, 3, key);
+    for (int i = 0; i < f->n_kernels; i++) {
+        if (strcmp(f->kernels[i].key, key) == 0) {
+            k->function = f->kernels[i].function;
+            free(src);
+            return IP_OK;
+        }
+    }
+    if (f->n_kernels == FUSE_MAX_KERNELS) {
+        free(src);
+        snprintf(err, errlen, "more than %d fused kernels in one run", FUSE_MAX_KERNELS);
+        return IP_ELIMIT;
+    }
+    void *image = NULL;
+    rc = find_image(f, src, key, k, &image, err, errlen);
+    free(src);
+    loaded_kernel *slot = &f->kernels[f->n_kernels];
+    if (rc == IP_OK) rc = cuda_drv_load(f->drv, image, fuse_kernel_name(g->kind), &slot->module, &slot->function,
+                                        err, errlen);
+    free(image);
+    if (rc != IP_OK) return rc;
+    snprintf(slot->key, sizeof slot->key, "%s", key);
+    f->n_kernels++;
+    k->function = slot->function;
+    return IP_OK;
+}
+
+static unsigned div_up(unsigned long long a, unsigned long long b) { return (unsigned)((a + b - 1) / b); }
+
+int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
+                 void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen)
+{
+    unsigned grid[3] = { 1, 1, 1 }, block[3] = { 128, 1, 1 };
+    if (g->kind == FUSE_MEDIAN3) {
+        block[0] = 32;
+        block[1] = 4;
+        grid[0] = div_up(div_up((unsigned long long)width, 16), block[0]);
+        unsigned long long gy = div_up(div_up((unsigned long long)height, 4), block[1]);
+        if (gy > FUSE_MAX_GRID_Y) {
+            snprintf(err, errlen, "the image is too tall for the fused kernel");
+            return IP_EUNSUPPORTED;
+        }
+        grid[1] = (unsigned)gy;
+    } else {
+        grid[0] = div_up((unsigned long long)width, block[0]);
+        grid[1] = height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y;
+    }
+    const char *src = in;
+    char *dst = out;
+    long long ss = in_stride, ds = out_stride;
+    int w = width, h = height;
+    void *params[] = { &src, &ss, &dst, &ds, &w, &h };
+    return cuda_drv_launch(f->drv, k->function, grid, block, stream, params, err, errlen);
+}
