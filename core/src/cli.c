@@ -469,7 +469,7 @@ typedef struct {
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
 {
-    exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0, r->o->no_fuse, 0, r->o->profile };
+    exec_options eo = { EXEC_GPU, 0, r->o->threads, r->o->transfer, r->o->profile, 0 };
     r->dev = EXEC_GPU;
     unsigned uses = 0;
     if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
@@ -589,8 +589,10 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
 static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx **ctx, const ip_image *in,
                       const char *in_path, ip_image *out, exec_profile *prof, char *err, size_t errlen)
 {
-    exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0, o->no_fuse, 0, o->profile };
+    exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0 };
+    exec_fusion_options fo = { o->no_fuse, 0, o->profile };
     int rc = *ctx ? IP_OK : exec_create(ctx, &eo, err, errlen);
+    if (rc == IP_OK) exec_set_fusion(*ctx, &fo);
     if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
     if (rc == IP_OK && exec_take_notes(*ctx)[0]) say(o, "%s", exec_take_notes(*ctx));
     if (rc != IP_OK && *dev == EXEC_GPU && o->device == DEV_AUTO && !in->on_device) {

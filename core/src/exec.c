@@ -33,6 +33,7 @@ typedef struct {
 
 struct exec_ctx {
     exec_options opt;
+    exec_fusion_options fopt;
     grow_buf host[2], scratch;                 /* CPU path */
     grow_buf dev[2], dev_scratch;              /* GPU path */
     grow_buf pinned_in, pinned_out, pinned_tmp[2];
@@ -233,6 +234,8 @@ void exec_keep_result_on_device(exec_ctx *ctx, int on) { ctx->result_on_device =
 
 void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
 
+void exec_set_fusion(exec_ctx *ctx, const exec_fusion_options *fo) { ctx->fopt = *fo; }
+
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen);
 
 int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, size_t bytes, void **dev,
@@ -419,7 +422,7 @@ static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const cha
 static void note_fusion(exec_ctx *ctx, const plan *p, const step_fusion *f)
 {
     char label[256], text[900];
-    if (!ctx->opt.profile && !ctx->opt.verbose) return;
+    if (!ctx->opt.profile && !ctx->fopt.verbose) return;
     fuse_group_label(p, &f->group, label, sizeof label);
     if (f->kernel.compiled)
         snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms (this run only: later runs load it from "
@@ -439,7 +442,7 @@ static void fusion_off(exec_ctx *ctx, const char *why)
 {
     char text[700];
     ctx->fuse_off = 1;
-    if (!ctx->opt.profile && !ctx->opt.verbose) return;
+    if (!ctx->opt.profile && !ctx->fopt.verbose) return;
     snprintf(text, sizeof text, "fusion off, stages run unfused: %s", why);
     add_note(ctx, text);
 }
@@ -449,7 +452,7 @@ static void fusion_off(exec_ctx *ctx, const char *why)
 static void prepare_fusion(exec_ctx *ctx, const plan *p)
 {
     memset(ctx->fusion, 0, sizeof ctx->fusion);
-    if (ctx->opt.no_fuse || ctx->fuse_off) return;
+    if (ctx->fopt.no_fuse || ctx->fuse_off) return;
     char err[512] = "";
     if (!ctx->fuser && fuser_create(&ctx->fuser, ctx->opt.gpu_index, err, sizeof err) != IP_OK) {
         fusion_off(ctx, err);
@@ -474,7 +477,7 @@ static void prepare_fusion(exec_ctx *ctx, const plan *p)
 
 static int graph_wanted(const exec_ctx *ctx, const plan *p, const ip_shape *in)
 {
-    if (ctx->opt.no_graph || ctx->opt.profile || ctx->graph_refused == p ||
+    if (ctx->fopt.no_graph || ctx->opt.profile || ctx->graph_refused == p ||
         (int64_t)in->width * in->height > EXEC_GRAPH_MAX_PIXELS)
         return 0;
     for (int i = 0; i < p->n; i++) {

@@ -16,9 +16,6 @@ typedef struct {
     int pin_host;            /* GPU: keep pinned host buffers and decode into them (folders, where
                                 they are reused); 0: copy from and to pageable memory, since pinning
                                 a whole image once costs more than the faster copy saves */
-    int no_fuse;             /* GPU: run every stage's own kernel (no NVRTC fusion, docs/GPU.md) */
-    int no_graph;            /* GPU: never replay small images' stages as a CUDA graph */
-    int verbose;             /* notes on fusion (compiled, loaded from the cache, or why it is off) */
 } exec_options;
 
 /* GPU runs of images with at most this many pixels are captured once as a CUDA graph and
@@ -66,6 +63,13 @@ int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, si
 /* With on set, the GPU path leaves its result in device memory (*out->on_device = 1, valid until the
  * next run) for an encoder on the GPU, instead of copying it to the host. */
 void exec_keep_result_on_device(exec_ctx *ctx, int on);
+
+/* GPU run-time fusion (NVRTC) and CUDA graphs for small images, both on by default; verbose:
+ * notes on fusion (compiled, loaded from the disk cache, or why it is off). */
+typedef struct {
+    int no_fuse, no_graph, verbose;
+} exec_fusion_options;
+void exec_set_fusion(exec_ctx *ctx, const exec_fusion_options *fo);
 
 /* The context's CUDA stream (NULL on the CPU). */
 void *exec_stream(exec_ctx *ctx);
