@@ -53,16 +53,18 @@ static int resolve(nvrtc_lib *l)
 int nvrtc_open(nvrtc_lib **out, char *err, size_t errlen)
 {
     *out = NULL;
-    const char *names[] = { getenv("IMGPIPE_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                            "/usr/local/cuda/lib64/libnvrtc.so" };
+    const char *chosen = getenv("IMGPIPE_NVRTC");
+    const char *names[] = { "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so" };
     nvrtc_lib *l = calloc(1, sizeof *l);
     if (!l) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    l->handle = open_first(names, (int)(sizeof names / sizeof *names));
+    if (chosen && chosen[0]) l->handle = open_first(&chosen, 1);
+    else l->handle = open_first(names, (int)(sizeof names / sizeof *names));
     if (!l->handle) {
-        snprintf(err, errlen, "NVRTC not found (libnvrtc.so.13, .so.12 or .so; set IMGPIPE_NVRTC to its path)");
+        if (chosen && chosen[0]) snprintf(err, errlen, "NVRTC not found at IMGPIPE_NVRTC=%s", chosen);
+        else snprintf(err, errlen, "NVRTC not found (libnvrtc.so.13, .so.12 or .so; IMGPIPE_NVRTC may name it)");
         free(l);
         return IP_EUNSUPPORTED;
     }

@@ -6,7 +6,8 @@
 
 typedef struct nvrtc_lib nvrtc_lib;
 
-/* IP_EUNSUPPORTED with the reason when no libnvrtc can be opened ($IMGPIPE_NVRTC names one). */
+/* IP_EUNSUPPORTED with the reason when no libnvrtc can be opened ($IMGPIPE_NVRTC, when set, names
+ * the only one tried). */
 int nvrtc_open(nvrtc_lib **lib, char *err, size_t errlen);
 void nvrtc_close(nvrtc_lib *lib);
 /* "13.0": part of the cache key, since another compiler may make other code. */
