@@ -349,7 +349,7 @@ static int stage_target(exec_ctx *ctx, const plan *p, int i, const ip_image *cur
 {
     const plan_step *st = &p->steps[i];
     int last = i == p->n - 1;
-    if (last && ctx->opt.transfer == EXEC_ZEROCOPY && (st->plugin->stage->run_gpu || ctx->fusion[i].group.kind)) {
+    if (last && ctx->opt.transfer == EXEC_ZEROCOPY && st->plugin->stage->run_gpu) {
         void *mapped;
         int rc = gpu_host_device_pointer(ctx->pinned_out.ptr, &mapped, err, errlen);
         *next = image_at(mapped, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 1);

@@ -10,27 +10,11 @@
 #include "exec.h"
 #include "gpu_testutil.h"
 #include "image.h"
-#include "pipeline.h"
+#include "plan_testutil.h"
 #include "plan.h"
 #include "registry.h"
 
 static registry reg;
-
-static int build_plan(const char *text, const ip_shape *shape, plan *p)
-{
-    pl_pipeline pl;
-    char err[1024];
-    ip_shape final;
-    if (pl_parse(text, "-e", &pl, err, sizeof err) != IP_OK) {
-        CHECK(0, "%s: %s", text, err);
-        return 0;
-    }
-    int rc = plan_build(&reg, &pl, p, err, sizeof err);
-    pl_free(&pl);
-    if (rc == IP_OK && (rc = plan_shapes(p, shape, &final, err, sizeof err)) != IP_OK) plan_free(p);
-    CHECK(rc == IP_OK, "%s: %s", text, err);
-    return rc == IP_OK;
-}
 
 static exec_ctx *make_ctx(exec_transfer transfer, int no_fuse, int no_graph, int profile)
 {
@@ -83,7 +67,7 @@ static void compare_one(const char *text, int w, int h, int c, uint64_t seed, ex
 {
     ip_shape shape = { w, h, c, IP_U8 };
     plan p;
-    if (!build_plan(text, &shape, &p)) return;
+    if (!tu_build_plan(&reg, text, &shape, &p)) return;
     tu_rng r;
     tu_seed(&r, seed);
     ipk_img k = tu_img_random(w, h, c, IPK_U8, 5, &r);
@@ -136,7 +120,7 @@ static void test_graph_replay(void)
         exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *graphed = make_ctx(EXEC_COPY, 0, 0, 0);
         ip_shape shape = { 257, 131, 3, IP_U8 };
         plan p;
-        if (!plain || !graphed || !build_plan(texts[t], &shape, &p)) continue;
+        if (!plain || !graphed || !tu_build_plan(&reg, texts[t], &shape, &p)) continue;
         for (int i = 0; i < 4; i++) {
             tu_rng r;
             tu_seed(&r, 100 + (uint64_t)i);
@@ -170,7 +154,7 @@ static void run_fresh(const char *text, char *notes, size_t len)
     ip_shape shape = { 40, 30, 3, IP_U8 };
     plan p;
     notes[0] = '\0';
-    if (!ctx || !build_plan(text, &shape, &p)) return;
+    if (!ctx || !tu_build_plan(&reg, text, &shape, &p)) return;
     tu_rng r;
     tu_seed(&r, 5);
     ipk_img k = tu_img_random(40, 30, 3, IPK_U8, 0, &r);

@@ -9,28 +9,12 @@
 #include "fuse_cache.h"
 #include "fuse_plan.h"
 #include "nvrtc_lib.h"
-#include "pipeline.h"
+#include "plan_testutil.h"
 #include "plan.h"
 #include "registry.h"
 #include "testutil.h"
 
 static registry reg;
-
-static int build_plan(const char *text, const ip_shape *shape, plan *p)
-{
-    pl_pipeline pl;
-    char err[1024];
-    ip_shape final;
-    if (pl_parse(text, "-e", &pl, err, sizeof err) != IP_OK) {
-        CHECK(0, "%s: %s", text, err);
-        return 0;
-    }
-    int rc = plan_build(&reg, &pl, p, err, sizeof err);
-    pl_free(&pl);
-    if (rc == IP_OK && (rc = plan_shapes(p, shape, &final, err, sizeof err)) != IP_OK) plan_free(p);
-    CHECK(rc == IP_OK, "%s: %s", text, err);
-    return rc == IP_OK;
-}
 
 typedef struct {
     const char *text;
@@ -64,7 +48,7 @@ static void test_groups(nvrtc_lib *nvrtc)
     for (size_t c = 0; c < sizeof group_cases / sizeof *group_cases; c++) {
         const group_case *gc = &group_cases[c];
         plan p;
-        if (!build_plan(gc->text, &gc->shape, &p)) continue;
+        if (!tu_build_plan(&reg, gc->text, &gc->shape, &p)) continue;
         fuse_group g = fuse_group_at(&p, gc->at);
         CHECK(g.kind == gc->kind && g.n_steps == gc->n_steps, "%s: kind %d, %d steps", gc->text, (int)g.kind,
               g.n_steps);
@@ -99,7 +83,7 @@ static void test_source_changes_key(void)
     for (int i = 0; i < 3; i++) {
         plan p;
         keys[i][0] = '\0';
-        if (!build_plan(texts[i], &shape, &p)) continue;
+        if (!tu_build_plan(&reg, texts[i], &shape, &p)) continue;
         fuse_group g = fuse_group_at(&p, 0);
         char *src = NULL, err[256];
         CHECK(fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "%s", err);
