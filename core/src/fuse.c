@@ -132,24 +132,28 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
 
 static unsigned div_up(unsigned long long a, unsigned long long b) { return (unsigned)((a + b - 1) / b); }
 
+/* Threads per block and the outputs a block makes (tile_h 0: the kernel loops over rows). */
+typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
+
+static launch_shape shape_of(fuse_kind kind)
+{
+    if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
+    if (kind == FUSE_MEAN) return (launch_shape){ 64, 4, 64, 32 };
+    return (launch_shape){ 128, 1, 128, 0 };
+}
+
 int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
                  void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen)
 {
-    unsigned grid[3] = { 1, 1, 1 }, block[3] = { 128, 1, 1 };
-    if (g->kind == FUSE_MEDIAN3) {
-        block[0] = 32;
-        block[1] = 4;
-        grid[0] = div_up(div_up((unsigned long long)width, 16), block[0]);
-        unsigned long long gy = div_up(div_up((unsigned long long)height, 4), block[1]);
-        if (gy > FUSE_MAX_GRID_Y) {
-            snprintf(err, errlen, "the image is too tall for the fused kernel");
-            return IP_EUNSUPPORTED;
-        }
-        grid[1] = (unsigned)gy;
-    } else {
-        grid[0] = div_up((unsigned long long)width, block[0]);
-        grid[1] = height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y;
+    launch_shape ls = shape_of(g->kind);
+    unsigned block[3] = { ls.block_x, ls.block_y, 1 };
+    unsigned long long gy = ls.tile_h ? div_up((unsigned long long)height, ls.tile_h)
+                                      : (height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y);
+    if (gy > FUSE_MAX_GRID_Y) {
+        snprintf(err, errlen, "the image is too tall for the fused kernel");
+        return IP_EUNSUPPORTED;
     }
+    unsigned grid[3] = { div_up((unsigned long long)width, ls.tile_w), (unsigned)gy, 1 };
     const char *src = in;
     char *dst = out;
     long long ss = in_stride, ds = out_stride;

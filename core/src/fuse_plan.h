@@ -8,14 +8,18 @@
 typedef enum {
     FUSE_NONE = 0,
     FUSE_POINT,      /* two or more point stages, nothing fusable after them: one kernel */
-    FUSE_MEDIAN3     /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEDIAN3,    /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEAN        /* point stages, then mean radius 1..FUSE_MEAN_MAX_RADIUS on 8-bit: the mean's load */
 } fuse_kind;
+
+#define FUSE_MEAN_MAX_RADIUS 7
 
 typedef struct {
     fuse_kind kind;
     int first, n_steps;     /* steps first .. first + n_steps - 1 (the points, then the consumer) */
     int n_points;
-    int border;             /* FUSE_MEDIAN3: ipk_border (replicate, reflect101, zero) */
+    int border;             /* the consumer's ipk_border (median: replicate, reflect101, zero) */
+    int radius;             /* the consumer's radius */
 } fuse_group;
 
 /* The group starting at step i of p (shapes planned), or kind FUSE_NONE. */

@@ -133,7 +133,8 @@ else
   cmp -s fz1.png fz2.png && ok || bad "fusion: cached kernel gave another result"
   for chain in "grayscale | median" "grayscale | median border=reflect101" "grayscale | median border=zero" \
                "grayscale | pointinv | median" "grayscale | pointinv" "pointinv | pointinv" \
-               "grayscale | median | grayscale | median"; do
+               "grayscale | median | grayscale | median" "grayscale | mean" "grayscale | mean radius=7 border=shrink" \
+               "grayscale | mean radius=2 border=zero" "pointinv | mean radius=3 border=replicate"; do
     for in in "$IMAGES/astronaut.png" rgb_odd.png row.png col.png tiny.png gray_odd.png rgba_odd.png; do
       for tr in copy zerocopy; do
         f="fz-$(echo "$chain $in $tr" | md5sum | cut -c1-8)"

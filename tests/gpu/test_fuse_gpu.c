@@ -50,7 +50,9 @@ static size_t result_bytes(const plan *p)
 static const char *const chains[] = {
     "grayscale | median", "grayscale | median border=reflect101", "grayscale | median border=zero",
     "grayscale | pointinv | median", "grayscale | pointinv", "pointinv | pointinv", "pointinv | pointinv | median",
-    "grayscale | median | grayscale | median",
+    "grayscale | median | grayscale | median", "grayscale | mean", "grayscale | mean radius=7 border=shrink",
+    "grayscale | mean radius=2 border=zero", "grayscale | mean border=replicate", "pointinv | mean radius=3",
+    "grayscale | pointinv | mean border=shrink",
 };
 static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
                                 { 64, 300 } };
