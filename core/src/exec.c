@@ -20,6 +20,7 @@ typedef struct {
 /* What a captured graph baked in: replayed only while all of it is unchanged. */
 typedef struct {
     const plan *p;
+    uint64_t plan_print;       /* its stages, states and arguments, in case another plan reuses p's address */
     ip_shape shape;
     const void *in, *dev0, *dev1, *scratch, *mapped_out;
     ptrdiff_t in_stride;
@@ -424,18 +425,17 @@ static void note_fusion(exec_ctx *ctx, const plan *p, const step_fusion *f)
     char label[256], text[900];
     if (!ctx->opt.profile && !ctx->fopt.verbose) return;
     fuse_group_label(p, &f->group, label, sizeof label);
-    if (f->kernel.compiled)
-        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms (this run only: later runs load it from "
-                 "the disk cache)", label, f->kernel.compile_ms);
+    if (f->kernel.compiled && !f->kernel.cache_note[0])
+        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms, cached for later runs", label,
+                 f->kernel.compile_ms);
+    else if (f->kernel.compiled)
+        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms, not cached: %s", label,
+                 f->kernel.compile_ms, f->kernel.cache_note);
     else if (f->kernel.from_disk)
         snprintf(text, sizeof text, "fusion: %s loaded from the disk cache", label);
     else
         return;
     add_note(ctx, text);
-    if (f->kernel.cache_note[0]) {
-        snprintf(text, sizeof text, "fusion: kernels not cached: %s", f->kernel.cache_note);
-        add_note(ctx, text);
-    }
 }
 
 static void fusion_off(exec_ctx *ctx, const char *why)
@@ -487,11 +487,36 @@ static int graph_wanted(const exec_ctx *ctx, const plan *p, const ip_shape *in)
     return 1;
 }
 
+static uint64_t mix(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t plan_print(const plan *p)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < p->n; i++) {
+        const plan_step *st = &p->steps[i];
+        h = mix(h, &st->plugin, sizeof st->plugin);
+        h = mix(h, &st->state, sizeof st->state);
+        for (int a = 0; a < st->args.n; a++) {
+            const ip_value *v = &st->args.values[a];
+            h = mix(mix(mix(h, &v->i, sizeof v->i), &v->f, sizeof v->f), &v->choice, sizeof v->choice);
+            if (v->s) h = mix(h, v->s, strlen(v->s));
+            if (v->m.v && v->m.rows > 0 && v->m.cols > 0) h = mix(h, v->m.v, sizeof *v->m.v * (size_t)v->m.rows * (size_t)v->m.cols);
+        }
+    }
+    return h;
+}
+
 static graph_key graph_key_of(const exec_ctx *ctx, const plan *p, const ip_image *cur)
 {
     graph_key k;
     memset(&k, 0, sizeof k);
     k.p = p;
+    k.plan_print = plan_print(p);
     k.shape = cur->shape;
     k.in = cur->data;
     k.in_stride = cur->stride;
@@ -504,7 +529,7 @@ static graph_key graph_key_of(const exec_ctx *ctx, const plan *p, const ip_image
 
 static int same_graph_key(const graph_key *a, const graph_key *b)
 {
-    return a->p == b->p && a->shape.width == b->shape.width && a->shape.height == b->shape.height &&
+    return a->p == b->p && a->plan_print == b->plan_print && a->shape.width == b->shape.width && a->shape.height == b->shape.height &&
            a->shape.channels == b->shape.channels && a->shape.dtype == b->shape.dtype && a->in == b->in &&
            a->in_stride == b->in_stride && a->dev0 == b->dev0 && a->dev1 == b->dev1 && a->scratch == b->scratch &&
            a->mapped_out == b->mapped_out;
@@ -519,6 +544,7 @@ static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *
     if (!ctx->graph || !same_graph_key(&key, &ctx->graph_for)) {
         gpu_graph_destroy(ctx->graph);
         ctx->graph = NULL;
+        prepare_fusion(ctx, p);
         ip_image out = *cur;
         char why[512] = "";
         int rc = gpu_capture_begin(ctx->stream, why, sizeof why);
@@ -569,8 +595,8 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     record(ctx, 0);
     if (!in->on_device) rc = upload(ctx, in, &cur, err, errlen);
     record(ctx, 1);
-    if (rc == IP_OK) prepare_fusion(ctx, p);
     int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape);
+    if (rc == IP_OK && !graphed) prepare_fusion(ctx, p);
     if (rc == IP_OK) rc = graphed ? run_graphed(ctx, p, &cur, path, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
     if (prof) prof->graphed = graphed && ctx->graph_refused != p;
     const ip_shape *final = &p->steps[p->n - 1].out;

@@ -126,7 +126,7 @@ expect 0 "fusion: first run" "$B" run --device gpu --profile -e "grayscale | med
 if grep -qF "fusion off" "$TMP/.stderr"; then
   echo "fusion checks skipped: $(grep -F "fusion off" "$TMP/.stderr" | head -n 1)"
 else
-  says "fusion: first run compiles" "fusion: grayscale+median compiled by NVRTC"
+  says "fusion: first run compiles" "fusion: grayscale+median compiled by NVRTC in"; says "fusion: first run caches" "cached for later runs"
   says "fusion: profile names the fused stages" "grayscale (gpu, fused)"
   expect 0 "fusion: second run" "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" fz2.png
   says "fusion: second run uses the cache" "fusion: grayscale+median loaded from the disk cache"
