@@ -19,6 +19,7 @@
 #include "gpu.h"
 #include "image.h"
 #include "io.h"
+#include "fuse.h"
 #include "jpeg_layout.h"
 #include "jpeg_route.h"
 #include "meta.h"
@@ -465,6 +466,7 @@ typedef struct {
     char why[1024];           /* why auto chose what it chose */
     io_warnings warnings;     /* what the decoder went on past */
     io_meta meta;             /* the input's, for the output (empty under --strip) */
+    fuse_warm *warm;          /* fused kernels compiling beside decoding */
 } one_run;
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
@@ -510,7 +512,9 @@ static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t er
         snprintf(err, errlen, "%s: %s", r->out_path, why);
     }
     r->failed = rc != IP_OK;
-    return rc == IP_OK ? choose_for_image(r, shape, err, errlen) : rc;
+    if (rc == IP_OK) rc = choose_for_image(r, shape, err, errlen);
+    if (rc == IP_OK && r->dev == EXEC_GPU && !r->o->no_fuse && !r->warm) r->warm = fuse_warm_begin(r->p, 0);
+    return rc;
 }
 
 /* Collects the started GPU context; under auto, a GPU that is not there sends the image to the
@@ -555,6 +559,8 @@ static double now_ms(void)
 
 typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
+    double fuse_ms;           /* NVRTC compiling beside decoding */
+    int fuse_compiled;        /* kernels it compiled */
 } run_times;
 
 static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t,
@@ -571,6 +577,9 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
                 j.library_ms, j.handle_ms, j.handle_tries, j.decoder_ms, j.encoder_ms, jpeg_gpu_description(jpeg));
     }
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", t->decode_ms);
+    if (t->fuse_compiled)
+        fprintf(stderr, "  %-22s %9.3f ms (beside decoding: %d fused kernel%s compiled by NVRTC, cached)\n",
+                "fusion compile", t->fuse_ms, t->fuse_compiled, t->fuse_compiled == 1 ? "" : "s");
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
     for (int i = 0; i < prof->n_stages; i++) {
         char label[64];
@@ -791,6 +800,8 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     t.decode_ms = now_ms() - t0;
     if (start_rc == IP_OK)
         start_rc = finish_start(&r, &ctx, &jpeg, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
+    t.fuse_compiled = fuse_warm_end(r.warm, &t.fuse_ms);
+    r.warm = NULL;
     if (rc != IP_OK || start_rc != IP_OK) {
         if (rc != IP_OK && r.failed) fail("%s", err);
         else if (rc != IP_OK) fail("%s: %s", in_path, err);

@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fuse.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,16 @@ typedef struct {
     void *module, *function;
 } loaded_kernel;
 
-struct fuser {
+/* NVRTC for one device: what makes a source into the code a key names. */
+typedef struct {
     nvrtc_lib *nvrtc;
     cuda_drv *drv;
     int arch;
     char identity[128];      /* architecture, NVRTC and driver versions: part of every key */
+} fuse_compiler;
+
+struct fuser {
+    fuse_compiler c;
     loaded_kernel kernels[FUSE_MAX_KERNELS];
     int n_kernels;
 };
@@ -33,6 +39,29 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void compiler_close(fuse_compiler *c)
+{
+    cuda_drv_close(c->drv);
+    nvrtc_close(c->nvrtc);
+    memset(c, 0, sizeof *c);
+}
+
+static int compiler_open(fuse_compiler *c, int device, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    int rc = nvrtc_open(&c->nvrtc, err, errlen);
+    if (rc == IP_OK) rc = cuda_drv_open(&c->drv, err, errlen);
+    if (rc == IP_OK) rc = gpu_compute_capability(device, &c->arch, err, errlen);
+    if (rc != IP_OK) {
+        compiler_close(c);
+        return rc == IP_ENOMEM ? rc : IP_EUNSUPPORTED;
+    }
+    char version[32];
+    nvrtc_version_text(c->nvrtc, version, sizeof version);
+    snprintf(c->identity, sizeof c->identity, "sm_%d nvrtc %s driver %d", c->arch, version, cuda_drv_version(c->drv));
+    return IP_OK;
+}
+
 int fuser_create(fuser **out, int device, char *err, size_t errlen)
 {
     *out = NULL;
@@ -41,16 +70,11 @@ int fuser_create(fuser **out, int device, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    int rc = nvrtc_open(&f->nvrtc, err, errlen);
-    if (rc == IP_OK) rc = cuda_drv_open(&f->drv, err, errlen);
-    if (rc == IP_OK) rc = gpu_compute_capability(device, &f->arch, err, errlen);
+    int rc = compiler_open(&f->c, device, err, errlen);
     if (rc != IP_OK) {
-        fuser_destroy(f);
-        return rc == IP_ENOMEM ? rc : IP_EUNSUPPORTED;
+        free(f);
+        return rc;
     }
-    char version[32];
-    nvrtc_version_text(f->nvrtc, version, sizeof version);
-    snprintf(f->identity, sizeof f->identity, "sm_%d nvrtc %s driver %d", f->arch, version, cuda_drv_version(f->drv));
     *out = f;
     return IP_OK;
 }
@@ -58,25 +82,30 @@ int fuser_create(fuser **out, int device, char *err, size_t errlen)
 void fuser_destroy(fuser *f)
 {
     if (!f) return;
-    for (int i = 0; i < f->n_kernels; i++) cuda_drv_unload(f->drv, f->kernels[i].module);
-    cuda_drv_close(f->drv);
-    nvrtc_close(f->nvrtc);
+    for (int i = 0; i < f->n_kernels; i++) cuda_drv_unload(f->c.drv, f->kernels[i].module);
+    compiler_close(&f->c);
     free(f);
 }
 
 static const char fuse_options_text[] = "-default-device";
 
-static int compile(const fuser *f, const char *src, void **image, size_t *bytes, char *err, size_t errlen)
+static int compile(const fuse_compiler *c, const char *src, void **image, size_t *bytes, char *err, size_t errlen)
 {
     const char *opts[] = { fuse_options_text };
     nvrtc_job job = { src, "imgpipe_fused.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(),
                       1, opts };
-    return nvrtc_compile_cubin(f->nvrtc, &job, f->arch, image, bytes, err, errlen);
+    return nvrtc_compile_cubin(c->nvrtc, &job, c->arch, image, bytes, err, errlen);
+}
+
+static void key_of(const fuse_compiler *c, const char *src, char key[FUSE_KEY_CHARS])
+{
+    const char *parts[] = { src, fuse_options_text, c->identity };
+    fuse_cache_key(parts, 3, key);
 }
 
 /* The CUBIN from the disk cache, or compiled now and stored there. */
-static int find_image(const fuser *f, const char *src, const char *key, fuse_kernel *k, void **image, char *err,
-                      size_t errlen)
+static int find_image(const fuse_compiler *f, const char *src, const char *key, fuse_kernel *k, void **image,
+                      char *err, size_t errlen)
 {
     char dir[4200], why[sizeof k->cache_note];
     size_t bytes = 0;
@@ -102,8 +131,7 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
     int rc = fuse_source(p, g, &src, err, errlen);
     if (rc != IP_OK) return rc;
     char key[FUSE_KEY_CHARS];
-    const char *parts[] = { src, fuse_options_text, f->identity };
-    fuse_cache_key(parts, 3, key);
+    key_of(&f->c, src, key);
     for (int i = 0; i < f->n_kernels; i++) {
         if (strcmp(f->kernels[i].key, key) == 0) {
             k->function = f->kernels[i].function;
@@ -117,10 +145,10 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
         return IP_ELIMIT;
     }
     void *image = NULL;
-    rc = find_image(f, src, key, k, &image, err, errlen);
+    rc = find_image(&f->c, src, key, k, &image, err, errlen);
     free(src);
     loaded_kernel *slot = &f->kernels[f->n_kernels];
-    if (rc == IP_OK) rc = cuda_drv_load(f->drv, image, fuse_kernel_name(g->kind), &slot->module, &slot->function,
+    if (rc == IP_OK) rc = cuda_drv_load(f->c.drv, image, fuse_kernel_name(g->kind), &slot->module, &slot->function,
                                         err, errlen);
     free(image);
     if (rc != IP_OK) return rc;
@@ -159,5 +187,72 @@ int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, cons
     long long ss = in_stride, ds = out_stride;
     int w = width, h = height;
     void *params[] = { &src, &ss, &dst, &ds, &w, &h };
-    return cuda_drv_launch(f->drv, k->function, grid, block, stream, params, err, errlen);
+    return cuda_drv_launch(f->c.drv, k->function, grid, block, stream, params, err, errlen);
+}
+
+struct fuse_warm {
+    pthread_t thread;
+    int device, n_sources, compiled;
+    char *sources[FUSE_WARM_MAX_SOURCES];
+    double ms;
+};
+
+/* Each source not in the disk cache is compiled and stored there. */
+static void *warm_main(void *arg)
+{
+    fuse_warm *w = arg;
+    fuse_compiler c;
+    char err[512];
+    double t0 = now_ms();
+    if (compiler_open(&c, w->device, err, sizeof err) != IP_OK) return NULL;
+    for (int i = 0; i < w->n_sources; i++) {
+        char key[FUSE_KEY_CHARS];
+        fuse_kernel k;
+        void *image = NULL;
+        memset(&k, 0, sizeof k);
+        key_of(&c, w->sources[i], key);
+        if (find_image(&c, w->sources[i], key, &k, &image, err, sizeof err) == IP_OK && k.compiled) w->compiled++;
+        free(image);
+    }
+    compiler_close(&c);
+    w->ms = now_ms() - t0;
+    return NULL;
+}
+
+static void warm_free(fuse_warm *w)
+{
+    for (int i = 0; i < w->n_sources; i++) free(w->sources[i]);
+    free(w);
+}
+
+fuse_warm *fuse_warm_begin(const plan *p, int device)
+{
+    fuse_warm *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->device = device;
+    char err[256];
+    for (int i = 0; i < p->n && w->n_sources < FUSE_WARM_MAX_SOURCES;) {
+        fuse_group g = fuse_group_at(p, i);
+        if (g.kind == FUSE_NONE) {
+            i++;
+            continue;
+        }
+        if (fuse_source(p, &g, &w->sources[w->n_sources], err, sizeof err) == IP_OK) w->n_sources++;
+        i += g.n_steps;
+    }
+    if (w->n_sources == 0 || pthread_create(&w->thread, NULL, warm_main, w) != 0) {
+        warm_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int fuse_warm_end(fuse_warm *w, double *ms)
+{
+    if (!w) return 0;
+    pthread_join(w->thread, NULL);
+    int compiled = w->compiled;
+    if (ms) *ms = w->ms;
+    warm_free(w);
+    return compiled;
 }

@@ -27,4 +27,13 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
  * step's output). IP_EUNSUPPORTED when the image is too tall for its grid (run unfused). */
 int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
                  void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen);
+
+/* Run-time compiles beside decoding: the kernels p (shapes planned) will fuse into on device are
+ * compiled on a thread of its own into the disk cache, where the run then finds them. NULL when
+ * there is nothing to compile. The sources are made before it returns: p may change after. */
+#define FUSE_WARM_MAX_SOURCES 32
+typedef struct fuse_warm fuse_warm;
+fuse_warm *fuse_warm_begin(const plan *p, int device);
+/* Waits for it (NULL: nothing); the number of kernels it compiled, and in *ms how long it took. */
+int fuse_warm_end(fuse_warm *w, double *ms);
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec.h"
+#include "fuse.h"
 #include "gpu_testutil.h"
 #include "image.h"
 #include "plan_testutil.h"
@@ -179,6 +180,19 @@ static void test_disk_cache(void)
     CHECK(strstr(notes, "loaded from the disk cache"), "second run did not reuse the cache: %s", notes);
     run_fresh("grayscale weights=bt709 | median", notes, sizeof notes);
     CHECK(strstr(notes, "compiled by NVRTC"), "another source reused a cached kernel: %s", notes);
+
+    /* Compiled beside decoding (fuse_warm), then found in the cache by the run. */
+    ip_shape shape = { 40, 30, 3, IP_U8 };
+    plan p;
+    if (tu_build_plan(&reg, "grayscale weights=average | mean radius=2", &shape, &p)) {
+        double ms = 0;
+        int compiled = fuse_warm_end(fuse_warm_begin(&p, 0), &ms);
+        CHECK(compiled == 1, "the warm-up compiled %d kernels", compiled);
+        CHECK(fuse_warm_end(fuse_warm_begin(&p, 0), &ms) == 0, "the warm-up compiled a cached kernel again");
+        plan_free(&p);
+    }
+    run_fresh("grayscale weights=average | mean radius=2", notes, sizeof notes);
+    CHECK(strstr(notes, "loaded from the disk cache"), "the warmed kernel was not found in the cache: %s", notes);
 }
 
 int main(void)
