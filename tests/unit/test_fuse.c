@@ -12,7 +12,9 @@
 #include "plan_testutil.h"
 #include "plan.h"
 #include "registry.h"
+#include "stage_class.h"
 #include "testutil.h"
+#include <stddef.h>
 
 static registry reg;
 
@@ -165,6 +167,19 @@ static void test_cache(void)
     CHECK(strcmp(dir, expect) == 0, "a relative XDG_CACHE_HOME must be ignored: %s", dir);
 }
 
+/* A descriptor built before point_cuda existed is never asked for it, whatever lies past its end. */
+static void test_old_descriptors(void)
+{
+    const reg_plugin *gray = registry_find(&reg, "grayscale");
+    CHECK(gray && stage_point_cuda(gray->stage) != NULL, "grayscale offers no point function");
+    if (!gray) return;
+    ip_stage older = *gray->stage;
+    older.struct_size = (uint32_t)offsetof(ip_stage, point_cuda);
+    CHECK(stage_point_cuda(&older) == NULL, "a descriptor without point_cuda was read past its size");
+    const reg_plugin *median = registry_find(&reg, "median");
+    CHECK(median && stage_point_cuda(median->stage) == NULL, "median offers a point function");
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -174,6 +189,7 @@ int main(void)
     if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) tu_skip(err);
     nvrtc_lib *nvrtc = NULL;
     if (nvrtc_open(&nvrtc, err, sizeof err) != IP_OK) fprintf(stderr, "test_fuse: %s: compiles not checked\n", err);
+    test_old_descriptors();
     test_groups(nvrtc);
     test_source_changes_key();
     test_cache();
