@@ -1171,8 +1171,9 @@ static int cmd_plugins(const cli_options *o)
             rc = CLI_USAGE;
         } else {
             const ip_stage *s = pl->stage;
-            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\nparameters:%s\n", s->name,
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\n%sparameters:%s\n", s->name,
                    s->summary ? s->summary : "", pl->path, s->run_gpu ? "yes" : "no", stage_class_text(s),
+                   stage_point_cuda(s) ? "  fusion: offers its per-pixel function (CUDA source, see --no-fuse)\n" : "",
                    s->n_params ? "" : " none");
             for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
         }

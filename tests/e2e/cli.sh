@@ -25,6 +25,9 @@ expect 0 "plugins" "$B" plugins
 for s in grayscale transpose; do grep -q "^$s " "$TMP/.stdout" && ok || bad "plugins lacks $s"; done
 expect 0 "plugins grayscale" "$B" plugins grayscale
 grep -q "weights" "$TMP/.stdout" && grep -q "one of bt601, bt709, average" "$TMP/.stdout" && ok || bad "plugins grayscale lacks its parameter"
+grep -q "fusion: offers its per-pixel function" "$TMP/.stdout" && ok || bad "plugins grayscale does not say it can be fused"
+expect 0 "plugins median" "$B" plugins median
+if grep -q "fusion:" "$TMP/.stdout"; then bad "plugins median claims a point function"; else ok; fi
 expect 2 "plugins unknown" "$B" plugins nothing
 
 # a run that works, on the CPU, with the result checked against OpenCV
