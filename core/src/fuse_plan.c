@@ -158,7 +158,9 @@ int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_
     char *fn_src = malloc(FUSE_POINT_SRC_MAX);
     if (fn_src) {
         append_chain(&t, p, g, fn_src);
-        append(&t, "#line 1\n");
+        char line[96];
+        snprintf(line, sizeof line, "#line 1 \"%s.cu\"\n", fuse_kernel_name(g->kind));
+        append(&t, line);
         append(&t, kernel_source(g->kind));
     }
     free(fn_src);

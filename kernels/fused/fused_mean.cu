@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_source.c): box mean on u8 whose load applies a chain of point
+/* Run-time fusion (core/src/fuse_plan.c): box mean on u8 whose load applies a chain of point
  * stages to the original pixels (ip_chain, with IP_T, IP_IN_CH, IP_OUT_CH, IP_BORDER and
  * IP_RADIUS put before this file by the core). A block makes a tile of IPF_TW x IPF_TH outputs:
  * the chain's values of the tile and its halo go to shared memory once (0 outside a zero or
