@@ -52,7 +52,7 @@ static int is_window_stage(const plan_step *st, const char *name)
     const ip_stage *s = st->plugin->stage;
     return strcmp(s->name, name) == 0 && s->n_params == 2 && strcmp(s->params[0].name, "radius") == 0 &&
            s->params[0].type == IP_INT && strcmp(s->params[1].name, "border") == 0 && s->params[1].type == IP_ENUM &&
-           st->plugin->stage->run_gpu && st->in.dtype == IP_U8;
+           st->in.dtype == IP_U8;
 }
 
 /* The kind of fused kernel step st can end, with its radius and border; FUSE_NONE if none. */
