@@ -50,6 +50,7 @@ struct exec_ctx {
     step_fusion fusion[EXEC_MAX_STAGES];       /* this run's groups */
     void *graph;                               /* the captured stages, and what they baked in */
     graph_key graph_for;
+    graph_key last_plain;                      /* the last run's key when it ran without a graph */
     ip_image graph_result;
     const plan *graph_refused;                 /* a plan whose stages could not be captured */
 };
@@ -535,12 +536,21 @@ static int same_graph_key(const graph_key *a, const graph_key *b)
            a->mapped_out == b->mapped_out;
 }
 
-/* Captures the stages' launches once, then replays them: one launch per image instead of one
- * per stage. Stages that cannot be captured (a host round trip, a synchronising call) are
- * run one by one, and the plan is not tried again. */
-static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
+/* Captures the stages' launches, then replays them: one launch per image instead of one per
+ * stage. A key is captured the second time in a row it is seen, so that images of changing
+ * sizes run as before instead of paying a capture each. Stages that cannot be captured (a host
+ * round trip, a synchronising call) are run one by one, and the plan is not tried again.
+ * *replayed: whether this image ran as a graph. */
+static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, int *replayed, char *err,
+                       size_t errlen)
 {
     graph_key key = graph_key_of(ctx, p, cur);
+    *replayed = 0;
+    if (!(ctx->graph && same_graph_key(&key, &ctx->graph_for)) && !same_graph_key(&key, &ctx->last_plain)) {
+        prepare_fusion(ctx, p);
+        ctx->last_plain = key;
+        return run_gpu_stages(ctx, p, cur, path, err, errlen);
+    }
     if (!ctx->graph || !same_graph_key(&key, &ctx->graph_for)) {
         gpu_graph_destroy(ctx->graph);
         ctx->graph = NULL;
@@ -562,6 +572,7 @@ static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *
     }
     int rc = gpu_graph_launch(ctx->graph, ctx->stream, err, errlen);
     if (rc == IP_OK) *cur = ctx->graph_result;
+    *replayed = rc == IP_OK;
     return rc;
 }
 
@@ -595,10 +606,11 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     record(ctx, 0);
     if (!in->on_device) rc = upload(ctx, in, &cur, err, errlen);
     record(ctx, 1);
-    int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape);
+    int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape), replayed = 0;
     if (rc == IP_OK && !graphed) prepare_fusion(ctx, p);
-    if (rc == IP_OK) rc = graphed ? run_graphed(ctx, p, &cur, path, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
-    if (prof) prof->graphed = graphed && ctx->graph_refused != p;
+    if (rc == IP_OK)
+        rc = graphed ? run_graphed(ctx, p, &cur, path, &replayed, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    if (prof) prof->graphed = replayed;
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
     void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;

@@ -18,8 +18,9 @@ typedef struct {
                                 a whole image once costs more than the faster copy saves */
 } exec_options;
 
-/* GPU runs of images with at most this many pixels are captured once as a CUDA graph and
- * replayed for every later image of the same shape (launch costs dominate below it). */
+/* GPU runs of images with at most this many pixels are captured as a CUDA graph when the same
+ * shape comes twice in a row, and replayed for every later image of it (launch costs dominate
+ * below this size). */
 #define EXEC_GRAPH_MAX_PIXELS ((int64_t)2048 * 2048)
 
 #define EXEC_MAX_STAGES 64
@@ -33,7 +34,7 @@ typedef struct {
      * stage_ms there); -1 at the steps it took in; 0 for a step run by itself. */
     int stage_fused[EXEC_MAX_STAGES];
     int n_stages;
-    int graphed;              /* the stages were replayed as a CUDA graph (no per-stage times) */
+    int graphed;              /* this image's stages ran as a CUDA graph (no per-stage times) */
 } exec_profile;
 
 typedef struct exec_ctx exec_ctx;
