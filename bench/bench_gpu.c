@@ -7,11 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "bench_common.h"
 #include "bench_npp.h"
+#include "exec.h"
+#include "fuse.h"
+#include "pipeline.h"
+#include "plan.h"
+#include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 48 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 56, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -514,6 +520,208 @@ static void bench_denoise(bench *b)
     if (time_median(b, enqueue_denoise, stages, &r->ms) != 0) r->status = "error";
 }
 
+/* Run-time fusion and graphs go through the core (plans, NVRTC, the executor): the plugins come
+ * from IMGPIPE_BENCH_PLUGINS or the build's folder, the pipeline from the source tree. */
+#ifndef IMGPIPE_BENCH_PLUGINS
+#define IMGPIPE_BENCH_PLUGINS "build/lib/imgpipe/plugins"
+#endif
+#ifndef IMGPIPE_BENCH_SOURCE
+#define IMGPIPE_BENCH_SOURCE "."
+#endif
+
+static int bench_plan(const registry *reg, const pl_pipeline *pl, const ip_shape *shape, plan *p)
+{
+    char err[1024];
+    ip_shape final;
+    int rc = plan_build(reg, pl, p, err, sizeof err);
+    if (rc == IP_OK && (rc = plan_shapes(p, shape, &final, err, sizeof err)) != IP_OK) plan_free(p);
+    if (rc != IP_OK) fprintf(stderr, "bench_gpu: %s\n", err);
+    return rc;
+}
+
+typedef struct { const fuser *f; const fuse_kernel *k; const fuse_group *g; const ipk_img *src, *dst; } fused_call;
+
+static int enqueue_fused(bench *b, const void *arg)
+{
+    const fused_call *c = arg;
+    char err[256];
+    return fuser_launch(c->f, c->k, c->g, c->src->data, c->src->stride, c->dst->data, c->dst->stride, c->src->width,
+                        c->src->height, b->stream, err, sizeof err) == IP_OK ? 0 : -1;
+}
+
+/* Grayscale then the consumer (stage[1]) through b->out2, as the unfused chain runs. */
+static int enqueue_gray_median(bench *b, const void *arg)
+{
+    const op_spec *stage = arg;
+    return run_gpu_op(&stage[0], &b->rgb, &b->out2, NULL, b->scratch, b->scratch_bytes, b->stream) == IPK_OK &&
+           run_gpu_op(&stage[1], &b->out2, &b->out, NULL, b->scratch, b->scratch_bytes, b->stream) == IPK_OK ? 0 : -1;
+}
+
+/* The fused kernel's output against grayscale then the consumer (b->out after enqueue_gray_median). */
+static const char *check_fused(bench *b, const fused_call *c, const op_spec *stages)
+{
+    size_t bytes = (size_t)b->out.stride * IMG;
+    uint8_t *want = malloc(bytes), *got = malloc(bytes);
+    const char *verdict = "error";
+    if (want && got && enqueue_gray_median(b, stages) == 0 && CK(cudaStreamSynchronize(b->stream)) &&
+        CK(cudaMemcpy(want, b->out.data, bytes, cudaMemcpyDeviceToHost)) && enqueue_fused(b, c) == 0 &&
+        CK(cudaStreamSynchronize(b->stream)) && CK(cudaMemcpy(got, b->out.data, bytes, cudaMemcpyDeviceToHost)))
+        verdict = memcmp(want, got, bytes) == 0 ? "ok" : "mismatch";
+    free(want);
+    free(got);
+    return verdict;
+}
+
+typedef struct {
+    const char *consumer;     /* the op after grayscale, as named in OPS */
+    const char *text;         /* the same chain as a pipeline */
+    const char *alone, *unfused, *fused;   /* row names */
+} fused_case;
+
+static const fused_case FUSED_CASES[] = {
+    { "median 3x3", "grayscale | median radius=1", "median3 gray", "grayscale->median3 unfused",
+      "grayscale+median3 fused" },
+    { "mean 3x3", "grayscale | mean radius=1", "mean3 gray", "grayscale->mean3 unfused", "grayscale+mean3 fused" },
+};
+
+static int fused_kernel_for(const registry *reg, const char *text, plan *p, fuser **f, fuse_group *g, fuse_kernel *k)
+{
+    pl_pipeline pl;
+    char err[1024];
+    ip_shape shape = { IMG, IMG, 3, IP_U8 };
+    if (pl_parse(text, "bench", &pl, err, sizeof err) != IP_OK) return -1;
+    int rc = bench_plan(reg, &pl, &shape, p);
+    pl_free(&pl);
+    if (rc != IP_OK) return -1;
+    *g = fuse_group_at(p, 0);
+    if (fuser_create(f, 0, err, sizeof err) != IP_OK || fuser_prepare(*f, p, g, k, err, sizeof err) != IP_OK) {
+        fprintf(stderr, "bench_gpu: fusion: %s\n", err);
+        return 1;
+    }
+    printf("fused %s: %s\n", text, k->compiled ? "compiled now" : k->from_disk ? "from the disk cache" : "in memory");
+    return 0;
+}
+
+/* The target (issue 14): the fused chain in at most the consumer's time on a gray image plus 20%. */
+static void bench_fused(bench *b, const registry *reg, const fused_case *fc)
+{
+    const op_spec stages[2] = { *find_op("grayscale RGB->gray"), *find_op(fc->consumer) };
+    double px = (double)IMG * IMG;
+    row *alone = add_row(b, fc->alone, 2 * px, px, -1);
+    ipk_call call = { &stages[1], &b->gray, &b->out };
+    if (time_median(b, enqueue_ipk, &call, &alone->ms) != 0) alone->status = "error";
+    row *chain = add_row(b, fc->unfused, px * (3 + 1 + 1 + 1), px, -1);
+    if (time_median(b, enqueue_gray_median, stages, &chain->ms) != 0) chain->status = "error";
+    row *r = add_row(b, fc->fused, px * (3 + 1), px, alone->ms > 0 ? alone->ms * 1.2 : -1);
+    plan p;
+    fuser *f = NULL;
+    fuse_group g;
+    fuse_kernel k;
+    int rc = fused_kernel_for(reg, fc->text, &p, &f, &g, &k);
+    if (rc < 0) {
+        r->status = "no plugins";
+        return;
+    }
+    if (rc > 0) {
+        r->status = "no NVRTC";
+    } else {
+        fused_call c = { f, &k, &g, &b->rgb, &b->out };
+        r->status = check_fused(b, &c, stages);
+        if (strcmp(r->status, "ok") == 0 && time_median(b, enqueue_fused, &c, &r->ms) != 0) r->status = "error";
+    }
+    fuser_destroy(f);
+    plan_free(&p);
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Median per-image time of the plan on a device-resident 1024x1024 RGB image, result left on the
+ * device: wall time of exec_run (launches, the graph replay, the wait), or with profile the sum
+ * of the stages' event times (the kernels alone). */
+static int time_exec(bench *b, const plan *p, int no_fuse, int no_graph, int profile, double *ms)
+{
+    exec_options eo = { EXEC_GPU, 0, 1, EXEC_COPY, profile, 0 };
+    exec_fusion_options fo = { no_fuse, no_graph, 0 };
+    exec_ctx *ctx = NULL;
+    char err[1024];
+    ip_shape shape = { GRAPH_IMG, GRAPH_IMG, 3, IP_U8 };
+    size_t row_bytes = (size_t)GRAPH_IMG * 3, bytes = row_bytes * GRAPH_IMG;
+    void *dev = NULL;
+    double t[MAX_RUNS];
+    int rc = exec_create(&ctx, &eo, err, sizeof err);
+    if (rc == IP_OK) {
+        exec_set_fusion(ctx, &fo);
+        exec_keep_result_on_device(ctx, 1);
+        rc = exec_device_input(ctx, p, &shape, bytes, &dev, err, sizeof err);
+    }
+    if (rc == IP_OK && !CK(cudaMemset(dev, 0x5A, bytes))) rc = IP_ECUDA;
+    for (int i = -WARMUP; rc == IP_OK && i < b->runs; i++) {
+        ip_image in = { dev, (ptrdiff_t)row_bytes, shape, 1 }, out;
+        exec_profile prof;
+        double t0 = wall_ms();
+        rc = exec_run(ctx, p, &in, NULL, &out, &prof, err, sizeof err);
+        double sum = 0;
+        for (int s = 0; s < prof.n_stages; s++) sum += prof.stage_ms[s];
+        if (i >= 0) t[i] = profile ? sum : wall_ms() - t0;
+    }
+    if (rc != IP_OK) fprintf(stderr, "bench_gpu: denoise %dx%d: %s\n", GRAPH_IMG, GRAPH_IMG, err);
+    exec_destroy(ctx);
+    if (rc == IP_OK) *ms = bench_median(t, b->runs);
+    return rc;
+}
+
+static void bench_graph(bench *b, const registry *reg)
+{
+    static const struct { const char *name; int no_fuse, no_graph, profile; } runs[] = {
+        { "denoise 1024 kernels' sum", 1, 1, 1 },
+        { "denoise 1024 launched", 1, 1, 0 },
+        { "denoise 1024 graphed", 1, 0, 0 },
+        { "denoise 1024 graphed+fused", 0, 0, 0 },
+    };
+    char path[4096], err[1024];
+    pl_pipeline pl;
+    plan p;
+    ip_shape shape = { GRAPH_IMG, GRAPH_IMG, 3, IP_U8 };
+    snprintf(path, sizeof path, "%s/pipelines/denoise.pipe", IMGPIPE_BENCH_SOURCE);
+    int rc = pl_parse_file(path, &pl, err, sizeof err);
+    if (rc == IP_OK) {
+        rc = bench_plan(reg, &pl, &shape, &p);
+        pl_free(&pl);
+    } else {
+        fprintf(stderr, "bench_gpu: %s\n", err);
+    }
+    double px = (double)GRAPH_IMG * GRAPH_IMG, sum = -1;
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        /* The graph's aim: the chain per image in no more than its kernels' sum. */
+        row *r = add_row(b, runs[i].name, px * (3 + 1 + 1 + 1 + 1 + 1), px, i > 0 ? sum : -1);
+        r->is_transfer = 1;
+        if (rc != IP_OK) r->status = "no plugins";
+        else if (time_exec(b, &p, runs[i].no_fuse, runs[i].no_graph, runs[i].profile, &r->ms) != IP_OK)
+            r->status = "error";
+        if (i == 0 && strcmp(r->status, "ok") == 0) sum = r->ms;
+    }
+    if (rc == IP_OK) plan_free(&p);
+}
+
+static void bench_core(bench *b)
+{
+    registry reg;
+    char err[1024];
+    const char *dirs = getenv("IMGPIPE_BENCH_PLUGINS") ? getenv("IMGPIPE_BENCH_PLUGINS") : IMGPIPE_BENCH_PLUGINS;
+    if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) {
+        fprintf(stderr, "bench_gpu: plugins: %s (set IMGPIPE_BENCH_PLUGINS)\n", err);
+        return;
+    }
+    for (size_t i = 0; i < sizeof FUSED_CASES / sizeof *FUSED_CASES; i++) bench_fused(b, &reg, &FUSED_CASES[i]);
+    bench_graph(b, &reg);
+    registry_free(&reg);
+}
+
 static void bench_transfers(bench *b, uint8_t *pinned, uint8_t *pageable)
 {
     size_t bytes = (size_t)b->gray.stride * IMG;
@@ -722,6 +930,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_OPS; i++)
         if (bench_selected(OPS[i].name, only)) bench_op(&b, &OPS[i]);
     if (bench_selected("denoise", only)) bench_denoise(&b);
+    if (bench_selected("fused", only) || bench_selected("graph", only)) bench_core(&b);
     if (bench_selected("host copies", only)) bench_host_copies(&b);
     print_table(&b);
     printf("notes: %%copy = bytes read+written by the op over the device copy's rate; NPP median runs on the "

@@ -28,7 +28,7 @@ vals = {}
 for line in open(sys.argv[1]):
     m = re.match(r"\s+(.+?)\s+([0-9.]+) ms$", line)
     if m: vals.setdefault(m.group(1), []).append(float(m.group(2)))
-keys = ["upload"] + [k for k in vals if k.endswith("(gpu)") or "round trip" in k] + ["download", "run (wall)"]
+keys = ["upload"] + [k for k in vals if "(gpu" in k or "round trip" in k] + ["download", "run (wall)"]
 print("%-22s " % sys.argv[2] + "  ".join("%s %.3f" % (k, statistics.median(vals[k])) for k in keys if k in vals))
 PYEOF
 }

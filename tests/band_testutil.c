@@ -4,24 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "image.h"
-#include "pipeline.h"
+#include "plan_testutil.h"
 #include "testutil.h"
-
-int bt_build_plan(const registry *reg, const char *text, const ip_shape *shape, plan *p)
-{
-    pl_pipeline pl;
-    char err[1024];
-    ip_shape final;
-    if (pl_parse(text, "-e", &pl, err, sizeof err) != IP_OK) {
-        CHECK(0, "%s: %s", text, err);
-        return 0;
-    }
-    int rc = plan_build(reg, &pl, p, err, sizeof err);
-    pl_free(&pl);
-    if (rc == IP_OK && (rc = plan_shapes(p, shape, &final, err, sizeof err)) != IP_OK) plan_free(p);
-    CHECK(rc == IP_OK, "%s: %s", text, err);
-    return rc == IP_OK;
-}
 
 ip_image bt_random_image(const ip_shape *s, uint64_t seed, int max_value)
 {
@@ -42,7 +26,7 @@ ip_image bt_random_image(const ip_shape *s, uint64_t seed, int max_value)
 int bt_run_whole(const registry *reg, const char *text, const ip_image *in, exec_device dev, ip_image *out)
 {
     plan p;
-    if (!bt_build_plan(reg, text, &in->shape, &p)) return 0;
+    if (!tu_build_plan(reg, text, &in->shape, &p)) return 0;
     exec_options eo = { dev, 0, 2, EXEC_COPY, 0, 0 };
     exec_ctx *ctx = NULL;
     char err[1024] = "";
@@ -63,7 +47,7 @@ int bt_run_streamed(const registry *reg, const char *text, const ip_image *in, c
                     ip_image *out, stream_profile *prof)
 {
     plan p;
-    if (!bt_build_plan(reg, text, &in->shape, &p)) return 0;
+    if (!tu_build_plan(reg, text, &in->shape, &p)) return 0;
     stream_image_source src_state;
     stream_source src = stream_source_of_image(&src_state, in, so->band_rows);
     stream_image_sink sink_state;

@@ -1,14 +1,13 @@
-/* The band tests' shared steps: a pipeline planned on a shape, random images, the whole-image
+/* The band tests' shared steps (a pipeline planned on a shape: plan_testutil.h): random images, the whole-image
  * run (CPU or GPU executor) and the streamed run (stream_run, any place and worker count). */
 #ifndef IMGPIPE_BAND_TESTUTIL_H
 #define IMGPIPE_BAND_TESTUTIL_H
 #include "exec.h"
 #include "plan.h"
+#include "plan_testutil.h"
 #include "registry.h"
 #include "stream.h"
 
-/* Parses text, binds it to reg and plans it on shape; CHECKs and returns 0 on failure. */
-int bt_build_plan(const registry *reg, const char *text, const ip_shape *shape, plan *p);
 /* Random pixels from seed; max_value > 0 bounds integer values (entropy's levels). Free data. */
 ip_image bt_random_image(const ip_shape *s, uint64_t seed, int max_value);
 /* The whole-image executor's result of text on in, copied into *out (img_free it). */

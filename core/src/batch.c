@@ -443,9 +443,11 @@ static void *worker_main(void *arg)
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
     exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1 };
+    exec_fusion_options fo = { o->no_fuse, 0, o->verbose };
     exec_ctx *ctx = NULL, *cpu_ctx = NULL;
     char err[1024];
     int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
+    if (ctx_rc == IP_OK) exec_set_fusion(ctx, &fo);
     w->gpu = eo.gpu_index;
     if (ctx_rc != IP_OK) w->jpeg_tried = 1;
     for (const batch_entry *e; (e = take_next(sh));) {

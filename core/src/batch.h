@@ -25,6 +25,7 @@ typedef struct {
     int cpu_fallback;           /* a GPU failure retries the image on the CPU */
     int jpeg_on_gpu;            /* JPEG decoded and encoded by nvJPEG on the GPU where it can */
     int verbose;                /* -v or --profile: notes on how the codecs ran */
+    int no_fuse;                /* --no-fuse: no run-time fusion of GPU stages */
     int shard_index, shard_count;   /* --shard I/N (count 0 or 1: every image) */
     int all_pages;              /* each page of a multi-page TIFF to OUT/STEM-pN.EXT (else io.page) */
     int strip;                  /* carry no metadata from the inputs to the outputs */

@@ -20,6 +20,7 @@
 #include "gpu.h"
 #include "image.h"
 #include "io.h"
+#include "fuse.h"
 #include "jpeg_layout.h"
 #include "jpeg_route.h"
 #include "meta.h"
@@ -47,6 +48,7 @@ typedef struct {
     device_choice device;
     int threads;
     int profile;
+    int no_fuse;                 /* --no-fuse: every stage runs its own GPU kernel */
     int quiet;
     exec_transfer transfer;
     io_options io;
@@ -92,7 +94,14 @@ static const char usage_text[] =
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
     "  --profile               print the time of GPU start-up, decode, upload, each stage,\n"
-    "                          download, encode (streamed: each step's total and the overlap)\n"
+    "                          download, encode, and what fusion compiled or loaded (streamed:\n"
+    "                          each step's total and the overlap)\n"
+    "  --no-fuse               GPU: run every stage with its own kernel. By default, when NVRTC\n"
+    "                          is found, two or more point stages in a row (grayscale, plugins\n"
+    "                          that offer CUDA source) become one kernel compiled at run time, and\n"
+    "                          point stages before an 8-bit median radius=1 or mean radius<=7 are\n"
+    "                          computed in its load; same output bit for bit, compiled kernels in\n"
+    "                          $XDG_CACHE_HOME/imgpipe (or ~/.cache/imgpipe)\n"
     "  --plugin-path DIRS      look for plugins here first (colon-separated)\n"
     "  --max-pixels N          refuse images with more pixels (default 1073741824)\n"
     "  --max-ratio N           refuse images that decode to more than N times their file's size\n"
@@ -260,6 +269,7 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
             o->jobs = (int)n;
     }
     else if (strcmp(a, "--profile") == 0) o->profile = 1;
+    else if (strcmp(a, "--no-fuse") == 0) o->no_fuse = 1;
     else if (strcmp(a, "-e") == 0) {
         if (*i + 1 >= argc) return usage_error("-e needs the pipeline text");
         o->expr = argv[++*i];
@@ -462,6 +472,7 @@ typedef struct {
     char why[1024];           /* why auto chose what it chose */
     io_warnings warnings;     /* what the decoder went on past */
     io_meta meta;             /* the input's, for the output (empty under --strip) */
+    fuse_warm *warm;          /* fused kernels compiling beside decoding */
 } one_run;
 
 static int begin_gpu(one_run *r, char *err, size_t errlen)
@@ -507,7 +518,9 @@ static int plan_on_shape(void *user, const ip_shape *shape, char *err, size_t er
         snprintf(err, errlen, "%s: %s", r->out_path, why);
     }
     r->failed = rc != IP_OK;
-    return rc == IP_OK ? choose_for_image(r, shape, err, errlen) : rc;
+    if (rc == IP_OK) rc = choose_for_image(r, shape, err, errlen);
+    if (rc == IP_OK && r->dev == EXEC_GPU && !r->o->no_fuse && !r->warm) r->warm = fuse_warm_begin(r->p, 0);
+    return rc;
 }
 
 /* Collects the started GPU context; under auto, a GPU that is not there sends the image to the
@@ -552,6 +565,8 @@ static double now_ms(void)
 
 typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
+    double fuse_ms;           /* NVRTC compiling beside decoding */
+    int fuse_compiled;        /* kernels it compiled */
 } run_times;
 
 static void print_profile(const plan *p, const exec_profile *prof, exec_device dev, const run_times *t,
@@ -568,12 +583,17 @@ static void print_profile(const plan *p, const exec_profile *prof, exec_device d
                 j.library_ms, j.handle_ms, j.handle_tries, j.decoder_ms, j.encoder_ms, jpeg_gpu_description(jpeg));
     }
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", t->decode_ms);
+    if (t->fuse_compiled)
+        fprintf(stderr, "  %-22s %9.3f ms (beside decoding: %d fused kernel%s compiled by NVRTC, cached)\n",
+                "fusion compile", t->fuse_ms, t->fuse_compiled, t->fuse_compiled == 1 ? "" : "s");
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "upload", prof->upload_ms);
     for (int i = 0; i < prof->n_stages; i++) {
         char label[64];
         snprintf(label, sizeof label, "%s (%s)", p->steps[i].plugin->stage->name,
-                 prof->stage_on_gpu[i] ? "gpu" : dev == EXEC_GPU ? "cpu, round trip" : "cpu");
-        fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
+                 prof->stage_fused[i] > 0 ? "gpu, fused" : prof->stage_on_gpu[i] ? "gpu" :
+                 dev == EXEC_GPU ? "cpu, round trip" : "cpu");
+        if (prof->stage_fused[i] < 0) fprintf(stderr, "  %-22s %9s    (in the fused kernel above)\n", label, "");
+        else fprintf(stderr, "  %-22s %9.3f ms\n", label, prof->stage_ms[i]);
     }
     if (dev == EXEC_GPU) fprintf(stderr, "  %-22s %9.3f ms\n", "download", prof->download_ms);
     fprintf(stderr, "  %-22s %9.3f ms\n", "run (wall)", prof->total_ms);
@@ -585,7 +605,9 @@ static int run_stages(const cli_options *o, plan *p, exec_device *dev, exec_ctx 
                       const char *in_path, ip_image *out, exec_profile *prof, char *err, size_t errlen)
 {
     exec_options eo = { *dev, 0, o->threads, o->transfer, o->profile, 0 };
+    exec_fusion_options fo = { o->no_fuse, 0, o->profile };
     int rc = *ctx ? IP_OK : exec_create(ctx, &eo, err, errlen);
+    if (rc == IP_OK) exec_set_fusion(*ctx, &fo);
     if (rc == IP_OK) rc = exec_run(*ctx, p, in, in_path, out, prof, err, errlen);
     if (rc == IP_OK && exec_take_notes(*ctx)[0]) say(o, "%s", exec_take_notes(*ctx));
     if (rc != IP_OK && *dev == EXEC_GPU && o->device == DEV_AUTO && !in->on_device) {
@@ -886,6 +908,8 @@ static int process_image(const cli_options *o, plan *p, const char *in_path, con
     t.decode_ms = now_ms() - t0;
     if (start_rc == IP_OK)
         start_rc = finish_start(&r, &ctx, &jpeg, &t.startup_ms, &t.startup_wait_ms, start_err, sizeof start_err);
+    t.fuse_compiled = fuse_warm_end(r.warm, &t.fuse_ms);
+    r.warm = NULL;
     if (rc != IP_OK || start_rc != IP_OK) {
         if (rc != IP_OK && r.failed) fail("%s", err);
         else if (rc != IP_OK) fail("%s: %s", in_path, err);
@@ -1031,6 +1055,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
     b->cpu_fallback = o->device == DEV_AUTO;
     b->jpeg_on_gpu = o->jpeg_gpu_required;
     b->verbose = o->profile;
+    b->no_fuse = o->no_fuse;
     b->shard_index = o->shard_index;
     b->shard_count = o->shard_count;
     b->all_pages = o->all_pages;
@@ -1276,8 +1301,9 @@ static int cmd_plugins(const cli_options *o)
             rc = CLI_USAGE;
         } else {
             const ip_stage *s = pl->stage;
-            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\nparameters:%s\n", s->name,
+            printf("%s: %s\n  plugin: %s\n  GPU path: %s\n  class: %s\n%sparameters:%s\n", s->name,
                    s->summary ? s->summary : "", pl->path, s->run_gpu ? "yes" : "no", stage_class_text(s),
+                   stage_point_cuda(s) ? "  fusion: offers its per-pixel function (CUDA source, see --no-fuse)\n" : "",
                    s->n_params ? "" : " none");
             for (int i = 0; i < s->n_params; i++) print_param(&s->params[i]);
         }

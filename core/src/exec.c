@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "fuse.h"
 #include "gpu.h"
 #include "image.h"
+#include "stage_class.h"
 
 /* Device rows are padded to this many bytes so every row starts aligned for wide loads. */
 #define EXEC_PITCH_ALIGN 256
@@ -15,8 +17,24 @@ typedef struct {
     size_t bytes;
 } grow_buf;
 
+/* What a captured graph baked in: replayed only while all of it is unchanged. */
+typedef struct {
+    const plan *p;
+    uint64_t plan_print;       /* its stages, states and arguments, in case another plan reuses p's address */
+    ip_shape shape;
+    const void *in, *dev0, *dev1, *scratch, *mapped_out;
+    ptrdiff_t in_stride;
+} graph_key;
+
+/* The fused group each step starts (kind FUSE_NONE: the step runs by itself). */
+typedef struct {
+    fuse_group group;
+    fuse_kernel kernel;
+} step_fusion;
+
 struct exec_ctx {
     exec_options opt;
+    exec_fusion_options fopt;
     grow_buf host[2], scratch;                 /* CPU path */
     grow_buf dev[2], dev_scratch;              /* GPU path */
     grow_buf pinned_in, pinned_out, pinned_tmp[2];
@@ -25,8 +43,16 @@ struct exec_ctx {
     void *stream;
     void *events[2 * EXEC_MAX_STAGES + 4];
     int n_events;
-    char notes[512];
+    char notes[1024];
     unsigned char noted[EXEC_MAX_STAGES];
+    fuser *fuser;
+    int fuse_off;                              /* no NVRTC, or a fused kernel failed: said once */
+    step_fusion fusion[EXEC_MAX_STAGES];       /* this run's groups */
+    void *graph;                               /* the captured stages, and what they baked in */
+    graph_key graph_for;
+    graph_key last_plain;                      /* the last run's key when it ran without a graph */
+    ip_image graph_result;
+    const plan *graph_refused;                 /* a plan whose stages could not be captured */
 };
 
 typedef enum { MEM_HOST, MEM_DEVICE, MEM_PINNED, MEM_MAPPED } mem_kind;
@@ -121,6 +147,8 @@ void exec_destroy(exec_ctx *ctx)
     buf_release(&ctx->pinned_in, MEM_MAPPED);
     buf_release(&ctx->pinned_out, MEM_MAPPED);
     for (int i = 0; i < ctx->n_events; i++) gpu_event_destroy(ctx->events[i]);
+    gpu_graph_destroy(ctx->graph);
+    fuser_destroy(ctx->fuser);
     gpu_stream_destroy(ctx->stream);
     free(ctx);
 }
@@ -209,6 +237,7 @@ void exec_keep_result_on_device(exec_ctx *ctx, int on) { ctx->result_on_device =
 void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
 
 size_t exec_device_bytes(const exec_ctx *ctx) { return ctx->dev[0].bytes + ctx->dev[1].bytes + ctx->dev_scratch.bytes; }
+void exec_set_fusion(exec_ctx *ctx, const exec_fusion_options *fo) { ctx->fopt = *fo; }
 
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen);
 
@@ -315,8 +344,11 @@ static int upload(exec_ctx *ctx, const ip_image *in, ip_image *dev_in, char *err
                       GPU_H2D, ctx->stream, err, errlen);
 }
 
-/* The last stage writes straight into mapped host memory under zero-copy. */
-static int stage_target(exec_ctx *ctx, const plan *p, int i, ip_image *next, char *err, size_t errlen)
+/* Step i's output goes to the device buffer cur is not in (so a fused group, which skips steps,
+ * never writes over its input); the last stage writes straight into mapped host memory under
+ * zero-copy. */
+static int stage_target(exec_ctx *ctx, const plan *p, int i, const ip_image *cur, ip_image *next, char *err,
+                        size_t errlen)
 {
     const plan_step *st = &p->steps[i];
     int last = i == p->n - 1;
@@ -326,32 +358,223 @@ static int stage_target(exec_ctx *ctx, const plan *p, int i, ip_image *next, cha
         *next = image_at(mapped, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 1);
         return rc;
     }
-    *next = image_at(ctx->dev[i % 2].ptr, (ptrdiff_t)pitch_of(&st->out), &st->out, 1);
+    void *other = cur->data == ctx->dev[0].ptr ? ctx->dev[1].ptr : ctx->dev[0].ptr;
+    *next = image_at(other, (ptrdiff_t)pitch_of(&st->out), &st->out, 1);
     return IP_OK;
+}
+
+static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, const char *path, char *err,
+                        size_t errlen)
+{
+    const plan_step *st = &p->steps[i];
+    ip_image next;
+    int rc = stage_target(ctx, p, i, cur, &next, err, errlen);
+    if (rc != IP_OK) return rc;
+    char msg[512] = "";
+    record(ctx, 2 + 2 * i);
+    if (st->plugin->stage->run_gpu) {
+        ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
+                       msg, sizeof msg };
+        rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
+    } else {
+        note_round_trip(ctx, i, st);
+        rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+    }
+    record(ctx, 3 + 2 * i);
+    if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
+    *cur = next;
+    return IP_OK;
+}
+
+/* The group's kernel in place of its steps; IP_EUNSUPPORTED: run them one by one instead. */
+static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, char *err, size_t errlen)
+{
+    const fuse_group *g = &f->group;
+    int last = g->first + g->n_steps - 1;
+    ip_image next;
+    int rc = stage_target(ctx, p, last, cur, &next, err, errlen);
+    if (rc != IP_OK) return rc;
+    record(ctx, 2 + 2 * g->first);
+    rc = fuser_launch(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride, cur->shape.width,
+                      cur->shape.height, ctx->stream, err, errlen);
+    record(ctx, 3 + 2 * g->first);
+    if (rc == IP_OK) *cur = next;
+    return rc;
 }
 
 static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
 {
-    for (int i = 0; i < p->n; i++) {
-        const plan_step *st = &p->steps[i];
-        ip_image next;
-        int rc = stage_target(ctx, p, i, &next, err, errlen);
-        if (rc != IP_OK) return rc;
-        char msg[512] = "";
-        record(ctx, 2 + 2 * i);
-        if (st->plugin->stage->run_gpu) {
-            ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
-                           msg, sizeof msg };
-            rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
-        } else {
-            note_round_trip(ctx, i, st);
-            rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+    for (int i = 0; i < p->n;) {
+        step_fusion *f = &ctx->fusion[i];
+        if (f->group.kind != FUSE_NONE) {
+            int rc = run_fused(ctx, p, f, cur, err, errlen);
+            if (rc == IP_OK) {
+                i += f->group.n_steps;
+                continue;
+            }
+            if (rc != IP_EUNSUPPORTED) return rc;
+            f->group.kind = FUSE_NONE;
         }
-        record(ctx, 3 + 2 * i);
-        if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
-        *cur = next;
+        int rc = run_gpu_step(ctx, p, i, cur, path, err, errlen);
+        if (rc != IP_OK) return rc;
+        i++;
     }
     return IP_OK;
+}
+
+static void note_fusion(exec_ctx *ctx, const plan *p, const step_fusion *f)
+{
+    char label[256], text[900];
+    if (!ctx->opt.profile && !ctx->fopt.verbose) return;
+    fuse_group_label(p, &f->group, label, sizeof label);
+    if (f->kernel.compiled && !f->kernel.cache_note[0])
+        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms, cached for later runs", label,
+                 f->kernel.compile_ms);
+    else if (f->kernel.compiled)
+        snprintf(text, sizeof text, "fusion: %s compiled by NVRTC in %.0f ms, not cached: %s", label,
+                 f->kernel.compile_ms, f->kernel.cache_note);
+    else if (f->kernel.from_disk)
+        snprintf(text, sizeof text, "fusion: %s loaded from the disk cache", label);
+    else
+        return;
+    add_note(ctx, text);
+}
+
+static void fusion_off(exec_ctx *ctx, const char *why)
+{
+    char text[700];
+    ctx->fuse_off = 1;
+    if (!ctx->opt.profile && !ctx->fopt.verbose) return;
+    snprintf(text, sizeof text, "fusion off, stages run unfused: %s", why);
+    add_note(ctx, text);
+}
+
+/* Finds this run's fused groups and makes their kernels ready (compiled, or loaded from the
+ * cache) before anything is queued, so that a graph capture holds launches only. */
+static void prepare_fusion(exec_ctx *ctx, const plan *p)
+{
+    memset(ctx->fusion, 0, sizeof ctx->fusion);
+    if (ctx->fopt.no_fuse || ctx->fuse_off) return;
+    char err[512] = "";
+    if (!ctx->fuser && fuser_create(&ctx->fuser, ctx->opt.gpu_index, err, sizeof err) != IP_OK) {
+        fusion_off(ctx, err);
+        return;
+    }
+    for (int i = 0; i < p->n;) {
+        step_fusion *f = &ctx->fusion[i];
+        f->group = fuse_group_at(p, i);
+        if (f->group.kind == FUSE_NONE) {
+            i++;
+            continue;
+        }
+        if (fuser_prepare(ctx->fuser, p, &f->group, &f->kernel, err, sizeof err) != IP_OK) {
+            memset(ctx->fusion, 0, sizeof ctx->fusion);
+            fusion_off(ctx, err);
+            return;
+        }
+        note_fusion(ctx, p, f);
+        i += f->group.n_steps;
+    }
+}
+
+static int graph_wanted(const exec_ctx *ctx, const plan *p, const ip_shape *in)
+{
+    if (ctx->fopt.no_graph || ctx->opt.profile || ctx->graph_refused == p ||
+        (int64_t)in->width * in->height > EXEC_GRAPH_MAX_PIXELS)
+        return 0;
+    for (int i = 0; i < p->n; i++) {
+        ip_stage_class c = stage_use_class(p->steps[i].plugin->stage, p->steps[i].state);
+        if (c != IP_CLASS_POINT && c != IP_CLASS_AREA) return 0;
+    }
+    return 1;
+}
+
+static uint64_t mix(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t plan_print(const plan *p)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < p->n; i++) {
+        const plan_step *st = &p->steps[i];
+        h = mix(h, &st->plugin, sizeof st->plugin);
+        h = mix(h, &st->state, sizeof st->state);
+        for (int a = 0; a < st->args.n; a++) {
+            const ip_value *v = &st->args.values[a];
+            h = mix(mix(mix(h, &v->i, sizeof v->i), &v->f, sizeof v->f), &v->choice, sizeof v->choice);
+            if (v->s) h = mix(h, v->s, strlen(v->s));
+            if (v->m.v && v->m.rows > 0 && v->m.cols > 0) h = mix(h, v->m.v, sizeof *v->m.v * (size_t)v->m.rows * (size_t)v->m.cols);
+        }
+    }
+    return h;
+}
+
+static graph_key graph_key_of(const exec_ctx *ctx, const plan *p, const ip_image *cur)
+{
+    graph_key k;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.plan_print = plan_print(p);
+    k.shape = cur->shape;
+    k.in = cur->data;
+    k.in_stride = cur->stride;
+    k.dev0 = ctx->dev[0].ptr;
+    k.dev1 = ctx->dev[1].ptr;
+    k.scratch = ctx->dev_scratch.ptr;
+    k.mapped_out = ctx->pinned_out.ptr;
+    return k;
+}
+
+static int same_graph_key(const graph_key *a, const graph_key *b)
+{
+    return a->p == b->p && a->plan_print == b->plan_print && a->shape.width == b->shape.width && a->shape.height == b->shape.height &&
+           a->shape.channels == b->shape.channels && a->shape.dtype == b->shape.dtype && a->in == b->in &&
+           a->in_stride == b->in_stride && a->dev0 == b->dev0 && a->dev1 == b->dev1 && a->scratch == b->scratch &&
+           a->mapped_out == b->mapped_out;
+}
+
+/* Captures the stages' launches, then replays them: one launch per image instead of one per
+ * stage. A key is captured the second time in a row it is seen, so that images of changing
+ * sizes run as before instead of paying a capture each. Stages that cannot be captured (a host
+ * round trip, a synchronising call) are run one by one, and the plan is not tried again.
+ * *replayed: whether this image ran as a graph. */
+static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, int *replayed, char *err,
+                       size_t errlen)
+{
+    graph_key key = graph_key_of(ctx, p, cur);
+    *replayed = 0;
+    if (!(ctx->graph && same_graph_key(&key, &ctx->graph_for)) && !same_graph_key(&key, &ctx->last_plain)) {
+        prepare_fusion(ctx, p);
+        ctx->last_plain = key;
+        return run_gpu_stages(ctx, p, cur, path, err, errlen);
+    }
+    if (!ctx->graph || !same_graph_key(&key, &ctx->graph_for)) {
+        gpu_graph_destroy(ctx->graph);
+        ctx->graph = NULL;
+        prepare_fusion(ctx, p);
+        ip_image out = *cur;
+        char why[512] = "";
+        int rc = gpu_capture_begin(ctx->stream, why, sizeof why);
+        int staged = rc == IP_OK ? run_gpu_stages(ctx, p, &out, path, why, sizeof why) : rc;
+        if (rc == IP_OK) rc = gpu_capture_end(ctx->stream, &ctx->graph, why, sizeof why);
+        if (staged != IP_OK || rc != IP_OK) {
+            gpu_graph_destroy(ctx->graph);
+            ctx->graph = NULL;
+            gpu_clear_error();
+            ctx->graph_refused = p;
+            return run_gpu_stages(ctx, p, cur, path, err, errlen);
+        }
+        ctx->graph_for = key;
+        ctx->graph_result = out;
+    }
+    int rc = gpu_graph_launch(ctx->graph, ctx->stream, err, errlen);
+    if (rc == IP_OK) *cur = ctx->graph_result;
+    *replayed = rc == IP_OK;
+    return rc;
 }
 
 static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
@@ -360,8 +583,15 @@ static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
     int last = 2 + 2 * p->n;
     prof->upload_ms = gpu_event_ms(ctx->events[0], ctx->events[1]);
     for (int i = 0; i < p->n; i++) {
-        prof->stage_ms[i] = gpu_event_ms(ctx->events[2 + 2 * i], ctx->events[3 + 2 * i]);
+        const fuse_group *g = &ctx->fusion[i].group;
         prof->stage_on_gpu[i] = p->steps[i].plugin->stage->run_gpu != NULL;
+        if (prof->stage_fused[i] < 0) continue;
+        if (g->kind != FUSE_NONE) {
+            prof->stage_on_gpu[i] = 1;
+            prof->stage_fused[i] = g->n_steps;
+            for (int k = 1; k < g->n_steps; k++) prof->stage_fused[i + k] = -1;
+        }
+        prof->stage_ms[i] = gpu_event_ms(ctx->events[2 + 2 * i], ctx->events[3 + 2 * i]);
     }
     prof->download_ms = gpu_event_ms(ctx->events[last], ctx->events[last + 1]);
 }
@@ -377,7 +607,11 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     record(ctx, 0);
     if (!in->on_device) rc = upload(ctx, in, &cur, err, errlen);
     record(ctx, 1);
-    if (rc == IP_OK) rc = run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape), replayed = 0;
+    if (rc == IP_OK && !graphed) prepare_fusion(ctx, p);
+    if (rc == IP_OK)
+        rc = graphed ? run_graphed(ctx, p, &cur, path, &replayed, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
+    if (prof) prof->graphed = replayed;
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
     void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;

@@ -18,6 +18,11 @@ typedef struct {
                                 a whole image once costs more than the faster copy saves */
 } exec_options;
 
+/* GPU runs of images with at most this many pixels are captured as a CUDA graph when the same
+ * shape comes twice in a row, and replayed for every later image of it (launch costs dominate
+ * below this size). */
+#define EXEC_GRAPH_MAX_PIXELS ((int64_t)2048 * 2048)
+
 #define EXEC_MAX_STAGES 64
 
 typedef struct {
@@ -25,7 +30,11 @@ typedef struct {
     double upload_ms, download_ms;
     double stage_ms[EXEC_MAX_STAGES];
     int stage_on_gpu[EXEC_MAX_STAGES];
+    /* Run-time fusion: at the first step of a fused group, the group's size (its time in
+     * stage_ms there); -1 at the steps it took in; 0 for a step run by itself. */
+    int stage_fused[EXEC_MAX_STAGES];
     int n_stages;
+    int graphed;              /* this image's stages ran as a CUDA graph (no per-stage times) */
 } exec_profile;
 
 typedef struct exec_ctx exec_ctx;
@@ -59,10 +68,17 @@ void exec_keep_result_on_device(exec_ctx *ctx, int on);
 /* Device bytes the context holds now (its buffers only grow: the most it has held). */
 size_t exec_device_bytes(const exec_ctx *ctx);
 
+/* GPU run-time fusion (NVRTC) and CUDA graphs for small images, both on by default; verbose:
+ * notes on fusion (compiled, loaded from the disk cache, or why it is off). */
+typedef struct {
+    int no_fuse, no_graph, verbose;
+} exec_fusion_options;
+void exec_set_fusion(exec_ctx *ctx, const exec_fusion_options *fo);
+
 /* The context's CUDA stream (NULL on the CPU). */
 void *exec_stream(exec_ctx *ctx);
 
-/* Notes worth telling the user once (e.g. a stage without a GPU path), then cleared;
- * "" when there is none. */
+/* Notes worth telling the user once (e.g. a stage without a GPU path; under profile, what fusion
+ * compiled, loaded from the cache, or why it is off), then cleared; "" when there is none. */
 const char *exec_take_notes(exec_ctx *ctx);
 #endif

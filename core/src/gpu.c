@@ -186,6 +186,49 @@ int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t e
 
 void gpu_clear_error(void) { cudaGetLastError(); }
 
+int gpu_compute_capability(int device, int *arch, char *err, size_t errlen)
+{
+    int major = 0, minor = 0;
+    int rc = cuda_fail(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "compute capability",
+                       err, errlen);
+    if (rc == IP_OK)
+        rc = cuda_fail(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "compute capability",
+                       err, errlen);
+    *arch = rc == IP_OK ? major * 10 + minor : 0;
+    return rc;
+}
+
+int gpu_capture_begin(void *stream, char *err, size_t errlen)
+{
+    return cuda_fail(cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal),
+                     "starting a CUDA graph capture", err, errlen);
+}
+
+int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    *graph_exec = NULL;
+    int rc = cuda_fail(cudaStreamEndCapture((cudaStream_t)stream, &graph), "capturing the stages as a CUDA graph",
+                       err, errlen);
+    if (rc == IP_OK) rc = cuda_fail(cudaGraphInstantiate(&exec, graph, 0), "instantiating a CUDA graph", err, errlen);
+    if (graph) cudaGraphDestroy(graph);
+    if (rc != IP_OK) cudaGetLastError();
+    *graph_exec = rc == IP_OK ? (void *)exec : NULL;
+    return rc;
+}
+
+int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
+{
+    return cuda_fail(cudaGraphLaunch((cudaGraphExec_t)graph_exec, (cudaStream_t)stream), "replaying a CUDA graph",
+                     err, errlen);
+}
+
+void gpu_graph_destroy(void *graph_exec)
+{
+    if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
+}
+
 #else
 
 static int no_cuda(char *err, size_t errlen)
@@ -245,4 +288,21 @@ int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t e
     return no_cuda(err, errlen);
 }
 void gpu_clear_error(void) {}
+int gpu_compute_capability(int device, int *arch, char *err, size_t errlen)
+{
+    (void)device; *arch = 0;
+    return no_cuda(err, errlen);
+}
+int gpu_capture_begin(void *stream, char *err, size_t errlen) { (void)stream; return no_cuda(err, errlen); }
+int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen)
+{
+    (void)stream; *graph_exec = NULL;
+    return no_cuda(err, errlen);
+}
+int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
+{
+    (void)graph_exec; (void)stream;
+    return no_cuda(err, errlen);
+}
+void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
 #endif

@@ -49,4 +49,14 @@ float gpu_event_ms(void *start, void *stop);
 int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen);
 /* Clears a sticky error left by a failed kernel so the process can carry on on the CPU. */
 void gpu_clear_error(void);
+/* The device's compute capability as one number (90 for 9.0). */
+int gpu_compute_capability(int device, int *arch, char *err, size_t errlen);
+
+/* CUDA graphs: what is queued on stream between begin and end is recorded, not run; end makes
+ * it a graph ready to replay (IP_ECUDA when a queued call cannot be captured, with the stream
+ * usable again). */
+int gpu_capture_begin(void *stream, char *err, size_t errlen);
+int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen);
+int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen);
+void gpu_graph_destroy(void *graph_exec);
 #endif

@@ -5,6 +5,11 @@
 
 int stage_has_class_fields(const ip_stage *s) { return COVERS(s, reduce_finish); }
 
+int (*stage_point_cuda(const ip_stage *s))(const void *, const ip_shape *, char *, size_t)
+{
+    return COVERS(s, point_cuda) ? s->point_cuda : NULL;
+}
+
 ip_stage_class stage_declared_class(const ip_stage *s)
 {
     if (!COVERS(s, stage_class)) return IP_CLASS_GLOBAL;

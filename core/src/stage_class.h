@@ -12,6 +12,8 @@ ip_stage_class stage_declared_class(const ip_stage *s);
 ip_stage_class stage_use_class(const ip_stage *s, const void *state);
 /* Whether the descriptor is new enough to have class_of and the reduction functions. */
 int stage_has_class_fields(const ip_stage *s);
+/* The descriptor's point_cuda (run-time fusion), or NULL when it is too old to have one. */
+int (*stage_point_cuda(const ip_stage *s))(const void *, const ip_shape *, char *, size_t);
 /* "point", "area", "reduction", "global". */
 const char *stage_class_name(ip_stage_class c);
 /* A reason to refuse the descriptor (a reduction without its functions), or NULL. */

@@ -65,6 +65,29 @@ static int gray_run_cpu(const void *state, const ip_image *in, ip_image *out, co
     return adapt_status(ipk_grayscale_cpu(&src, &dst, s->weights_q15, ex->threads), "grayscale", ex);
 }
 
+/* The per-pixel function for run-time fusion: the arithmetic of kernels/gpu/grayscale.cu's
+ * gray_value (uint32 sums, or float without contraction) with this use's weights written in. */
+static int gray_point_cuda(const void *state, const ip_shape *in, char *src, size_t cap)
+{
+    const gray_state *s = state;
+    const int32_t *q = s->weights_q15;
+    int n;
+    if (in->channels < 3)
+        n = snprintf(src, cap, "__device__ __forceinline__ void IP_POINT_FN(const IP_T *in, IP_T *out)\n"
+                               "{ out[0] = in[0]; }\n");
+    else if (in->dtype == IP_F32)
+        n = snprintf(src, cap, "__device__ __forceinline__ void IP_POINT_FN(const IP_T *in, IP_T *out)\n"
+                               "{ out[0] = __fadd_rn(__fadd_rn(__fmul_rn(in[0], %.9ef), __fmul_rn(in[1], %.9ef)),"
+                               " __fmul_rn(in[2], %.9ef)); }\n",
+                     (double)((float)q[0] / 32768.0f), (double)((float)q[1] / 32768.0f),
+                     (double)((float)q[2] / 32768.0f));
+    else
+        n = snprintf(src, cap, "__device__ __forceinline__ void IP_POINT_FN(const IP_T *in, IP_T *out)\n"
+                               "{ out[0] = (IP_T)((in[0] * %uu + in[1] * %uu + in[2] * %uu + 16384u) >> 15); }\n",
+                     (unsigned)q[0], (unsigned)q[1], (unsigned)q[2]);
+    return n > 0 && (size_t)n < cap ? IP_OK : IP_ELIMIT;
+}
+
 #ifdef IMGPIPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -111,6 +134,7 @@ static const ip_stage gray_stage = {
     .run_gpu = GRAY_RUN_GPU,
     .destroy = free,
     .stage_class = IP_CLASS_POINT,
+    .point_cuda = gray_point_cuda,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &gray_stage; }

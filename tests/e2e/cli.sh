@@ -5,6 +5,11 @@ cd "$TMP"
 
 expect 0 "--help" "$B" --help
 grep -q "exit codes" "$TMP/.stdout" && ok || bad "--help lacks the exit codes"
+grep -q -- "--no-fuse" "$TMP/.stdout" && grep -q "median radius=1 or mean" "$TMP/.stdout" && ok || bad "--help lacks --no-fuse and what fuses"
+expect 0 "--no-fuse on the CPU is accepted and changes nothing" "$B" run -q --device cpu --no-fuse -e "grayscale | median" "$IMAGES/camera.png" nofuse.png
+expect 0 "without --no-fuse" "$B" run -q --device cpu -e "grayscale | median" "$IMAGES/camera.png" fuse.png
+cmp -s nofuse.png fuse.png && ok || bad "--no-fuse changed a CPU run's output"
+expect 2 "--no-fuse takes no value" "$B" run --no-fuse=1 -e grayscale "$IMAGES/camera.png" x.png
 expect 0 "--version" "$B" --version
 grep -q "plugin ABI 1" "$TMP/.stdout" && ok || bad "--version lacks the ABI"
 expect 2 "no command" "$B"
@@ -20,6 +25,9 @@ expect 0 "plugins" "$B" plugins
 for s in grayscale transpose; do grep -q "^$s " "$TMP/.stdout" && ok || bad "plugins lacks $s"; done
 expect 0 "plugins grayscale" "$B" plugins grayscale
 grep -q "weights" "$TMP/.stdout" && grep -q "one of bt601, bt709, average" "$TMP/.stdout" && ok || bad "plugins grayscale lacks its parameter"
+grep -q "fusion: offers its per-pixel function" "$TMP/.stdout" && ok || bad "plugins grayscale does not say it can be fused"
+expect 0 "plugins median" "$B" plugins median
+if grep -q "fusion:" "$TMP/.stdout"; then bad "plugins median claims a point function"; else ok; fi
 expect 2 "plugins unknown" "$B" plugins nothing
 
 # a run that works, on the CPU, with the result checked against OpenCV

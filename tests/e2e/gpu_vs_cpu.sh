@@ -109,6 +109,54 @@ expect 1 "gpu: failing stage" "$B" run --device gpu --plugin-path "$TP/failing" 
 says "gpu: failing stage named" "stage 'failing' (line 1) failed: deliberate failure (test plugin)"
 absent "gpu: failing stage output" f.png
 
+# Run-time fusion (NVRTC): fused output equal to --no-fuse's byte for byte, the first run compiles
+# (said under --profile), the second loads from the disk cache; folders of small images too.
+export XDG_CACHE_HOME="$TMP/xdg-cache"
+$PY - <<'PYEOF' || bad "cannot make fusion test images"
+import cv2, numpy as np, os
+r = np.random.default_rng(11)
+cv2.imwrite("rgba_odd.png", r.integers(0, 256, (29, 37, 4), dtype=np.uint8))
+cv2.imwrite("col.png", r.integers(0, 256, (211, 1, 3), dtype=np.uint8))
+os.makedirs("smalls", exist_ok=True)
+for i in range(40):
+    cv2.imwrite("smalls/s%02d.png" % i, r.integers(0, 256, (96, 128, 3), dtype=np.uint8))
+PYEOF
+PT="$TP/point"
+expect 0 "fusion: first run" "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" fz1.png
+if grep -qF "fusion off" "$TMP/.stderr"; then
+  echo "fusion checks skipped: $(grep -F "fusion off" "$TMP/.stderr" | head -n 1)"
+else
+  says "fusion: first run compiles beside decoding" "fusion compile"
+  says "fusion: first run compiles and caches" "1 fused kernel compiled by NVRTC, cached"
+  says "fusion: profile names the fused stages" "grayscale (gpu, fused)"
+  expect 0 "fusion: second run" "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" fz2.png
+  says "fusion: second run uses the cache" "fusion: grayscale+median loaded from the disk cache"
+  if grep -qF "compiled by NVRTC" "$TMP/.stderr"; then bad "fusion: the second run compiled again"; else ok; fi
+  cmp -s fz1.png fz2.png && ok || bad "fusion: cached kernel gave another result"
+  for chain in "grayscale | median" "grayscale | median border=reflect101" "grayscale | median border=zero" \
+               "grayscale | pointinv | median" "grayscale | pointinv" "pointinv | pointinv" \
+               "grayscale | median | grayscale | median" "grayscale | mean" "grayscale | mean radius=7 border=shrink" \
+               "grayscale | mean radius=2 border=zero" "pointinv | mean radius=3 border=replicate"; do
+    for in in "$IMAGES/astronaut.png" rgb_odd.png row.png col.png tiny.png gray_odd.png rgba_odd.png; do
+      for tr in copy zerocopy; do
+        f="fz-$(echo "$chain $in $tr" | md5sum | cut -c1-8)"
+        "$B" run -q --device gpu --transfer $tr --plugin-path "$PT" -e "$chain" "$in" "$f-f.png" 2>"$f.err" || bad "fused run failed: $chain on $in: $(head -c 300 "$f.err")"
+        "$B" run -q --device gpu --transfer $tr --no-fuse --plugin-path "$PT" -e "$chain" "$in" "$f-u.png" 2>"$f.err" || bad "unfused run failed: $chain on $in"
+        cmp -s "$f-f.png" "$f-u.png" && ok || bad "fused differs from --no-fuse: $chain on $in ($tr)"
+      done
+    done
+  done
+  expect 0 "fusion: folder of small images (graph replays)" "$B" run --device gpu --jobs 2 -e "grayscale | median" --format png smalls sfz
+  expect 0 "fusion: folder, --no-fuse" "$B" run --device gpu --jobs 2 --no-fuse -e "grayscale | median" --format png smalls snf
+  diff -r sfz snf >/dev/null && ok || bad "folder: fused and graphed outputs differ from --no-fuse"
+fi
+expect 0 "--no-fuse says nothing of fusion" "$B" run --device gpu --profile --no-fuse -e "grayscale | median" "$IMAGES/astronaut.png" nf.png
+if grep -qF "fusion" "$TMP/.stderr"; then bad "--no-fuse printed a fusion note"; else ok; fi
+expect 0 "fusion without NVRTC: unfused" env IMGPIPE_NVRTC=/nonexistent/libnvrtc.so "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" nn.png
+says "fusion without NVRTC: said under --profile" "fusion off, stages run unfused: NVRTC not found"
+[ "$(grep -c "fusion off" "$TMP/.stderr")" -eq 1 ] && ok || bad "fusion off must be said once"
+cmp -s nn.png nf.png && ok || bad "without NVRTC the output differs from --no-fuse's"
+
 # a value >= levels is an error on both
 expect 1 "gpu: entropy value out of range" "$B" run --device gpu -e "entropy levels=256" gray16.png bad.tif
 says "gpu: entropy value out of range" "is >= levels=256"

@@ -105,7 +105,7 @@ static void test_histogram(void)
 static void check_peak(const char *text, const ip_shape *shape, uint64_t limit, int workers)
 {
     plan p;
-    if (!bt_build_plan(&reg, text, shape, &p)) return;
+    if (!tu_build_plan(&reg, text, shape, &p)) return;
     band_layout l;
     char err[512];
     int rows = 0;
@@ -141,7 +141,7 @@ static void test_peak(void)
     check_peak("mean radius=15 | entropy levels=65536 bins=16", &gray16, 8u << 20, 2);
     /* a limit below one row's worth is refused before any pixel is touched */
     plan p;
-    if (bt_build_plan(&reg, "median radius=3", &rgb, &p)) {
+    if (tu_build_plan(&reg, "median radius=3", &rgb, &p)) {
         band_layout l;
         char err[512] = "";
         int rows = 0;

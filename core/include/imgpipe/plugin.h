@@ -102,6 +102,17 @@ typedef struct ip_stage {
     int (*reduce_band)(const void *state, const ip_image *band, void *partial, const ip_exec *ex);
     void (*reduce_merge)(const void *state, const ip_shape *in, void *total, const void *partial);
     int (*reduce_finish)(const void *state, const ip_shape *in, const void *total, const ip_exec *ex);
+
+    /* Added with run-time fusion, read only when struct_size covers it (NULL: never fused).
+     * An IP_CLASS_POINT stage writes into src (cap bytes, NUL included) the CUDA source of its
+     * per-pixel function for this use and input shape, defining
+     *     __device__ void IP_POINT_FN(const IP_T *in, IP_T *out)
+     * (in: in->channels values of one pixel, out: the planned output's channels; IP_T the element
+     * type of in->dtype, which must not change), computing bit for bit what run_gpu computes.
+     * The core compiles it with NVRTC into the load of the next stage (docs/PLUGINS.md, "Point
+     * functions"). Returns IP_OK, IP_EUNSUPPORTED for a use it does not offer, IP_ELIMIT when
+     * cap is too small. */
+    int (*point_cuda)(const void *state, const ip_shape *in, char *src, size_t cap);
 } ip_stage;
 
 #if defined(_WIN32)

@@ -1,0 +1,258 @@
+#define _POSIX_C_SOURCE 200809L
+#include "fuse.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cuda_drv.h"
+#include "fuse_cache.h"
+#include "gpu.h"
+#include "nvrtc_lib.h"
+
+#define FUSE_MAX_KERNELS 32
+#define FUSE_MAX_GRID_Y 65535u
+
+typedef struct {
+    char key[FUSE_KEY_CHARS];
+    void *module, *function;
+} loaded_kernel;
+
+/* NVRTC for one device: what makes a source into the code a key names. */
+typedef struct {
+    nvrtc_lib *nvrtc;
+    cuda_drv *drv;
+    int arch;
+    char identity[128];      /* architecture, NVRTC and driver versions: part of every key */
+} fuse_compiler;
+
+struct fuser {
+    fuse_compiler c;
+    loaded_kernel kernels[FUSE_MAX_KERNELS];
+    int n_kernels;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void compiler_close(fuse_compiler *c)
+{
+    cuda_drv_close(c->drv);
+    nvrtc_close(c->nvrtc);
+    memset(c, 0, sizeof *c);
+}
+
+static int compiler_open(fuse_compiler *c, int device, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    int rc = nvrtc_open(&c->nvrtc, err, errlen);
+    if (rc == IP_OK) rc = cuda_drv_open(&c->drv, err, errlen);
+    if (rc == IP_OK) rc = gpu_compute_capability(device, &c->arch, err, errlen);
+    if (rc != IP_OK) {
+        compiler_close(c);
+        return rc == IP_ENOMEM ? rc : IP_EUNSUPPORTED;
+    }
+    char version[32];
+    nvrtc_version_text(c->nvrtc, version, sizeof version);
+    snprintf(c->identity, sizeof c->identity, "sm_%d nvrtc %s driver %d", c->arch, version, cuda_drv_version(c->drv));
+    return IP_OK;
+}
+
+int fuser_create(fuser **out, int device, char *err, size_t errlen)
+{
+    *out = NULL;
+    fuser *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    int rc = compiler_open(&f->c, device, err, errlen);
+    if (rc != IP_OK) {
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return IP_OK;
+}
+
+void fuser_destroy(fuser *f)
+{
+    if (!f) return;
+    for (int i = 0; i < f->n_kernels; i++) cuda_drv_unload(f->c.drv, f->kernels[i].module);
+    compiler_close(&f->c);
+    free(f);
+}
+
+static const char fuse_options_text[] = "-default-device";
+
+static int compile(const fuse_compiler *c, const char *src, void **image, size_t *bytes, char *err, size_t errlen)
+{
+    const char *opts[] = { fuse_options_text };
+    nvrtc_job job = { src, "imgpipe_fused.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(),
+                      1, opts };
+    return nvrtc_compile_cubin(c->nvrtc, &job, c->arch, image, bytes, err, errlen);
+}
+
+static void key_of(const fuse_compiler *c, const char *src, char key[FUSE_KEY_CHARS])
+{
+    const char *parts[] = { src, fuse_options_text, c->identity };
+    fuse_cache_key(parts, 3, key);
+}
+
+/* The CUBIN from the disk cache, or compiled now and stored there. */
+static int find_image(const fuse_compiler *f, const char *src, const char *key, fuse_kernel *k, void **image,
+                      char *err, size_t errlen)
+{
+    char dir[4200], why[sizeof k->cache_note];
+    size_t bytes = 0;
+    int have_dir = fuse_cache_dir(dir, sizeof dir, why, sizeof why) == IP_OK;
+    if (!have_dir) snprintf(k->cache_note, sizeof k->cache_note, "%s", why);
+    if (have_dir && fuse_cache_load(dir, key, image, &bytes) == IP_OK) {
+        k->from_disk = 1;
+        return IP_OK;
+    }
+    double t0 = now_ms();
+    int rc = compile(f, src, image, &bytes, err, errlen);
+    k->compile_ms = now_ms() - t0;
+    k->compiled = rc == IP_OK;
+    if (rc == IP_OK && have_dir && fuse_cache_store(dir, key, *image, bytes, why, sizeof why) != IP_OK)
+        snprintf(k->cache_note, sizeof k->cache_note, "%s", why);
+    return rc;
+}
+
+int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, char *err, size_t errlen)
+{
+    memset(k, 0, sizeof *k);
+    char *src = NULL;
+    int rc = fuse_source(p, g, &src, err, errlen);
+    if (rc != IP_OK) return rc;
+    char key[FUSE_KEY_CHARS];
+    key_of(&f->c, src, key);
+    for (int i = 0; i < f->n_kernels; i++) {
+        if (strcmp(f->kernels[i].key, key) == 0) {
+            k->function = f->kernels[i].function;
+            free(src);
+            return IP_OK;
+        }
+    }
+    if (f->n_kernels == FUSE_MAX_KERNELS) {
+        free(src);
+        snprintf(err, errlen, "more than %d fused kernels in one run", FUSE_MAX_KERNELS);
+        return IP_ELIMIT;
+    }
+    void *image = NULL;
+    rc = find_image(&f->c, src, key, k, &image, err, errlen);
+    free(src);
+    loaded_kernel *slot = &f->kernels[f->n_kernels];
+    if (rc == IP_OK) rc = cuda_drv_load(f->c.drv, image, fuse_kernel_name(g->kind), &slot->module, &slot->function,
+                                        err, errlen);
+    free(image);
+    if (rc != IP_OK) return rc;
+    snprintf(slot->key, sizeof slot->key, "%s", key);
+    f->n_kernels++;
+    k->function = slot->function;
+    return IP_OK;
+}
+
+static unsigned div_up(unsigned long long a, unsigned long long b) { return (unsigned)((a + b - 1) / b); }
+
+/* Threads per block and the outputs a block makes (tile_h 0: the kernel loops over rows). */
+typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
+
+static launch_shape shape_of(fuse_kind kind)
+{
+    if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
+    if (kind == FUSE_MEAN) return (launch_shape){ 64, 4, 64, 32 };
+    return (launch_shape){ 128, 1, 128, 0 };
+}
+
+int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
+                 void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen)
+{
+    launch_shape ls = shape_of(g->kind);
+    unsigned block[3] = { ls.block_x, ls.block_y, 1 };
+    unsigned long long gy = ls.tile_h ? div_up((unsigned long long)height, ls.tile_h)
+                                      : (height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y);
+    if (gy > FUSE_MAX_GRID_Y) {
+        snprintf(err, errlen, "the image is too tall for the fused kernel");
+        return IP_EUNSUPPORTED;
+    }
+    unsigned grid[3] = { div_up((unsigned long long)width, ls.tile_w), (unsigned)gy, 1 };
+    const char *src = in;
+    char *dst = out;
+    long long ss = in_stride, ds = out_stride;
+    int w = width, h = height;
+    void *params[] = { &src, &ss, &dst, &ds, &w, &h };
+    return cuda_drv_launch(f->c.drv, k->function, grid, block, stream, params, err, errlen);
+}
+
+struct fuse_warm {
+    pthread_t thread;
+    int device, n_sources, compiled;
+    char *sources[FUSE_WARM_MAX_SOURCES];
+    double ms;
+};
+
+/* Each source not in the disk cache is compiled and stored there. */
+static void *warm_main(void *arg)
+{
+    fuse_warm *w = arg;
+    fuse_compiler c;
+    char err[512];
+    double t0 = now_ms();
+    if (compiler_open(&c, w->device, err, sizeof err) != IP_OK) return NULL;
+    for (int i = 0; i < w->n_sources; i++) {
+        char key[FUSE_KEY_CHARS];
+        fuse_kernel k;
+        void *image = NULL;
+        memset(&k, 0, sizeof k);
+        key_of(&c, w->sources[i], key);
+        if (find_image(&c, w->sources[i], key, &k, &image, err, sizeof err) == IP_OK && k.compiled) w->compiled++;
+        free(image);
+    }
+    compiler_close(&c);
+    w->ms = now_ms() - t0;
+    return NULL;
+}
+
+static void warm_free(fuse_warm *w)
+{
+    for (int i = 0; i < w->n_sources; i++) free(w->sources[i]);
+    free(w);
+}
+
+fuse_warm *fuse_warm_begin(const plan *p, int device)
+{
+    fuse_warm *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->device = device;
+    char err[256];
+    for (int i = 0; i < p->n && w->n_sources < FUSE_WARM_MAX_SOURCES;) {
+        fuse_group g = fuse_group_at(p, i);
+        if (g.kind == FUSE_NONE) {
+            i++;
+            continue;
+        }
+        if (fuse_source(p, &g, &w->sources[w->n_sources], err, sizeof err) == IP_OK) w->n_sources++;
+        i += g.n_steps;
+    }
+    if (w->n_sources == 0 || pthread_create(&w->thread, NULL, warm_main, w) != 0) {
+        warm_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int fuse_warm_end(fuse_warm *w, double *ms)
+{
+    if (!w) return 0;
+    pthread_join(w->thread, NULL);
+    int compiled = w->compiled;
+    if (ms) *ms = w->ms;
+    warm_free(w);
+    return compiled;
+}

@@ -1,0 +1,38 @@
+/* Which steps of a planned pipeline fuse into one run-time compiled kernel, and its source.
+ * Pure C: no GPU needed (tests build and compile these sources with NVRTC anywhere). */
+#ifndef IMGPIPE_FUSE_PLAN_H
+#define IMGPIPE_FUSE_PLAN_H
+#include <stddef.h>
+#include "plan.h"
+
+typedef enum {
+    FUSE_NONE = 0,
+    FUSE_POINT,      /* two or more point stages, nothing fusable after them: one kernel */
+    FUSE_MEDIAN3,    /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEAN        /* point stages, then mean radius 1..FUSE_MEAN_MAX_RADIUS on 8-bit: the mean's load */
+} fuse_kind;
+
+#define FUSE_MEAN_MAX_RADIUS 7
+
+typedef struct {
+    fuse_kind kind;
+    int first, n_steps;     /* steps first .. first + n_steps - 1 (the points, then the consumer) */
+    int n_points;
+    int border;             /* the consumer's ipk_border (median: replicate, reflect101, zero) */
+    int radius;             /* the consumer's radius */
+} fuse_group;
+
+/* The group starting at step i of p (shapes planned), or kind FUSE_NONE. */
+fuse_group fuse_group_at(const plan *p, int i);
+/* The kernel's name in the group's source. */
+const char *fuse_kernel_name(fuse_kind kind);
+/* The whole program for NVRTC, malloc'd; headers it includes are fuse_headers'. */
+int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_t errlen);
+/* The "a+b+c" names of the group's stages, for messages. */
+void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len);
+
+/* The headers fused sources include (kernels/common/border.h, median_packed.cuh), embedded. */
+int fuse_header_count(void);
+const char *const *fuse_header_names(void);
+const char *const *fuse_header_sources(void);
+#endif

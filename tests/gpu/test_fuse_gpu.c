@@ -1,0 +1,215 @@
+/* Run-time fusion and CUDA graphs on the GPU, through the executor: every fused group of the
+ * in-tree stages (and the test plugin pointinv) against the same chain unfused, byte for byte,
+ * on odd sizes (1x1, 1xN, Nx1, prime widths), host inputs, device inputs with strides that are not
+ * the width (unaligned rows), and zero-copy; graphs replayed on new pixels against plain runs;
+ * the disk cache compiled once, then reused, and missed when a source changes. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec.h"
+#include "fuse.h"
+#include "gpu_testutil.h"
+#include "image.h"
+#include "plan_testutil.h"
+#include "plan.h"
+#include "registry.h"
+
+static registry reg;
+
+static exec_ctx *make_ctx(exec_transfer transfer, int no_fuse, int no_graph, int profile)
+{
+    exec_options eo = { EXEC_GPU, 0, 2, transfer, profile, 0 };
+    exec_fusion_options fo = { no_fuse, no_graph, 1 };
+    exec_ctx *ctx = NULL;
+    char err[512];
+    CHECK(exec_create(&ctx, &eo, err, sizeof err) == IP_OK, "exec_create: %s", err);
+    if (ctx) exec_set_fusion(ctx, &fo);
+    return ctx;
+}
+
+/* Runs p on in and returns a packed host copy of the result (NULL on failure). */
+static unsigned char *run_copy(exec_ctx *ctx, const plan *p, const ip_image *in, const char *what, exec_profile *prof)
+{
+    ip_image out;
+    char err[1024];
+    int rc = exec_run(ctx, p, in, NULL, &out, prof, err, sizeof err);
+    CHECK(rc == IP_OK, "%s: %s", what, err);
+    if (rc != IP_OK) return NULL;
+    size_t row = img_row_bytes(&out.shape);
+    unsigned char *copy = malloc(row * (size_t)out.shape.height + 1);
+    for (int y = 0; copy && y < out.shape.height; y++)
+        memcpy(copy + (size_t)y * row, (const char *)out.data + (ptrdiff_t)y * out.stride, row);
+    return copy;
+}
+
+static size_t result_bytes(const plan *p)
+{
+    return img_row_bytes(&p->steps[p->n - 1].out) * (size_t)p->steps[p->n - 1].out.height;
+}
+
+static const char *const chains[] = {
+    "grayscale | median", "grayscale | median border=reflect101", "grayscale | median border=zero",
+    "grayscale | pointinv | median", "grayscale | pointinv", "pointinv | pointinv", "pointinv | pointinv | median",
+    "grayscale | median | grayscale | median", "grayscale | mean", "grayscale | mean radius=7 border=shrink",
+    "grayscale | mean radius=2 border=zero", "grayscale | mean border=replicate", "pointinv | mean radius=3",
+    "grayscale | pointinv | mean border=shrink",
+};
+static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
+                                { 64, 300 } };
+
+static ip_image host_image(const ipk_img *k)
+{
+    ip_image im = { k->data, k->stride, { k->width, k->height, k->channels, (ip_dtype)k->dtype }, 0 };
+    return im;
+}
+
+/* One chain on one input, fused (copy, device input with an odd stride, zero-copy) against unfused. */
+static void compare_one(const char *text, int w, int h, int c, uint64_t seed, exec_ctx *plain, exec_ctx *fused,
+                        exec_ctx *zerocopy)
+{
+    ip_shape shape = { w, h, c, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, text, &shape, &p)) return;
+    tu_rng r;
+    tu_seed(&r, seed);
+    ipk_img k = tu_img_random(w, h, c, IPK_U8, 5, &r);
+    ip_image in = host_image(&k);
+    char what[256];
+    snprintf(what, sizeof what, "%s on %dx%dx%d", text, w, h, c);
+    exec_profile prof;
+    unsigned char *want = run_copy(plain, &p, &in, what, NULL), *got = run_copy(fused, &p, &in, what, &prof);
+    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", what, prof.stage_fused[0]);
+    unsigned char *zc = run_copy(zerocopy, &p, &in, what, NULL);
+    ipk_img d = dev_upload(&k, 0);
+    ip_image dev_in = { d.data, d.stride, shape, 1 };
+    unsigned char *from_dev = run_copy(fused, &p, &dev_in, what, NULL);
+    size_t n = result_bytes(&p);
+    CHECK(want && got && memcmp(want, got, n) == 0, "%s: fused differs from unfused", what);
+    CHECK(want && zc && memcmp(want, zc, n) == 0, "%s: fused zero-copy differs from unfused", what);
+    CHECK(want && from_dev && memcmp(want, from_dev, n) == 0, "%s: fused from a strided device input differs", what);
+    free(want);
+    free(got);
+    free(zc);
+    free(from_dev);
+    dev_free(&d);
+    tu_img_free(&k);
+    plan_free(&p);
+}
+
+static void test_fused_against_unfused(void)
+{
+    exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *fused = make_ctx(EXEC_COPY, 0, 1, 1);
+    exec_ctx *zerocopy = make_ctx(EXEC_ZEROCOPY, 0, 1, 0);
+    if (!plain || !fused || !zerocopy) return;
+    uint64_t seed = 1;
+    for (size_t i = 0; i < sizeof chains / sizeof *chains; i++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (int c = 1; c <= 4; c++) {
+                if (strncmp(chains[i], "grayscale", 9) && c == 2) continue;
+                compare_one(chains[i], sizes[s][0], sizes[s][1], c, seed++, plain, fused, zerocopy);
+            }
+    exec_destroy(plain);
+    exec_destroy(fused);
+    exec_destroy(zerocopy);
+}
+
+/* Images of one shape with new pixels: from the second on they run as a graph. */
+static void test_graph_replay(void)
+{
+    const char *texts[] = { "grayscale | median | mean | convolve kernel=gaussian3", "median | median radius=2",
+                            "grayscale | median" };
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *graphed = make_ctx(EXEC_COPY, 0, 0, 0);
+        ip_shape shape = { 257, 131, 3, IP_U8 };
+        plan p;
+        if (!plain || !graphed || !tu_build_plan(&reg, texts[t], &shape, &p)) continue;
+        for (int i = 0; i < 4; i++) {
+            tu_rng r;
+            tu_seed(&r, 100 + (uint64_t)i);
+            ipk_img k = tu_img_random(shape.width, shape.height, shape.channels, IPK_U8, 0, &r);
+            ip_image in = host_image(&k);
+            exec_profile prof;
+            ip_image out;
+            char err[512];
+            unsigned char *want = run_copy(plain, &p, &in, texts[t], NULL);
+            int rc = exec_run(graphed, &p, &in, NULL, &out, &prof, err, sizeof err);
+            CHECK(rc == IP_OK, "%s: %s", texts[t], err);
+            /* The first image runs plain; the second (same shape) is captured, later ones replay. */
+            CHECK(prof.graphed == (i > 0), "%s: image %d graphed %d", texts[t], i, prof.graphed);
+            size_t row = img_row_bytes(&out.shape);
+            int same = rc == IP_OK && want != NULL;
+            for (int y = 0; same && y < out.shape.height; y++)
+                same = memcmp(want + (size_t)y * row, (const char *)out.data + (ptrdiff_t)y * out.stride, row) == 0;
+            CHECK(same, "%s: graph replay %d differs from the plain run", texts[t], i);
+            free(want);
+            tu_img_free(&k);
+        }
+        plan_free(&p);
+        exec_destroy(plain);
+        exec_destroy(graphed);
+    }
+}
+
+/* Notes of a fresh context's first run of text: what fusion did. */
+static void run_fresh(const char *text, char *notes, size_t len)
+{
+    exec_ctx *ctx = make_ctx(EXEC_COPY, 0, 1, 0);
+    ip_shape shape = { 40, 30, 3, IP_U8 };
+    plan p;
+    notes[0] = '\0';
+    if (!ctx || !tu_build_plan(&reg, text, &shape, &p)) return;
+    tu_rng r;
+    tu_seed(&r, 5);
+    ipk_img k = tu_img_random(40, 30, 3, IPK_U8, 0, &r);
+    ip_image in = host_image(&k);
+    free(run_copy(ctx, &p, &in, text, NULL));
+    snprintf(notes, len, "%s", exec_take_notes(ctx));
+    tu_img_free(&k);
+    plan_free(&p);
+    exec_destroy(ctx);
+}
+
+static void test_disk_cache(void)
+{
+    char xdg[1024], notes[1024];
+    snprintf(xdg, sizeof xdg, "%s/fuse-gpu-cache", tu_tmpdir());
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    run_fresh("grayscale | median", notes, sizeof notes);
+    CHECK(strstr(notes, "compiled by NVRTC"), "first run did not compile: %s", notes);
+    run_fresh("grayscale | median", notes, sizeof notes);
+    CHECK(strstr(notes, "loaded from the disk cache"), "second run did not reuse the cache: %s", notes);
+    run_fresh("grayscale weights=bt709 | median", notes, sizeof notes);
+    CHECK(strstr(notes, "compiled by NVRTC"), "another source reused a cached kernel: %s", notes);
+
+    /* Compiled beside decoding (fuse_warm), then found in the cache by the run. */
+    ip_shape shape = { 40, 30, 3, IP_U8 };
+    plan p;
+    if (tu_build_plan(&reg, "grayscale weights=average | mean radius=2", &shape, &p)) {
+        double ms = 0;
+        int compiled = fuse_warm_end(fuse_warm_begin(&p, 0), &ms);
+        CHECK(compiled == 1, "the warm-up compiled %d kernels", compiled);
+        CHECK(fuse_warm_end(fuse_warm_begin(&p, 0), &ms) == 0, "the warm-up compiled a cached kernel again");
+        plan_free(&p);
+    }
+    run_fresh("grayscale weights=average | mean radius=2", notes, sizeof notes);
+    CHECK(strstr(notes, "loaded from the disk cache"), "the warmed kernel was not found in the cache: %s", notes);
+}
+
+int main(void)
+{
+    need_gpu();
+    const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
+    if (!build || !tp) tu_skip("IMGPIPE_BUILD_DIR or IMGPIPE_TEST_PLUGINS is not set (run through ctest)");
+    char dirs[1200], err[512];
+    snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins:%s/point", build, tp);
+    if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) tu_skip(err);
+    char xdg[1024];
+    snprintf(xdg, sizeof xdg, "%s/fuse-gpu-cache-main", tu_tmpdir());
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    test_fused_against_unfused();
+    test_graph_replay();
+    test_disk_cache();
+    registry_free(&reg);
+    return tu_finish();
+}

@@ -1,0 +1,200 @@
+/* Run-time fusion without a GPU: which steps fuse, the generated sources compiled by NVRTC (when
+ * libnvrtc is found, else the compile part skips), and the disk cache's keys, reuse and
+ * invalidation in a temporary XDG_CACHE_HOME. The GPU side is tests/gpu/test_fuse_gpu.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fuse_cache.h"
+#include "fuse_plan.h"
+#include "nvrtc_lib.h"
+#include "plan_testutil.h"
+#include "plan.h"
+#include "registry.h"
+#include "stage_class.h"
+#include "testutil.h"
+#include <stddef.h>
+
+static registry reg;
+
+typedef struct {
+    const char *text;
+    ip_shape shape;
+    int at;
+    fuse_kind kind;
+    int n_steps;
+    const char *label;
+} group_case;
+
+static const group_case group_cases[] = {
+    { "grayscale | median", { 37, 23, 3, IP_U8 }, 0, FUSE_MEDIAN3, 2, "grayscale+median" },
+    { "grayscale | median border=reflect101", { 5, 1, 4, IP_U8 }, 0, FUSE_MEDIAN3, 2, "grayscale+median" },
+    { "grayscale | median border=zero", { 1, 1, 3, IP_U8 }, 0, FUSE_MEDIAN3, 2, "grayscale+median" },
+    { "grayscale | pointinv | median", { 17, 9, 3, IP_U8 }, 0, FUSE_MEDIAN3, 3, "grayscale+pointinv+median" },
+    { "grayscale | pointinv", { 17, 9, 3, IP_U8 }, 0, FUSE_POINT, 2, "grayscale+pointinv" },
+    { "pointinv | pointinv | transpose", { 17, 9, 3, IP_U8 }, 0, FUSE_POINT, 2, "pointinv+pointinv" },
+    { "median | grayscale | pointinv", { 17, 9, 3, IP_U8 }, 1, FUSE_POINT, 2, "grayscale+pointinv" },
+    { "grayscale | mean", { 17, 9, 3, IP_U8 }, 0, FUSE_MEAN, 2, "grayscale+mean" },
+    { "pointinv | mean radius=7 border=shrink", { 17, 9, 3, IP_U8 }, 0, FUSE_MEAN, 2, "pointinv+mean" },
+    { "grayscale | pointinv | mean border=zero", { 3, 2, 4, IP_U8 }, 0, FUSE_MEAN, 3, "grayscale+pointinv+mean" },
+    /* Not fused: one point stage with nothing fusable after it, other medians, other depths. */
+    { "grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | median radius=2", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | median border=shrink", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | median", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | mean radius=8", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | mean", { 17, 9, 3, IP_F32 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | entropy", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | histogram", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "median | grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "pointinv | median", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+};
+
+static void test_groups(nvrtc_lib *nvrtc)
+{
+    for (size_t c = 0; c < sizeof group_cases / sizeof *group_cases; c++) {
+        const group_case *gc = &group_cases[c];
+        plan p;
+        if (!tu_build_plan(&reg, gc->text, &gc->shape, &p)) continue;
+        fuse_group g = fuse_group_at(&p, gc->at);
+        CHECK(g.kind == gc->kind && g.n_steps == gc->n_steps, "%s: kind %d, %d steps", gc->text, (int)g.kind,
+              g.n_steps);
+        if (g.kind != FUSE_NONE && g.kind == gc->kind) {
+            char label[256], err[4096] = "";
+            fuse_group_label(&p, &g, label, sizeof label);
+            CHECK(strcmp(label, gc->label) == 0, "%s: label '%s'", gc->text, label);
+            char *src = NULL;
+            CHECK(fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "%s: %s", gc->text, err);
+            void *cubin = NULL;
+            size_t bytes = 0;
+            const char *opts[] = { "-default-device" };
+            nvrtc_job job = { src, "t.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(), 1, opts };
+            if (nvrtc && src) {
+                int rc = nvrtc_compile_cubin(nvrtc, &job, 90, &cubin, &bytes, err, sizeof err);
+                CHECK(rc == IP_OK && bytes > 4 && memcmp(cubin, "\177ELF", 4) == 0, "%s: NVRTC: %s", gc->text, err);
+            }
+            free(cubin);
+            free(src);
+        }
+        plan_free(&p);
+    }
+}
+
+/* The source names the weights, so another weighting is another kernel (and another key). */
+static void test_source_changes_key(void)
+{
+    const char *texts[] = { "grayscale | median", "grayscale weights=bt709 | median",
+                            "grayscale | median border=zero" };
+    char keys[3][FUSE_KEY_CHARS];
+    ip_shape shape = { 64, 32, 3, IP_U8 };
+    for (int i = 0; i < 3; i++) {
+        plan p;
+        keys[i][0] = '\0';
+        if (!tu_build_plan(&reg, texts[i], &shape, &p)) continue;
+        fuse_group g = fuse_group_at(&p, 0);
+        char *src = NULL, err[256];
+        CHECK(fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "%s", err);
+        const char *parts[] = { src ? src : "", "sm_90" };
+        fuse_cache_key(parts, 2, keys[i]);
+        free(src);
+        plan_free(&p);
+    }
+    CHECK(strcmp(keys[0], keys[1]) != 0 && strcmp(keys[0], keys[2]) != 0 && strcmp(keys[1], keys[2]) != 0,
+          "keys %s %s %s", keys[0], keys[1], keys[2]);
+}
+
+static void test_cache(void)
+{
+    char xdg[1024], dir[4200], err[512];
+    snprintf(xdg, sizeof xdg, "%s/fuse-cache", tu_tmpdir());
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    CHECK(fuse_cache_dir(dir, sizeof dir, err, sizeof err) == IP_OK, "%s", err);
+    char expect[1100];
+    snprintf(expect, sizeof expect, "%s/imgpipe", xdg);
+    CHECK(strcmp(dir, expect) == 0, "cache folder %s", dir);
+
+    const char *a[] = { "source A", "-O3", "sm_90 nvrtc 13.0 driver 13000" };
+    const char *b[] = { "source B", "-O3", "sm_90 nvrtc 13.0 driver 13000" };
+    const char *c[] = { "source A", "-O3", "sm_90 nvrtc 13.0 driver 13010" };
+    const char *split1[] = { "ab", "c" }, *split2[] = { "a", "bc" };
+    char ka[FUSE_KEY_CHARS], kb[FUSE_KEY_CHARS], kc[FUSE_KEY_CHARS], ka2[FUSE_KEY_CHARS], k1[FUSE_KEY_CHARS],
+        k2[FUSE_KEY_CHARS];
+    fuse_cache_key(a, 3, ka);
+    fuse_cache_key(a, 3, ka2);
+    fuse_cache_key(b, 3, kb);
+    fuse_cache_key(c, 3, kc);
+    fuse_cache_key(split1, 2, k1);
+    fuse_cache_key(split2, 2, k2);
+    CHECK(strlen(ka) == 32 && strcmp(ka, ka2) == 0, "key not stable: %s %s", ka, ka2);
+    CHECK(strcmp(ka, kb) && strcmp(ka, kc) && strcmp(k1, k2), "keys collide: %s %s %s / %s %s", ka, kb, kc, k1, k2);
+
+    const char payload[] = "\177ELF pretend cubin";
+    void *data = NULL;
+    size_t bytes = 0;
+    CHECK(fuse_cache_load(dir, ka, &data, &bytes) == IP_EIO, "an empty cache found %s", ka);
+    CHECK(fuse_cache_store(dir, ka, payload, sizeof payload, err, sizeof err) == IP_OK, "%s", err);
+    CHECK(fuse_cache_load(dir, ka, &data, &bytes) == IP_OK && bytes == sizeof payload &&
+          memcmp(data, payload, bytes) == 0, "the stored entry was not reused");
+    free(data);
+    data = NULL;
+    CHECK(fuse_cache_load(dir, kb, &data, &bytes) == IP_EIO, "another source's key found an entry");
+
+    /* A damaged entry is a miss, never data: truncated, a flipped byte, or another key's file. */
+    char path[4300], other[4300];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, ka);
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (f) {
+        fseek(f, 8 + 32 + 8 + 3, SEEK_SET);
+        fputc('X', f);
+        fclose(f);
+        CHECK(fuse_cache_load(dir, ka, &data, &bytes) == IP_EIO, "a corrupted entry was read");
+    }
+    CHECK(fuse_cache_store(dir, ka, payload, sizeof payload, err, sizeof err) == IP_OK, "%s", err);
+    snprintf(other, sizeof other, "%s/%s.cubin", dir, kb);
+    CHECK(rename(path, other) == 0, "rename");
+    CHECK(fuse_cache_load(dir, kb, &data, &bytes) == IP_EIO, "an entry under the wrong name was read");
+    CHECK(truncate(other, 20) == 0, "truncate");
+    CHECK(fuse_cache_load(dir, kb, &data, &bytes) == IP_EIO, "a truncated entry was read");
+    CHECK(fuse_cache_store(dir, "short", payload, sizeof payload, err, sizeof err) != IP_OK, "a bad key was stored");
+
+    setenv("XDG_CACHE_HOME", "relative/path", 1);
+    setenv("HOME", xdg, 1);
+    CHECK(fuse_cache_dir(dir, sizeof dir, err, sizeof err) == IP_OK, "%s", err);
+    snprintf(expect, sizeof expect, "%s/.cache/imgpipe", xdg);
+    CHECK(strcmp(dir, expect) == 0, "a relative XDG_CACHE_HOME must be ignored: %s", dir);
+}
+
+/* A descriptor built before point_cuda existed is never asked for it, whatever lies past its end. */
+static void test_old_descriptors(void)
+{
+    const reg_plugin *gray = registry_find(&reg, "grayscale");
+    CHECK(gray && stage_point_cuda(gray->stage) != NULL, "grayscale offers no point function");
+    if (!gray) return;
+    ip_stage older = *gray->stage;
+    older.struct_size = (uint32_t)offsetof(ip_stage, point_cuda);
+    CHECK(stage_point_cuda(&older) == NULL, "a descriptor without point_cuda was read past its size");
+    const reg_plugin *median = registry_find(&reg, "median");
+    CHECK(median && stage_point_cuda(median->stage) == NULL, "median offers a point function");
+}
+
+int main(void)
+{
+    const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
+    if (!build || !tp) tu_skip("IMGPIPE_BUILD_DIR or IMGPIPE_TEST_PLUGINS is not set (run through ctest)");
+    char dirs[1200], err[512];
+    snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins:%s/point", build, tp);
+    if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) tu_skip(err);
+    nvrtc_lib *nvrtc = NULL;
+    if (nvrtc_open(&nvrtc, err, sizeof err) != IP_OK) fprintf(stderr, "test_fuse: %s: compiles not checked\n", err);
+    test_old_descriptors();
+    test_groups(nvrtc);
+    test_source_changes_key();
+    test_cache();
+    nvrtc_close(nvrtc);
+    registry_free(&reg);
+    if (!nvrtc && tu_failed == 0) tu_skip("NVRTC not found: the rest passed, the compiles were not checked");
+    return tu_finish();
+}
