@@ -25,8 +25,42 @@ struct io_stream_writer {
     int rows_written, height;
 };
 
-int io_stream_reads(io_format fmt) { return fmt == IO_FMT_TIFF; }
-int io_stream_writes(io_format fmt) { return fmt == IO_FMT_TIFF; }
+int io_stream_reads(io_format fmt) { return fmt == IO_FMT_TIFF || fmt == IO_FMT_PNG || fmt == IO_FMT_JPEG; }
+int io_stream_writes(io_format fmt) { return fmt == IO_FMT_TIFF || fmt == IO_FMT_PNG || fmt == IO_FMT_JPEG; }
+
+uint64_t io_stream_write_bytes(const char *path, const ip_shape *shape, const io_options *opt)
+{
+    switch (io_format_from_ext(path)) {
+    case IO_FMT_TIFF: return io_tiff_stream_write_bytes(shape, opt);
+    case IO_FMT_PNG: return io_png_stream_write_bytes(shape, opt);
+    case IO_FMT_JPEG: return io_jpeg_stream_write_bytes(shape, opt);
+    default: return 0;
+    }
+}
+
+uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes)
+{
+    const uint64_t most = (uint64_t)16 << 20;
+    uint64_t target = band_bytes && band_bytes < most ? band_bytes : most;
+    uint64_t rows = target / img_row_bytes(shape);
+    return rows < 1 ? 1 : rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
+}
+
+static int open_codec(io_format fmt, int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
+                      const io_stream_read_ops **ops, char *err, size_t errlen)
+{
+    if (fmt == IO_FMT_PNG) return io_png_stream_open(fd, opt, band_bytes, codec, shape, ops, err, errlen);
+    if (fmt == IO_FMT_JPEG) return io_jpeg_stream_open(fd, opt, band_bytes, codec, shape, ops, err, errlen);
+    return io_tiff_stream_open(fd, opt, band_bytes, codec, shape, ops, err, errlen);
+}
+
+static int create_codec(io_format fmt, int fd, const ip_shape *shape, const io_options *opt, void **codec,
+                        const io_stream_write_ops **ops, char *err, size_t errlen)
+{
+    if (fmt == IO_FMT_PNG) return io_png_stream_create(fd, shape, opt, codec, ops, err, errlen);
+    if (fmt == IO_FMT_JPEG) return io_jpeg_stream_create(fd, shape, opt, codec, ops, err, errlen);
+    return io_tiff_stream_create(fd, shape, opt, codec, ops, err, errlen);
+}
 
 int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
                    ip_shape *shape, char *err, size_t errlen)
@@ -49,7 +83,7 @@ int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes,
         free(r);
         return IP_EIO;
     }
-    int rc = io_tiff_stream_open(r->fd, opt, band_bytes, &r->codec, shape, &r->ops, err, errlen);
+    int rc = open_codec(fmt, r->fd, opt, band_bytes, &r->codec, shape, &r->ops, err, errlen);
     if (rc != IP_OK) {
         close(r->fd);
         free(r);
@@ -65,6 +99,8 @@ int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size
 }
 
 int io_stream_block_rows(const io_stream_reader *r) { return r->ops->block_rows(r->codec); }
+
+uint64_t io_stream_held_bytes(const io_stream_reader *r) { return r->ops->held_bytes(r->codec); }
 
 void io_stream_close(io_stream_reader *r)
 {
@@ -105,7 +141,7 @@ int io_stream_create(const char *path, const ip_shape *shape, const io_options *
     int fd;
     rc = io_temp_open(path, &w->tmp, &fd, err, errlen);
     if (rc == IP_OK) {
-        rc = io_tiff_stream_create(fd, shape, opt, &w->codec, &w->ops, err, errlen);   /* owns fd */
+        rc = create_codec(fmt, fd, shape, opt, &w->codec, &w->ops, err, errlen);   /* owns fd */
         if (rc != IP_OK) unlink(w->tmp);
     }
     if (rc != IP_OK) {

@@ -7,6 +7,7 @@
 typedef struct {
     int (*next)(void *codec, ip_image *rows, int *y0, char *err, size_t errlen);
     int (*block_rows)(const void *codec);
+    uint64_t (*held_bytes)(const void *codec);   /* its band and its decoder's state */
     void (*close)(void *codec);
 } io_stream_read_ops;
 
@@ -18,6 +19,23 @@ typedef struct {
 
 int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape, const io_stream_read_ops **ops,
                         char *err, size_t errlen);
+int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
+                       const io_stream_read_ops **ops, char *err, size_t errlen);
+int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
+                        const io_stream_read_ops **ops, char *err, size_t errlen);
 int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, void **codec,
                           const io_stream_write_ops **ops, char *err, size_t errlen);
+int io_png_stream_create(int fd, const ip_shape *shape, const io_options *opt, void **codec,
+                         const io_stream_write_ops **ops, char *err, size_t errlen);
+int io_jpeg_stream_create(int fd, const ip_shape *shape, const io_options *opt, void **codec,
+                          const io_stream_write_ops **ops, char *err, size_t errlen);
+/* What each writer holds at most for this shape (its group of bands, its compressors' state),
+ * given opt->stream_hold_bytes. */
+uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt);
+uint64_t io_png_stream_write_bytes(const ip_shape *shape, const io_options *opt);
+uint64_t io_jpeg_stream_write_bytes(const ip_shape *shape, const io_options *opt);
+
+/* Rows a reader of whole rows hands out at a time: about band_bytes of them (at most 16 MiB:
+ * fewer, larger bands cost less per stage call), at least one, at most the image. */
+uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes);
 #endif

@@ -34,18 +34,14 @@ static int output_rows(void *user, const ip_image *rows, int y0, char *err, size
     return s.rows(s.user, rows, y0, err, errlen);
 }
 
-/* What the codecs hold besides the stages' bands: the reader's band, twice (decoded, and the
- * compressed blocks its handles read), the writer's group of strips (two per thread) or the whole
- * output, and each thread's compressor state (zlib's deflate window and tables, ~0.5 MiB). */
-static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_shape *out)
+/* What the codecs hold besides the stages' bands: the reader (its band, its decoder) and the
+ * writer's group of bands, or the whole output for a format written whole. */
+static uint64_t codec_bytes(const run_stream *rs, const ip_shape *out)
 {
-    int threads = io_thread_count(&rs->o.io);
-    uint64_t in_rows = 2 * (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in) +
-                       (uint64_t)threads * ((uint64_t)512 << 10);
     uint64_t out_bytes = io_stream_writes(io_format_from_ext(rs->out_path))
-                             ? (uint64_t)threads * 2 * ((uint64_t)256 << 10) + img_row_bytes(out)
+                             ? io_stream_write_bytes(rs->out_path, out, &rs->o.io)
                              : (uint64_t)img_row_bytes(out) * (uint64_t)out->height;
-    return in_rows + out_bytes;
+    return io_stream_held_bytes(rs->reader) + out_bytes;
 }
 
 int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
@@ -58,6 +54,8 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
         return IP_ENOMEM;
     }
     *rs = (run_stream){ .p = p, .in_path = in_path, .out_path = out_path, .o = *o };
+    /* a PNG or JPEG writer compresses fewer bands at once rather than pass a quarter of the limit */
+    if (!rs->o.io.stream_hold_bytes) rs->o.io.stream_hold_bytes = o->memory_limit / 4;
     /* a sixteenth of the limit for the decoder's band: the rest for the stages and the writer */
     int rc = io_stream_open(in_path, &o->io, o->memory_limit / 16, &rs->reader, in_shape, err, errlen);
     ip_shape final;
@@ -79,7 +77,7 @@ int run_stream_budget(run_stream *rs, char *err, size_t errlen)
     band_layout l = { 0 };
     int rc = band_layout_make(rs->p, &l, err, errlen);
     const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
-    uint64_t fixed = codec_bytes(rs, &rs->p->steps[0].in, final);
+    uint64_t fixed = codec_bytes(rs, final);
     if (rc == IP_OK) rc = stream_band_rows(rs->p, &l, rs->o.memory_limit, fixed, &rs->band_rows, err, errlen);
     band_layout_free(&l);
     rs->planned_bytes = fixed;

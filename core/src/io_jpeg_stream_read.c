@@ -1,0 +1,156 @@
+/* JPEG streamed in: libjpeg-turbo's scanlines, a band at a time, with the whole-image reader's
+ * colour handling (CMYK and YCCK turned into RGB) and its warnings. A progressive file has its
+ * coefficients buffered whole by libjpeg (its scans are all read when decoding starts). */
+#define _POSIX_C_SOURCE 200809L
+#include "io_jpeg_internal.h"
+#include "color_cmyk.h"
+#include "image.h"
+#include "io_internal.h"
+#include "io_limits.h"
+#include "io_stream_internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* State lives outside the functions that call setjmp, so nothing is clobbered by longjmp. */
+typedef struct {
+    jpegx_error_ctx e;
+    struct jpeg_decompress_struct cinfo;
+    int created;
+    io_options opt;      /* the caller's: limits, fail_on, and where the warnings go */
+    FILE *f;
+    ip_image band;
+    JSAMPARRAY cmyk;     /* one row of libjpeg's memory, for CMYK files */
+    uint32_t height, band_rows;
+    int failed;
+} jpeg_stream_reader;
+
+static void reader_close(void *codec)
+{
+    jpeg_stream_reader *r = codec;
+    if (!r) return;
+    if (r->created) jpeg_destroy_decompress(&r->cinfo);
+    if (r->f) fclose(r->f);
+    free(r->band.data);
+    free(r);
+}
+
+static int read_header(jpeg_stream_reader *r, ip_shape *shape)
+{
+    if (setjmp(r->e.jmp)) return r->e.rc;
+    jpeg_create_decompress(&r->cinfo);
+    r->created = 1;
+    r->cinfo.progress = &r->e.progress;
+    jpeg_stdio_src(&r->cinfo, r->f);
+    jpeg_read_header(&r->cinfo, TRUE);
+    int rc = jpegx_choose_output_colour(&r->cinfo, r->e.err, r->e.errlen);
+    if (rc) return rc;
+    jpeg_calc_output_dimensions(&r->cinfo);
+    int cmyk = r->cinfo.out_color_space == JCS_CMYK;
+    *shape = (ip_shape){ (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
+                         cmyk ? 3 : r->cinfo.output_components, IP_U8 };
+    rc = io_shape_known(&r->opt, shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
+    if (rc) return rc;
+    jpeg_start_decompress(&r->cinfo);
+    if (cmyk) r->cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, r->cinfo.output_width * 4, 1);
+    return IP_OK;
+}
+
+/* The next n rows into the band; after the last, the end of the file. */
+static int read_rows(jpeg_stream_reader *r, uint32_t n)
+{
+    if (setjmp(r->e.jmp)) return r->e.rc;
+    for (uint32_t y = 0; y < n; y++) {
+        JSAMPROW dst = (JSAMPROW)r->band.data + (size_t)y * r->band.stride;
+        if (!r->cmyk) {
+            jpeg_read_scanlines(&r->cinfo, &dst, 1);
+            continue;
+        }
+        /* CMYK as the whole-image reader takes it: Adobe's, 0 meaning full ink. */
+        jpeg_read_scanlines(&r->cinfo, r->cmyk, 1);
+        color_cmyk_to_rgb_row(r->cmyk[0], 4, 1, -1, dst, IP_U8, r->cinfo.output_width);
+    }
+    if (r->cinfo.output_scanline == r->cinfo.output_height) jpeg_finish_decompress(&r->cinfo);
+    return IP_OK;
+}
+
+static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    jpeg_stream_reader *r = codec;
+    *rows = r->band;
+    *y0 = (int)r->cinfo.output_scanline;
+    rows->shape.height = 0;
+    if (r->failed) {
+        snprintf(err, errlen, "truncated or corrupt JPEG: read after an error");
+        return IP_EFORMAT;
+    }
+    uint32_t next = r->cinfo.output_scanline;
+    if (next >= r->height) return IP_OK;
+    uint32_t n = r->height - next < r->band_rows ? r->height - next : r->band_rows;
+    r->e.err = err;
+    r->e.errlen = errlen;
+    int rc = read_rows(r, n);
+    if (rc) {
+        r->failed = 1;
+        return rc;
+    }
+    rows->shape.height = (int32_t)n;
+    return IP_OK;
+}
+
+static int reader_block_rows(const void *codec) { return (int)((const jpeg_stream_reader *)codec)->band_rows; }
+
+/* The band and libjpeg's state: for a file of several scans the whole image's coefficients (2
+ * bytes each, a 64 per block), else a few MCU rows of samples per component, and its tables. */
+static uint64_t reader_held_bytes(const void *codec)
+{
+    const jpeg_stream_reader *r = codec;
+    const struct jpeg_decompress_struct *c = &r->cinfo;
+    uint64_t state = (uint64_t)256 << 10;
+    for (int i = 0; i < c->num_components; i++) {
+        const jpeg_component_info *k = &c->comp_info[i];
+        uint64_t row_blocks = (uint64_t)k->width_in_blocks, mcu_rows_blocks = (uint64_t)k->v_samp_factor;
+        state += jpeg_has_multiple_scans((j_decompress_ptr)c)
+                     ? row_blocks * k->height_in_blocks * 128
+                     : row_blocks * 64 * mcu_rows_blocks * 6;
+    }
+    return (uint64_t)r->band_rows * r->band.stride + (uint64_t)c->output_width * 4 * 4 + state;
+}
+
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
+
+int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
+                        const io_stream_read_ops **ops, char *err, size_t errlen)
+{
+    char why[128];
+    jpeg_stream_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    r->opt = *opt;
+    jpegx_init_error_ctx(&r->e, &r->opt, "truncated or corrupt JPEG: ", err, errlen);
+    r->cinfo.err = &r->e.pub;
+    int own = dup(fd);
+    if (own < 0 || !(r->f = fdopen(own, "rb"))) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        if (own >= 0) close(own);
+        free(r);
+        return IP_EIO;
+    }
+    int rc = read_header(r, shape);
+    if (rc == IP_OK) {
+        r->height = (uint32_t)shape->height;
+        r->band_rows = io_stream_band_rows(shape, band_bytes);
+        ip_shape band = *shape;
+        band.height = (int32_t)r->band_rows;
+        rc = img_alloc(&r->band, &band, UINT64_MAX, err, errlen);
+    }
+    if (rc != IP_OK) {
+        reader_close(r);
+        return rc;
+    }
+    *codec = r;
+    *ops = &read_ops;
+    return IP_OK;
+}
