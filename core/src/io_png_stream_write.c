@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Besides its group: a compressor's state, and the IDAT chunk being gathered. */
-#define COMPRESSOR_BYTES ((uint64_t)1 << 20)
+/* Besides its group: a compressor's state (zlib's window and tables; libdeflate's hash tables),
+ * and the IDAT chunk being gathered (at most 1 MiB). */
+#define COMPRESSOR_BYTES ((uint64_t)512 << 10)
 #define IDAT_BYTES ((uint64_t)1 << 20)
 
 typedef struct {
@@ -51,8 +52,8 @@ uint64_t io_png_stream_write_bytes(const ip_shape *shape, const io_options *opt)
     uint64_t g = group_bands_for(&p, opt), rows = g * p.band_rows;
     if (rows > (uint64_t)shape->height) rows = (uint64_t)shape->height;
     uint64_t threads = (uint64_t)io_thread_count(opt) < g ? (uint64_t)io_thread_count(opt) : g;
-    return rows * (p.row_bytes + 1) * 2 + PNGX_DICT_BYTES + (g + 1) * p.row_bytes + threads * COMPRESSOR_BYTES +
-           IDAT_BYTES;
+    uint64_t group = rows * (p.row_bytes + 1), idat = group < IDAT_BYTES ? group + 64 : IDAT_BYTES;
+    return group * 2 + PNGX_DICT_BYTES + (g + 1) * p.row_bytes + threads * COMPRESSOR_BYTES + idat;
 }
 
 static void writer_free(png_stream_writer *w)
