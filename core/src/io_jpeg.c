@@ -1,6 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
-#include "color_cmyk.h"
 #include "image.h"
 #include "io_jpeg_bands.h"
 #include "io_jpeg_internal.h"
@@ -30,7 +29,7 @@ static void read_cmyk_rows(jpeg_reader *r)
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         unsigned char *dst = (unsigned char *)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
         jpeg_read_scanlines(&r->cinfo, cmyk, 1);
-        color_cmyk_to_rgb_row(cmyk[0], 4, 1, -1, dst, IP_U8, width);
+        jpegx_cmyk_row(cmyk[0], dst, width);
     }
 }
 
@@ -38,20 +37,10 @@ static int jpeg_decode(jpeg_reader *r)
 {
     if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
-    r->cinfo.progress = &r->e.progress;
-    jpeg_stdio_src(&r->cinfo, r->f);
-    jpeg_read_header(&r->cinfo, TRUE);
-    int rc = jpegx_choose_output_colour(&r->cinfo, r->e.err, r->e.errlen);
+    ip_shape shape;
+    int cmyk;
+    int rc = jpegx_read_start(&r->e, &r->cinfo, r->f, r->opt, &shape, &cmyk);
     if (rc) return rc;
-    jpeg_calc_output_dimensions(&r->cinfo);
-    int cmyk = r->cinfo.out_color_space == JCS_CMYK;
-    ip_shape shape = { (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
-                       cmyk ? 3 : r->cinfo.output_components, IP_U8 };
-    rc = io_shape_known(r->opt, &shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
-    if (rc) return rc;
-    /* A file of several scans (progressive ones) has them all read here, so the scan limit acts
-     * before the image exists. */
-    jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     if (cmyk) read_cmyk_rows(r);
@@ -93,17 +82,8 @@ typedef struct {
 static int jpeg_encode(jpeg_writer *w)
 {
     if (setjmp(w->e.jmp)) return IP_EIO;
-    const ip_shape *s = &w->img->shape;
     jpeg_create_compress(&w->cinfo);
-    jpeg_stdio_dest(&w->cinfo, w->f);
-    w->cinfo.image_width = (JDIMENSION)s->width;
-    w->cinfo.image_height = (JDIMENSION)s->height;
-    w->cinfo.input_components = s->channels;
-    w->cinfo.in_color_space = s->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&w->cinfo);
-    jpegx_configure(&w->s, &w->cinfo);
-    jpeg_start_compress(&w->cinfo, TRUE);
-    jpegx_write_segments(&w->s, &w->cinfo);
+    jpegx_compress_start(&w->cinfo, w->f, &w->img->shape, &w->s);
     while (w->cinfo.next_scanline < w->cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)w->img->data + (size_t)w->cinfo.next_scanline * (size_t)w->img->stride;
         jpeg_write_scanlines(&w->cinfo, &row, 1);

@@ -1,6 +1,7 @@
 #include "io_jpeg_internal.h"
 #include "io_internal.h"
 #include "io_limits.h"
+#include "color_cmyk.h"
 #include <jerror.h>
 
 /* Errors that mean a valid file this library cannot decode, rather than a damaged one. */
@@ -113,4 +114,39 @@ void jpegx_write_segments(void *user, struct jpeg_compress_struct *c)
     const jpegx_settings *w = user;
     for (int i = 0; i < w->meta.n; i++)
         jpeg_write_marker(c, w->meta.segments[i].marker, w->meta.segments[i].data, (unsigned)w->meta.segments[i].len);
+}
+
+int jpegx_read_start(jpegx_error_ctx *e, struct jpeg_decompress_struct *c, FILE *f, const io_options *opt,
+                     ip_shape *shape, int *cmyk)
+{
+    c->progress = &e->progress;
+    jpeg_stdio_src(c, f);
+    jpeg_read_header(c, TRUE);
+    int rc = jpegx_choose_output_colour(c, e->err, e->errlen);
+    if (rc) return rc;
+    jpeg_calc_output_dimensions(c);
+    *cmyk = c->out_color_space == JCS_CMYK;
+    *shape = (ip_shape){ (int32_t)c->output_width, (int32_t)c->output_height, *cmyk ? 3 : c->output_components, IP_U8 };
+    rc = io_shape_known(opt, shape, io_file_bytes(fileno(f)), e->err, e->errlen);
+    if (rc) return rc;
+    jpeg_start_decompress(c);
+    return IP_OK;
+}
+
+void jpegx_cmyk_row(const unsigned char *cmyk, unsigned char *rgb, unsigned width)
+{
+    color_cmyk_to_rgb_row(cmyk, 4, 1, -1, rgb, IP_U8, width);
+}
+
+void jpegx_compress_start(struct jpeg_compress_struct *c, FILE *f, const ip_shape *shape, jpegx_settings *s)
+{
+    jpeg_stdio_dest(c, f);
+    c->image_width = (JDIMENSION)shape->width;
+    c->image_height = (JDIMENSION)shape->height;
+    c->input_components = shape->channels;
+    c->in_color_space = shape->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(c);
+    jpegx_configure(s, c);
+    jpeg_start_compress(c, TRUE);
+    jpegx_write_segments(s, c);
 }

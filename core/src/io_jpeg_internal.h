@@ -28,6 +28,15 @@ void jpegx_init_error_ctx(jpegx_error_ctx *ctx, const io_options *opt, const cha
  * jpeg_read_header. */
 int jpegx_choose_output_colour(struct jpeg_decompress_struct *c, char *err, size_t errlen);
 
+/* Reads the header of f and starts decoding (a progressive file's scans are all read here, so
+ * the scan limit acts before the image exists): *shape is the decoded image's, after the pixel
+ * limit and opt->on_shape; *cmyk when rows come as CMYK. libjpeg's errors jump to the caller's
+ * setjmp; the others are returned. */
+int jpegx_read_start(jpegx_error_ctx *e, struct jpeg_decompress_struct *c, FILE *f, const io_options *opt,
+                     ip_shape *shape, int *cmyk);
+/* One CMYK row turned into RGB as Adobe (Photoshop) writes CMYK, 0 meaning full ink. */
+void jpegx_cmyk_row(const unsigned char *cmyk, unsigned char *rgb, unsigned width);
+
 /* The writer's settings, the same for the whole-image and the streamed writer. */
 typedef struct {
     const io_options *opt;
@@ -38,4 +47,7 @@ typedef struct {
 void jpegx_configure(void *user, struct jpeg_compress_struct *c);
 /* The metadata's APP segments, right after the header. */
 void jpegx_write_segments(void *user, struct jpeg_compress_struct *c);
+/* Starts one stream of the image's shape to f with the settings, the segments written (libjpeg's
+ * errors jump to the caller's setjmp). */
+void jpegx_compress_start(struct jpeg_compress_struct *c, FILE *f, const ip_shape *shape, jpegx_settings *s);
 #endif

@@ -3,14 +3,11 @@
  * coefficients buffered whole by libjpeg (its scans are all read when decoding starts). */
 #define _POSIX_C_SOURCE 200809L
 #include "io_jpeg_internal.h"
-#include "color_cmyk.h"
 #include "image.h"
 #include "io_internal.h"
 #include "io_limits.h"
 #include "io_stream_internal.h"
-#include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* State lives outside the functions that call setjmp, so nothing is clobbered by longjmp. */
 typedef struct {
@@ -40,18 +37,8 @@ static int read_header(jpeg_stream_reader *r, ip_shape *shape)
     if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
     r->created = 1;
-    r->cinfo.progress = &r->e.progress;
-    jpeg_stdio_src(&r->cinfo, r->f);
-    jpeg_read_header(&r->cinfo, TRUE);
-    int rc = jpegx_choose_output_colour(&r->cinfo, r->e.err, r->e.errlen);
+    int cmyk, rc = jpegx_read_start(&r->e, &r->cinfo, r->f, &r->opt, shape, &cmyk);
     if (rc) return rc;
-    jpeg_calc_output_dimensions(&r->cinfo);
-    int cmyk = r->cinfo.out_color_space == JCS_CMYK;
-    *shape = (ip_shape){ (int32_t)r->cinfo.output_width, (int32_t)r->cinfo.output_height,
-                         cmyk ? 3 : r->cinfo.output_components, IP_U8 };
-    rc = io_shape_known(&r->opt, shape, io_file_bytes(fileno(r->f)), r->e.err, r->e.errlen);
-    if (rc) return rc;
-    jpeg_start_decompress(&r->cinfo);
     if (cmyk) r->cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, r->cinfo.output_width * 4, 1);
     return IP_OK;
 }
@@ -68,7 +55,7 @@ static int read_rows(jpeg_stream_reader *r, uint32_t n)
         }
         /* CMYK as the whole-image reader takes it: Adobe's, 0 meaning full ink. */
         jpeg_read_scanlines(&r->cinfo, r->cmyk, 1);
-        color_cmyk_to_rgb_row(r->cmyk[0], 4, 1, -1, dst, IP_U8, r->cinfo.output_width);
+        jpegx_cmyk_row(r->cmyk[0], dst, r->cinfo.output_width);
     }
     if (r->cinfo.output_scanline == r->cinfo.output_height) jpeg_finish_decompress(&r->cinfo);
     return IP_OK;
@@ -122,7 +109,6 @@ static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, rea
 int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
                         const io_stream_read_ops **ops, char *err, size_t errlen)
 {
-    char why[128];
     jpeg_stream_reader *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
@@ -131,10 +117,7 @@ int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     r->opt = *opt;
     jpegx_init_error_ctx(&r->e, &r->opt, "truncated or corrupt JPEG: ", err, errlen);
     r->cinfo.err = &r->e.pub;
-    int own = dup(fd);
-    if (own < 0 || !(r->f = fdopen(own, "rb"))) {
-        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
-        if (own >= 0) close(own);
+    if (!(r->f = io_stream_read_file(fd, err, errlen))) {
         free(r);
         return IP_EIO;
     }

@@ -68,15 +68,7 @@ static int start_stream(jpeg_stream_writer *w, const ip_shape *s)
     if (setjmp(w->e.jmp)) return IP_EIO;
     jpeg_create_compress(&w->cinfo);
     w->created = 1;
-    jpeg_stdio_dest(&w->cinfo, w->f);
-    w->cinfo.image_width = (JDIMENSION)s->width;
-    w->cinfo.image_height = (JDIMENSION)s->height;
-    w->cinfo.input_components = s->channels;
-    w->cinfo.in_color_space = s->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&w->cinfo);
-    jpegx_configure(&w->s, &w->cinfo);
-    jpeg_start_compress(&w->cinfo, TRUE);
-    jpegx_write_segments(&w->s, &w->cinfo);
+    jpegx_compress_start(&w->cinfo, w->f, s, &w->s);
     return IP_OK;
 }
 

@@ -7,9 +7,7 @@
 #include "io_limits.h"
 #include "io_stream_internal.h"
 #include "image.h"
-#include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* State lives outside the functions that call setjmp, so nothing is clobbered by longjmp. */
 typedef struct {
@@ -109,7 +107,6 @@ static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, rea
 int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
                        const io_stream_read_ops **ops, char *err, size_t errlen)
 {
-    char why[128];
     png_stream_reader *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
@@ -117,10 +114,7 @@ int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void 
     }
     r->opt = *opt;
     r->e = (pngx_error_ctx){ .err = err, .errlen = errlen, .opt = &r->opt };
-    int own = dup(fd);
-    if (own < 0 || !(r->f = fdopen(own, "rb"))) {
-        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
-        if (own >= 0) close(own);
+    if (!(r->f = io_stream_read_file(fd, err, errlen))) {
         free(r);
         return IP_EIO;
     }

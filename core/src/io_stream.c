@@ -46,6 +46,18 @@ uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes)
     return rows < 1 ? 1 : rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
 }
 
+FILE *io_stream_read_file(int fd, char *err, size_t errlen)
+{
+    char why[128];
+    int own = dup(fd);
+    FILE *f = own >= 0 ? fdopen(own, "rb") : NULL;
+    if (!f) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        if (own >= 0) close(own);
+    }
+    return f;
+}
+
 static int open_codec(io_format fmt, int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
                       const io_stream_read_ops **ops, char *err, size_t errlen)
 {

@@ -2,6 +2,7 @@
 #ifndef IMGPIPE_IO_STREAM_INTERNAL_H
 #define IMGPIPE_IO_STREAM_INTERNAL_H
 #include "io_stream.h"
+#include <stdio.h>
 
 /* A format's streaming reader: open reads the header (fd stays the caller's until close). */
 typedef struct {
@@ -34,6 +35,9 @@ int io_jpeg_stream_create(int fd, const ip_shape *shape, const io_options *opt, 
 uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt);
 uint64_t io_png_stream_write_bytes(const ip_shape *shape, const io_options *opt);
 uint64_t io_jpeg_stream_write_bytes(const ip_shape *shape, const io_options *opt);
+
+/* A stdio stream of its own on fd, for readers through stdio (libpng, libjpeg); NULL with err. */
+FILE *io_stream_read_file(int fd, char *err, size_t errlen);
 
 /* Rows a reader of whole rows hands out at a time: about band_bytes of them (at most 16 MiB:
  * fewer, larger bands cost less per stage call), at least one, at most the image. */
