@@ -124,10 +124,7 @@ int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     int rc = read_header(r, shape);
     if (rc == IP_OK) {
         r->height = (uint32_t)shape->height;
-        r->band_rows = io_stream_band_rows(shape, band_bytes);
-        ip_shape band = *shape;
-        band.height = (int32_t)r->band_rows;
-        rc = img_alloc(&r->band, &band, UINT64_MAX, err, errlen);
+        rc = io_stream_band_alloc(shape, band_bytes, &r->band, &r->band_rows, err, errlen);
     }
     if (rc != IP_OK) {
         reader_close(r);

@@ -46,6 +46,15 @@ uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes)
     return rows < 1 ? 1 : rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
 }
 
+int io_stream_band_alloc(const ip_shape *shape, uint64_t band_bytes, ip_image *band, uint32_t *rows, char *err,
+                         size_t errlen)
+{
+    ip_shape s = *shape;
+    *rows = io_stream_band_rows(shape, band_bytes);
+    s.height = (int32_t)*rows;
+    return img_alloc(band, &s, UINT64_MAX, err, errlen);
+}
+
 FILE *io_stream_read_file(int fd, char *err, size_t errlen)
 {
     char why[128];

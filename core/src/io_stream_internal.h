@@ -42,4 +42,7 @@ FILE *io_stream_read_file(int fd, char *err, size_t errlen);
 /* Rows a reader of whole rows hands out at a time: about band_bytes of them (at most 16 MiB:
  * fewer, larger bands cost less per stage call), at least one, at most the image. */
 uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes);
+/* A band of that many rows of shape (free band->data). */
+int io_stream_band_alloc(const ip_shape *shape, uint64_t band_bytes, ip_image *band, uint32_t *rows, char *err,
+                         size_t errlen);
 #endif
