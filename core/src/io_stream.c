@@ -92,6 +92,11 @@ int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes,
         snprintf(err, errlen, "%s files are not read in bands", fmt == IO_FMT_UNKNOWN ? "these" : io_format_name(fmt));
         return IP_EUNSUPPORTED;
     }
+    /* only a TIFF has pages past the first: the whole-image reader says so */
+    if (fmt != IO_FMT_TIFF && opt->page != 0) {
+        snprintf(err, errlen, "a %s file has one page", io_format_name(fmt));
+        return IP_EUNSUPPORTED;
+    }
     io_stream_reader *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
