@@ -76,6 +76,8 @@ with open(f'{d}/interlaced.png', 'wb') as f:
             chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
 exif = Image.Exif(); exif[0x0112] = 1; exif[0x010F] = 'imgpipe'
 Image.fromarray(rgb).save(f'{d}/meta.jpg', quality=88, dpi=(72, 72), exif=exif, icc_profile=icc)
+exif[0x0112] = 6
+Image.fromarray(rgb).save(f'{d}/turned.jpg', quality=88, exif=exif)
 Image.fromarray(rgb).save(f'{d}/progressive.jpg', quality=80, progressive=True, subsampling=2)
 Image.fromarray(rgb).convert('CMYK').save(f'{d}/cmyk.jpg', quality=90)
 big = rng.integers(0, 256, size=(2048, 2048, 3), dtype=np.uint8)
@@ -94,6 +96,14 @@ for input in meta.png gray16.png palette.png interlaced.png meta.jpg progressive
     done
   done
 done
+
+# An image its EXIF orientation turns is read whole (turned), and says so; --no-autorotate streams it.
+expect 0 "turned whole" "$B" run -q --stream off -e "median" "$TMP/turned.jpg" "$TMP/tw.png"
+expect 0 "turned streamed" "$B" run --stream on -e "median" "$TMP/turned.jpg" "$TMP/ts.png"
+says "turned not streamed" "not streamed: its EXIF orientation turns it"
+if cmp -s "$TMP/tw.png" "$TMP/ts.png"; then ok; else bad "turned JPEG: --stream on differs from the whole-image run"; fi
+expect 0 "unturned streamed" "$B" run --stream on --no-autorotate -e "median" "$TMP/turned.jpg" "$TMP/tu.png"
+says "unturned streamed" "streamed in bands"
 
 # BigTIFF when the output passes the threshold, read back by libtiff (through OpenCV) and tifffile.
 expect 0 "bigtiff whole" "$B" run -q --stream off -e "median" "$TMP/tiled.tif" "$TMP/classic.tif"
