@@ -18,7 +18,7 @@ typedef struct {
     FILE *f;
     ip_image band;
     JSAMPARRAY cmyk;     /* one row of libjpeg's memory, for CMYK files */
-    uint32_t height, band_rows;
+    uint32_t height, band_rows, next_row;
     int failed;
 } jpeg_stream_reader;
 
@@ -57,7 +57,7 @@ static int read_rows(jpeg_stream_reader *r, uint32_t n)
         jpeg_read_scanlines(&r->cinfo, r->cmyk, 1);
         jpegx_cmyk_row(r->cmyk[0], dst, r->cinfo.output_width);
     }
-    if (r->cinfo.output_scanline == r->cinfo.output_height) jpeg_finish_decompress(&r->cinfo);
+    if (r->next_row + n == r->height) jpeg_finish_decompress(&r->cinfo);
     return IP_OK;
 }
 
@@ -65,15 +65,14 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
 {
     jpeg_stream_reader *r = codec;
     *rows = r->band;
-    *y0 = (int)r->cinfo.output_scanline;
+    *y0 = (int)r->next_row;
     rows->shape.height = 0;
     if (r->failed) {
         snprintf(err, errlen, "truncated or corrupt JPEG: read after an error");
         return IP_EFORMAT;
     }
-    uint32_t next = r->cinfo.output_scanline;
-    if (next >= r->height) return IP_OK;
-    uint32_t n = r->height - next < r->band_rows ? r->height - next : r->band_rows;
+    if (r->next_row >= r->height) return IP_OK;
+    uint32_t n = r->height - r->next_row < r->band_rows ? r->height - r->next_row : r->band_rows;
     r->e.err = err;
     r->e.errlen = errlen;
     int rc = read_rows(r, n);
@@ -82,6 +81,7 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
         return rc;
     }
     rows->shape.height = (int32_t)n;
+    r->next_row += n;
     return IP_OK;
 }
 

@@ -119,11 +119,16 @@ static int flush_group(png_stream_writer *w, char *err, size_t errlen)
             }
         /* the implicit barrier: every band's dictionary is filtered before any is deflated */
 #pragma omp for schedule(dynamic, 1)
-        for (long i = 0; i < count; i++)
-            if (!failed && deflate_group_band(w, (size_t)i, band_height(w, (size_t)i)) != IP_OK) {
+        for (long i = 0; i < count; i++) {
+            int failed_so_far;
+#pragma omp atomic read
+            failed_so_far = failed;
+            int rc = failed_so_far ? IP_OK : deflate_group_band(w, (size_t)i, band_height(w, (size_t)i));
+            if (rc != IP_OK) {
 #pragma omp atomic write
-                failed = IP_ENOMEM;
+                failed = rc;
             }
+        }
     }
     for (size_t i = 0; i < bands; i++) {
         if (!failed) pngx_idat_band(w->idat, &w->done[i]);
@@ -131,7 +136,7 @@ static int flush_group(png_stream_writer *w, char *err, size_t errlen)
         w->done[i] = (pngx_band){ 0 };
     }
     if (failed) {
-        snprintf(err, errlen, "cannot write PNG: out of memory");
+        snprintf(err, errlen, "cannot write PNG: %s", failed == IP_ENOMEM ? "out of memory" : "compression failed");
         return failed;
     }
     size_t group_bytes = w->rows_in_group * w->slot;
