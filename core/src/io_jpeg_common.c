@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 #include "io_jpeg_internal.h"
 #include "io_internal.h"
 #include "io_limits.h"
