@@ -723,9 +723,15 @@ static int try_stream_with(const cli_options *o, plan *p, const char *in_path, c
         if (o->stream == STREAM_ON) say(o, "%s: not streamed: %s", in_path, err);
         return NOT_STREAMED;
     }
+    /* as the whole-image path: the plan's and the output's errors are usage errors, said as they
+     * are; the file's fail the image */
+    if (rc == IP_EINVAL) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
     if (rc != IP_OK) {
         fail("%s: %s", in_path, err);
-        return rc == IP_EIO || rc == IP_EFORMAT ? CLI_IMAGE_FAILED : CLI_USAGE;
+        return CLI_IMAGE_FAILED;
     }
     uint64_t whole = run_stream_whole_bytes(rs);
     if (o->stream == STREAM_AUTO && whole <= so.memory_limit && !(o->gpu_memory && whole > o->gpu_memory)) {

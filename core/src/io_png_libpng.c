@@ -42,7 +42,10 @@ static int decode(png_reader *r)
     png_read_info(r->png, r->info);
     ip_shape shape = pngx_decoded_shape(r->png, r->info);
     int rc = io_shape_known(r->opt, &shape, r->src.size, r->e.err, r->e.errlen);
-    if (!rc) rc = pngx_enough_data(r->png, r->info, r->src.size, r->e.err, r->e.errlen);
+    if (!rc)
+        rc = pngx_enough_data(png_get_image_width(r->png, r->info), png_get_image_height(r->png, r->info),
+                              png_get_channels(r->png, r->info), png_get_bit_depth(r->png, r->info), r->src.size,
+                              r->e.err, r->e.errlen);
     if (rc) return rc;
     pngx_request_plain_samples(r->png, r->info);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);

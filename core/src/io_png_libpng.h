@@ -23,7 +23,9 @@ void pngx_on_warning(png_structp png, png_const_charp msg);
 ip_shape pngx_decoded_shape(png_structp png, png_infop info);
 /* Asks libpng for 8 or 16-bit gray, gray+alpha, RGB or RGBA in host byte order. */
 void pngx_request_plain_samples(png_structp png, png_infop info);
-/* Whether a file of file_bytes is large enough to inflate to the header's image (ignoring filter
- * bytes, which keeps it a lower bound for interlaced files too). */
-int pngx_enough_data(png_structp png, png_infop info, uint64_t file_bytes, char *err, size_t errlen);
+/* Whether a file of file_bytes is large enough to inflate to an image of this size, samples a
+ * pixel and bits a sample as stored (ignoring filter bytes, which keeps it a lower bound for
+ * interlaced files too). */
+int pngx_enough_data(uint32_t width, uint32_t height, unsigned channels, unsigned depth, uint64_t file_bytes,
+                     char *err, size_t errlen);
 #endif

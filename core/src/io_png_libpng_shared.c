@@ -48,11 +48,10 @@ void pngx_request_plain_samples(png_structp png, png_infop info)
     png_read_update_info(png, info);
 }
 
-int pngx_enough_data(png_structp png, png_infop info, uint64_t file_bytes, char *err, size_t errlen)
+int pngx_enough_data(uint32_t width, uint32_t height, unsigned channels, unsigned depth, uint64_t file_bytes,
+                     char *err, size_t errlen)
 {
-    uint64_t row_bits = (uint64_t)png_get_image_width(png, info) * png_get_channels(png, info) *
-                        png_get_bit_depth(png, info);
-    uint64_t row_bytes = (row_bits + 7) / 8, height = png_get_image_height(png, info);
+    uint64_t row_bytes = ((uint64_t)width * channels * depth + 7) / 8;
     if (row_bytes == 0 || file_bytes > UINT64_MAX / PNGX_DEFLATE_MAX_RATIO ||
         height <= file_bytes * PNGX_DEFLATE_MAX_RATIO / row_bytes)
         return IP_OK;

@@ -8,6 +8,9 @@
 #include "io_stream_internal.h"
 #include "image.h"
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 /* State lives outside the functions that call setjmp, so nothing is clobbered by longjmp. */
 typedef struct {
@@ -49,7 +52,10 @@ static int read_header(png_stream_reader *r, int fd, ip_shape *shape)
     }
     *shape = pngx_decoded_shape(r->png, r->info);
     int rc = io_shape_known(&r->opt, shape, io_file_bytes(fd), r->e.err, r->e.errlen);
-    if (!rc) rc = pngx_enough_data(r->png, r->info, io_file_bytes(fd), r->e.err, r->e.errlen);
+    if (!rc)
+        rc = pngx_enough_data(png_get_image_width(r->png, r->info), png_get_image_height(r->png, r->info),
+                              png_get_channels(r->png, r->info), png_get_bit_depth(r->png, r->info), io_file_bytes(fd),
+                              r->e.err, r->e.errlen);
     if (rc) return rc;
     pngx_request_plain_samples(r->png, r->info);
     if (png_get_channels(r->png, r->info) != shape->channels || png_get_rowbytes(r->png, r->info) != img_row_bytes(shape)) {
@@ -104,6 +110,32 @@ static uint64_t reader_held_bytes(const void *codec)
 
 static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
 
+/* The limits checked on IHDR alone, before libpng reads the chunks up to the image data, as the
+ * whole-image reader checks them: the pixel limit and the decoded size against the file's (with
+ * the samples a pixel before any tRNS expansion, a lower bound), and whether the file can hold
+ * the image data. A first 33 bytes that are no valid IHDR are left to libpng to refuse. */
+static int check_ihdr(int fd, const io_options *opt, char *err, size_t errlen)
+{
+    static const unsigned char signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    static const unsigned channels[7] = { 1, 0, 3, 1, 2, 0, 4 };
+    unsigned char h[33];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, signature, 8) || memcmp(h + 8, "\0\0\0\rIHDR", 8) ||
+        (uint32_t)crc32(0L, h + 12, 17) != ((uint32_t)h[29] << 24 | (uint32_t)h[30] << 16 | (uint32_t)h[31] << 8 | h[32]))
+        return IP_OK;
+    uint32_t width = (uint32_t)h[16] << 24 | (uint32_t)h[17] << 16 | (uint32_t)h[18] << 8 | h[19];
+    uint32_t height = (uint32_t)h[20] << 24 | (uint32_t)h[21] << 16 | (uint32_t)h[22] << 8 | h[23];
+    unsigned depth = h[24], type = h[25];
+    if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu || type > 6 || !channels[type] ||
+        (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16))
+        return IP_OK;
+    io_options checks = *opt;
+    checks.on_shape = NULL;   /* called once, with the decoded shape, after libpng's header */
+    ip_shape lower = { (int32_t)width, (int32_t)height, type == 3 ? 3 : (int)channels[type], depth == 16 ? IP_U16 : IP_U8 };
+    uint64_t file_bytes = io_file_bytes(fd);
+    int rc = io_shape_known(&checks, &lower, file_bytes, err, errlen);
+    return rc ? rc : pngx_enough_data(width, height, channels[type], depth, file_bytes, err, errlen);
+}
+
 int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,
                        const io_stream_read_ops **ops, char *err, size_t errlen)
 {
@@ -111,6 +143,11 @@ int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void 
     if (!r) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
+    }
+    int rc = check_ihdr(fd, opt, err, errlen);
+    if (rc != IP_OK) {
+        free(r);
+        return rc;
     }
     r->opt = *opt;
     r->e = (pngx_error_ctx){ .err = err, .errlen = errlen, .opt = &r->opt };
@@ -120,7 +157,7 @@ int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void 
     }
     r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r->e, pngx_on_error, pngx_on_warning);
     if (r->png) r->info = png_create_info_struct(r->png);
-    int rc = r->png && r->info ? read_header(r, fd, shape) : IP_ENOMEM;
+    rc = r->png && r->info ? read_header(r, fd, shape) : IP_ENOMEM;
     if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory");
     if (rc == IP_OK) {
         r->height = (uint32_t)shape->height;

@@ -59,9 +59,15 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
     /* a sixteenth of the limit for the decoder's band: the rest for the stages and the writer */
     int rc = io_stream_open(in_path, &o->io, o->memory_limit / 16, &rs->reader, in_shape, err, errlen);
     ip_shape final;
-    /* a pipeline that cannot take the image is an error of its own, not a file to read whole */
-    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) == IP_EUNSUPPORTED) rc = IP_EINVAL;
-    if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(out_path), &final, err, errlen);
+    /* a pipeline that cannot take the image, or an output that cannot hold the result, is an error
+     * of its own (IP_EINVAL, worded as the whole-image path words it), not a file to read whole */
+    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) != IP_OK) rc = IP_EINVAL;
+    if (rc == IP_OK && io_check_writable(io_format_from_ext(out_path), &final, err, errlen) != IP_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", out_path, why);
+        rc = IP_EINVAL;
+    }
     if (rc != IP_OK) {
         run_stream_cancel(rs);
         return rc;
