@@ -41,6 +41,8 @@ static int jpeg_decode(jpeg_reader *r)
     int cmyk;
     int rc = jpegx_read_start(&r->e, &r->cinfo, r->f, r->opt, &shape, &cmyk);
     if (rc) return rc;
+    /* the scan limit acts before the image exists */
+    jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
     if (rc) return rc;
     if (cmyk) read_cmyk_rows(r);

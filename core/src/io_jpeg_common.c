@@ -128,10 +128,7 @@ int jpegx_read_start(jpegx_error_ctx *e, struct jpeg_decompress_struct *c, FILE 
     jpeg_calc_output_dimensions(c);
     *cmyk = c->out_color_space == JCS_CMYK;
     *shape = (ip_shape){ (int32_t)c->output_width, (int32_t)c->output_height, *cmyk ? 3 : c->output_components, IP_U8 };
-    rc = io_shape_known(opt, shape, io_file_bytes(fileno(f)), e->err, e->errlen);
-    if (rc) return rc;
-    jpeg_start_decompress(c);
-    return IP_OK;
+    return io_shape_known(opt, shape, io_file_bytes(fileno(f)), e->err, e->errlen);
 }
 
 void jpegx_cmyk_row(const unsigned char *cmyk, unsigned char *rgb, unsigned width)

@@ -28,10 +28,10 @@ void jpegx_init_error_ctx(jpegx_error_ctx *ctx, const io_options *opt, const cha
  * jpeg_read_header. */
 int jpegx_choose_output_colour(struct jpeg_decompress_struct *c, char *err, size_t errlen);
 
-/* Reads the header of f and starts decoding (a progressive file's scans are all read here, so
- * the scan limit acts before the image exists): *shape is the decoded image's, after the pixel
- * limit and opt->on_shape; *cmyk when rows come as CMYK. libjpeg's errors jump to the caller's
- * setjmp; the others are returned. */
+/* Reads the header of f: *shape is the decoded image's, after the pixel limit and opt->on_shape;
+ * *cmyk when rows come as CMYK. libjpeg's errors jump to the caller's setjmp; the others are
+ * returned. Then jpeg_start_decompress (a progressive file's scans are all read there, so the scan
+ * limit acts before the first row). */
 int jpegx_read_start(jpegx_error_ctx *e, struct jpeg_decompress_struct *c, FILE *f, const io_options *opt,
                      ip_shape *shape, int *cmyk);
 /* One CMYK row turned into RGB as Adobe (Photoshop) writes CMYK, 0 meaning full ink. */

@@ -1,6 +1,7 @@
 /* JPEG streamed in: libjpeg-turbo's scanlines, a band at a time, with the whole-image reader's
  * colour handling (CMYK and YCCK turned into RGB) and its warnings. A progressive file has its
- * coefficients buffered whole by libjpeg (its scans are all read when decoding starts). */
+ * coefficients buffered whole by libjpeg (its scans are all read when decoding starts, with the
+ * first band). */
 #define _POSIX_C_SOURCE 200809L
 #include "io_jpeg_internal.h"
 #include "image.h"
@@ -17,6 +18,8 @@ typedef struct {
     io_options opt;      /* the caller's: limits, fail_on, and where the warnings go */
     FILE *f;
     ip_image band;
+    int is_cmyk, started;
+    uint64_t held;       /* what it holds at most, for the caller's budget */
     JSAMPARRAY cmyk;     /* one row of libjpeg's memory, for CMYK files */
     uint32_t height, band_rows, next_row;
     int failed;
@@ -37,16 +40,21 @@ static int read_header(jpeg_stream_reader *r, ip_shape *shape)
     if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
     r->created = 1;
-    int cmyk, rc = jpegx_read_start(&r->e, &r->cinfo, r->f, &r->opt, shape, &cmyk);
-    if (rc) return rc;
-    if (cmyk) r->cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, r->cinfo.output_width * 4, 1);
-    return IP_OK;
+    return jpegx_read_start(&r->e, &r->cinfo, r->f, &r->opt, shape, &r->is_cmyk);
 }
 
 /* The next n rows into the band; after the last, the end of the file. */
 static int read_rows(jpeg_stream_reader *r, uint32_t n)
 {
     if (setjmp(r->e.jmp)) return r->e.rc;
+    /* Decoding starts with the first band, not at open: a run that takes the file whole after
+     * all (it fits --memory) does not read a progressive file's scans twice. */
+    if (!r->started) {
+        r->started = 1;
+        jpeg_start_decompress(&r->cinfo);
+        if (r->is_cmyk)
+            r->cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, r->cinfo.output_width * 4, 1);
+    }
     for (uint32_t y = 0; y < n; y++) {
         JSAMPROW dst = (JSAMPROW)r->band.data + (size_t)y * r->band.stride;
         if (!r->cmyk) {
@@ -88,21 +96,22 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
 static int reader_block_rows(const void *codec) { return (int)((const jpeg_stream_reader *)codec)->band_rows; }
 
 /* The band and libjpeg's state: for a file of several scans the whole image's coefficients (2
- * bytes each, a 64 per block), else a few MCU rows of samples per component, and its tables. */
-static uint64_t reader_held_bytes(const void *codec)
+ * bytes each, 64 a block), else a few MCU rows of samples per component, and its tables. Taken
+ * right after the header, where libjpeg answers whether the file has several scans. */
+static uint64_t decoder_bytes(jpeg_stream_reader *r)
 {
-    const jpeg_stream_reader *r = codec;
-    const struct jpeg_decompress_struct *c = &r->cinfo;
+    struct jpeg_decompress_struct *c = &r->cinfo;
+    int multi_scan = jpeg_has_multiple_scans(c);
     uint64_t state = (uint64_t)256 << 10;
     for (int i = 0; i < c->num_components; i++) {
         const jpeg_component_info *k = &c->comp_info[i];
-        uint64_t row_blocks = (uint64_t)k->width_in_blocks, mcu_rows_blocks = (uint64_t)k->v_samp_factor;
-        state += jpeg_has_multiple_scans((j_decompress_ptr)c)
-                     ? row_blocks * k->height_in_blocks * 128
-                     : row_blocks * 64 * mcu_rows_blocks * 6;
+        uint64_t row_blocks = (uint64_t)k->width_in_blocks;
+        state += multi_scan ? row_blocks * k->height_in_blocks * 128 : row_blocks * 64 * (uint64_t)k->v_samp_factor * 6;
     }
     return (uint64_t)r->band_rows * r->band.stride + (uint64_t)c->output_width * 4 * 4 + state;
 }
+
+static uint64_t reader_held_bytes(const void *codec) { return ((const jpeg_stream_reader *)codec)->held; }
 
 static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
 
@@ -126,6 +135,7 @@ int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
         r->height = (uint32_t)shape->height;
         rc = io_stream_band_alloc(shape, band_bytes, &r->band, &r->band_rows, err, errlen);
     }
+    if (rc == IP_OK) r->held = decoder_bytes(r);
     if (rc != IP_OK) {
         reader_close(r);
         return rc;
