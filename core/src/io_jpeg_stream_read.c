@@ -17,12 +17,10 @@ typedef struct {
     int created;
     io_options opt;      /* the caller's: limits, fail_on, and where the warnings go */
     FILE *f;
-    ip_image band;
+    io_stream_rows rows;
     int is_cmyk, started;
     uint64_t held;       /* what it holds at most, for the caller's budget */
     JSAMPARRAY cmyk;     /* one row of libjpeg's memory, for CMYK files */
-    uint32_t height, band_rows, next_row;
-    int failed;
 } jpeg_stream_reader;
 
 static void reader_close(void *codec)
@@ -31,7 +29,7 @@ static void reader_close(void *codec)
     if (!r) return;
     if (r->created) jpeg_destroy_decompress(&r->cinfo);
     if (r->f) fclose(r->f);
-    free(r->band.data);
+    free(r->rows.band.data);
     free(r);
 }
 
@@ -56,7 +54,7 @@ static int read_rows(jpeg_stream_reader *r, uint32_t n)
             r->cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, r->cinfo.output_width * 4, 1);
     }
     for (uint32_t y = 0; y < n; y++) {
-        JSAMPROW dst = (JSAMPROW)r->band.data + (size_t)y * r->band.stride;
+        JSAMPROW dst = (JSAMPROW)r->rows.band.data + (size_t)y * r->rows.band.stride;
         if (!r->cmyk) {
             jpeg_read_scanlines(&r->cinfo, &dst, 1);
             continue;
@@ -65,35 +63,24 @@ static int read_rows(jpeg_stream_reader *r, uint32_t n)
         jpeg_read_scanlines(&r->cinfo, r->cmyk, 1);
         jpegx_cmyk_row(r->cmyk[0], dst, r->cinfo.output_width);
     }
-    if (r->next_row + n == r->height) jpeg_finish_decompress(&r->cinfo);
+    if (r->rows.next_row + n == r->rows.height) jpeg_finish_decompress(&r->cinfo);
     return IP_OK;
+}
+
+static int read_band(void *codec, uint32_t n, char *err, size_t errlen)
+{
+    jpeg_stream_reader *r = codec;
+    r->e.err = err;
+    r->e.errlen = errlen;
+    return read_rows(r, n);
 }
 
 static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
 {
-    jpeg_stream_reader *r = codec;
-    *rows = r->band;
-    *y0 = (int)r->next_row;
-    rows->shape.height = 0;
-    if (r->failed) {
-        snprintf(err, errlen, "truncated or corrupt JPEG: read after an error");
-        return IP_EFORMAT;
-    }
-    if (r->next_row >= r->height) return IP_OK;
-    uint32_t n = r->height - r->next_row < r->band_rows ? r->height - r->next_row : r->band_rows;
-    r->e.err = err;
-    r->e.errlen = errlen;
-    int rc = read_rows(r, n);
-    if (rc) {
-        r->failed = 1;
-        return rc;
-    }
-    rows->shape.height = (int32_t)n;
-    r->next_row += n;
-    return IP_OK;
+    return io_stream_rows_next(&((jpeg_stream_reader *)codec)->rows, read_band, codec, "JPEG", rows, y0, err, errlen);
 }
 
-static int reader_block_rows(const void *codec) { return (int)((const jpeg_stream_reader *)codec)->band_rows; }
+static int reader_block_rows(const void *codec) { return (int)((const jpeg_stream_reader *)codec)->rows.band_rows; }
 
 /* The band and libjpeg's state: for a file of several scans the whole image's coefficients (2
  * bytes each, 64 a block), else a few MCU rows of samples per component, and its tables. Taken
@@ -108,7 +95,7 @@ static uint64_t decoder_bytes(jpeg_stream_reader *r)
         uint64_t row_blocks = (uint64_t)k->width_in_blocks;
         state += multi_scan ? row_blocks * k->height_in_blocks * 128 : row_blocks * 64 * (uint64_t)k->v_samp_factor * 6;
     }
-    return (uint64_t)r->band_rows * r->band.stride + (uint64_t)c->output_width * 4 * 4 + state;
+    return (uint64_t)r->rows.band_rows * r->rows.band.stride + (uint64_t)c->output_width * 4 * 4 + state;
 }
 
 static uint64_t reader_held_bytes(const void *codec) { return ((const jpeg_stream_reader *)codec)->held; }
@@ -132,8 +119,7 @@ int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     }
     int rc = read_header(r, shape);
     if (rc == IP_OK) {
-        r->height = (uint32_t)shape->height;
-        rc = io_stream_band_alloc(shape, band_bytes, &r->band, &r->band_rows, err, errlen);
+        rc = io_stream_rows_init(&r->rows, shape, band_bytes, err, errlen);
     }
     if (rc == IP_OK) r->held = decoder_bytes(r);
     if (rc != IP_OK) {

@@ -133,8 +133,8 @@ static int writer_write(void *codec, const ip_image *rows, char *err, size_t err
     }
     size_t row_bytes = (size_t)w->group.stride;
     for (int y = 0; y < rows->shape.height; y++) {
-        memcpy((uint8_t *)w->group.data + w->rows_in_group * row_bytes, (const uint8_t *)rows->data + (ptrdiff_t)y * rows->stride,
-               row_bytes);
+        memcpy((uint8_t *)w->group.data + w->rows_in_group * row_bytes,
+               (const uint8_t *)rows->data + (ptrdiff_t)y * rows->stride, row_bytes);
         if (++w->rows_in_group == w->group_rows) {
             int rc = flush_group(w, err, errlen);
             if (rc != IP_OK) return rc;

@@ -19,9 +19,7 @@ typedef struct {
     FILE *f;
     png_structp png;
     png_infop info;
-    ip_image band;
-    uint32_t height, next_row, band_rows;
-    int failed;
+    io_stream_rows rows;
 } png_stream_reader;
 
 static void reader_close(void *codec)
@@ -30,7 +28,7 @@ static void reader_close(void *codec)
     if (!r) return;
     png_destroy_read_struct(&r->png, &r->info, NULL);
     if (r->f) fclose(r->f);
-    free(r->band.data);
+    free(r->rows.band.data);
     free(r);
 }
 
@@ -58,7 +56,8 @@ static int read_header(png_stream_reader *r, int fd, ip_shape *shape)
                               r->e.err, r->e.errlen);
     if (rc) return rc;
     pngx_request_plain_samples(r->png, r->info);
-    if (png_get_channels(r->png, r->info) != shape->channels || png_get_rowbytes(r->png, r->info) != img_row_bytes(shape)) {
+    if (png_get_channels(r->png, r->info) != shape->channels ||
+        png_get_rowbytes(r->png, r->info) != img_row_bytes(shape)) {
         snprintf(r->e.err, r->e.errlen, "unsupported PNG: unexpected decoded row size");
         return IP_EFORMAT;
     }
@@ -69,43 +68,33 @@ static int read_header(png_stream_reader *r, int fd, ip_shape *shape)
 static int read_rows(png_stream_reader *r, uint32_t n)
 {
     if (setjmp(r->e.jmp)) return IP_EFORMAT;
-    for (uint32_t y = 0; y < n; y++) png_read_row(r->png, (png_bytep)r->band.data + (size_t)y * r->band.stride, NULL);
-    if (r->next_row + n == r->height) png_read_end(r->png, NULL);   /* a file cut before IEND is truncated */
+    for (uint32_t y = 0; y < n; y++)
+        png_read_row(r->png, (png_bytep)r->rows.band.data + (size_t)y * r->rows.band.stride, NULL);
+    if (r->rows.next_row + n == r->rows.height) png_read_end(r->png, NULL);   /* a file cut before IEND is truncated */
     return IP_OK;
+}
+
+static int read_band(void *codec, uint32_t n, char *err, size_t errlen)
+{
+    png_stream_reader *r = codec;
+    r->e.err = err;
+    r->e.errlen = errlen;
+    return read_rows(r, n);
 }
 
 static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
 {
-    png_stream_reader *r = codec;
-    *rows = r->band;
-    *y0 = (int)r->next_row;
-    rows->shape.height = 0;
-    if (r->failed) {
-        snprintf(err, errlen, "truncated or corrupt PNG: read after an error");
-        return IP_EFORMAT;
-    }
-    if (r->next_row >= r->height) return IP_OK;
-    uint32_t n = r->height - r->next_row < r->band_rows ? r->height - r->next_row : r->band_rows;
-    r->e.err = err;
-    r->e.errlen = errlen;
-    int rc = read_rows(r, n);
-    if (rc) {
-        r->failed = 1;
-        return rc;
-    }
-    rows->shape.height = (int32_t)n;
-    r->next_row += n;
-    return IP_OK;
+    return io_stream_rows_next(&((png_stream_reader *)codec)->rows, read_band, codec, "PNG", rows, y0, err, errlen);
 }
 
-static int reader_block_rows(const void *codec) { return (int)((const png_stream_reader *)codec)->band_rows; }
+static int reader_block_rows(const void *codec) { return (int)((const png_stream_reader *)codec)->rows.band_rows; }
 
 /* The band, libpng's rows (the row and the previous one, and one for its transforms) and zlib's
  * inflate state (its 32 KiB window and tables). */
 static uint64_t reader_held_bytes(const void *codec)
 {
     const png_stream_reader *r = codec;
-    return (uint64_t)(r->band_rows + 3) * r->band.stride + ((uint64_t)64 << 10);
+    return (uint64_t)(r->rows.band_rows + 3) * r->rows.band.stride + ((uint64_t)64 << 10);
 }
 
 static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
@@ -119,9 +108,10 @@ static int check_ihdr(int fd, const io_options *opt, char *err, size_t errlen)
     static const unsigned char signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
     static const unsigned channels[7] = { 1, 0, 3, 1, 2, 0, 4 };
     unsigned char h[33];
-    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, signature, 8) || memcmp(h + 8, "\0\0\0\rIHDR", 8) ||
-        (uint32_t)crc32(0L, h + 12, 17) != ((uint32_t)h[29] << 24 | (uint32_t)h[30] << 16 | (uint32_t)h[31] << 8 | h[32]))
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, signature, 8) || memcmp(h + 8, "\0\0\0\rIHDR", 8))
         return IP_OK;
+    uint32_t crc = (uint32_t)h[29] << 24 | (uint32_t)h[30] << 16 | (uint32_t)h[31] << 8 | h[32];
+    if ((uint32_t)crc32(0L, h + 12, 17) != crc) return IP_OK;
     uint32_t width = (uint32_t)h[16] << 24 | (uint32_t)h[17] << 16 | (uint32_t)h[18] << 8 | h[19];
     uint32_t height = (uint32_t)h[20] << 24 | (uint32_t)h[21] << 16 | (uint32_t)h[22] << 8 | h[23];
     unsigned depth = h[24], type = h[25];
@@ -130,7 +120,8 @@ static int check_ihdr(int fd, const io_options *opt, char *err, size_t errlen)
         return IP_OK;
     io_options checks = *opt;
     checks.on_shape = NULL;   /* called once, with the decoded shape, after libpng's header */
-    ip_shape lower = { (int32_t)width, (int32_t)height, type == 3 ? 3 : (int)channels[type], depth == 16 ? IP_U16 : IP_U8 };
+    ip_shape lower = { (int32_t)width, (int32_t)height, type == 3 ? 3 : (int)channels[type],
+                       depth == 16 ? IP_U16 : IP_U8 };
     uint64_t file_bytes = io_file_bytes(fd);
     int rc = io_shape_known(&checks, &lower, file_bytes, err, errlen);
     return rc ? rc : pngx_enough_data(width, height, channels[type], depth, file_bytes, err, errlen);
@@ -160,8 +151,7 @@ int io_png_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void 
     rc = r->png && r->info ? read_header(r, fd, shape) : IP_ENOMEM;
     if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory");
     if (rc == IP_OK) {
-        r->height = (uint32_t)shape->height;
-        rc = io_stream_band_alloc(shape, band_bytes, &r->band, &r->band_rows, err, errlen);
+        rc = io_stream_rows_init(&r->rows, shape, band_bytes, err, errlen);
     }
     if (rc != IP_OK) {
         reader_close(r);

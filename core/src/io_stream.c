@@ -46,13 +46,34 @@ uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes)
     return rows < 1 ? 1 : rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
 }
 
-int io_stream_band_alloc(const ip_shape *shape, uint64_t band_bytes, ip_image *band, uint32_t *rows, char *err,
-                         size_t errlen)
+int io_stream_rows_init(io_stream_rows *s, const ip_shape *shape, uint64_t band_bytes, char *err, size_t errlen)
 {
-    ip_shape s = *shape;
-    *rows = io_stream_band_rows(shape, band_bytes);
-    s.height = (int32_t)*rows;
-    return img_alloc(band, &s, UINT64_MAX, err, errlen);
+    ip_shape band = *shape;
+    *s = (io_stream_rows){ .height = (uint32_t)shape->height, .band_rows = io_stream_band_rows(shape, band_bytes) };
+    band.height = (int32_t)s->band_rows;
+    return img_alloc(&s->band, &band, UINT64_MAX, err, errlen);
+}
+
+int io_stream_rows_next(io_stream_rows *s, int (*read)(void *codec, uint32_t n, char *err, size_t errlen), void *codec,
+                        const char *what, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    *rows = s->band;
+    *y0 = (int)s->next_row;
+    rows->shape.height = 0;
+    if (s->failed) {
+        snprintf(err, errlen, "truncated or corrupt %s: read after an error", what);
+        return IP_EFORMAT;
+    }
+    if (s->next_row >= s->height) return IP_OK;
+    uint32_t n = s->height - s->next_row < s->band_rows ? s->height - s->next_row : s->band_rows;
+    int rc = read(codec, n, err, errlen);
+    if (rc) {
+        s->failed = 1;
+        return rc;
+    }
+    rows->shape.height = (int32_t)n;
+    s->next_row += n;
+    return IP_OK;
 }
 
 FILE *io_stream_read_file(int fd, char *err, size_t errlen)

@@ -42,7 +42,16 @@ FILE *io_stream_read_file(int fd, char *err, size_t errlen);
 /* Rows a reader of whole rows hands out at a time: about band_bytes of them (at most 16 MiB:
  * fewer, larger bands cost less per stage call), at least one, at most the image. */
 uint32_t io_stream_band_rows(const ip_shape *shape, uint64_t band_bytes);
-/* A band of that many rows of shape (free band->data). */
-int io_stream_band_alloc(const ip_shape *shape, uint64_t band_bytes, ip_image *band, uint32_t *rows, char *err,
-                         size_t errlen);
+/* The rows of a reader that hands out whole rows in order, a band at a time (PNG, JPEG). */
+typedef struct {
+    ip_image band;
+    uint32_t height, band_rows, next_row;
+    int failed;
+} io_stream_rows;
+/* The band for an image of shape, about band_bytes of it (free s->band.data). */
+int io_stream_rows_init(io_stream_rows *s, const ip_shape *shape, uint64_t band_bytes, char *err, size_t errlen);
+/* The next band for io_stream_read_ops.next: read decodes the next n rows into s->band (the last
+ * call ends the file); after a failure every call fails. what: the format, for the message. */
+int io_stream_rows_next(io_stream_rows *s, int (*read)(void *codec, uint32_t n, char *err, size_t errlen), void *codec,
+                        const char *what, ip_image *rows, int *y0, char *err, size_t errlen);
 #endif
