@@ -134,11 +134,12 @@ static const char usage_text[] =
     "                          streamed instead, and it sets the band height of a streamed run on\n"
     "                          the GPU (default: half the GPU's free memory for streamed runs)\n"
     "  --stream auto|on|off    run one image in bands of rows, read, processed and written a band\n"
-    "                          at a time in bounded memory (TIFF input; TIFF output in bands, other\n"
-    "                          outputs written whole). auto (default): streamed when the whole image\n"
-    "                          would not fit --memory (or --gpu-memory); on: always where the input\n"
-    "                          allows. Bands run on the GPU under --device gpu (and auto when it\n"
-    "                          picks the GPU), dealt to one worker per GPU listed in --gpus\n"
+    "                          at a time in bounded memory (TIFF, PNG and JPEG in and out; interlaced\n"
+    "                          PNG and some TIFF kinds are read whole). auto (default): streamed\n"
+    "                          when the whole image would not fit --memory (or --gpu-memory); on:\n"
+    "                          always where the input allows. Bands run on the GPU under --device\n"
+    "                          gpu (and auto when it picks the GPU), dealt to one worker per GPU\n"
+    "                          listed in --gpus\n"
     "  --bigtiff-above SIZE    streamed TIFF output: BigTIFF above this many pixel bytes (default\n"
     "                          3.5G, so a file past 4 GB is always BigTIFF)\n"
     "\n"
@@ -838,9 +839,15 @@ static int try_stream_with(const cli_options *o, plan *p, const char *in_path, c
         if (o->stream == STREAM_ON) say(o, "%s: not streamed: %s", in_path, err);
         return NOT_STREAMED;
     }
+    /* as the whole-image path: the plan's and the output's errors are usage errors, said as they
+     * are; the file's fail the image */
+    if (rc == IP_EINVAL) {
+        fail("%s", err);
+        return CLI_USAGE;
+    }
     if (rc != IP_OK) {
         fail("%s: %s", in_path, err);
-        return rc == IP_EIO || rc == IP_EFORMAT ? CLI_IMAGE_FAILED : CLI_USAGE;
+        return CLI_IMAGE_FAILED;
     }
     uint64_t whole = run_stream_whole_bytes(rs);
     if (o->stream == STREAM_AUTO && whole <= so.memory_limit && !(o->gpu_memory && whole > o->gpu_memory)) {

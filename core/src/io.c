@@ -33,6 +33,7 @@ void io_default_options(io_options *opt)
     opt->meta = NULL;
     opt->autorotate = 0;
     opt->tiff_bigtiff_above = 0;
+    opt->stream_hold_bytes = 0;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)

@@ -51,6 +51,9 @@ typedef struct {
     /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
     int autorotate;
     uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
+    /* Streamed PNG and JPEG output: hold about this much at most (fewer bands compressed at once;
+     * at least one). 0: two bands a thread. */
+    uint64_t stream_hold_bytes;
 } io_options;
 
 void io_default_options(io_options *opt);

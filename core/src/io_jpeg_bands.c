@@ -28,14 +28,6 @@ static void band_quiet(j_common_ptr c, int level)
     (void)level;
 }
 
-typedef struct {
-    unsigned char *data;   /* the band's whole JPEG, from jpeg_mem_dest */
-    unsigned long len;
-    size_t ecs_start;      /* its entropy-coded data: [ecs_start, len - 2) */
-    size_t sos;            /* where its SOS segment starts */
-    int rc;
-    char message[JMSG_LENGTH_MAX];
-} band_out;
 
 /* MCU height and MCUs per row with the hooks' settings, from a compressor set up but not started. */
 static int mcu_geometry(const ip_shape *s, const jpeg_band_hooks *h, unsigned *mcu_rows, unsigned *mcus_per_row)
@@ -84,7 +76,7 @@ size_t jpeg_bands_plan(const ip_shape *s, const jpeg_band_hooks *h, size_t *band
 }
 
 /* The band's SOS segment and where its entropy-coded data start. */
-static int find_scan(band_out *b)
+static int find_scan(jpeg_band_out *b)
 {
     for (size_t i = 2; i + 3 < b->len;) {
         if (b->data[i] != 0xFF) return -1;
@@ -100,8 +92,8 @@ static int find_scan(band_out *b)
     return -1;
 }
 
-static void encode_band(const ip_image *img, const jpeg_band_hooks *h, size_t y0, size_t rows, int first,
-                        band_out *out)
+void jpeg_bands_encode(const ip_image *img, const jpeg_band_hooks *h, size_t y0, size_t rows, int first,
+                       jpeg_band_out *out)
 {
     struct jpeg_compress_struct c;
     band_error e;
@@ -149,7 +141,7 @@ static void encode_band(const ip_image *img, const jpeg_band_hooks *h, size_t y0
 }
 
 /* The first band's header with the whole height in its frame, and the restart interval. */
-static int write_header(FILE *f, const band_out *b0, unsigned height, unsigned interval)
+static int write_header(FILE *f, const jpeg_band_out *b0, unsigned height, unsigned interval)
 {
     unsigned char *head = malloc(b0->ecs_start);
     if (!head) return -1;
@@ -172,27 +164,34 @@ static int write_header(FILE *f, const band_out *b0, unsigned height, unsigned i
     return ok ? 0 : -1;
 }
 
-static int write_file(FILE *f, const band_out *bands, size_t n, unsigned height, unsigned interval)
+int jpeg_bands_put(FILE *f, const jpeg_band_out *b, size_t k, const jpeg_bands_layout *l)
 {
-    if (write_header(f, &bands[0], height, interval)) return -1;
-    for (size_t k = 0; k < n; k++) {
-        size_t ecs = bands[k].len - 2 - bands[k].ecs_start;
-        if (fwrite(bands[k].data + bands[k].ecs_start, 1, ecs, f) != ecs) return -1;
-        const unsigned char marker[2] = { 0xFF, k + 1 < n ? (unsigned char)(0xD0 + k % 8) : 0xD9 };
-        if (fwrite(marker, 1, 2, f) != 2) return -1;
-    }
+    if (k == 0 && write_header(f, b, l->height, l->interval)) return -1;
+    size_t ecs = b->len - 2 - b->ecs_start;
+    if (fwrite(b->data + b->ecs_start, 1, ecs, f) != ecs) return -1;
+    const unsigned char marker[2] = { 0xFF, k + 1 < l->n ? (unsigned char)(0xD0 + k % 8) : 0xD9 };
+    return fwrite(marker, 1, 2, f) == 2 ? 0 : -1;
+}
+
+int jpeg_bands_layout_make(const ip_shape *s, const jpeg_band_hooks *h, jpeg_bands_layout *l)
+{
+    unsigned mcu_rows, per_row;
+    l->n = jpeg_bands_plan(s, h, &l->band_rows);
+    if (l->n < 2 || mcu_geometry(s, h, &mcu_rows, &per_row)) return -1;
+    l->height = (unsigned)s->height;
+    l->interval = (unsigned)(l->band_rows / mcu_rows) * per_row;
     return 0;
 }
 
 int jpeg_bands_write(FILE *f, const ip_image *img, const jpeg_band_hooks *h, int threads, char *err, size_t errlen)
 {
-    size_t band_rows, n = jpeg_bands_plan(&img->shape, h, &band_rows);
-    unsigned mcu_rows, per_row;
-    if (n < 2 || mcu_geometry(&img->shape, h, &mcu_rows, &per_row)) {
+    jpeg_bands_layout l;
+    if (jpeg_bands_layout_make(&img->shape, h, &l)) {
         snprintf(err, errlen, "image not cut into JPEG bands");
         return IP_EINVAL;
     }
-    band_out *bands = calloc(n, sizeof *bands);
+    size_t n = l.n, band_rows = l.band_rows;
+    jpeg_band_out *bands = calloc(n, sizeof *bands);
     if (!bands) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
@@ -202,7 +201,7 @@ int jpeg_bands_write(FILE *f, const ip_image *img, const jpeg_band_hooks *h, int
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
     for (long k = 0; k < count; k++) {
         size_t y0 = (size_t)k * band_rows, rows = height - y0 < band_rows ? height - y0 : band_rows;
-        encode_band(img, h, y0, rows, k == 0, &bands[k]);
+        jpeg_bands_encode(img, h, y0, rows, k == 0, &bands[k]);
     }
     int rc = IP_OK;
     for (size_t k = 0; k < n && !rc; k++)
@@ -210,11 +209,11 @@ int jpeg_bands_write(FILE *f, const ip_image *img, const jpeg_band_hooks *h, int
             snprintf(err, errlen, "cannot write JPEG: %s", bands[k].message);
             rc = bands[k].rc;
         }
-    unsigned interval = (unsigned)(band_rows / mcu_rows) * per_row;
-    if (!rc && write_file(f, bands, n, (unsigned)height, interval)) {
-        snprintf(err, errlen, "cannot write JPEG: %s", "the file could not be written");
-        rc = IP_EIO;
-    }
+    for (size_t k = 0; k < n && !rc; k++)
+        if (jpeg_bands_put(f, &bands[k], k, &l)) {
+            snprintf(err, errlen, "cannot write JPEG: %s", "the file could not be written");
+            rc = IP_EIO;
+        }
     for (size_t k = 0; k < n; k++) free(bands[k].data);
     free(bands);
     return rc;

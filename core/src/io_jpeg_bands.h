@@ -22,6 +22,30 @@ typedef struct {
  * stream); *band_rows: the rows of each band but the last. */
 size_t jpeg_bands_plan(const ip_shape *shape, const jpeg_band_hooks *hooks, size_t *band_rows);
 
+/* For a writer handed the rows a group of bands at a time (io_jpeg_stream_write.c). */
+typedef struct {
+    size_t n, band_rows;
+    unsigned height, interval;   /* the image's, and the restart interval in MCUs (one band) */
+} jpeg_bands_layout;
+/* -1: the image is written as one stream. */
+int jpeg_bands_layout_make(const ip_shape *shape, const jpeg_band_hooks *hooks, jpeg_bands_layout *l);
+
+typedef struct {
+    unsigned char *data;   /* the band's whole JPEG, from jpeg_mem_dest */
+    unsigned long len;
+    size_t ecs_start;      /* its entropy-coded data: [ecs_start, len - 2) */
+    size_t sos;            /* where its SOS segment starts */
+    int rc;
+    char message[JMSG_LENGTH_MAX];
+} jpeg_band_out;
+/* Encodes rows [y0, y0 + rows) of img as band (first: the file's first, with the markers);
+ * out->rc and out->message say how it went; free out->data. */
+void jpeg_bands_encode(const ip_image *img, const jpeg_band_hooks *hooks, size_t y0, size_t rows, int first,
+                       jpeg_band_out *out);
+/* Writes band k (for the first, the file's header too; for the last, the end marker); -1 on a
+ * write error. */
+int jpeg_bands_put(FILE *f, const jpeg_band_out *b, size_t k, const jpeg_bands_layout *l);
+
 /* Writes the whole file to f; IP_EIO or IP_ENOMEM with a message. */
 int jpeg_bands_write(FILE *f, const ip_image *img, const jpeg_band_hooks *hooks, int threads, char *err,
                      size_t errlen);

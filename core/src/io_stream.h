@@ -1,6 +1,7 @@
 /* Streaming codecs: images read and written a band of rows at a time, beside the whole-image
  * codecs of io.h (which stay for the whole-image path). TIFF by strips and tiles, PNG by rows
- * (interlaced files are not streamed), JPEG by scanlines. */
+ * (interlaced files are not streamed), JPEG by scanlines; each writes the same bytes as its
+ * whole-image writer. */
 #ifndef IMGPIPE_IO_STREAM_H
 #define IMGPIPE_IO_STREAM_H
 #include "io.h"
@@ -18,6 +19,9 @@ int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes,
 int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size_t errlen);
 /* Rows the reader hands out at a time (a strip or a row of tiles), for sizing bands. */
 int io_stream_block_rows(const io_stream_reader *r);
+/* About the most the reader holds at once: its band, the compressed data it reads, its decoder's
+ * state (a progressive JPEG's coefficients are the whole image's). */
+uint64_t io_stream_held_bytes(const io_stream_reader *r);
 void io_stream_close(io_stream_reader *r);
 
 /* Starts writing shape to a temporary file beside path (the format from path's extension). Rows
@@ -28,6 +32,9 @@ int io_stream_create(const char *path, const ip_shape *shape, const io_options *
 int io_stream_write(io_stream_writer *w, const ip_image *rows, int y0, char *err, size_t errlen);
 int io_stream_finish(io_stream_writer *w, char *err, size_t errlen);
 void io_stream_abort(io_stream_writer *w);
+/* About the most the writer for path's format holds at once for this shape (its group of bands,
+ * its compressors), within opt->stream_hold_bytes where it can. */
+uint64_t io_stream_write_bytes(const char *path, const ip_shape *shape, const io_options *opt);
 /* Whether this build streams the format (reading, writing). */
 int io_stream_reads(io_format fmt);
 int io_stream_writes(io_format fmt);

@@ -205,7 +205,15 @@ static int reader_block_rows(const void *codec)
     return (int)(r->blocks_down_per_band * r->bh);
 }
 
-static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_close };
+/* The band, twice (decoded, and the compressed blocks the handles read), and each handle's
+ * decompressor state (zlib's window and tables, ~0.5 MiB). */
+static uint64_t reader_held_bytes(const void *codec)
+{
+    const tiff_stream_reader *r = codec;
+    return 2 * (uint64_t)reader_block_rows(codec) * r->row_bytes + (uint64_t)r->threads * ((uint64_t)512 << 10);
+}
+
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
 
 int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape, const io_stream_read_ops **ops,
                         char *err, size_t errlen)
@@ -254,6 +262,12 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     *codec = r;
     *ops = &read_ops;
     return IP_OK;
+}
+
+/* The group of strips (two per thread) and each thread's compressor state (~0.5 MiB). */
+uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
+{
+    return (uint64_t)io_thread_count(opt) * 2 * ((uint64_t)256 << 10) + img_row_bytes(shape);
 }
 
 /* Writing: rows gather into a group of whole strips (one per thread, twice over), which all

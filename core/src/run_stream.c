@@ -38,20 +38,17 @@ static int output_rows(void *user, const ip_image *rows, int y0, char *err, size
  * on threads of their own (stream_overlap.h). */
 #define OVERLAP_SLOTS 2
 
-/* What the codecs hold besides the stages' bands: the reader's band, twice (decoded, and the
- * compressed blocks its handles read), the writer's group of strips (two per thread) or the whole
- * output, each thread's compressor state (zlib's deflate window and tables, ~0.5 MiB), and the
- * decoded bands queued for the stages. The bands queued for the encoder follow the band height:
- * OVERLAP_SLOTS output rows for each row of a band. */
+/* What the codecs hold besides the stages' bands: the reader (its band, its decoder), the
+ * writer's group of bands or the whole output for a format written whole, and the decoded bands
+ * queued for the stages. The bands queued for the encoder follow the band height: OVERLAP_SLOTS
+ * output rows for each row of a band. */
 static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_shape *out)
 {
-    int threads = io_thread_count(&rs->o.io);
     uint64_t block = (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in);
-    uint64_t in_rows = 2 * block + (uint64_t)threads * ((uint64_t)512 << 10);
     uint64_t out_bytes = io_stream_writes(io_format_from_ext(rs->out_path))
-                             ? (uint64_t)threads * 2 * ((uint64_t)256 << 10) + img_row_bytes(out)
+                             ? io_stream_write_bytes(rs->out_path, out, &rs->o.io)
                              : (uint64_t)img_row_bytes(out) * (uint64_t)out->height;
-    return in_rows + out_bytes + OVERLAP_SLOTS * block;
+    return io_stream_held_bytes(rs->reader) + out_bytes + OVERLAP_SLOTS * block;
 }
 
 int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
@@ -64,13 +61,21 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
         return IP_ENOMEM;
     }
     *rs = (run_stream){ .p = p, .in_path = in_path, .out_path = out_path, .o = *o };
+    /* a PNG or JPEG writer compresses fewer bands at once rather than pass a quarter of the limit */
+    if (!rs->o.io.stream_hold_bytes) rs->o.io.stream_hold_bytes = o->memory_limit / 4;
     /* a thirty-second of the limit for the decoder's band, held four times at most (decoded,
      * its compressed blocks, two queued for the stages): the rest for the stages and the writer */
     int rc = io_stream_open(in_path, &o->io, o->memory_limit / 32, &rs->reader, in_shape, err, errlen);
     ip_shape final;
-    /* a pipeline that cannot take the image is an error of its own, not a file to read whole */
-    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) == IP_EUNSUPPORTED) rc = IP_EINVAL;
-    if (rc == IP_OK) rc = io_check_writable(io_format_from_ext(out_path), &final, err, errlen);
+    /* a pipeline that cannot take the image, or an output that cannot hold the result, is an error
+     * of its own (IP_EINVAL, worded as the whole-image path words it), not a file to read whole */
+    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) != IP_OK) rc = IP_EINVAL;
+    if (rc == IP_OK && io_check_writable(io_format_from_ext(out_path), &final, err, errlen) != IP_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", out_path, why);
+        rc = IP_EINVAL;
+    }
     if (rc != IP_OK) {
         run_stream_cancel(rs);
         return rc;

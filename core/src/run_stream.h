@@ -25,7 +25,8 @@ typedef struct {
 
 /* Opens in_path for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
  * header, nothing written) when the file is not read in bands, so the caller can take the
- * whole-image path. */
+ * whole-image path; IP_EINVAL when the pipeline cannot take the image or the output cannot hold
+ * the result; the reader's errors otherwise, as io_read's. */
 typedef struct run_stream run_stream;
 int run_stream_open(run_stream **rs, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
                     ip_shape *in_shape, char *err, size_t errlen);

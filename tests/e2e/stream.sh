@@ -1,5 +1,7 @@
-# Streamed runs (--stream): TIFF read by strips and tiles, written by strips, byte-identical to
-# the whole-image run, by one band executor and by several workers; BigTIFF output read back by libtiff (OpenCV) and tifffile; a damaged strip
+# Streamed runs (--stream): TIFF read by strips and tiles, written by strips, PNG read by rows and
+# JPEG by scanlines, both written in bands, byte-identical to the whole-image run (metadata too), by
+# one band executor and by several workers; BigTIFF output read back by libtiff (OpenCV) and
+# tifffile; a damaged strip
 # in the middle fails with one line and no output; the memory limit, measured; a global stage
 # that cannot fit refused before decoding; the old-size plugin in a streamed run.
 source "$(dirname "$0")/lib.bash"
@@ -69,6 +71,59 @@ says "profile overlap" "overlap"
 says "profile threads" "decode and encode on threads of their own"
 says "profile waits" "waiting for decoded bands"
 
+# PNG and JPEG in and out, with metadata (ICC profile, text, resolution, EXIF): the same bytes as
+# the whole-image run; an interlaced PNG is read whole, and says so.
+"$PY" - "$TMP" <<'PYEOF' || { echo "cannot make the PNG and JPEG inputs"; exit 1; }
+import sys, numpy as np
+from PIL import Image, PngImagePlugin, ImageCms
+d = sys.argv[1]
+rng = np.random.default_rng(12)
+rgb = (np.linspace(0, 180, 389)[None, :, None] * np.ones((523, 1, 3)) + rng.integers(0, 60, (523, 389, 3))).astype(np.uint8)
+icc = ImageCms.ImageCmsProfile(ImageCms.createProfile('sRGB')).tobytes()
+info = PngImagePlugin.PngInfo()
+info.add_text('Comment', 'streamed')
+Image.fromarray(rgb).save(f'{d}/meta.png', dpi=(300, 300), pnginfo=info, icc_profile=icc)
+Image.fromarray(rgb[:, :, 0].astype(np.uint16) * 257 + rng.integers(0, 200, (523, 389)).astype(np.uint16)).save(f'{d}/gray16.png')
+Image.fromarray(rgb[:, :, 1]).convert('P', palette=Image.ADAPTIVE, colors=16).save(f'{d}/palette.png')
+# Pillow writes no interlaced PNG: Adam7 by hand, every row unfiltered
+import struct, zlib
+def chunk(kind, data): return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+raw = b''.join(b'\0' + row.tobytes() for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4),
+               (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)) for row in rgb[y0::dy, x0::dx] if row.size)
+with open(f'{d}/interlaced.png', 'wb') as f:
+    f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 389, 523, 8, 2, 0, 0, 1)) +
+            chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+exif = Image.Exif(); exif[0x0112] = 1; exif[0x010F] = 'imgpipe'
+Image.fromarray(rgb).save(f'{d}/meta.jpg', quality=88, dpi=(72, 72), exif=exif, icc_profile=icc)
+exif[0x0112] = 6
+Image.fromarray(rgb).save(f'{d}/turned.jpg', quality=88, exif=exif)
+Image.fromarray(rgb).save(f'{d}/progressive.jpg', quality=80, progressive=True, subsampling=2)
+Image.fromarray(rgb).convert('CMYK').save(f'{d}/cmyk.jpg', quality=90)
+big = rng.integers(0, 256, size=(2048, 2048, 3), dtype=np.uint8)
+Image.fromarray(big).save(f'{d}/big.png')
+Image.fromarray(big).save(f'{d}/big.jpg', quality=90)
+PYEOF
+for input in meta.png gray16.png palette.png interlaced.png meta.jpg progressive.jpg cmyk.jpg; do
+  outs="png jpg"; [ "$input" = gray16.png ] && outs=png
+  for out in $outs; do
+    for pipe in "median radius=2 | convolve kernel=gaussian5" "mean radius=3 | transpose"; do
+      expect 0 "$input whole: $pipe" "$B" run -q --stream off -e "$pipe" "$TMP/$input" "$TMP/w.$out"
+      expect 0 "$input streamed: $pipe" "$B" run --stream on --memory 6M -e "$pipe" "$TMP/$input" "$TMP/s.$out"
+      if [ "$input" = interlaced.png ]; then says "interlaced read whole" "not streamed: this PNG is not streamed (interlaced)"
+      else says "$input streamed" "streamed in bands"; fi
+      if cmp -s "$TMP/w.$out" "$TMP/s.$out"; then ok; else bad "$input -> $out: '$pipe' streamed differs from the whole-image run"; fi
+    done
+  done
+done
+
+# An image its EXIF orientation turns is read whole (turned), and says so; --no-autorotate streams it.
+expect 0 "turned whole" "$B" run -q --stream off -e "median" "$TMP/turned.jpg" "$TMP/tw.png"
+expect 0 "turned streamed" "$B" run --stream on -e "median" "$TMP/turned.jpg" "$TMP/ts.png"
+says "turned not streamed" "not streamed: its EXIF orientation turns it"
+if cmp -s "$TMP/tw.png" "$TMP/ts.png"; then ok; else bad "turned JPEG: --stream on differs from the whole-image run"; fi
+expect 0 "unturned streamed" "$B" run --stream on --no-autorotate -e "median" "$TMP/turned.jpg" "$TMP/tu.png"
+says "unturned streamed" "streamed in bands"
+
 # BigTIFF when the output passes the threshold, read back by libtiff (through OpenCV) and tifffile.
 expect 0 "bigtiff whole" "$B" run -q --stream off -e "median" "$TMP/tiled.tif" "$TMP/classic.tif"
 expect 0 "bigtiff streamed" "$B" run -q --stream on --bigtiff-above 1K -e "median" "$TMP/tiled.tif" "$TMP/bt.tif"
@@ -110,7 +165,8 @@ import os, signal, subprocess, sys, time, numpy as np, tifffile
 b, d = sys.argv[1], sys.argv[2]
 tifffile.imwrite(f'{d}/slow.tif', np.random.default_rng(3).integers(0, 256, (3000, 3000, 3), dtype=np.uint8),
                  rowsperstrip=64, photometric='rgb')
-out = f'{d}/out/slow.tif'
+os.makedirs(f'{d}/ctrlc', exist_ok=True)   # a killed run leaves its temporary file: kept apart
+out = f'{d}/ctrlc/slow.tif'
 # heavier pipelines until one is still running when the signal comes (a machine with many cores)
 for radius in (7, 20, 60):
     p = subprocess.Popen([b, 'run', '-q', '--stream', 'on', '--memory', '16M', '-e',
@@ -143,6 +199,39 @@ if [ -x /usr/bin/time ]; then
   else bad "--memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
   if cmp -s "$TMP/m.tif" "$TMP/m0.tif"; then ok; else bad "--memory 8M output differs"; fi
 fi
+
+# The same for PNG and JPEG, in and out: 2048x2048 RGB through denoise within --memory 8M.
+if [ -x /usr/bin/time ]; then
+  for ext in png jpg; do
+    base_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/meta.$ext" "$TMP/m1.$ext")
+    rss_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.$ext" "$TMP/m.$ext")
+    rss0_kb=$(peak_kb "$B" run -q --stream off "$SRC/pipelines/denoise.pipe" "$TMP/big.$ext" "$TMP/m0.$ext")
+    if [ "$rss_kb" -le $((base_kb + 8 * 1024)) ] && [ "$rss_kb" -lt "$rss0_kb" ]; then ok
+    else bad "$ext --memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
+    if cmp -s "$TMP/m.$ext" "$TMP/m0.$ext"; then ok; else bad "$ext --memory 8M output differs"; fi
+  done
+fi
+
+# A PNG cut in the middle of its image data: one line, exit 1, no output and no temporary left;
+# a JPEG cut so: decoded with a warning (libjpeg fills the rest), as whole, and refused under
+# --fail-on warning.
+head -c 6000000 "$TMP/big.png" > "$TMP/cut.png"
+head -c 1800000 "$TMP/big.jpg" > "$TMP/cut.jpg"
+expect 1 "cut PNG" "$B" run -q --stream on --memory 8M -e "median" "$TMP/cut.png" "$TMP/out/c.png"
+says "cut PNG message" "truncated or corrupt PNG"
+if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "cut PNG: $(wc -l < "$TMP/.stderr") lines of errors"; fi
+absent "cut PNG output" "$TMP/out/c.png"
+no_temporaries "cut PNG" "$TMP/out"
+expect 0 "cut JPEG streamed" "$B" run --stream on --memory 8M -e "median" "$TMP/cut.jpg" "$TMP/out/cj.jpg"
+says "cut JPEG warns" "Premature end of JPEG file"
+expect 0 "cut JPEG whole" "$B" run -q --stream off -e "median" "$TMP/cut.jpg" "$TMP/out/cj0.jpg"
+if cmp -s "$TMP/out/cj.jpg" "$TMP/out/cj0.jpg"; then ok; else bad "cut JPEG: streamed differs from whole"; fi
+rm -f "$TMP/out/cj.jpg" "$TMP/out/cj0.jpg"
+expect 1 "cut JPEG --fail-on warning" "$B" run -q --fail-on warning --stream on --memory 8M -e "median" "$TMP/cut.jpg" "$TMP/out/cf.png"
+says "cut JPEG refused" "Premature end of JPEG file (refused: --fail-on warning)"
+if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "cut JPEG: $(wc -l < "$TMP/.stderr") lines of errors"; fi
+absent "cut JPEG output" "$TMP/out/cf.png"
+no_temporaries "cut JPEG" "$TMP/out"
 
 # A global stage that cannot fit: refused before decoding, naming the stage and what it needs.
 expect 2 "global too large" "$B" run -q --stream on --memory 8M -e "median | transpose" "$TMP/damaged.tif" "$TMP/out/g.tif"
