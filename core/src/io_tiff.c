@@ -2,6 +2,7 @@
  * one descriptor, straight into the final image where the layout allows. */
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "io_tiff_alpha.h"
 #include "io_tiff_convert.h"
 #include "io_tiff_handle.h"
 #include "io_tiff_ycbcr.h"
@@ -546,6 +547,14 @@ static void invert_colour(ip_image *img, int colour_channels, unsigned max, int 
     }
 }
 
+/* Gray or RGB with one associated-alpha extra sample, last in the final image. */
+static int premultiplied(const tiff_reader *r, const ip_image *out)
+{
+    int plain = r->result == TIFF_AS_STORED || r->result == TIFF_TO_FLOAT;
+    return plain && r->first_extra == EXTRASAMPLE_ASSOCALPHA && r->extra_count == 1 &&
+           (out->shape.channels == 2 || out->shape.channels == 4);
+}
+
 /* The samples become the final image, converted into a new one where they differ. */
 static int convert(tiff_reader *r, ip_image *out)
 {
@@ -558,6 +567,7 @@ static int convert(tiff_reader *r, ip_image *out)
         tiff_to_float(r->raw.data, r->raw.stride, r->bps / 8u, r->format == SAMPLEFORMAT_INT,
                       (size_t)r->width * r->spp, out, r->threads);
     if (!r->raw_private) r->raw.data = NULL;
+    if (premultiplied(r, out)) tiff_unpremultiply(out, r->threads);
     return IP_OK;
 }
 
