@@ -1,24 +1,31 @@
 #include "io_tiff_alpha.h"
 #include <stdint.h>
+#include <string.h>
 
-static void row_u8(uint8_t *p, int32_t width, int c)
+static uint32_t get(const unsigned char *row, size_t i, int wide)
 {
-    for (int32_t x = 0; x < width; x++, p += c) {
-        unsigned a = p[c - 1];
-        for (int k = 0; k < c - 1 && a != 255; k++) {
-            unsigned v = a ? p[k] * 255u / a : 0;
-            p[k] = (uint8_t)(v > 255 ? 255 : v);
-        }
-    }
+    uint16_t v;
+    if (!wide) return row[i];
+    memcpy(&v, row + 2 * i, 2);
+    return v;
 }
 
-static void row_u16(uint16_t *p, int32_t width, int c)
+static void put(unsigned char *row, size_t i, int wide, uint32_t value)
 {
-    for (int32_t x = 0; x < width; x++, p += c) {
-        uint32_t a = p[c - 1];
-        for (int k = 0; k < c - 1 && a != 65535; k++) {
-            uint32_t v = a ? p[k] * 65535u / a : 0;
-            p[k] = (uint16_t)(v > 65535 ? 65535 : v);
+    uint16_t v = (uint16_t)value;
+    if (wide) memcpy(row + 2 * i, &v, 2);
+    else row[i] = (unsigned char)value;
+}
+
+/* 8 or 16-bit samples (wide): c * max / a, truncated and clipped; alpha at its maximum leaves them. */
+static void row_int(unsigned char *row, int32_t width, int c, int wide)
+{
+    uint32_t max = wide ? 65535u : 255u;
+    for (size_t px = 0; px < (size_t)width * (size_t)c; px += (size_t)c) {
+        uint32_t a = get(row, px + (size_t)c - 1, wide);
+        for (int k = 0; k < c - 1 && a != max; k++) {
+            uint32_t v = a ? get(row, px + (size_t)k, wide) * max / a : 0;
+            put(row, px + (size_t)k, wide, v > max ? max : v);
         }
     }
 }
@@ -37,8 +44,7 @@ void tiff_unpremultiply(ip_image *img, int threads)
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int32_t y = 0; y < img->shape.height; y++) {
         unsigned char *row = (unsigned char *)img->data + (size_t)y * (size_t)img->stride;
-        if (img->shape.dtype == IP_U8) row_u8(row, img->shape.width, c);
-        else if (img->shape.dtype == IP_U16) row_u16((uint16_t *)(void *)row, img->shape.width, c);
-        else if (img->shape.dtype == IP_F32) row_f32((float *)(void *)row, img->shape.width, c);
+        if (img->shape.dtype == IP_F32) row_f32((float *)(void *)row, img->shape.width, c);
+        else row_int(row, img->shape.width, c, img->shape.dtype == IP_U16);
     }
 }

@@ -171,6 +171,11 @@ def tifffile_cases(rng):
                    unpremultiplied(a, top) if extra == 1 else a)
         a = rng.integers(0, top, (23, 31), endpoint=True).astype(dtype)
         yield "tif_%s_miniswhite.tif" % dtype, a, dict(photometric="miniswhite"), top - a
+    a = rng.random((23, 31, 4)).astype(np.float32)
+    a[0, 0, 3] = 0
+    straight = np.dstack([np.where(a[..., 3:] == 0, 0, a[..., :3] / np.where(a[..., 3:] == 0, 1, a[..., 3:])),
+                          a[..., 3]]).astype(np.float32)
+    yield "tif_float32_x4_extra1.tif", a, dict(photometric="rgb", extrasamples=[1]), straight
 
 
 def libtiff_blocks(a, tiled, planar, rows=4, tile=16):

@@ -94,10 +94,9 @@ def output_of(folder, name):
     path = os.path.join(folder, os.path.splitext(name)[0] + ".tif")
     if not os.path.exists(path):
         return None
-    a = tifffile.imread(path)
-    with tifffile.TiffFile(path) as t:
-        h, w = t.pages[0].imagelength, t.pages[0].imagewidth
-    return a.reshape(h, w, -1)
+    with tifffile.TiffFile(path) as t:   # the page itself: a carried description may be damaged
+        page = t.pages[0]
+        return page.asarray().reshape(page.imagelength, page.imagewidth, -1)
 
 
 def pillow_view(im, got):

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
+#include "jpeg_tool.h"
 
 static unsigned char *read_pixels(const char *path, size_t bytes)
 {
@@ -57,13 +58,5 @@ int main(int argc, char **argv)
     jpeg_set_defaults(&c);
     jpeg_set_quality(&c, atoi(argv[7]), TRUE);
     set_layout(&c, hs, vs, argv[5], atoi(argv[6]));
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW r = px + (size_t)c.next_scanline * row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(px);
-    return fclose(out) == 0 ? 0 : 1;
+    return jpeg_tool_finish(&c, px, row, out);
 }
