@@ -224,6 +224,20 @@ def make_libtiff(folder, rng, add):
             add(name, 1 if comp == "jpeg" else 0, None if comp == "jpeg" else a)
 
 
+def make_ycbcr_jpeg(folder, rng, add):
+    """YCbCr TIFF compressed with JPEG (2x2 subsampled, libtiff's default), RGB handed to libtiff's
+    JPEG codec (its RGB colour mode), in strips and tiles."""
+    a = smooth(rng, 21, 35, 3)
+    for tiled in (False, True):
+        tags = dict(width=35, length=21, bps=8, spp=3, photometric=6, compression="jpeg", planar=1,
+                    jpegcolormode=1, jpegquality=90)
+        tags.update(dict(tilewidth=16, tilelength=16) if tiled else dict(rowsperstrip=16))
+        name = "tif_ycbcr_jpeg%s.tif" % ("_tiles" if tiled else "")
+        with Writer(os.path.join(folder, name)) as wr:
+            wr.page(tags, libtiff_blocks(a, tiled, False, 16), tiled=tiled)
+        add(name, 1, None)
+
+
 def make_bilevel(folder, rng, add):
     for h, w in ((1, 1), (13, 29), (40, 67)):
         a = rng.integers(0, 2, (h, w)).astype(np.uint8)
@@ -264,6 +278,7 @@ def make_tiff(folder, rng, add):
         add(name, 0, None if want.dtype == np.float64 else want)
     make_libtiff(folder, rng, add)
     make_bilevel(folder, rng, add)
+    make_ycbcr_jpeg(folder, rng, add)
     make_pillow_tiff(folder, rng, add)
 
 

@@ -126,7 +126,9 @@ def differs(want, have, tolerance):
     """None when equal within tolerance, else the reason."""
     if want.shape != have.shape:
         return "shape %s %s, want %s %s" % (have.shape, have.dtype, want.shape, want.dtype)
-    diff = np.abs(want.astype(np.float64) - have.astype(np.float64))
+    want, have = want.astype(np.float64), have.astype(np.float64)
+    both_nan = np.isnan(want) & np.isnan(have)   # a NaN sample is the same NaN sample
+    diff = np.where(both_nan, 0, np.abs(want - have))
     worst = np.nanmax(diff) if diff.size else 0
     if worst > tolerance or np.isnan(diff).any():
         return "max difference %s (allowed %s), %s %s against %s" % (worst, tolerance, have.dtype, have.shape, want.dtype)

@@ -22,7 +22,7 @@ _lib.TIFFSetWarningHandler(None)
 T = dict(width=256, length=257, bps=258, compression=259, photometric=262, fillorder=266, spp=277,
          rowsperstrip=278, planar=284, predictor=317, tilewidth=322, tilelength=323, inkset=332,
          extrasamples=338, sampleformat=339, ycbcrsubsampling=530, ycbcrpositioning=531, refbw=532,
-         subfiletype=254, colormap=320)
+         subfiletype=254, colormap=320, jpegquality=65537, jpegcolormode=65538)
 COMPRESSION = dict(none=1, ccittrle=2, ccittfax3=3, ccittfax4=4, lzw=5, jpeg=7, deflate=8, packbits=32773,
                    lzma=34925, zstd=50000)
 
