@@ -90,14 +90,17 @@ def png_case(rng, kind, depth, h, w, interlace, variant):
     scale = 255 // top if depth < 8 else 1
     want = a * scale
     if kind.startswith("palette"):
-        entries = min(top + 1, 200)
-        a %= entries
+        # "idats" files also hold indices past a short PLTE: Pillow pads its palette with gray (i, i, i)
+        entries = max(1, (top + 1) // 2) if variant == "idats" else min(top + 1, 200)
+        if variant != "idats":
+            a %= entries
         plte = rng.integers(0, 256, (entries, 3))
-        want = plte[a[..., 0]]
+        padded = np.concatenate([plte, np.repeat(np.arange(entries, top + 1)[:, None], 3, axis=1)])
+        want = padded[a[..., 0]]
         if kind == "palette_trns":
             alpha = rng.integers(0, 256, max(1, entries // 2))
             trns = alpha.astype(np.uint8).tobytes()
-            full = np.full(entries, 255)
+            full = np.full(top + 1, 255)
             full[:alpha.size] = alpha
             want = np.dstack([want, full[a[..., 0]]])
     elif kind.endswith("trns"):
