@@ -51,22 +51,23 @@ def pillow_wrong(name):
 
 
 def run_folder(src, dst, timeout=120, strip=True):
-    """imgpipe over a folder: (return code or None on a time-out, {input name: its error}, warned names).
-    Without strip the metadata of each file is read and carried too."""
+    """imgpipe over a folder: (return code or None on a time-out, {input name: its error}, warned names,
+    how many it skipped as not images). Without strip the metadata of each file is read and carried too."""
     cmd = [BIN, "run", "--device", "cpu", "--jobs", "2", "--threads", "1", "--format", "tif",
            "--tiff-compression", "none", *(["--strip"] if strip else []), "--quiet", "-e", PASS_THROUGH, src, dst]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, {}, set()
+        return None, {}, set(), 0
     failed, warned = {}, set()
+    skipped = re.search(r"(\d+) not images", res.stderr)
     for line in res.stderr.splitlines():
         if line.startswith("  failed: "):
             path, _, why = line[len("  failed: "):].partition(": ")
             failed[os.path.basename(path)] = why
         elif line.startswith("imgpipe: warning: "):
             warned.add(os.path.basename(line[len("imgpipe: warning: "):].split(": ")[0]))
-    return res.returncode, failed, warned
+    return res.returncode, failed, warned, int(skipped.group(1)) if skipped else 0
 
 
 def run_one(src, dst, timeout=20):
@@ -143,18 +144,15 @@ def agree(ok, pillow_must, what):
         print("finding:", what)
 
 
-def check_outcome(name, src_dir, out_dir, failed, tolerance, truth, pillow_must):
-    """One input of a folder run; returns 'decoded', 'refused', 'pillow-only' or 'differs'."""
+def check_outcome(name, src_dir, out_dir, failed, tolerance, truth, pillow_must, skipped):
+    """One input of a folder run; returns 'decoded', 'refused', 'pillow-only' or 'differs'. An input
+    with neither output nor error line goes to skipped (the folder took it for no image)."""
     got = output_of(out_dir, name)
     check(not (got is not None and name in failed), "%s: refused (%s) yet an output was written" %
           (name, failed.get(name)))
     if got is None and name not in failed:
-        # Folders skip what is not an image (a damaged signature): alone it is one error line.
-        alone = os.path.join(out_dir, "alone.tif")
-        rc, lines = run_one(os.path.join(src_dir, name), alone)
-        check(rc == 1 and len(lines) == 1 and "not a PNG, JPEG or TIFF file" in lines[0] and not os.path.exists(alone),
-              "%s: skipped in the folder, alone: exit %s, %s" % (name, rc, lines))
-        failed[name] = lines[0] if lines else None
+        skipped.append(name)
+        failed[name] = "not an image"
     im = pillow_load(os.path.join(src_dir, name))
     if im is not None and got is None:
         agree(pillow_wrong(name) is not None, pillow_must, "%s: Pillow decodes it (%s %s), imgpipe refused it: %s" %
@@ -183,15 +181,16 @@ def no_temporaries(folder, what):
 
 def check_corpus(tmp, entries):
     src, out = os.path.join(tmp, "corpus"), os.path.join(tmp, "out")
-    rc, failed, warned = run_folder(src, out)
+    rc, failed, warned, not_images = run_folder(src, out)
     check(rc in (0, 1), "corpus folder run: return code %s (a crash or a hang)" % rc)
-    counts = {}
+    counts, skipped = {}, []
     for name, (tolerance, truth) in sorted(entries.items()):
-        outcome = check_outcome(name, src, out, failed, tolerance, truth, True)
+        outcome = check_outcome(name, src, out, failed, tolerance, truth, True, skipped)
         counts[outcome] = counts.get(outcome, 0) + 1
         if outcome == "refused":
             print("note: Pillow and imgpipe both refuse %s: %s" % (name, failed.get(name)))
     check(not warned, "corpus: warnings on intact files: %s" % sorted(warned))
+    check(not skipped and not_images == 0, "corpus: intact files taken for no image: %s" % skipped)
     no_temporaries(out, "corpus")
     print("corpus: %d files, %s" % (len(entries), counts))
 
@@ -221,20 +220,32 @@ def locate_crashes(folder, names, tmp):
 def check_hostile(tmp, entries, rng):
     folder, made = make_hostile(tmp, entries, rng)
     out = os.path.join(tmp, "hostile_out")
-    rc, failed, _ = run_folder(folder, out, timeout=180, strip=False)
+    rc, failed, _, not_images = run_folder(folder, out, timeout=180, strip=False)
     check(rc in (0, 1), "hostile folder run: return code %s (a crash or a hang)" % rc)
     if rc not in (0, 1):
         locate_crashes(folder, made, tmp)
         return
-    counts = {}
+    counts, skipped = {}, []
     for name, tolerance in sorted(made.items()):
         # libtiff reads a damaged directory more strictly than Pillow's own parser, which goes on
         # with the tags before the damage: findings, not failures, for TIFF.
-        outcome = check_outcome(name, folder, out, failed, tolerance, None, not name.startswith("tif_"))
+        outcome = check_outcome(name, folder, out, failed, tolerance, None, not name.startswith("tif_"), skipped)
         counts[outcome] = counts.get(outcome, 0) + 1
     no_temporaries(out, "hostile")
-    print("hostile: %d files, %s" % (len(made), counts))
+    print("hostile: %d files, %s, %d not images" % (len(made), counts, len(skipped)))
+    check(len(skipped) == not_images, "hostile: %d inputs without output or error line, the folder skipped %d"
+          % (len(skipped), not_images))
+    check_not_images(folder, skipped, rng, tmp)
     check_alone(folder, sorted(made), rng, tmp)
+
+
+def check_not_images(folder, names, rng, tmp):
+    """A seeded sample of the files a folder skips as no image: alone, each is one error line."""
+    for name in rng.choice(sorted(names), size=min(15, len(names)), replace=False) if names else ():
+        alone = os.path.join(tmp, "alone.tif")
+        rc, lines = run_one(os.path.join(folder, name), alone)
+        check(rc == 1 and len(lines) == 1 and "not a PNG, JPEG or TIFF file" in lines[0] and not os.path.exists(alone),
+              "%s: skipped in the folder, alone: exit %s, %s" % (name, rc, lines))
 
 
 def check_alone(folder, names, rng, tmp):
