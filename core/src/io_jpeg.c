@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "color_cmyk_image.h"
 #include "image.h"
 #include "io_jpeg_bands.h"
 #include "io_jpeg_internal.h"
@@ -17,6 +18,9 @@ typedef struct {
     FILE *f;
     const io_options *opt;
     ip_image *img;
+    JOCTET *icc;               /* CMYK: the embedded profile (libjpeg's malloc), freed after a jump too */
+    unsigned int icc_len;
+    unsigned char *inks;       /* CMYK with a profile: every row's inks, converted at the end */
 } jpeg_reader;
 
 /* CMYK rows through a row of libjpeg's own memory (freed with the decompressor, even after a
@@ -25,12 +29,41 @@ typedef struct {
 static void read_cmyk_rows(jpeg_reader *r)
 {
     JDIMENSION width = r->cinfo.output_width;
+    if (r->inks) {
+        while (r->cinfo.output_scanline < r->cinfo.output_height) {
+            JSAMPROW row = r->inks + (size_t)r->cinfo.output_scanline * width * 4;
+            jpeg_read_scanlines(&r->cinfo, &row, 1);
+        }
+        return;
+    }
     JSAMPARRAY cmyk = (*r->cinfo.mem->alloc_sarray)((j_common_ptr)&r->cinfo, JPOOL_IMAGE, width * 4, 1);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
         unsigned char *dst = (unsigned char *)r->img->data + (size_t)r->cinfo.output_scanline * (size_t)r->img->stride;
         jpeg_read_scanlines(&r->cinfo, cmyk, 1);
         jpegx_cmyk_row(cmyk[0], dst, width);
     }
+}
+
+/* CMYK with an embedded profile: the inks are kept whole, to go through it at the end. */
+static int prepare_profile(jpeg_reader *r)
+{
+    if (!jpeg_read_icc_profile(&r->cinfo, &r->icc, &r->icc_len) || !r->icc) return IP_OK;
+    size_t w = r->cinfo.output_width, h = r->cinfo.output_height;
+    r->inks = w <= SIZE_MAX / 4 / h ? malloc(w * h * 4) : NULL;
+    if (r->inks) return IP_OK;
+    snprintf(r->e.err, r->e.errlen, "out of memory");
+    return IP_ENOMEM;
+}
+
+/* A profile left unused is a warning about colour, not damage: --fail-on warning does not refuse it. */
+static int inks_to_rgb(jpeg_reader *r)
+{
+    char why[256];
+    int rc = color_cmyk_image_to_rgb(r->icc, r->icc_len, r->inks, (ptrdiff_t)r->cinfo.output_width * 4, 4, 1, -1,
+                                     r->img, io_thread_count(r->opt), why, sizeof why);
+    if (rc) snprintf(r->e.err, r->e.errlen, "out of memory");
+    else if (why[0]) io_warnings_add(r->opt->warnings, 1, why);
+    return rc;
 }
 
 static int jpeg_decode(jpeg_reader *r)
@@ -44,6 +77,7 @@ static int jpeg_decode(jpeg_reader *r)
     /* the scan limit acts before the image exists */
     jpeg_start_decompress(&r->cinfo);
     rc = io_image_alloc(r->opt, r->img, &shape, r->e.err, r->e.errlen);
+    if (!rc && cmyk) rc = prepare_profile(r);
     if (rc) return rc;
     if (cmyk) read_cmyk_rows(r);
     while (r->cinfo.output_scanline < r->cinfo.output_height) {
@@ -51,7 +85,7 @@ static int jpeg_decode(jpeg_reader *r)
         jpeg_read_scanlines(&r->cinfo, &row, 1);
     }
     jpeg_finish_decompress(&r->cinfo);
-    return IP_OK;
+    return r->inks ? inks_to_rgb(r) : IP_OK;
 }
 
 int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_t errlen)
@@ -68,6 +102,8 @@ int io_read_jpeg(FILE *f, const io_options *opt, ip_image *out, char *err, size_
     r->img = out;
     int rc = jpeg_decode(r);
     jpeg_destroy_decompress(&r->cinfo);
+    free(r->icc);
+    free(r->inks);
     free(r);
     if (rc) io_image_free(opt, out);
     return rc;

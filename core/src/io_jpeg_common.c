@@ -122,6 +122,7 @@ int jpegx_read_start(jpegx_error_ctx *e, struct jpeg_decompress_struct *c, FILE 
 {
     c->progress = &e->progress;
     jpeg_stdio_src(c, f);
+    jpeg_save_markers(c, JPEG_APP0 + 2, 0xFFFF);   /* ICC profile pieces: CMYK goes through them */
     jpeg_read_header(c, TRUE);
     int rc = jpegx_choose_output_colour(c, e->err, e->errlen);
     if (rc) return rc;

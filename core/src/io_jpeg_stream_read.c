@@ -38,7 +38,16 @@ static int read_header(jpeg_stream_reader *r, ip_shape *shape)
     if (setjmp(r->e.jmp)) return r->e.rc;
     jpeg_create_decompress(&r->cinfo);
     r->created = 1;
-    return jpegx_read_start(&r->e, &r->cinfo, r->f, &r->opt, shape, &r->is_cmyk);
+    int rc = jpegx_read_start(&r->e, &r->cinfo, r->f, &r->opt, shape, &r->is_cmyk);
+    JOCTET *icc = NULL;
+    unsigned int icc_len = 0;
+    /* CMYK through an embedded profile needs every row's inks at once (color_cmyk_image.h) */
+    if (rc == IP_OK && r->is_cmyk && jpeg_read_icc_profile(&r->cinfo, &icc, &icc_len) && icc) {
+        free(icc);
+        snprintf(r->e.err, r->e.errlen, "a CMYK JPEG with an ICC profile is read whole");
+        return IP_EUNSUPPORTED;
+    }
+    return rc;
 }
 
 /* The next n rows into the band; after the last, the end of the file. */

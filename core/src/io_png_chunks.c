@@ -104,8 +104,8 @@ static int walk(const unsigned char *data, size_t size, pngx_layout *l, int unti
         if (size - at < 12) return corrupt(err, errlen, "file ends before IEND");
         uint32_t len = be32(data + at);
         if (len > 0x7fffffffu || !name_valid(data + at + 4)) return corrupt(err, errlen, "invalid chunk");
-        if (size - at - 12 < len) return corrupt(err, errlen, "file ends inside a chunk");
         if (until_idat && !memcmp(data + at + 4, "IDAT", 4)) break;
+        if (size - at - 12 < len) return corrupt(err, errlen, "file ends inside a chunk");
         rc = take_chunk(data + at, len, l, err, errlen);
         l->at = at + 12 + (size_t)len;
     }

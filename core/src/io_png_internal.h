@@ -63,4 +63,8 @@ int pngx_decode_fast(const unsigned char *data, size_t size, pngx_layout *l, con
 int pngx_decode_libpng(const unsigned char *data, size_t size, const io_options *opt, ip_image *out,
                        char *err, size_t errlen);
 int pngx_fast_path(const pngx_layout *l);
+/* The file rebuilt from its header chunks and the image data up to the first damage after it
+ * (a cut, bad IDAT CRCs, a broken chunk), ending in IEND: *out is malloc'ed. IP_EFORMAT when the
+ * header chunks themselves are damaged or no IDAT follows them. */
+int pngx_rebuild(const unsigned char *data, size_t size, unsigned char **out, size_t *out_size);
 #endif

@@ -40,8 +40,23 @@ ip_shape pngx_decoded_shape(png_structp png, png_infop info)
     return s;
 }
 
+/* A palette shorter than the indices can reach is padded as Pillow pads it, entry i gray (i, i, i)
+ * (libpng would give black), so every index means what it means to Pillow. */
+static void pad_palette(png_structp png, png_infop info)
+{
+    png_colorp plte = NULL;
+    int n = 0, full = 1 << png_get_bit_depth(png, info);
+    if (png_get_color_type(png, info) != PNG_COLOR_TYPE_PALETTE || !png_get_PLTE(png, info, &plte, &n) || n >= full)
+        return;
+    png_color padded[256];
+    for (int i = 0; i < full; i++)
+        padded[i] = i < n ? plte[i] : (png_color){ (png_byte)i, (png_byte)i, (png_byte)i };
+    png_set_PLTE(png, info, padded, full);
+}
+
 void pngx_request_plain_samples(png_structp png, png_infop info)
 {
+    pad_palette(png, info);
     png_set_expand(png);   /* palette -> RGB, gray below 8 bits -> 8, tRNS -> alpha */
     if (png_get_bit_depth(png, info) == 16 && io_host_is_little_endian()) png_set_swap(png);
     png_set_interlace_handling(png);

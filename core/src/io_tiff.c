@@ -2,6 +2,8 @@
  * one descriptor, straight into the final image where the layout allows. */
 #define _POSIX_C_SOURCE 200809L
 #include "io_internal.h"
+#include "color_cmyk_image.h"
+#include "io_tiff_alpha.h"
 #include "io_tiff_convert.h"
 #include "io_tiff_handle.h"
 #include "io_tiff_ycbcr.h"
@@ -546,6 +548,29 @@ static void invert_colour(ip_image *img, int colour_channels, unsigned max, int 
     }
 }
 
+/* Through the page's ICC profile when it has a usable one; a profile left unused is a warning
+ * about colour, not damage, so --fail-on warning does not refuse the file for it. */
+static int cmyk_to_rgb(tiff_reader *r, ip_image *out)
+{
+    uint32_t icc_len = 0;
+    const unsigned char *icc = NULL;
+    if (!TIFFGetField(r->tif, TIFFTAG_ICCPROFILE, &icc_len, &icc)) icc = NULL, icc_len = 0;
+    char why[256];
+    int rc = color_cmyk_image_to_rgb(icc, icc_len, r->raw.data, r->raw.stride, r->spp, 0, cmyk_alpha(r), out,
+                                     r->threads, why, sizeof why);
+    if (rc) snprintf(r->err, r->errlen, "out of memory");
+    else if (why[0]) io_warnings_add(r->opt->warnings, 1, why);
+    return rc;
+}
+
+/* Gray or RGB with one associated-alpha extra sample, last in the final image. */
+static int premultiplied(const tiff_reader *r, const ip_image *out)
+{
+    int plain = r->result == TIFF_AS_STORED || r->result == TIFF_TO_FLOAT;
+    return plain && r->first_extra == EXTRASAMPLE_ASSOCALPHA && r->extra_count == 1 &&
+           (out->shape.channels == 2 || out->shape.channels == 4);
+}
+
 /* The samples become the final image, converted into a new one where they differ. */
 static int convert(tiff_reader *r, ip_image *out)
 {
@@ -553,11 +578,12 @@ static int convert(tiff_reader *r, ip_image *out)
     int rc = r->raw_private ? io_image_alloc(r->opt, out, &shape, r->err, r->errlen) : IP_OK;
     if (rc) return rc;
     if (!r->raw_private) *out = r->raw;
-    if (r->result == TIFF_CMYK) tiff_cmyk_to_rgb(r->raw.data, r->raw.stride, r->spp, cmyk_alpha(r), out, r->threads);
+    if (r->result == TIFF_CMYK && (rc = cmyk_to_rgb(r, out)) != IP_OK) return rc;   /* out freed by the caller */
     if (r->result == TIFF_TO_FLOAT)
         tiff_to_float(r->raw.data, r->raw.stride, r->bps / 8u, r->format == SAMPLEFORMAT_INT,
                       (size_t)r->width * r->spp, out, r->threads);
     if (!r->raw_private) r->raw.data = NULL;
+    if (premultiplied(r, out)) tiff_unpremultiply(out, r->threads);
     return IP_OK;
 }
 

@@ -1,6 +1,5 @@
 #include "io_tiff_convert.h"
 #include <string.h>
-#include "color_cmyk.h"
 
 static float sample_as_float(const unsigned char *p, unsigned bytes, int is_signed)
 {
@@ -27,15 +26,5 @@ void tiff_to_float(const void *raw, ptrdiff_t raw_stride, unsigned bytes, int is
             float f = sample_as_float(src + i * bytes, bytes, is_signed);
             memcpy(dst + i * sizeof f, &f, sizeof f);
         }
-    }
-}
-
-void tiff_cmyk_to_rgb(const void *raw, ptrdiff_t raw_stride, unsigned spp, int alpha, ip_image *out, int threads)
-{
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int32_t y = 0; y < out->shape.height; y++) {
-        const unsigned char *src = (const unsigned char *)raw + (size_t)y * (size_t)raw_stride;
-        unsigned char *dst = (unsigned char *)out->data + (size_t)y * (size_t)out->stride;
-        color_cmyk_to_rgb_row(src, (int)spp, 0, alpha, dst, out->shape.dtype, (size_t)out->shape.width);
     }
 }

@@ -1,5 +1,5 @@
 /* TIFF samples as stored turned into the image imgpipe works on: packed bits of any depth up to
- * 16, signed and 32-bit unsigned integers as float, CMYK as RGB. */
+ * 16, signed and 32-bit unsigned integers as float. */
 #ifndef IMGPIPE_IO_TIFF_CONVERT_H
 #define IMGPIPE_IO_TIFF_CONVERT_H
 #include <stddef.h>
@@ -24,7 +24,4 @@ static inline unsigned tiff_bits_at(const unsigned char *row, size_t index, unsi
 void tiff_to_float(const void *raw, ptrdiff_t raw_stride, unsigned bytes, int is_signed, size_t samples,
                    ip_image *out, int threads);
 
-/* raw: rows of pixels of `spp` u8 or u16 samples (the dtype of out), C, M, Y, K first; out: RGB,
- * or RGBA with sample `alpha` of each pixel as alpha (alpha < 0: none). */
-void tiff_cmyk_to_rgb(const void *raw, ptrdiff_t raw_stride, unsigned spp, int alpha, ip_image *out, int threads);
 #endif

@@ -63,6 +63,10 @@ static int check_streamable(TIFF *tif, ip_shape *shape, char *err, size_t errlen
     TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
     TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
     TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    uint16_t extra_count = 0, *extra = NULL;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra);
+    if (extra_count && extra && extra[0] == EXTRASAMPLE_ASSOCALPHA)
+        return unsupported(err, errlen, "associated alpha, divided out by the whole-image reader");
     if (w == 0 || h == 0 || w > INT32_MAX || h > INT32_MAX) return unsupported(err, errlen, "image size");
     if (spp < 1 || spp > 4 || planar != PLANARCONFIG_CONTIG) return unsupported(err, errlen, "sample layout");
     if (photometric != PHOTOMETRIC_MINISBLACK && !(photometric == PHOTOMETRIC_RGB && spp >= 3))

@@ -6,6 +6,7 @@ images; a JPEG turned upright by its EXIF orientation as Pillow's exif_transpose
 --fail-on warning it is refused in one line and nothing is left. Broken files are refused either
 way; a TIFF with a tag libtiff does not know decodes without a warning. In a folder the summary
 counts the images decoded with warnings."""
+import io
 import os
 import struct
 import sys
@@ -32,6 +33,18 @@ def with_chunk_crc_broken(png_bytes, chunk_type, text):
     body = chunk_type + text
     chunk = struct.pack(">I", len(text)) + body + struct.pack(">I", (zlib.crc32(body) + 1) & 0xFFFFFFFF)
     return png_bytes[:33] + chunk + png_bytes[33:]
+
+
+def damaged_after_image_data(png):
+    """A PNG damaged where Pillow does not look once every row is inflated: (what, bytes, words)."""
+    idat = png.rindex(b"IDAT") - 4   # the last IDAT
+    end = idat + 12 + struct.unpack(">I", png[idat:idat + 4])[0]
+    bad_crc = bytearray(png)
+    bad_crc[end - 1] ^= 0x20
+    return (("no IEND", png[:-12], "the image data is whole"),
+            ("cut in the adler32", png[:end - 6], "the image data is whole"),
+            ("bad IDAT CRC", bytes(bad_crc), "CRC error"),
+            ("broken chunk after the image data", png[:end] + b"\x00\x00\x00\x05t\x01XT" + png[end:], "invalid chunk"))
 
 
 def make_files(tmp):
@@ -76,6 +89,16 @@ def make_files(tmp):
         open(bad, "wb").write(with_chunk_crc_broken(open(good, "rb").read(), b"tEXt", b"Comment\0hello"))
         files["bad ancillary CRC, " + label] = (bad, np.asarray(Image.open(good).convert("RGB")), "tEXt: CRC error")
 
+    for label, image in (("RGB PNG", photo), ("palette PNG", photo.quantize(64))):
+        png = open(os.path.join(tmp, "good_%s.png" % label.split()[0].lower()), "rb").read()
+        want = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        for what, damaged, words in damaged_after_image_data(png):
+            path = os.path.join(tmp, "%s_%s.png" % (what.replace(" ", "_"), label.split()[0].lower()))
+            open(path, "wb").write(damaged)
+            with Image.open(path) as im:   # Pillow decodes each of them whole
+                check(np.array_equal(np.asarray(im.convert("RGB")), want), "Pillow does not decode " + path)
+            files["%s, %s" % (what, label)] = (path, want, words)
+
     a = np.random.default_rng(5).integers(0, 256, (19, 23), dtype=np.uint8)
     tif = os.path.join(tmp, "counts.tif")
     tifffile.imwrite(tif, a)
@@ -91,8 +114,8 @@ def make_files(tmp):
     idat = png.index(b"IDAT")
     damaged = bytearray(png)
     damaged[idat + 10] ^= 0x55
-    broken["bad IDAT CRC"] = os.path.join(tmp, "idat.png")
-    open(broken["bad IDAT CRC"], "wb").write(bytes(damaged))
+    broken["corrupt image data"] = os.path.join(tmp, "idat.png")
+    open(broken["corrupt image data"], "wb").write(bytes(damaged))
     broken["JPEG cut in its header"] = os.path.join(tmp, "header.jpg")
     open(broken["JPEG cut in its header"], "wb").write(data[:300])
     broken["TIFF cut short"] = os.path.join(tmp, "short.tif")
@@ -149,7 +172,7 @@ def check_folder(tmp, files, broken):
     os.mkdir(folder)
     for name, (path, _, _) in files.items():
         os.link(path, os.path.join(folder, os.path.basename(path)))
-    os.link(broken["bad IDAT CRC"], os.path.join(folder, "idat.png"))
+    os.link(broken["corrupt image data"], os.path.join(folder, "idat.png"))
     os.link(os.path.join(tmp, "good_rgb.png"), os.path.join(folder, "good.png"))
     n_warned = len(files)
     for mode, done, failed in (("error", n_warned + 1, 1), ("warning", 1, n_warned + 1)):

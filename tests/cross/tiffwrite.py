@@ -22,8 +22,9 @@ _lib.TIFFSetWarningHandler(None)
 T = dict(width=256, length=257, bps=258, compression=259, photometric=262, fillorder=266, spp=277,
          rowsperstrip=278, planar=284, predictor=317, tilewidth=322, tilelength=323, inkset=332,
          extrasamples=338, sampleformat=339, ycbcrsubsampling=530, ycbcrpositioning=531, refbw=532,
-         subfiletype=254, colormap=320)
-COMPRESSION = dict(none=1, lzw=5, jpeg=7, deflate=8, packbits=32773, zstd=50000)
+         subfiletype=254, colormap=320, jpegquality=65537, jpegcolormode=65538)
+COMPRESSION = dict(none=1, ccittrle=2, ccittfax3=3, ccittfax4=4, lzw=5, jpeg=7, deflate=8, packbits=32773,
+                   lzma=34925, zstd=50000)
 
 
 def _set(tif, tag, *args):
@@ -37,13 +38,15 @@ def _set_int(tif, name, value):
 
 
 class Writer:
-    """with Writer(path) as w: w.page(tags, blocks) for each page."""
+    """with Writer(path) as w: w.page(tags, blocks) for each page; mode as TIFFOpen takes it ("wb" big-endian,
+    "w8" BigTIFF)."""
 
-    def __init__(self, path):
+    def __init__(self, path, mode="w"):
         self.path = path
+        self.mode = mode
 
     def __enter__(self):
-        self.tif = _lib.TIFFOpen(self.path.encode(), b"w")
+        self.tif = _lib.TIFFOpen(self.path.encode(), self.mode.encode())
         if not self.tif:
             raise RuntimeError("TIFFOpen failed: " + self.path)
         return self

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
+#include "jpeg_tool.h"
 
 int main(int argc, char **argv)
 {
@@ -35,13 +36,5 @@ int main(int argc, char **argv)
     jpeg_set_colorspace(&c, strcmp(argv[3], "ycck") == 0 ? JCS_YCCK : JCS_CMYK);
     jpeg_set_quality(&c, quality, TRUE);
     c.write_Adobe_marker = strcmp(argv[4], "adobe") == 0;
-    jpeg_start_compress(&c, TRUE);
-    while (c.next_scanline < c.image_height) {
-        JSAMPROW r = px + (size_t)c.next_scanline * row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(px);
-    return fclose(out) == 0 ? 0 : 1;
+    return jpeg_tool_finish(&c, px, row, out);
 }
