@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "ipk.h"
 #include "border.h"
-#include "median_packed.cuh"
+#include "median_sep.cuh"
 
 #define MED_MAX_RADIUS 25
 #define MED_HUANG_THREADS 64
@@ -152,25 +152,89 @@ __global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang_u8(med_args a, in
     }
 }
 
-/* Packed path: each thread owns 16 adjacent pixels of med_pk<R>::ROWS rows, 2 pixels per
- * word (16-bit lanes). A row is 8 words of columns gx..gx+15 and R edge words: [8] holds
- * gx-2, gx-1 and [9] gx+16, gx+17 (R >= 2); the last one packs the odd outer pair, gx-R in
- * its high lane and gx+15+R in its low lane (R = 1 or 3). */
-template <int R> struct med_pk {
-    static constexpr int S = 2 * R + 1;
-    static constexpr int NW = 8 + R;            /* words per row */
-    static constexpr int LW = (R + 1) / 2;      /* words left of column gx in the extended row */
-    static constexpr int ROWS = R == 1 ? 4 : 2; /* output rows per thread (even) */
-};
+/* Shared-atomic Huang histograms: a thread's bins v and v^1 share one 32-bit word (16-bit
+ * counts, at most 51*51), laid out [word][thread] so that a warp's updates fall in distinct
+ * banks. atomicAdd without a result does not wait for the old value, so consecutive updates
+ * of one thread no longer form a load-add-store chain through shared memory. */
+__device__ __forceinline__ void med_bins_add(unsigned *bins, unsigned v, int d)
+{
+    atomicAdd(bins + (v >> 1) * MED_HUANG_THREADS, (unsigned)d << (16 * (v & 1)));
+}
+
+__device__ __forceinline__ unsigned med_bins_get(const unsigned *bins, unsigned v)
+{
+    return (bins[(v >> 1) * MED_HUANG_THREADS] >> (16 * (v & 1))) & 0xffffu;
+}
+
+__device__ __forceinline__ void med_hist2_value(unsigned *fine, unsigned *coarse, unsigned v, int d)
+{
+    med_bins_add(fine, v, d);
+    med_bins_add(coarse, v >> 4, d);
+}
+
+/* Adds (d = 1) or removes (d = -1) logical window row ly: interior columns without border maps. */
+__device__ __forceinline__ void med_hist2_row(const med_args &a, unsigned *fine, unsigned *coarse,
+                                              int x, int ch, int ly, int d)
+{
+    const int r = a.radius;
+    int yy = ipk_border_index(ly, a.height, a.border);
+    if (yy < 0) {
+        if (a.border != IPK_SHRINK) med_hist2_value(fine, coarse, 0, d * (2 * r + 1));
+        return;
+    }
+    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride) + ch;
+    if (x >= r && x + r < a.width) {
+        const unsigned char *p = row + (ptrdiff_t)(x - r) * a.channels;
+        for (int dx = 0; dx <= 2 * r; dx++) med_hist2_value(fine, coarse, __ldg(p + (ptrdiff_t)dx * a.channels), d);
+        return;
+    }
+    for (int dx = -r; dx <= r; dx++) {
+        int xx = ipk_border_index(x + dx, a.width, a.border);
+        if (xx < 0 && a.border == IPK_SHRINK) continue;
+        med_hist2_value(fine, coarse, xx >= 0 ? __ldg(row + (ptrdiff_t)xx * a.channels) : 0u, d);
+    }
+}
+
+__device__ __forceinline__ unsigned med_hist2_select(const unsigned *fine, const unsigned *coarse, int k)
+{
+    int acc = 0;
+    unsigned cb = 0;
+    while (acc + (int)med_bins_get(coarse, cb) <= k) acc += med_bins_get(coarse, cb++);
+    unsigned v = cb * 16;
+    while (acc + (int)med_bins_get(fine, v) <= k) acc += med_bins_get(fine, v++);
+    return v;
+}
+
+__global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang2_u8(med_args a, int strip)
+{
+    __shared__ unsigned fine[128 * MED_HUANG_THREADS];
+    __shared__ unsigned coarse[8 * MED_HUANG_THREADS];
+    const int tid = threadIdx.x, nt = MED_HUANG_THREADS;
+    for (int i = tid; i < 128 * nt; i += nt) fine[i] = 0;
+    for (int i = tid; i < 8 * nt; i += nt) coarse[i] = 0;
+    __syncthreads();
+
+    long long col = (long long)blockIdx.x * nt + tid;
+    if (col >= (long long)a.width * a.channels) return;
+    const int x = (int)(col / a.channels), ch = (int)(col % a.channels), r = a.radius;
+    const int y0 = blockIdx.y * strip, y1 = min(y0 + strip, a.height);
+    unsigned *f = fine + tid, *c = coarse + tid;
+    for (int dy = -r; dy <= r; dy++) med_hist2_row(a, f, c, x, ch, y0 + dy, 1);
+    for (int y = y0; y < y1; y++) {
+        unsigned v = med_hist2_select(f, c, (med_window_n(a, x, y) - 1) / 2);
+        unsigned char *out = (unsigned char *)(a.dst + (ptrdiff_t)y * a.dst_stride);
+        out[(ptrdiff_t)x * a.channels + ch] = (unsigned char)v;
+        if (y + 1 == y1) break;
+        med_hist2_row(a, f, c, x, ch, y - r, -1);
+        med_hist2_row(a, f, c, x, ch, y + r + 1, 1);
+    }
+}
 
 __device__ __forceinline__ unsigned med_byte(const med_args &a, const unsigned char *row, int x)
 {
     int xx = ipk_border_index(x, a.width, a.border);
     return xx >= 0 ? __ldg(row + xx) : 0u;
 }
-
-/* Two 16-bit lanes from pixels lo and hi. */
-__device__ __forceinline__ unsigned med_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
 
 /* Logical row ly around columns gx..gx+15; out-of-image pixels of the zero border read 0. */
 template <int R>
@@ -183,7 +247,7 @@ __device__ __forceinline__ void med_pk_load(const med_args &a, int gx, int ly, u
         return;
     }
     const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
-    unsigned l0, l1, l2, r0, r1, r2;   /* pixels gx-1, gx-2, gx-3 and gx+16, gx+17, gx+18 */
+    unsigned l[3], r[3];   /* pixels gx-1, gx-2, gx-3 and gx+16, gx+17, gx+18 */
     if (gx >= 4 && gx + 20 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
         uint4 c = __ldg((const uint4 *)(row + gx));
         unsigned q[4] = {c.x, c.y, c.z, c.w};
@@ -193,24 +257,18 @@ __device__ __forceinline__ void med_pk_load(const med_args &a, int gx, int ly, u
             w[2 * i + 1] = __byte_perm(q[i], 0, 0x4342);
         }
         unsigned left = __ldg((const unsigned *)(row + gx - 4)), right = __ldg((const unsigned *)(row + gx + 16));
-        l0 = left >> 24, l1 = (left >> 16) & 0xffu, l2 = (left >> 8) & 0xffu;
-        r0 = right & 0xffu, r1 = (right >> 8) & 0xffu, r2 = (right >> 16) & 0xffu;
+        l[0] = left >> 24, l[1] = (left >> 16) & 0xffu, l[2] = (left >> 8) & 0xffu;
+        r[0] = right & 0xffu, r[1] = (right >> 8) & 0xffu, r[2] = (right >> 16) & 0xffu;
     } else {
 #pragma unroll
         for (int i = 0; i < 8; i++) w[i] = med_lanes(med_byte(a, row, gx + 2 * i), med_byte(a, row, gx + 2 * i + 1));
-        l0 = med_byte(a, row, gx - 1);
-        r0 = med_byte(a, row, gx + 16);
-        l1 = R >= 2 ? med_byte(a, row, gx - 2) : 0u;
-        r1 = R >= 2 ? med_byte(a, row, gx + 17) : 0u;
-        l2 = R >= 3 ? med_byte(a, row, gx - 3) : 0u;
-        r2 = R >= 3 ? med_byte(a, row, gx + 18) : 0u;
+#pragma unroll
+        for (int i = 0; i < 3; i++) {
+            l[i] = i < R ? med_byte(a, row, gx - 1 - i) : 0u;
+            r[i] = i < R ? med_byte(a, row, gx + 16 + i) : 0u;
+        }
     }
-    if (R == 1) w[8] = med_lanes(r0, l0);
-    if (R >= 2) {
-        w[8] = med_lanes(l1, l0);
-        w[9] = med_lanes(r0, r1);
-    }
-    if (R == 3) w[10] = med_lanes(r2, l2);
+    med_pk_edges<R>(l, r, w);
 }
 
 __device__ __forceinline__ void med_pk_store(const med_args &a, int gx, int y, const unsigned *v)
@@ -224,42 +282,6 @@ __device__ __forceinline__ void med_pk_store(const med_args &a, int gx, int y, c
         return;
     }
     for (int j = 0; j < 16 && gx + j < a.width; j++) row[gx + j] = (unsigned char)(q[j >> 2] >> (8 * (j & 3)));
-}
-
-/* Word `wi` of row words w as extended by the edge words: index -LW.. 8+LW-1. */
-template <int R>
-__device__ __forceinline__ unsigned med_pk_ext(const unsigned *w, int wi)
-{
-    if (wi >= 0 && wi < 8) return w[wi];
-    if (R == 1) return w[8];
-    if (wi == -1) return w[8];
-    if (wi == 8) return w[9];
-    return w[10];   /* R = 3: wi == -2 or 9 */
-}
-
-/* Pixels gx+p, gx+p+1 as one word, p in -R..16+R-2. */
-template <int R>
-__device__ __forceinline__ unsigned med_pk_pair(const unsigned *w, int p)
-{
-    const int q = p >= 0 ? p / 2 : -((-p + 1) / 2);
-    if ((p & 1) == 0) return med_pk_ext<R>(w, q);
-    return __byte_perm(med_pk_ext<R>(w, q), med_pk_ext<R>(w, q + 1), 0x5432);
-}
-
-/* Medians of the 8 words of one output row from its window's columns sorted per word. */
-template <int R>
-__device__ __forceinline__ void med_pk_row(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
-{
-    typedef med_pk<R> P;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        unsigned col[P::S][P::S];   /* [rank][column offset + R] */
-#pragma unroll
-        for (int k = 0; k < P::S; k++)
-#pragma unroll
-            for (int d = -R; d <= R; d++) col[k][R + d] = med_pk_pair<R>(sorted[k], 2 * i + d);
-        out[i] = med_from_sorted_columns<P::S>(col);
-    }
 }
 
 /* Rows y0..y0+ROWS-1 in pairs: the 2R rows two outputs share are sorted once per word, then
@@ -292,10 +314,31 @@ __global__ void __launch_bounds__(128) med_packed_u8(med_args a)
             }
         }
         unsigned out[8];
-        med_pk_row<R>(top, out);
+        med_rank_rows<R>(top, out);
         if (y0 + p < a.height) med_pk_store(a, gx, y0 + p, out);
-        med_pk_row<R>(bottom, out);
+        med_rank_rows<R>(bottom, out);
         if (y0 + p + 1 < a.height) med_pk_store(a, gx, y0 + p + 1, out);
+    }
+}
+
+/* Separable-network path: ROWS rows (even) of 16 pixels a thread, all rows loaded first so
+ * that their loads overlap; see median_sep.cuh for the networks. */
+template <int R, int ROWS>
+__global__ void __launch_bounds__(128) med_sep_u8(med_args a)
+{
+    typedef med_pk<R> P;
+    const int gx = 16 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
+    if (gx >= a.width || y0 >= a.height) return;
+    unsigned rows[ROWS + 2 * R][P::NW];
+#pragma unroll
+    for (int j = 0; j < ROWS + 2 * R; j++) med_pk_load<R>(a, gx, y0 - R + j, rows[j]);
+#pragma unroll
+    for (int p = 0; p < ROWS; p += 2) {
+        unsigned top[8], bottom[8];
+        med_sep_pair<R>(rows + p, top, bottom);
+        if (y0 + p < a.height) med_pk_store(a, gx, y0 + p, top);
+        if (y0 + p + 1 < a.height) med_pk_store(a, gx, y0 + p + 1, bottom);
     }
 }
 
@@ -337,13 +380,14 @@ static void med_launch_generic(const med_args *a, ipk_dtype t, cudaStream_t s)
     else med_generic<float, 32><<<grid, block, 0, s>>>(*a);
 }
 
-static int med_launch_huang(const med_args *a, cudaStream_t s)
+static int med_launch_huang(const med_args *a, int shared_atomics, cudaStream_t s)
 {
     int strip = 4 * (2 * a->radius + 1) > 64 ? 4 * (2 * a->radius + 1) : 64;
     long long cols = (long long)a->width * a->channels, strips = (a->height + strip - 1) / strip;
     if (strips > MED_MAX_GRID_Y) return IPK_EINVAL;
     dim3 grid((unsigned)((cols + MED_HUANG_THREADS - 1) / MED_HUANG_THREADS), (unsigned)strips);
-    med_huang_u8<<<grid, MED_HUANG_THREADS, 0, s>>>(*a, strip);
+    if (shared_atomics) med_huang2_u8<<<grid, MED_HUANG_THREADS, 0, s>>>(*a, strip);
+    else med_huang_u8<<<grid, MED_HUANG_THREADS, 0, s>>>(*a, strip);
     return IPK_OK;
 }
 
@@ -368,24 +412,58 @@ static int med_launch_packed(const med_args *a, cudaStream_t s)
     return med_launch_packed_r<3>(a, s);
 }
 
-extern "C" int ipk_median_gpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
-                              void *scratch, size_t scratch_bytes, void *stream)
+/* Separable networks: 8 rows a thread at radius 1 (memory-bound: fewer halo rows per output
+ * row), 2 at radius 2 and 3 (bound by min/max count: registers for the merges). */
+template <int R, int ROWS>
+static int med_launch_sep_r(const med_args *a, cudaStream_t s)
+{
+    dim3 block(32, 4);
+    long long groups = (a->width + 15) / 16, bands = (a->height + ROWS - 1) / ROWS;
+    long long gy = (bands + block.y - 1) / block.y;
+    if (gy > MED_MAX_GRID_Y) return IPK_EINVAL;
+    dim3 grid((unsigned)((groups + block.x - 1) / block.x), (unsigned)gy);
+    med_sep_u8<R, ROWS><<<grid, block, 0, s>>>(*a);
+    return IPK_OK;
+}
+
+static int med_launch_sep(const med_args *a, cudaStream_t s)
+{
+    if (a->radius == 1) return med_launch_sep_r<1, 8>(a, s);
+    if (a->radius == 2) return med_launch_sep_r<2, 2>(a, s);
+    return med_launch_sep_r<3, 2>(a, s);
+}
+
+/* u8, 1 channel, radius 1 to 3, not shrink: the packed network kernels. */
+static int med_packed_case(const ipk_img *src, int radius, ipk_border border)
+{
+    return src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK;
+}
+
+extern "C" int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                                   void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch;
     (void)scratch_bytes;
     if (!med_args_ok(src, dst, radius, border)) return IPK_EINVAL;
+    if (path != IPK_GPU_AUTO && path != IPK_GPU_TILE && path != IPK_GPU_NET) return IPK_EINVAL;
     if (src->width == 0 || src->height == 0) return IPK_OK;
     med_args a = {(const char *)src->data, (char *)dst->data, src->stride, dst->stride,
                   src->width, src->height, src->channels, radius, (int)border};
     cudaStream_t s = (cudaStream_t)stream;
+    const int newer = path != IPK_GPU_TILE;
     int rc;
-    if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK)
-        rc = med_launch_packed(&a, s);
-    else if (src->dtype == IPK_U8) rc = med_launch_huang(&a, s);
+    if (med_packed_case(src, radius, border)) rc = newer ? med_launch_sep(&a, s) : med_launch_packed(&a, s);
+    else if (src->dtype == IPK_U8) rc = med_launch_huang(&a, newer, s);
     else {
         med_launch_generic(&a, src->dtype, s);
         rc = IPK_OK;
     }
     if (rc != IPK_OK) return rc;
     return cudaGetLastError() == cudaSuccess ? IPK_OK : IPK_ECUDA;
+}
+
+extern "C" int ipk_median_gpu(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                              void *scratch, size_t scratch_bytes, void *stream)
+{
+    return ipk_median_gpu_path(src, dst, radius, border, scratch, scratch_bytes, stream, IPK_GPU_AUTO);
 }

@@ -1,0 +1,184 @@
+/* The GPU median's networks (kernels/common/median_sep.cuh) run on the CPU, no GPU needed:
+ * the merges and sorts on every 0-1 input (0-1 principle), the rank selection against
+ * sorting, and whole images cut into the packed kernels' thread tiles (16 pixels by 2 rows,
+ * rows loaded as med_pk_load's slow path does) against ipk_median_cpu, on odd sizes and
+ * every border the packed kernels take, full-range and few-valued (many ties) pixels. */
+#include <stdlib.h>
+#include <string.h>
+extern "C" {
+#include "testutil.h"
+}
+#include "border.h"
+#include "median_sep.cuh"
+
+/* Lane l of a word holds a 0-1 value; lane 0 and lane 1 get two different inputs. */
+static unsigned two_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
+
+/* Sorted 0-1 list of n values with z zeros, in lane 0; lane 1 holds the one with n-z zeros. */
+static void zero_one(unsigned *v, int n, int z)
+{
+    for (int i = 0; i < n; i++) v[i] = two_lanes(i >= z, i >= n - z);
+}
+
+static int lanes_sorted(const unsigned *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        if ((v[i] & 0xffffu) < (v[i - 1] & 0xffffu) || (v[i] >> 16) < (v[i - 1] >> 16)) return 0;
+    return 1;
+}
+
+template <int NA, int NB>
+static void merge_case(void)
+{
+    for (int za = 0; za <= NA; za++)
+        for (int zb = 0; zb <= NB; zb++) {
+            unsigned a[NA > 0 ? NA : 1], b[NB > 0 ? NB : 1], out[NA + NB];
+            zero_one(a, NA, za);
+            zero_one(b, NB, zb);
+            med_merge<NA, NB>(a, b, out);
+            unsigned zeros = 0, sum_lo = 0;
+            for (int i = 0; i < NA + NB; i++) sum_lo += out[i] & 0xffffu;
+            zeros = (unsigned)(NA + NB) - sum_lo;
+            CHECK(lanes_sorted(out, NA + NB) && zeros == (unsigned)(za + zb), "merge %d+%d zeros %d,%d", NA, NB, za, zb);
+        }
+}
+
+template <int N>
+static void sort_case(void)
+{
+    for (unsigned bits = 0; bits < (1u << N); bits++) {
+        unsigned v[N];
+        for (int i = 0; i < N; i++) v[i] = two_lanes((bits >> i) & 1u, (~bits >> i) & 1u);
+        med_msort<N>(v);
+        CHECK(lanes_sorted(v, N), "sort %d of %#x", N, bits);
+    }
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The K-th of two random sorted lists (small values: ties) against sorting their union. */
+template <int NA, int NB, int K>
+static void kth_case(tu_rng *rng)
+{
+    for (int trial = 0; trial < 200; trial++) {
+        unsigned a[NA], b[NB], all[NA + NB];
+        for (int i = 0; i < NA; i++) a[i] = tu_next(rng) % 7;
+        for (int i = 0; i < NB; i++) b[i] = tu_next(rng) % 7;
+        qsort(a, NA, sizeof *a, cmp_unsigned);
+        qsort(b, NB, sizeof *b, cmp_unsigned);
+        memcpy(all, a, sizeof a);
+        memcpy(all + NA, b, sizeof b);
+        qsort(all, NA + NB, sizeof *all, cmp_unsigned);
+        unsigned got = med_kth<NA, NB, K>(a, b);
+        CHECK(got == all[K], "kth %d of %d+%d", K, NA, NB);
+    }
+}
+
+static void networks(tu_rng *rng)
+{
+    merge_case<1, 1>();
+    merge_case<1, 2>();
+    merge_case<2, 1>();
+    merge_case<2, 2>();
+    merge_case<3, 3>();
+    merge_case<3, 6>();
+    merge_case<5, 5>();
+    merge_case<5, 10>();
+    merge_case<7, 7>();
+    merge_case<7, 14>();
+    merge_case<14, 21>();
+    merge_case<4, 9>();
+    sort_case<2>();
+    sort_case<3>();
+    sort_case<4>();
+    sort_case<5>();
+    sort_case<6>();
+    sort_case<7>();
+    sort_case<9>();
+    kth_case<3, 6, 4>(rng);
+    kth_case<15, 10, 12>(rng);
+    kth_case<35, 14, 24>(rng);
+    kth_case<1, 1, 0>(rng);
+    kth_case<4, 2, 5>(rng);
+}
+
+/* med_pk_load's slow path on the host: logical row ly around columns gx..gx+15. */
+template <int R>
+static void load_row(const ipk_img *im, int border, int gx, int ly, unsigned *w)
+{
+    int yy = ipk_border_index(ly, im->height, border);
+    unsigned px[16 + 6];   /* gx-3 .. gx+18 */
+    for (int i = 0; i < 22; i++) {
+        int xx = ipk_border_index(gx - 3 + i, im->width, border);
+        px[i] = yy >= 0 && xx >= 0 ? *(const unsigned char *)tu_px(im, xx, yy, 0) : 0u;
+    }
+    for (int i = 0; i < 8; i++) w[i] = med_lanes(px[3 + 2 * i], px[4 + 2 * i]);
+    unsigned l[3] = {px[2], px[1], px[0]}, r[3] = {px[19], px[20], px[21]};
+    med_pk_edges<R>(l, r, w);
+}
+
+static void store_word_pair(ipk_img *out, int gx, int y, const unsigned *v)
+{
+    if (y >= out->height) return;
+    for (int j = 0; j < 16 && gx + j < out->width; j++)
+        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(v[j / 2] >> (16 * (j & 1)));
+}
+
+/* Every thread tile of the image through med_sep_pair, as med_sep_u8 runs them. */
+template <int R>
+static void emulate(const ipk_img *src, ipk_img *out, int border)
+{
+    typedef med_pk<R> P;
+    for (int y0 = 0; y0 < src->height; y0 += 2)
+        for (int gx = 0; gx < src->width; gx += 16) {
+            unsigned rows[2 * R + 2][P::NW];
+            for (int j = 0; j < 2 * R + 2; j++) load_row<R>(src, border, gx, y0 - R + j, rows[j]);
+            unsigned top[8], bottom[8];
+            med_sep_pair<R>(rows, top, bottom);
+            store_word_pair(out, gx, y0, top);
+            store_word_pair(out, gx, y0 + 1, bottom);
+        }
+}
+
+static void image_case(int w, int h, int radius, int border, int few_values, uint64_t seed)
+{
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    ipk_img src = tu_img_random(w, h, 1, IPK_U8, 5, &rng);
+    for (int y = 0; few_values && y < h; y++)
+        for (int x = 0; x < w; x++) *(unsigned char *)tu_px(&src, x, y, 0) &= 3;
+    ipk_img want = tu_img_zeros(w, h, 1, IPK_U8, 0), got = tu_img_zeros(w, h, 1, IPK_U8, 3);
+    CHECK(ipk_median_cpu(&src, &want, radius, (ipk_border)border, 1) == IPK_OK, "cpu median");
+    if (radius == 1) emulate<1>(&src, &got, border);
+    else if (radius == 2) emulate<2>(&src, &got, border);
+    else emulate<3>(&src, &got, border);
+    double diff = tu_max_diff(&want, &got);
+    CHECK(diff == 0, "%dx%d r%d border %d few %d: max diff %g", w, h, radius, border, few_values, diff);
+    tu_img_free(&src);
+    tu_img_free(&want);
+    tu_img_free(&got);
+}
+
+static void images(void)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {16, 3}, {17, 9},
+                                   {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}};
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int r = 1; r <= 3; r++)
+            for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
+                for (int few = 0; few <= 1; few++) image_case(sizes[s][0], sizes[s][1], r, b, few, seed++);
+}
+
+int main(void)
+{
+    tu_rng rng;
+    tu_seed(&rng, 14);
+    networks(&rng);
+    images();
+    return tu_finish();
+}
