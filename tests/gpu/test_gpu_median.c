@@ -1,5 +1,6 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
- * sizes, device pitches that are not the width, and a few large images. */
+ * sizes, device pitches that are not the width, and a few large images; u8 through both the
+ * issue-14 kernels (IPK_GPU_NET, what AUTO runs) and the ones before them (IPK_GPU_TILE). */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static ipk_img dev_alloc(const ipk_img *like, int pad)
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
 /* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad. */
-static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
+static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
+                    ipk_gpu_path path)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
@@ -41,9 +43,9 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
                                     cudaMemcpyHostToDevice), "upload");
     ok = ok && cuda_ok(cudaMemset(ddst.data, 0xa5, (size_t)ddst.stride * h), "poison");
     if (ok) {
-        int rc = ipk_median_gpu(&dsrc, &ddst, radius, border, NULL,
-                                ipk_median_gpu_scratch(w, h, c, t, radius), NULL);
-        CHECK(rc == IPK_OK, "ipk_median_gpu rc %d", rc);
+        int rc = ipk_median_gpu_path(&dsrc, &ddst, radius, border, NULL,
+                                     ipk_median_gpu_scratch(w, h, c, t, radius), NULL, path);
+        CHECK(rc == IPK_OK, "ipk_median_gpu_path rc %d", rc);
         ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
     }
     ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, row_bytes(&got), h,
@@ -52,7 +54,8 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
     CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d: max diff %g", w, h, c, (int)t, radius, (int)border, diff);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d: max diff %g", w, h, c, (int)t, radius,
+              (int)border, (int)path, diff);
         ok = diff == 0;
     }
     cudaFree(dsrc.data);
@@ -63,6 +66,14 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
     return ok;
 }
 
+/* u8 through both paths (they differ only there), other dtypes through AUTO. */
+static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
+{
+    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO);
+    if (t == IPK_U8) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
+    return ok;
+}
+
 static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed)
 {
     return run_case_pad(w, h, c, t, radius, border, seed, -1);
@@ -70,8 +81,8 @@ static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
 
 static void small_sizes(int quick)
 {
-    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}};
-    static const int radii[] = {1, 2, 3, 4, 7, 15, 25};
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}, {61, 4}};
+    static const int radii[] = {1, 2, 3, 8, 4, 7, 12, 15, 25};
     const size_t nradii = quick ? 4 : sizeof radii / sizeof radii[0];
     static const ipk_dtype types[] = {IPK_U8, IPK_U16, IPK_F32};
     uint64_t seed = 1;
@@ -120,6 +131,9 @@ static void large(void)
     run_case_pad(4090, 2999, 1, IPK_U8, 3, IPK_REPLICATE, 317, 6);
     run_case_pad(4090, 2999, 1, IPK_U8, 1, IPK_ZERO, 318, 22);
     run_case(4097, 3001, 1, IPK_U8, 7, IPK_REFLECT101, 311);
+    run_case(1031, 517, 1, IPK_U8, 8, IPK_ZERO, 319);
+    run_case(1031, 517, 1, IPK_U8, 25, IPK_SHRINK, 320);
+    run_case(1031, 517, 4, IPK_U8, 12, IPK_REPLICATE, 321);
     run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
     run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
     run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
@@ -130,6 +144,10 @@ static void bad_arguments(void)
     static unsigned char buf[64];
     ipk_img a = {buf, 16, 4, 4, 1, IPK_U8}, b = a;
     CHECK(ipk_median_gpu(&a, &b, 26, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "radius 26 accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_STRIP) == IPK_EINVAL,
+          "strip path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)7) == IPK_EINVAL,
+          "unknown path accepted");
     b.channels = 2;
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
 }
