@@ -1,9 +1,10 @@
 /* The separable-network median of kernels/gpu/median.cu (Adams, "Fast Median Filters Using
- * Separable Sorting Networks", 2021) on 2 pixels per word in 16-bit lanes: columns are sorted
- * once and shared by the rows around them; two horizontally adjacent output words merge their
- * 2R-1 common sorted columns once, then each adds its own 2 columns and takes one rank of the
- * union. The compiler drops every min/max whose result the final rank does not read, which
- * prunes the Batcher merges to the ranks that can be the median.
+ * Separable Sorting Networks", 2021) on 2 pixels per word in 16-bit lanes, and the packing
+ * helpers of the older packed kernel. Columns are sorted once and shared by the rows around
+ * them; along a row, outputs share most of their window's columns, so a tile's common columns
+ * are merged once, then each half of the tile adds its own, down to single outputs, which take
+ * one rank of the union (a hierarchical merge). The compiler drops every min/max whose result
+ * that rank does not read, which prunes the Batcher merges to the ranks that can be the median.
  * Host and device alike: tests/gpu/test_median_sep_host.cu runs these on the CPU. */
 #ifndef IPK_MEDIAN_SEP_CUH
 #define IPK_MEDIAN_SEP_CUH
@@ -128,23 +129,6 @@ MED_UNROLL
     return best;
 }
 
-/* Merges the sorted columns p..p+NC-1 (pair positions) of one output row into out[NC*S]. */
-template <int R, int NC>
-MED_HD void med_merge_cols(unsigned (*sorted)[med_pk<R>::NW], int p, unsigned *out)
-{
-    constexpr int S = med_pk<R>::S;
-    if constexpr (NC == 1) {
-MED_UNROLL
-        for (int k = 0; k < S; k++) out[k] = med_pk_pair<R>(sorted[k], p);
-    } else {
-        constexpr int H = NC / 2;
-        unsigned left[H * S], right[(NC - H) * S];
-        med_merge_cols<R, H>(sorted, p, left);
-        med_merge_cols<R, NC - H>(sorted, p + H, right);
-        med_merge<H * S, (NC - H) * S>(left, right, out);
-    }
-}
-
 /* Radius 1: per output word, each rank row of its 3 sorted columns ordered and the 3
  * entries that can be the median kept (Adams' pruned 3x3 network). */
 template <int R>
@@ -162,54 +146,160 @@ MED_UNROLL
     }
 }
 
-/* Radius 2, 3: output words i and i+1 share columns 2i+2-R..2i+R, merged once. */
-template <int R>
-MED_HD void med_shared_merge(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
+/* Bytes of {y, x} picked by selector s, as __byte_perm (selector values 0-7 only). */
+MED_HD unsigned med_perm(unsigned x, unsigned y, unsigned s)
 {
-    constexpr int S = med_pk<R>::S, NC = 2 * R - 1, K = (S * S - 1) / 2;
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, s);
+#else
+    unsigned long long both = (unsigned long long)y << 32 | x;
+    unsigned out = 0;
+    for (int i = 0; i < 4; i++) out |= (unsigned)(both >> (8 * ((s >> (4 * i)) & 7u)) & 0xffu) << (8 * i);
+    return out;
+#endif
+}
+
+/* Split layout of the separable kernel: a thread's 16 pixels gx..gx+15 as word j holding pixel
+ * gx+j in its low lane and gx+8+j in its high lane, so that its 8 output words are 8 adjacent
+ * positions j = 0..7 and word j's window is words j-R..j+R of the extended row, j = -R..7+R,
+ * stored at index j+R. */
+template <int R> struct med_sp {
+    static constexpr int S = 2 * R + 1;
+    static constexpr int NW = 8 + 2 * R;
+};
+
+/* Two words from bytes a[i], a[i+1] and b[i], b[i+1] (i = 0 or 2): lanes (a[i], b[i]) and
+ * (a[i+1], b[i+1]). */
+MED_HD void med_sp_two(unsigned a, unsigned b, int i, unsigned *w)
+{
+    unsigned t = med_perm(a, b, i == 0 ? 0x5140u : 0x7362u);   /* a[i], b[i], a[i+1], b[i+1] */
+    w[0] = med_perm(t, 0, 0x4140u);
+    w[1] = med_perm(t, 0, 0x4342u);
+}
+
+/* Row words from q[0..3] (pixels gx..gx+15, little-endian) and the words left (gx-4..gx-1)
+ * and right (gx+16..gx+19). */
+template <int R>
+MED_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+{
+    unsigned inner[8], edge[4];
+    med_sp_two(q[0], q[2], 0, inner);
+    med_sp_two(q[0], q[2], 2, inner + 2);
+    med_sp_two(q[1], q[3], 0, inner + 4);
+    med_sp_two(q[1], q[3], 2, inner + 6);
 MED_UNROLL
-    for (int i = 0; i < 8; i += 2) {
-        unsigned core[NC * S], own[2 * S];
-        med_merge_cols<R, NC>(sorted, 2 * i + 2 - R, core);
-        med_merge_cols<R, 2>(sorted, 2 * i - R, own);
-        out[i] = med_kth<NC * S, 2 * S, K>(core, own);
-        med_merge_cols<R, 2>(sorted, 2 * i + R + 1, own);
-        out[i + 1] = med_kth<NC * S, 2 * S, K>(core, own);
+    for (int j = 0; j < 8; j++) w[R + j] = inner[j];
+    /* j = -4..-1: pixels gx+j (left) and gx+8+j (q[1]); j = 8..11: gx+j (q[2]) and gx+8+j (right) */
+    med_sp_two(left, q[1], 0, edge);
+    med_sp_two(left, q[1], 2, edge + 2);
+MED_UNROLL
+    for (int j = -R; j < 0; j++) w[R + j] = edge[4 + j];
+    med_sp_two(q[2], right, 0, edge);
+    med_sp_two(q[2], right, 2, edge + 2);
+MED_UNROLL
+    for (int j = 8; j < 8 + R; j++) w[R + j] = edge[j - 8];
+}
+
+/* Output words (pixel gx+j low, gx+8+j high) back to pixels gx..gx+15 in q[0..3]. */
+MED_HD void med_sp_unpack(const unsigned *v, unsigned *q)
+{
+MED_UNROLL
+    for (int i = 0; i < 8; i += 4) {
+        unsigned t0 = med_perm(v[i], v[i + 1], 0x6240u);       /* px i, i+1, 8+i, 9+i */
+        unsigned t1 = med_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, 10+i, 11+i */
+        q[i / 4] = med_perm(t0, t1, 0x5410u);
+        q[2 + i / 4] = med_perm(t0, t1, 0x7632u);
     }
 }
 
-/* Medians of the 8 words of one output row from its window's rows sorted per word
- * (sorted[k][w]: the k-th smallest of word w over the 2R+1 rows). */
-template <int R>
-MED_HD void med_sep_row(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
+/* Merges the sorted columns j0..j0+NC-1 (positions -R..7+R) of one output row into out[NC*S]. */
+template <int R, int NC>
+MED_HD void med_sp_cols(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
 {
-    if constexpr (R == 1) med_rank_rows<R>(sorted, out);
-    else med_shared_merge<R>(sorted, out);
+    constexpr int S = med_sp<R>::S;
+    if constexpr (NC == 1) {
+MED_UNROLL
+        for (int k = 0; k < S; k++) out[k] = sorted[k][R + j0];
+    } else {
+        constexpr int H = NC / 2;
+        unsigned left[H * S], right[(NC - H) * S];
+        med_sp_cols<R, H>(sorted, j0, left);
+        med_sp_cols<R, NC - H>(sorted, j0 + H, right);
+        med_merge<H * S, (NC - H) * S>(left, right, out);
+    }
 }
 
-/* Two output rows from their 2R+2 input rows rows[0..2R+1]: the 2R rows both windows hold
- * are sorted once per word, then each output's own row is inserted. */
-template <int R>
-MED_HD void med_sep_pair(unsigned (*rows)[med_pk<R>::NW], unsigned *top_out, unsigned *bottom_out)
+/* The medians of output words j and j+1, which share the NP sorted values `common` (their
+ * columns j+1-R..j+R): each adds its own column, j-R or j+1+R. */
+template <int R, int NP>
+MED_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R>::NW], const unsigned *common, int j, unsigned *out)
 {
-    typedef med_pk<R> P;
-    unsigned top[P::S][P::NW], bottom[P::S][P::NW];
+    constexpr int S = med_sp<R>::S, K = (S * S - 1) / 2;
+    unsigned own[S];
+    med_sp_cols<R, 1>(sorted, j - R, own);
+    out[j] = med_kth<NP, S, K>(common, own);
+    med_sp_cols<R, 1>(sorted, j + 1 + R, own);
+    out[j + 1] = med_kth<NP, S, K>(common, own);
+}
+
+/* Four output words j0..j0+3: columns j0+3-R..j0+R are common to all four (none at R = 1),
+ * each pair adds 2 columns, each word 1. */
+template <int R>
+MED_HD void med_sp_quad(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
+{
+    constexpr int S = med_sp<R>::S, NQ = 2 * R - 2, NP = 2 * R;
+    unsigned common[NP * S];
+    if constexpr (NQ == 0) {
+        med_sp_cols<R, 2>(sorted, j0, common);
+        med_sp_leaves<R, NP * S>(sorted, common, j0, out);
+        med_sp_cols<R, 2>(sorted, j0 + 2, common);
+        med_sp_leaves<R, NP * S>(sorted, common, j0 + 2, out);
+    } else {
+        unsigned quad[NQ * S], pair_cols[2 * S];
+        med_sp_cols<R, NQ>(sorted, j0 + 3 - R, quad);
+        med_sp_cols<R, 2>(sorted, j0 + 1 - R, pair_cols);
+        med_merge<NQ * S, 2 * S>(quad, pair_cols, common);
+        med_sp_leaves<R, NP * S>(sorted, common, j0, out);
+        med_sp_cols<R, 2>(sorted, j0 + 1 + R, pair_cols);
+        med_merge<NQ * S, 2 * S>(quad, pair_cols, common);
+        med_sp_leaves<R, NP * S>(sorted, common, j0 + 2, out);
+    }
+}
+
+/* The sorted columns of one output row: its own row inserted into the 2R shared ones. */
+template <int R>
+MED_HD void med_sp_insert_row(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R>::NW])
+{
+    constexpr int S = med_sp<R>::S;
+MED_UNROLL
+    for (int i = 0; i < med_sp<R>::NW; i++) {
+        unsigned col[S];
+        med_insert<2 * R>(shared[i], own[i], col);
+MED_UNROLL
+        for (int k = 0; k < S; k++) sorted[k][i] = col[k];
+    }
+}
+
+/* Two output rows (8 words each) from their 2R+2 input rows in the split layout: the 2R rows
+ * both windows hold are sorted once per word, then each output's own row is inserted; one
+ * output row is finished before the next is built, which keeps fewer values live. */
+template <int R>
+MED_HD void med_sp_pair(unsigned (*rows)[med_sp<R>::NW], unsigned *top_out, unsigned *bottom_out)
+{
+    typedef med_sp<R> P;
+    unsigned shared[P::NW][2 * R], sorted[P::S][P::NW];
 MED_UNROLL
     for (int i = 0; i < P::NW; i++) {
-        unsigned shared[2 * R], sa[P::S], sb[P::S];
 MED_UNROLL
-        for (int j = 0; j < 2 * R; j++) shared[j] = rows[1 + j][i];
-        med_sort_n<2 * R>(shared);
-        med_insert<2 * R>(shared, rows[0][i], sa);
-        med_insert<2 * R>(shared, rows[2 * R + 1][i], sb);
-MED_UNROLL
-        for (int k = 0; k < P::S; k++) {
-            top[k][i] = sa[k];
-            bottom[k][i] = sb[k];
-        }
+        for (int j = 0; j < 2 * R; j++) shared[i][j] = rows[1 + j][i];
+        med_msort<2 * R>(shared[i]);
     }
-    med_sep_row<R>(top, top_out);
-    med_sep_row<R>(bottom, bottom_out);
+    med_sp_insert_row<R>(shared, rows[0], sorted);
+    med_sp_quad<R>(sorted, 0, top_out);
+    med_sp_quad<R>(sorted, 4, top_out);
+    med_sp_insert_row<R>(shared, rows[2 * R + 1], sorted);
+    med_sp_quad<R>(sorted, 0, bottom_out);
+    med_sp_quad<R>(sorted, 4, bottom_out);
 }
 
 #endif

@@ -271,17 +271,48 @@ __device__ __forceinline__ void med_pk_load(const med_args &a, int gx, int ly, u
     med_pk_edges<R>(l, r, w);
 }
 
-__device__ __forceinline__ void med_pk_store(const med_args &a, int gx, int y, const unsigned *v)
+/* Pixels gx..gx+15 of output row y from q[0..3]: one 16-byte store where it can. */
+__device__ __forceinline__ void med_store16(const med_args &a, int gx, int y, const unsigned *q)
 {
     unsigned char *row = (unsigned char *)(a.dst + (ptrdiff_t)y * a.dst_stride);
-    unsigned q[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) q[i] = __byte_perm(v[2 * i], v[2 * i + 1], 0x6420);
     if (gx + 16 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
         *(uint4 *)(row + gx) = make_uint4(q[0], q[1], q[2], q[3]);
         return;
     }
     for (int j = 0; j < 16 && gx + j < a.width; j++) row[gx + j] = (unsigned char)(q[j >> 2] >> (8 * (j & 3)));
+}
+
+__device__ __forceinline__ void med_pk_store(const med_args &a, int gx, int y, const unsigned *v)
+{
+    unsigned q[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) q[i] = __byte_perm(v[2 * i], v[2 * i + 1], 0x6420);
+    med_store16(a, gx, y, q);
+}
+
+/* Logical row ly around columns gx-4..gx+19 as the separable kernel's words (median_sep.cuh). */
+template <int R>
+__device__ __forceinline__ void med_sp_load(const med_args &a, int gx, int ly, unsigned *w)
+{
+    int yy = ipk_border_index(ly, a.height, a.border);
+    if (yy < 0) {
+#pragma unroll
+        for (int i = 0; i < med_sp<R>::NW; i++) w[i] = 0;
+        return;
+    }
+    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
+    unsigned q[4], left, right;
+    if (gx >= 4 && gx + 20 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
+        uint4 c = __ldg((const uint4 *)(row + gx));
+        q[0] = c.x, q[1] = c.y, q[2] = c.z, q[3] = c.w;
+        left = __ldg((const unsigned *)(row + gx - 4));
+        right = __ldg((const unsigned *)(row + gx + 16));
+    } else {
+        unsigned v[6] = {0, 0, 0, 0, 0, 0};   /* pixels gx-4..gx+19, 4 a word */
+        for (int i = 0; i < 24; i++) v[i >> 2] |= med_byte(a, row, gx - 4 + i) << (8 * (i & 3));
+        left = v[0], q[0] = v[1], q[1] = v[2], q[2] = v[3], q[3] = v[4], right = v[5];
+    }
+    med_sp_pack<R>(q, left, right, w);
 }
 
 /* Rows y0..y0+ROWS-1 in pairs: the 2R rows two outputs share are sorted once per word, then
@@ -322,23 +353,25 @@ __global__ void __launch_bounds__(128) med_packed_u8(med_args a)
 }
 
 /* Separable-network path: ROWS rows (even) of 16 pixels a thread, all rows loaded first so
- * that their loads overlap; see median_sep.cuh for the networks. */
+ * that their loads overlap; see median_sep.cuh for the networks and the word layout. */
 template <int R, int ROWS>
 __global__ void __launch_bounds__(128) med_sep_u8(med_args a)
 {
-    typedef med_pk<R> P;
+    typedef med_sp<R> P;
     const int gx = 16 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
     if (gx >= a.width || y0 >= a.height) return;
     unsigned rows[ROWS + 2 * R][P::NW];
 #pragma unroll
-    for (int j = 0; j < ROWS + 2 * R; j++) med_pk_load<R>(a, gx, y0 - R + j, rows[j]);
+    for (int j = 0; j < ROWS + 2 * R; j++) med_sp_load<R>(a, gx, y0 - R + j, rows[j]);
 #pragma unroll
     for (int p = 0; p < ROWS; p += 2) {
-        unsigned top[8], bottom[8];
-        med_sep_pair<R>(rows + p, top, bottom);
-        if (y0 + p < a.height) med_pk_store(a, gx, y0 + p, top);
-        if (y0 + p + 1 < a.height) med_pk_store(a, gx, y0 + p + 1, bottom);
+        unsigned top[8], bottom[8], q[4];
+        med_sp_pair<R>(rows + p, top, bottom);
+        med_sp_unpack(top, q);
+        if (y0 + p < a.height) med_store16(a, gx, y0 + p, q);
+        med_sp_unpack(bottom, q);
+        if (y0 + p + 1 < a.height) med_store16(a, gx, y0 + p + 1, q);
     }
 }
 

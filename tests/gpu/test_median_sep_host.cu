@@ -1,7 +1,7 @@
 /* The GPU median's networks (kernels/common/median_sep.cuh) run on the CPU, no GPU needed:
  * the merges and sorts on every 0-1 input (0-1 principle), the rank selection against
- * sorting, and whole images cut into the packed kernels' thread tiles (16 pixels by 2 rows,
- * rows loaded as med_pk_load's slow path does) against ipk_median_cpu, on odd sizes and
+ * sorting, and whole images cut into the separable kernel's thread tiles (16 pixels by 2 rows,
+ * rows packed by the kernel's own byte shuffles) against ipk_median_cpu, on odd sizes and
  * every border the packed kernels take, full-range and few-valued (many ties) pixels. */
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,8 @@ static void networks(tu_rng *rng)
     merge_case<7, 7>();
     merge_case<7, 14>();
     merge_case<14, 21>();
+    merge_case<28, 14>();
+    merge_case<10, 10>();
     merge_case<4, 9>();
     sort_case<2>();
     sort_case<3>();
@@ -102,45 +104,49 @@ static void networks(tu_rng *rng)
     kth_case<3, 6, 4>(rng);
     kth_case<15, 10, 12>(rng);
     kth_case<35, 14, 24>(rng);
+    kth_case<20, 5, 12>(rng);
+    kth_case<42, 7, 24>(rng);
     kth_case<1, 1, 0>(rng);
     kth_case<4, 2, 5>(rng);
 }
 
-/* med_pk_load's slow path on the host: logical row ly around columns gx..gx+15. */
+/* med_sp_load on the host: logical row ly, pixels gx-4..gx+19 packed 4 a word, then the
+ * kernel's own byte shuffles. */
 template <int R>
 static void load_row(const ipk_img *im, int border, int gx, int ly, unsigned *w)
 {
     int yy = ipk_border_index(ly, im->height, border);
-    unsigned px[16 + 6];   /* gx-3 .. gx+18 */
-    for (int i = 0; i < 22; i++) {
-        int xx = ipk_border_index(gx - 3 + i, im->width, border);
-        px[i] = yy >= 0 && xx >= 0 ? *(const unsigned char *)tu_px(im, xx, yy, 0) : 0u;
+    unsigned v[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 24; i++) {
+        int xx = ipk_border_index(gx - 4 + i, im->width, border);
+        unsigned px = yy >= 0 && xx >= 0 ? *(const unsigned char *)tu_px(im, xx, yy, 0) : 0u;
+        v[i / 4] |= px << (8 * (i % 4));
     }
-    for (int i = 0; i < 8; i++) w[i] = med_lanes(px[3 + 2 * i], px[4 + 2 * i]);
-    unsigned l[3] = {px[2], px[1], px[0]}, r[3] = {px[19], px[20], px[21]};
-    med_pk_edges<R>(l, r, w);
+    med_sp_pack<R>(v + 1, v[0], v[5], w);
 }
 
-static void store_word_pair(ipk_img *out, int gx, int y, const unsigned *v)
+static void store_row(ipk_img *out, int gx, int y, const unsigned *words)
 {
+    unsigned q[4];
+    med_sp_unpack(words, q);
     if (y >= out->height) return;
     for (int j = 0; j < 16 && gx + j < out->width; j++)
-        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(v[j / 2] >> (16 * (j & 1)));
+        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
 }
 
-/* Every thread tile of the image through med_sep_pair, as med_sep_u8 runs them. */
+/* Every thread tile of the image through med_sp_pair, as med_sep_u8 runs them. */
 template <int R>
 static void emulate(const ipk_img *src, ipk_img *out, int border)
 {
-    typedef med_pk<R> P;
+    typedef med_sp<R> P;
     for (int y0 = 0; y0 < src->height; y0 += 2)
         for (int gx = 0; gx < src->width; gx += 16) {
             unsigned rows[2 * R + 2][P::NW];
             for (int j = 0; j < 2 * R + 2; j++) load_row<R>(src, border, gx, y0 - R + j, rows[j]);
             unsigned top[8], bottom[8];
-            med_sep_pair<R>(rows, top, bottom);
-            store_word_pair(out, gx, y0, top);
-            store_word_pair(out, gx, y0 + 1, bottom);
+            med_sp_pair<R>(rows, top, bottom);
+            store_row(out, gx, y0, top);
+            store_row(out, gx, y0 + 1, bottom);
         }
 }
 
