@@ -1,11 +1,14 @@
-/* Median filter on the GPU, three paths:
- * - u8, 1 channel, radius 1 to 3, replicate/reflect101/zero: 16 pixels (4 packed words) by
- *   a few rows per thread; columns sorted once per word with __vminu4/__vmaxu4 (shared by
- *   the 2R+1 horizontal neighbours, and the 2R common rows by two vertical ones), then the
- *   rank rows pruned to the entries that can be the median, and a forgetful selection;
+/* Median filter on the GPU, three paths, each in an issue-14 version (IPK_GPU_NET, what AUTO
+ * runs) and the version before it (IPK_GPU_TILE):
+ * - u8, 1 channel, radius 1 to 3, replicate/reflect101/zero: 16 pixels by a few rows per
+ *   thread, 2 pixels a word in 16-bit lanes; columns sorted once per word (shared by the 2R+1
+ *   horizontal neighbours, and the 2R common rows by two vertical ones); then either (old) the
+ *   rank rows pruned to the entries that can be the median and a forgetful selection, or (new,
+ *   median_sep.cuh) the sorted columns merged in a tree shared by neighbouring outputs;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
- *   O(radius) updates plus at most 32 bin reads, never O(radius^2);
+ *   O(radius) updates plus at most 32 bin reads, never O(radius^2); the issue-14 version
+ *   (median_huang.cuh) updates them by shared-memory atomics and reads 8 words per level;
  * - u16 and f32: a radix selection of the k-th smallest key over the window per pixel
  *   (correct for every case, cost grows with the window: the slow fallback). */
 #include <cuda_runtime.h>
@@ -13,17 +16,10 @@
 #include "ipk.h"
 #include "border.h"
 #include "median_sep.cuh"
+#include "median_huang.cuh"
 
 #define MED_MAX_RADIUS 25
-#define MED_HUANG_THREADS 64
 #define MED_MAX_GRID_Y 65535
-
-typedef struct {
-    const char *src;
-    char *dst;
-    ptrdiff_t src_stride, dst_stride;
-    int width, height, channels, radius, border;
-} med_args;
 
 /* Order-preserving unsigned keys: floats map so that unsigned order is numeric order. */
 __device__ __forceinline__ unsigned med_key(unsigned char v) { return v; }
@@ -38,16 +34,6 @@ template <typename T> __device__ __forceinline__ T med_from_key(unsigned k) { re
 template <> __device__ __forceinline__ float med_from_key<float>(unsigned k)
 {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
-
-/* Window size: full (2r+1)^2 except for shrink, which counts only in-image pixels. */
-__device__ __forceinline__ int med_window_n(const med_args &a, int x, int y)
-{
-    const int r = a.radius, side = 2 * r + 1;
-    if (a.border != IPK_SHRINK) return side * side;
-    int rows = min(y + r, a.height - 1) - max(y - r, 0) + 1;
-    int cols = min(x + r, a.width - 1) - max(x - r, 0) + 1;
-    return rows * cols;
 }
 
 /* Counts the window's keys whose bits above `bit` equal prefix's and whose `bit` is 0. */
@@ -152,59 +138,7 @@ __global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang_u8(med_args a, in
     }
 }
 
-/* Shared-atomic Huang histograms: a thread's bins v and v^1 share one 32-bit word (16-bit
- * counts, at most 51*51), laid out [word][thread] so that a warp's updates fall in distinct
- * banks. atomicAdd without a result does not wait for the old value, so consecutive updates
- * of one thread no longer form a load-add-store chain through shared memory. */
-__device__ __forceinline__ void med_bins_add(unsigned *bins, unsigned v, int d)
-{
-    atomicAdd(bins + (v >> 1) * MED_HUANG_THREADS, (unsigned)d << (16 * (v & 1)));
-}
-
-__device__ __forceinline__ unsigned med_bins_get(const unsigned *bins, unsigned v)
-{
-    return (bins[(v >> 1) * MED_HUANG_THREADS] >> (16 * (v & 1))) & 0xffffu;
-}
-
-__device__ __forceinline__ void med_hist2_value(unsigned *fine, unsigned *coarse, unsigned v, int d)
-{
-    med_bins_add(fine, v, d);
-    med_bins_add(coarse, v >> 4, d);
-}
-
-/* Adds (d = 1) or removes (d = -1) logical window row ly: interior columns without border maps. */
-__device__ __forceinline__ void med_hist2_row(const med_args &a, unsigned *fine, unsigned *coarse,
-                                              int x, int ch, int ly, int d)
-{
-    const int r = a.radius;
-    int yy = ipk_border_index(ly, a.height, a.border);
-    if (yy < 0) {
-        if (a.border != IPK_SHRINK) med_hist2_value(fine, coarse, 0, d * (2 * r + 1));
-        return;
-    }
-    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride) + ch;
-    if (x >= r && x + r < a.width) {
-        const unsigned char *p = row + (ptrdiff_t)(x - r) * a.channels;
-        for (int dx = 0; dx <= 2 * r; dx++) med_hist2_value(fine, coarse, __ldg(p + (ptrdiff_t)dx * a.channels), d);
-        return;
-    }
-    for (int dx = -r; dx <= r; dx++) {
-        int xx = ipk_border_index(x + dx, a.width, a.border);
-        if (xx < 0 && a.border == IPK_SHRINK) continue;
-        med_hist2_value(fine, coarse, xx >= 0 ? __ldg(row + (ptrdiff_t)xx * a.channels) : 0u, d);
-    }
-}
-
-__device__ __forceinline__ unsigned med_hist2_select(const unsigned *fine, const unsigned *coarse, int k)
-{
-    int acc = 0;
-    unsigned cb = 0;
-    while (acc + (int)med_bins_get(coarse, cb) <= k) acc += med_bins_get(coarse, cb++);
-    unsigned v = cb * 16;
-    while (acc + (int)med_bins_get(fine, v) <= k) acc += med_bins_get(fine, v++);
-    return v;
-}
-
+/* Shared-atomic Huang (median_huang.cuh): histograms laid out [word][thread]. */
 __global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang2_u8(med_args a, int strip)
 {
     __shared__ unsigned fine[128 * MED_HUANG_THREADS];
@@ -216,18 +150,9 @@ __global__ void __launch_bounds__(MED_HUANG_THREADS) med_huang2_u8(med_args a, i
 
     long long col = (long long)blockIdx.x * nt + tid;
     if (col >= (long long)a.width * a.channels) return;
-    const int x = (int)(col / a.channels), ch = (int)(col % a.channels), r = a.radius;
-    const int y0 = blockIdx.y * strip, y1 = min(y0 + strip, a.height);
-    unsigned *f = fine + tid, *c = coarse + tid;
-    for (int dy = -r; dy <= r; dy++) med_hist2_row(a, f, c, x, ch, y0 + dy, 1);
-    for (int y = y0; y < y1; y++) {
-        unsigned v = med_hist2_select(f, c, (med_window_n(a, x, y) - 1) / 2);
-        unsigned char *out = (unsigned char *)(a.dst + (ptrdiff_t)y * a.dst_stride);
-        out[(ptrdiff_t)x * a.channels + ch] = (unsigned char)v;
-        if (y + 1 == y1) break;
-        med_hist2_row(a, f, c, x, ch, y - r, -1);
-        med_hist2_row(a, f, c, x, ch, y + r + 1, 1);
-    }
+    const int y0 = blockIdx.y * strip;
+    med_huang2_column(a, fine + tid, coarse + tid, (int)(col / a.channels), (int)(col % a.channels), y0,
+                      min(y0 + strip, a.height));
 }
 
 __device__ __forceinline__ unsigned med_byte(const med_args &a, const unsigned char *row, int x)
@@ -415,7 +340,7 @@ static void med_launch_generic(const med_args *a, ipk_dtype t, cudaStream_t s)
 
 static int med_launch_huang(const med_args *a, int shared_atomics, cudaStream_t s)
 {
-    int strip = 4 * (2 * a->radius + 1) > 64 ? 4 * (2 * a->radius + 1) : 64;
+    int strip = med_huang_strip(a->radius);
     long long cols = (long long)a->width * a->channels, strips = (a->height + strip - 1) / strip;
     if (strips > MED_MAX_GRID_Y) return IPK_EINVAL;
     dim3 grid((unsigned)((cols + MED_HUANG_THREADS - 1) / MED_HUANG_THREADS), (unsigned)strips);

@@ -1,8 +1,10 @@
-/* The GPU median's networks (kernels/common/median_sep.cuh) run on the CPU, no GPU needed:
- * the merges and sorts on every 0-1 input (0-1 principle), the rank selection against
- * sorting, and whole images cut into the separable kernel's thread tiles (16 pixels by 2 rows,
- * rows packed by the kernel's own byte shuffles) against ipk_median_cpu, on odd sizes and
- * every border the packed kernels take, full-range and few-valued (many ties) pixels. */
+/* The GPU median's per-thread logic run on the CPU, no GPU needed. Networks
+ * (kernels/common/median_sep.cuh): the merges and sorts on every 0-1 input (0-1 principle),
+ * the rank selection against sorting, and whole images cut into the separable kernel's thread
+ * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
+ * ipk_median_cpu, on odd sizes and every border the kernel takes, full-range and few-valued
+ * (many ties) pixels. Histograms (median_huang.cuh): every column and strip of the
+ * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
 extern "C" {
@@ -10,6 +12,7 @@ extern "C" {
 }
 #include "border.h"
 #include "median_sep.cuh"
+#include "median_huang.cuh"
 
 /* Lane l of a word holds a 0-1 value; lane 0 and lane 1 get two different inputs. */
 static unsigned two_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
@@ -180,11 +183,61 @@ static void images(void)
                 for (int few = 0; few <= 1; few++) image_case(sizes[s][0], sizes[s][1], r, b, few, seed++);
 }
 
+/* Each (column, channel) of each strip through med_huang2_column, in thread slot 0 of
+ * histograms laid out as the kernel's shared memory. */
+static void emulate_huang(const ipk_img *src, ipk_img *out, int radius, int border)
+{
+    static unsigned fine[128 * MED_HUANG_THREADS], coarse[8 * MED_HUANG_THREADS];
+    med_args a = {(const char *)src->data, (char *)out->data, src->stride, out->stride,
+                  src->width, src->height, src->channels, radius, border};
+    const int strip = med_huang_strip(radius);
+    for (int y0 = 0; y0 < src->height; y0 += strip)
+        for (int col = 0; col < src->width * src->channels; col++) {
+            for (int i = 0; i < 128; i++) fine[i * MED_HUANG_THREADS] = 0;
+            for (int i = 0; i < 8; i++) coarse[i * MED_HUANG_THREADS] = 0;
+            int y1 = y0 + strip < src->height ? y0 + strip : src->height;
+            med_huang2_column(a, fine, coarse, col / src->channels, col % src->channels, y0, y1);
+        }
+}
+
+static void huang_case(int w, int h, int c, int radius, int border, int few_values, uint64_t seed)
+{
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    ipk_img src = tu_img_random(w, h, c, IPK_U8, 7, &rng);
+    for (int y = 0; few_values && y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int ch = 0; ch < c; ch++) *(unsigned char *)tu_px(&src, x, y, ch) &= 0x31;
+    ipk_img want = tu_img_zeros(w, h, c, IPK_U8, 0), got = tu_img_zeros(w, h, c, IPK_U8, 5);
+    CHECK(ipk_median_cpu(&src, &want, radius, (ipk_border)border, 1) == IPK_OK, "cpu median");
+    emulate_huang(&src, &got, radius, border);
+    double diff = tu_max_diff(&want, &got);
+    CHECK(diff == 0, "huang %dx%d c%d r%d border %d few %d: max diff %g", w, h, c, radius, border, few_values, diff);
+    tu_img_free(&src);
+    tu_img_free(&want);
+    tu_img_free(&got);
+}
+
+static void histograms(void)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}, {60, 131}};
+    static const int radii[] = {1, 2, 3, 7, 8, 12, 25};
+    uint64_t seed = 5000;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t r = 0; r < sizeof radii / sizeof radii[0]; r++)
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+                for (int c = 1; c <= 4; c += 2) {
+                    huang_case(sizes[s][0], sizes[s][1], c + (int)(s & 1), radii[r], b, (int)(seed & 1), seed);
+                    seed++;
+                }
+}
+
 int main(void)
 {
     tu_rng rng;
     tu_seed(&rng, 14);
     networks(&rng);
     images();
+    histograms();
     return tu_finish();
 }
