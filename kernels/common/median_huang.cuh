@@ -25,7 +25,7 @@ typedef struct {
 } med_args;
 
 /* Window size: full (2r+1)^2 except for shrink, which counts only in-image pixels. */
-MED_HD int med_window_n(const med_args &a, int x, int y)
+IPK_HD int med_window_n(const med_args &a, int x, int y)
 {
     const int r = a.radius, side = 2 * r + 1;
     if (a.border != IPK_SHRINK) return side * side;
@@ -34,7 +34,7 @@ MED_HD int med_window_n(const med_args &a, int x, int y)
     return rows * cols;
 }
 
-MED_HD unsigned med_load_u8(const unsigned char *p)
+IPK_HD unsigned med_load_u8(const unsigned char *p)
 {
 #ifdef __CUDA_ARCH__
     return __ldg(p);
@@ -45,7 +45,7 @@ MED_HD unsigned med_load_u8(const unsigned char *p)
 
 /* Adds d (possibly negative) to bin v; the word's other half is untouched (no borrow: a
  * count is removed only after it was added). */
-MED_HD void med_bins_add(unsigned *bins, unsigned v, int d)
+IPK_HD void med_bins_add(unsigned *bins, unsigned v, int d)
 {
 #ifdef __CUDA_ARCH__
     atomicAdd(bins + (v >> 1) * MED_HUANG_THREADS, (unsigned)d << (16 * (v & 1)));
@@ -54,14 +54,14 @@ MED_HD void med_bins_add(unsigned *bins, unsigned v, int d)
 #endif
 }
 
-MED_HD void med_hist2_value(unsigned *fine, unsigned *coarse, unsigned v, int d)
+IPK_HD void med_hist2_value(unsigned *fine, unsigned *coarse, unsigned v, int d)
 {
     med_bins_add(fine, v, d);
     med_bins_add(coarse, v >> 4, d);
 }
 
 /* Adds (d = 1) or removes (d = -1) logical window row ly: interior columns without border maps. */
-MED_HD void med_hist2_row(const med_args &a, unsigned *fine, unsigned *coarse, int x, int ch, int ly, int d)
+IPK_HD void med_hist2_row(const med_args &a, unsigned *fine, unsigned *coarse, int x, int ch, int ly, int d)
 {
     const int r = a.radius;
     int yy = ipk_border_index(ly, a.height, a.border);
@@ -87,11 +87,11 @@ MED_HD void med_hist2_row(const med_args &a, unsigned *fine, unsigned *coarse, i
 
 /* Where rank k falls among 16 counts held 2 a word in w[0..7] (k below their total): the bin,
  * and in *below the count of the bins before it (the count before w's first bin on entry). */
-MED_HD unsigned med_scan16(const unsigned *w, int k, int *below)
+IPK_HD unsigned med_scan16(const unsigned *w, int k, int *below)
 {
     int acc = *below, found = 0;
     unsigned bin = 0;
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < 16; i++) {
         int count = (int)((w[i >> 1] >> (16 * (i & 1))) & 0xffffu);
         if (!found && acc + count > k) {
@@ -106,20 +106,20 @@ MED_UNROLL
 
 /* The k-th smallest (0-based) value in the histograms: the 8 coarse words, then the 8 fine
  * words of the chosen coarse bin, each read at once rather than bin by dependent bin. */
-MED_HD unsigned med_hist2_select(const unsigned *fine, const unsigned *coarse, int k)
+IPK_HD unsigned med_hist2_select(const unsigned *fine, const unsigned *coarse, int k)
 {
     unsigned w[8];
     int below = 0;
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < 8; i++) w[i] = coarse[i * MED_HUANG_THREADS];
     unsigned cb = med_scan16(w, k, &below);
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < 8; i++) w[i] = fine[(cb * 8 + i) * MED_HUANG_THREADS];
     return cb * 16 + med_scan16(w, k, &below);
 }
 
 /* Rows y0..y1-1 of column (x, ch) from zeroed histograms fine (128 words) and coarse (8). */
-MED_HD void med_huang2_column(const med_args &a, unsigned *fine, unsigned *coarse, int x, int ch, int y0, int y1)
+IPK_HD void med_huang2_column(const med_args &a, unsigned *fine, unsigned *coarse, int x, int ch, int y0, int y1)
 {
     const int r = a.radius;
     for (int dy = -r; dy <= r; dy++) med_hist2_row(a, fine, coarse, x, ch, y0 + dy, 1);
@@ -134,6 +134,6 @@ MED_HD void med_huang2_column(const med_args &a, unsigned *fine, unsigned *coars
 }
 
 /* Rows a strip of the shared-atomic Huang kernel covers: at least 64, at least 4 windows. */
-MED_HD int med_huang_strip(int radius) { return 4 * (2 * radius + 1) > 64 ? 4 * (2 * radius + 1) : 64; }
+IPK_HD int med_huang_strip(int radius) { return 4 * (2 * radius + 1) > 64 ? 4 * (2 * radius + 1) : 64; }
 
 #endif

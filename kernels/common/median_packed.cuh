@@ -5,44 +5,20 @@
 #ifndef IPK_MEDIAN_PACKED_CUH
 #define IPK_MEDIAN_PACKED_CUH
 
-#define MED_HD __host__ __device__ __forceinline__
-/* g++ warns about MED_UNROLL in the host pass of these host-and-device functions */
-#ifdef __CUDA_ARCH__
-#define MED_UNROLL _Pragma("unroll")
-#else
-#define MED_UNROLL
-#endif
+#include "conv_swar.h"
 
-MED_HD unsigned med_min(unsigned a, unsigned b)
-{
-#ifdef __CUDA_ARCH__
-    return __vminu2(a, b);
-#else
-    unsigned lo = (a & 0xffffu) < (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
-    unsigned hi = (a >> 16) < (b >> 16) ? a >> 16 : b >> 16;
-    return lo | hi << 16;
-#endif
-}
 
-MED_HD unsigned med_max(unsigned a, unsigned b)
-{
-#ifdef __CUDA_ARCH__
-    return __vmaxu2(a, b);
-#else
-    unsigned lo = (a & 0xffffu) > (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
-    unsigned hi = (a >> 16) > (b >> 16) ? a >> 16 : b >> 16;
-    return lo | hi << 16;
-#endif
-}
+IPK_HD unsigned med_min(unsigned a, unsigned b) { return ipk_swar_min2(a, b); }
+IPK_HD unsigned med_max(unsigned a, unsigned b) { return ipk_swar_max2(a, b); }
 
-MED_HD void med_sort2(unsigned &a, unsigned &b)
+IPK_HD void med_sort2(unsigned &a, unsigned &b)
 {
     unsigned lo = med_min(a, b);
     b = med_max(a, b);
     a = lo;
 }
 
-MED_HD unsigned med_med3(unsigned a, unsigned b, unsigned c)
+IPK_HD unsigned med_med3(unsigned a, unsigned b, unsigned c)
 {
     return med_max(med_min(a, b), med_min(med_max(a, b), c));
 }
@@ -50,19 +26,19 @@ MED_HD unsigned med_med3(unsigned a, unsigned b, unsigned c)
 /* Sorts v[0..N-1] per lane (insertion network: the compiler drops the min/max whose results
  * go unused when only some ranks are read). */
 template <int N>
-MED_HD void med_sort_n(unsigned *v)
+IPK_HD void med_sort_n(unsigned *v)
 {
-MED_UNROLL
+IPK_UNROLL
     for (int i = 1; i < N; i++)
-MED_UNROLL
+IPK_UNROLL
         for (int j = i; j > 0; j--) med_sort2(v[j - 1], v[j]);
 }
 
 /* Inserts c into the sorted s[0..N-1], giving the sorted out[0..N]. */
 template <int N>
-MED_HD void med_insert(const unsigned *s, unsigned c, unsigned *out)
+IPK_HD void med_insert(const unsigned *s, unsigned c, unsigned *out)
 {
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < N; i++) {
         out[i] = med_min(s[i], c);
         c = med_max(s[i], c);
@@ -73,20 +49,20 @@ MED_UNROLL
 /* Forgetful selection of the median of N (odd): keep N/2 + 2 values, drop the smallest and
  * the largest, take the next value, repeat; the median of the last three is the answer. */
 template <int N>
-MED_HD unsigned med_forgetful(const unsigned *v)
+IPK_HD unsigned med_forgetful(const unsigned *v)
 {
     constexpr int keep = N / 2 + 2 < N ? N / 2 + 2 : N;
     unsigned w[keep];
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < keep; i++) w[i] = v[i];
-MED_UNROLL
+IPK_UNROLL
     for (int step = 0; step < N - keep; step++) {
         const int n = keep - step;
-MED_UNROLL
+IPK_UNROLL
         for (int i = 1; i < n; i++) med_sort2(w[0], w[i]);
-MED_UNROLL
+IPK_UNROLL
         for (int i = 1; i < n - 1; i++) med_sort2(w[i], w[n - 1]);
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < n - 2; i++) w[i] = w[i + 1];
         w[n - 2] = v[keep + step];
     }
@@ -98,16 +74,16 @@ MED_UNROLL
  * (k+1)(j+1) values at or below it and (S-k)(S-j) at or above; only entries that can hold
  * rank (S*S+1)/2 are kept, and as many values lie surely below them as surely above. */
 template <int S>
-MED_HD unsigned med_from_sorted_columns(unsigned (*col)[S])
+IPK_HD unsigned med_from_sorted_columns(unsigned (*col)[S])
 {
     constexpr int half = (S * S + 1) / 2;
     constexpr int ncand = S == 3 ? 3 : S == 5 ? 13 : 29;
     unsigned cand[ncand];
     int n = 0;
-MED_UNROLL
+IPK_UNROLL
     for (int k = 0; k < S; k++) {
         med_sort_n<S>(col[k]);
-MED_UNROLL
+IPK_UNROLL
         for (int j = 0; j < S; j++)
             if ((k + 1) * (j + 1) <= half && (S - k) * (S - j) <= half) cand[n++] = col[k][j];
     }

@@ -21,11 +21,11 @@ template <int R> struct med_pk {
     static constexpr int ROWS = R == 1 ? 4 : 2; /* output rows per thread of the old kernel */
 };
 
-MED_HD unsigned med_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
+IPK_HD unsigned med_lanes(unsigned lo, unsigned hi) { return lo | hi << 16; }
 
 /* The edge words of a row from pixels gx-1, gx-2, gx-3 (l) and gx+16, gx+17, gx+18 (r). */
 template <int R>
-MED_HD void med_pk_edges(const unsigned *l, const unsigned *r, unsigned *w)
+IPK_HD void med_pk_edges(const unsigned *l, const unsigned *r, unsigned *w)
 {
     if (R == 1) w[8] = med_lanes(r[0], l[0]);
     if (R >= 2) {
@@ -37,7 +37,7 @@ MED_HD void med_pk_edges(const unsigned *l, const unsigned *r, unsigned *w)
 
 /* Word `wi` of row words w as extended by the edge words: index -(R+1)/2 .. 8+(R+1)/2-1. */
 template <int R>
-MED_HD unsigned med_pk_ext(const unsigned *w, int wi)
+IPK_HD unsigned med_pk_ext(const unsigned *w, int wi)
 {
     if (wi >= 0 && wi < 8) return w[wi];
     if constexpr (R == 1) return w[8];
@@ -47,7 +47,7 @@ MED_HD unsigned med_pk_ext(const unsigned *w, int wi)
 
 /* Pixels gx+p, gx+p+1 as one word, p in -R..16+R-2 (a funnel shift for odd p). */
 template <int R>
-MED_HD unsigned med_pk_pair(const unsigned *w, int p)
+IPK_HD unsigned med_pk_pair(const unsigned *w, int p)
 {
     const int q = p >= 0 ? p / 2 : -((-p + 1) / 2);
     if ((p & 1) == 0) return med_pk_ext<R>(w, q);
@@ -56,13 +56,13 @@ MED_HD unsigned med_pk_pair(const unsigned *w, int p)
 
 /* Batcher's odd-even merge of sorted a[NA] and b[NB] into out[NA+NB] (any sizes). */
 template <int NA, int NB>
-MED_HD void med_merge(const unsigned *a, const unsigned *b, unsigned *out)
+IPK_HD void med_merge(const unsigned *a, const unsigned *b, unsigned *out)
 {
     if constexpr (NA == 0) {
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < NB; i++) out[i] = b[i];
     } else if constexpr (NB == 0) {
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < NA; i++) out[i] = a[i];
     } else if constexpr (NA == 1 && NB == 1) {
         out[0] = med_min(a[0], b[0]);
@@ -70,13 +70,13 @@ MED_UNROLL
     } else {
         constexpr int EA = (NA + 1) / 2, EB = (NB + 1) / 2, OA = NA / 2, OB = NB / 2;
         unsigned ae[EA], be[EB], ao[OA > 0 ? OA : 1], bo[OB > 0 ? OB : 1];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < EA; i++) ae[i] = a[2 * i];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < EB; i++) be[i] = b[2 * i];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < OA; i++) ao[i] = a[2 * i + 1];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < OB; i++) bo[i] = b[2 * i + 1];
         constexpr int NE = EA + EB, NO = OA + OB;
         unsigned even[NE], odd[NO > 0 ? NO : 1];
@@ -84,7 +84,7 @@ MED_UNROLL
         med_merge<OA, OB>(ao, bo, odd);
         /* out = e0, then the pairs (o_i, e_i+1) put in order; a last o or e closes the list */
         out[0] = even[0];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < NO; i++) {
             if (i + 1 < NE) {
                 out[2 * i + 1] = med_min(odd[i], even[i + 1]);
@@ -99,14 +99,14 @@ MED_UNROLL
 
 /* Sorts v[N] per lane by odd-even merge sort. */
 template <int N>
-MED_HD void med_msort(unsigned *v)
+IPK_HD void med_msort(unsigned *v)
 {
     if constexpr (N > 1) {
         constexpr int H = N / 2;
         unsigned lo[H], hi[N - H];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < H; i++) lo[i] = v[i];
-MED_UNROLL
+IPK_UNROLL
         for (int i = 0; i < N - H; i++) hi[i] = v[H + i];
         med_msort<H>(lo);
         med_msort<N - H>(hi);
@@ -117,11 +117,11 @@ MED_UNROLL
 /* The K-th smallest (0-based) of sorted a[NA] and b[NB]: the least over the splits i + j = K+1
  * of max(a[i-1], b[j-1]), the largest of the K+1 values a split takes. */
 template <int NA, int NB, int K>
-MED_HD unsigned med_kth(const unsigned *a, const unsigned *b)
+IPK_HD unsigned med_kth(const unsigned *a, const unsigned *b)
 {
     constexpr int lo = K + 1 - NB > 0 ? K + 1 - NB : 0, hi = K + 1 < NA ? K + 1 : NA;
     unsigned best = 0;
-MED_UNROLL
+IPK_UNROLL
     for (int i = lo; i <= hi; i++) {
         unsigned v = i == 0 ? b[K] : i == K + 1 ? a[K] : med_max(a[i - 1], b[K - i]);
         best = i == lo ? v : med_min(best, v);
@@ -132,31 +132,18 @@ MED_UNROLL
 /* Radius 1: per output word, each rank row of its 3 sorted columns ordered and the 3
  * entries that can be the median kept (Adams' pruned 3x3 network). */
 template <int R>
-MED_HD void med_rank_rows(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
+IPK_HD void med_rank_rows(unsigned (*sorted)[med_pk<R>::NW], unsigned *out)
 {
     constexpr int S = med_pk<R>::S;
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < 8; i++) {
         unsigned col[S][S];   /* [rank][column offset + R] */
-MED_UNROLL
+IPK_UNROLL
         for (int k = 0; k < S; k++)
-MED_UNROLL
+IPK_UNROLL
             for (int d = -R; d <= R; d++) col[k][R + d] = med_pk_pair<R>(sorted[k], 2 * i + d);
         out[i] = med_from_sorted_columns<S>(col);
     }
-}
-
-/* Bytes of {y, x} picked by selector s, as __byte_perm (selector values 0-7 only). */
-MED_HD unsigned med_perm(unsigned x, unsigned y, unsigned s)
-{
-#ifdef __CUDA_ARCH__
-    return __byte_perm(x, y, s);
-#else
-    unsigned long long both = (unsigned long long)y << 32 | x;
-    unsigned out = 0;
-    for (int i = 0; i < 4; i++) out |= (unsigned)(both >> (8 * ((s >> (4 * i)) & 7u)) & 0xffu) << (8 * i);
-    return out;
-#endif
 }
 
 /* Split layout of the separable kernel: a thread's 16 pixels gx..gx+15 as word j holding pixel
@@ -170,55 +157,55 @@ template <int R> struct med_sp {
 
 /* Two words from bytes a[i], a[i+1] and b[i], b[i+1] (i = 0 or 2): lanes (a[i], b[i]) and
  * (a[i+1], b[i+1]). */
-MED_HD void med_sp_two(unsigned a, unsigned b, int i, unsigned *w)
+IPK_HD void med_sp_two(unsigned a, unsigned b, int i, unsigned *w)
 {
-    unsigned t = med_perm(a, b, i == 0 ? 0x5140u : 0x7362u);   /* a[i], b[i], a[i+1], b[i+1] */
-    w[0] = med_perm(t, 0, 0x4140u);
-    w[1] = med_perm(t, 0, 0x4342u);
+    unsigned t = ipk_swar_perm(a, b, i == 0 ? 0x5140u : 0x7362u);   /* a[i], b[i], a[i+1], b[i+1] */
+    w[0] = ipk_swar_perm(t, 0, 0x4140u);
+    w[1] = ipk_swar_perm(t, 0, 0x4342u);
 }
 
 /* Row words from q[0..3] (pixels gx..gx+15, little-endian) and the words left (gx-4..gx-1)
  * and right (gx+16..gx+19). */
 template <int R>
-MED_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+IPK_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
 {
     unsigned inner[8], edge[4];
     med_sp_two(q[0], q[2], 0, inner);
     med_sp_two(q[0], q[2], 2, inner + 2);
     med_sp_two(q[1], q[3], 0, inner + 4);
     med_sp_two(q[1], q[3], 2, inner + 6);
-MED_UNROLL
+IPK_UNROLL
     for (int j = 0; j < 8; j++) w[R + j] = inner[j];
     /* j = -4..-1: pixels gx+j (left) and gx+8+j (q[1]); j = 8..11: gx+j (q[2]) and gx+8+j (right) */
     med_sp_two(left, q[1], 0, edge);
     med_sp_two(left, q[1], 2, edge + 2);
-MED_UNROLL
+IPK_UNROLL
     for (int j = -R; j < 0; j++) w[R + j] = edge[4 + j];
     med_sp_two(q[2], right, 0, edge);
     med_sp_two(q[2], right, 2, edge + 2);
-MED_UNROLL
+IPK_UNROLL
     for (int j = 8; j < 8 + R; j++) w[R + j] = edge[j - 8];
 }
 
 /* Output words (pixel gx+j low, gx+8+j high) back to pixels gx..gx+15 in q[0..3]. */
-MED_HD void med_sp_unpack(const unsigned *v, unsigned *q)
+IPK_HD void med_sp_unpack(const unsigned *v, unsigned *q)
 {
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < 8; i += 4) {
-        unsigned t0 = med_perm(v[i], v[i + 1], 0x6240u);       /* px i, i+1, 8+i, 9+i */
-        unsigned t1 = med_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, 10+i, 11+i */
-        q[i / 4] = med_perm(t0, t1, 0x5410u);
-        q[2 + i / 4] = med_perm(t0, t1, 0x7632u);
+        unsigned t0 = ipk_swar_perm(v[i], v[i + 1], 0x6240u);       /* px i, i+1, 8+i, 9+i */
+        unsigned t1 = ipk_swar_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, 10+i, 11+i */
+        q[i / 4] = ipk_swar_perm(t0, t1, 0x5410u);
+        q[2 + i / 4] = ipk_swar_perm(t0, t1, 0x7632u);
     }
 }
 
 /* Merges the sorted columns j0..j0+NC-1 (positions -R..7+R) of one output row into out[NC*S]. */
 template <int R, int NC>
-MED_HD void med_sp_cols(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
+IPK_HD void med_sp_cols(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
 {
     constexpr int S = med_sp<R>::S;
     if constexpr (NC == 1) {
-MED_UNROLL
+IPK_UNROLL
         for (int k = 0; k < S; k++) out[k] = sorted[k][R + j0];
     } else {
         constexpr int H = NC / 2;
@@ -232,7 +219,7 @@ MED_UNROLL
 /* The medians of output words j and j+1, which share the NP sorted values `common` (their
  * columns j+1-R..j+R): each adds its own column, j-R or j+1+R. */
 template <int R, int NP>
-MED_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R>::NW], const unsigned *common, int j, unsigned *out)
+IPK_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R>::NW], const unsigned *common, int j, unsigned *out)
 {
     constexpr int S = med_sp<R>::S, K = (S * S - 1) / 2;
     unsigned own[S];
@@ -245,7 +232,7 @@ MED_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R>::NW], const unsigned *com
 /* Four output words j0..j0+3: columns j0+3-R..j0+R are common to all four (none at R = 1),
  * each pair adds 2 columns, each word 1. */
 template <int R>
-MED_HD void med_sp_quad(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
+IPK_HD void med_sp_quad(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
 {
     constexpr int S = med_sp<R>::S, NQ = 2 * R - 2, NP = 2 * R;
     unsigned common[NP * S];
@@ -268,14 +255,14 @@ MED_HD void med_sp_quad(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out
 
 /* The sorted columns of one output row: its own row inserted into the 2R shared ones. */
 template <int R>
-MED_HD void med_sp_insert_row(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R>::NW])
+IPK_HD void med_sp_insert_row(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R>::NW])
 {
     constexpr int S = med_sp<R>::S;
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < med_sp<R>::NW; i++) {
         unsigned col[S];
         med_insert<2 * R>(shared[i], own[i], col);
-MED_UNROLL
+IPK_UNROLL
         for (int k = 0; k < S; k++) sorted[k][i] = col[k];
     }
 }
@@ -284,13 +271,13 @@ MED_UNROLL
  * both windows hold are sorted once per word, then each output's own row is inserted; one
  * output row is finished before the next is built, which keeps fewer values live. */
 template <int R>
-MED_HD void med_sp_pair(unsigned (*rows)[med_sp<R>::NW], unsigned *top_out, unsigned *bottom_out)
+IPK_HD void med_sp_pair(unsigned (*rows)[med_sp<R>::NW], unsigned *top_out, unsigned *bottom_out)
 {
     typedef med_sp<R> P;
     unsigned shared[P::NW][2 * R], sorted[P::S][P::NW];
-MED_UNROLL
+IPK_UNROLL
     for (int i = 0; i < P::NW; i++) {
-MED_UNROLL
+IPK_UNROLL
         for (int j = 0; j < 2 * R; j++) shared[i][j] = rows[1 + j][i];
         med_msort<2 * R>(shared[i]);
     }
