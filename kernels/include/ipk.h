@@ -71,7 +71,8 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * STRIP forces the exact 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer
  * k x k weights, k = 3 or 5, or 7 when separable with non-negative factors, whose sums fit the
  * lanes; mean: radius 1 to 3, not shrink) and returns IPK_EINVAL where it does not apply.
- * TILE forces the kernels that served these cases before it. Results are the same on every path. */
+ * TILE forces the kernels that served these cases before it. NET is median's issue-14 kernels
+ * (convolve and mean refuse it). Results are the same on every path. */
 typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_NET = 3 } ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
