@@ -149,7 +149,7 @@ IPK_UNROLL
 /* Split layout of the separable kernel: a thread's 16 pixels gx..gx+15 as word j holding pixel
  * gx+j in its low lane and gx+8+j in its high lane, so that its 8 output words are 8 adjacent
  * positions j = 0..7 and word j's window is words j-R..j+R of the extended row, j = -R..7+R,
- * stored at index j+R. */
+ * stored at index j+R. u8 and u16 pixels alike fill the 16-bit lanes. */
 template <int R> struct med_sp {
     static constexpr int S = 2 * R + 1;
     static constexpr int NW = 8 + 2 * R;
@@ -196,6 +196,35 @@ IPK_UNROLL
         unsigned t1 = ipk_swar_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, 10+i, 11+i */
         q[i / 4] = ipk_swar_perm(t0, t1, 0x5410u);
         q[2 + i / 4] = ipk_swar_perm(t0, t1, 0x7632u);
+    }
+}
+
+/* 16-bit pixels (u16 images): pixel i of a word pair is half i & 1 of word i >> 1. */
+IPK_HD unsigned med_half(const unsigned *words, int i) { return (words[i >> 1] >> (16 * (i & 1))) & 0xffffu; }
+
+/* The split layout's row words from 16-bit pixels: q[0..7] (gx..gx+15, 2 a word), left[0..1]
+ * (gx-4..gx-1) and right[0..1] (gx+16..gx+19). */
+template <int R>
+IPK_HD void med_sp_pack16(const unsigned *q, const unsigned *left, const unsigned *right, unsigned *w)
+{
+IPK_UNROLL
+    for (int j = 0; j < 8; j += 2) {
+        w[R + j] = ipk_swar_perm(q[j / 2], q[4 + j / 2], 0x5410u);       /* pixels j, 8+j */
+        w[R + j + 1] = ipk_swar_perm(q[j / 2], q[4 + j / 2], 0x7632u);   /* j+1, 9+j */
+    }
+IPK_UNROLL
+    for (int j = -R; j < 0; j++) w[R + j] = med_lanes(med_half(left, 4 + j), med_half(q, 8 + j));
+IPK_UNROLL
+    for (int j = 8; j < 8 + R; j++) w[R + j] = med_lanes(med_half(q, j), med_half(right, j - 8));
+}
+
+/* Output words back to 16-bit pixels gx..gx+15 in q[0..7], 2 a word. */
+IPK_HD void med_sp_unpack16(const unsigned *v, unsigned *q)
+{
+IPK_UNROLL
+    for (int k = 0; k < 4; k++) {
+        q[k] = ipk_swar_perm(v[2 * k], v[2 * k + 1], 0x5410u);       /* low lanes: pixels 2k, 2k+1 */
+        q[4 + k] = ipk_swar_perm(v[2 * k], v[2 * k + 1], 0x7632u);   /* high lanes: 8+2k, 9+2k */
     }
 }
 

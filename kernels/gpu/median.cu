@@ -1,7 +1,8 @@
 /* Median filter on the GPU, three paths, each in an issue-14 version (IPK_GPU_NET, what AUTO
  * runs) and the version before it (IPK_GPU_TILE):
- * - u8, 1 channel, radius 1 to 3, replicate/reflect101/zero: 16 pixels by a few rows per
- *   thread, 2 pixels a word in 16-bit lanes; columns sorted once per word (shared by the 2R+1
+ * - u8 (and u16 in the new version), 1 channel, radius 1 to 3, replicate/reflect101/zero:
+ *   16 pixels by a few rows per thread, 2 pixels a word in 16-bit lanes; columns sorted once
+ *   per word (shared by the 2R+1
  *   horizontal neighbours, and the 2R common rows by two vertical ones); then either (old) the
  *   rank rows pruned to the entries that can be the median and a forgetful selection, or (new,
  *   median_sep.cuh) the sorted columns merged in a tree shared by neighbouring outputs;
@@ -9,7 +10,7 @@
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2); the issue-14 version
  *   (median_huang.cuh) updates them by shared-memory atomics and reads 8 words per level;
- * - u16 and f32: a radix selection of the k-th smallest key over the window per pixel
+ * - other u16, and f32: a radix selection of the k-th smallest key over the window per pixel
  *   (correct for every case, cost grows with the window: the slow fallback). */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -234,10 +235,53 @@ __device__ __forceinline__ void med_sp_load(const med_args &a, int gx, int ly, u
         right = __ldg((const unsigned *)(row + gx + 16));
     } else {
         unsigned v[6] = {0, 0, 0, 0, 0, 0};   /* pixels gx-4..gx+19, 4 a word */
+#pragma unroll
         for (int i = 0; i < 24; i++) v[i >> 2] |= med_byte(a, row, gx - 4 + i) << (8 * (i & 3));
         left = v[0], q[0] = v[1], q[1] = v[2], q[2] = v[3], q[3] = v[4], right = v[5];
     }
     med_sp_pack<R>(q, left, right, w);
+}
+
+__device__ __forceinline__ unsigned med_px16(const med_args &a, const unsigned short *row, int x)
+{
+    int xx = ipk_border_index(x, a.width, a.border);
+    return xx >= 0 ? __ldg(row + xx) : 0u;
+}
+
+/* As med_sp_load for 16-bit pixels: 2 16-byte loads and 2 8-byte ones where it can. */
+template <int R>
+__device__ __forceinline__ void med_sp_load16(const med_args &a, int gx, int ly, unsigned *w)
+{
+    int yy = ipk_border_index(ly, a.height, a.border);
+    if (yy < 0) {
+#pragma unroll
+        for (int i = 0; i < med_sp<R>::NW; i++) w[i] = 0;
+        return;
+    }
+    const unsigned short *row = (const unsigned short *)(a.src + (ptrdiff_t)yy * a.src_stride);
+    unsigned v[12];   /* pixels gx-4..gx+19, 2 a word */
+    if (gx >= 4 && gx + 20 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
+        uint4 c0 = __ldg((const uint4 *)(row + gx)), c1 = __ldg((const uint4 *)(row + gx + 8));
+        uint2 l = __ldg((const uint2 *)(row + gx - 4)), r = __ldg((const uint2 *)(row + gx + 16));
+        v[0] = l.x, v[1] = l.y, v[2] = c0.x, v[3] = c0.y, v[4] = c0.z, v[5] = c0.w;
+        v[6] = c1.x, v[7] = c1.y, v[8] = c1.z, v[9] = c1.w, v[10] = r.x, v[11] = r.y;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 12; i++) v[i] = med_lanes(med_px16(a, row, gx - 4 + 2 * i), med_px16(a, row, gx - 3 + 2 * i));
+    }
+    med_sp_pack16<R>(v + 2, v, v + 10, w);
+}
+
+/* 16-bit pixels gx..gx+15 of output row y from q[0..7]: two 16-byte stores where it can. */
+__device__ __forceinline__ void med_store32(const med_args &a, int gx, int y, const unsigned *q)
+{
+    unsigned short *row = (unsigned short *)(a.dst + (ptrdiff_t)y * a.dst_stride);
+    if (gx + 16 <= a.width && ((uintptr_t)(row + gx) & 15) == 0) {
+        *(uint4 *)(row + gx) = make_uint4(q[0], q[1], q[2], q[3]);
+        *(uint4 *)(row + gx + 8) = make_uint4(q[4], q[5], q[6], q[7]);
+        return;
+    }
+    for (int j = 0; j < 16 && gx + j < a.width; j++) row[gx + j] = (unsigned short)med_half(q, j);
 }
 
 /* Rows y0..y0+ROWS-1 in pairs: the 2R rows two outputs share are sorted once per word, then
@@ -277,10 +321,26 @@ __global__ void __launch_bounds__(128) med_packed_u8(med_args a)
     }
 }
 
-/* Separable-network path: ROWS rows (even) of 16 pixels a thread, all rows loaded first so
- * that their loads overlap; see median_sep.cuh for the networks and the word layout. */
-template <int R, int ROWS>
-__global__ void __launch_bounds__(128) med_sep_u8(med_args a)
+/* Output row y (if in the image) from the split layout's 8 words. */
+template <int WIDE>
+__device__ __forceinline__ void med_sep_store(const med_args &a, int gx, int y, const unsigned *words)
+{
+    unsigned q[8];
+    if (y >= a.height) return;
+    if (WIDE) {
+        med_sp_unpack16(words, q);
+        med_store32(a, gx, y, q);
+    } else {
+        med_sp_unpack(words, q);
+        med_store16(a, gx, y, q);
+    }
+}
+
+/* Separable-network path: ROWS rows (even) of 16 pixels a thread, u8 (WIDE = 0) or u16
+ * (WIDE = 1), all rows loaded first so that their loads overlap; see median_sep.cuh for the
+ * networks and the word layout, which is the same for both. */
+template <int R, int ROWS, int WIDE>
+__global__ void __launch_bounds__(128) med_sep_kernel(med_args a)
 {
     typedef med_sp<R> P;
     const int gx = 16 * (blockIdx.x * blockDim.x + threadIdx.x);
@@ -288,15 +348,16 @@ __global__ void __launch_bounds__(128) med_sep_u8(med_args a)
     if (gx >= a.width || y0 >= a.height) return;
     unsigned rows[ROWS + 2 * R][P::NW];
 #pragma unroll
-    for (int j = 0; j < ROWS + 2 * R; j++) med_sp_load<R>(a, gx, y0 - R + j, rows[j]);
+    for (int j = 0; j < ROWS + 2 * R; j++) {
+        if (WIDE) med_sp_load16<R>(a, gx, y0 - R + j, rows[j]);
+        else med_sp_load<R>(a, gx, y0 - R + j, rows[j]);
+    }
 #pragma unroll
     for (int p = 0; p < ROWS; p += 2) {
-        unsigned top[8], bottom[8], q[4];
+        unsigned top[8], bottom[8];
         med_sp_pair<R>(rows + p, top, bottom);
-        med_sp_unpack(top, q);
-        if (y0 + p < a.height) med_store16(a, gx, y0 + p, q);
-        med_sp_unpack(bottom, q);
-        if (y0 + p + 1 < a.height) med_store16(a, gx, y0 + p + 1, q);
+        med_sep_store<WIDE>(a, gx, y0 + p, top);
+        med_sep_store<WIDE>(a, gx, y0 + p + 1, bottom);
     }
 }
 
@@ -373,28 +434,29 @@ static int med_launch_packed(const med_args *a, cudaStream_t s)
 /* Separable networks: 8 rows a thread at radius 1 (memory-bound: fewer halo rows per output
  * row), 2 at radius 2 and 3 (bound by min/max count: registers for the merges). */
 template <int R, int ROWS>
-static int med_launch_sep_r(const med_args *a, cudaStream_t s)
+static int med_launch_sep_r(const med_args *a, int wide, cudaStream_t s)
 {
     dim3 block(32, 4);
     long long groups = (a->width + 15) / 16, bands = (a->height + ROWS - 1) / ROWS;
     long long gy = (bands + block.y - 1) / block.y;
     if (gy > MED_MAX_GRID_Y) return IPK_EINVAL;
     dim3 grid((unsigned)((groups + block.x - 1) / block.x), (unsigned)gy);
-    med_sep_u8<R, ROWS><<<grid, block, 0, s>>>(*a);
+    if (wide) med_sep_kernel<R, ROWS, 1><<<grid, block, 0, s>>>(*a);
+    else med_sep_kernel<R, ROWS, 0><<<grid, block, 0, s>>>(*a);
     return IPK_OK;
 }
 
-static int med_launch_sep(const med_args *a, cudaStream_t s)
+static int med_launch_sep(const med_args *a, int wide, cudaStream_t s)
 {
-    if (a->radius == 1) return med_launch_sep_r<1, 8>(a, s);
-    if (a->radius == 2) return med_launch_sep_r<2, 2>(a, s);
-    return med_launch_sep_r<3, 2>(a, s);
+    if (a->radius == 1) return med_launch_sep_r<1, 8>(a, wide, s);
+    if (a->radius == 2) return med_launch_sep_r<2, 2>(a, wide, s);
+    return med_launch_sep_r<3, 2>(a, wide, s);
 }
 
-/* u8, 1 channel, radius 1 to 3, not shrink: the packed network kernels. */
-static int med_packed_case(const ipk_img *src, int radius, ipk_border border)
+/* 1 channel, radius 1 to 3, not shrink: the packed network kernels (the old one: u8 only). */
+static int med_network_case(const ipk_img *src, int radius, ipk_border border)
 {
-    return src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK;
+    return src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK;
 }
 
 /* What AUTO runs: the issue-14 kernels everywhere until bench_gpu's "(old kernels)" rows
@@ -419,8 +481,10 @@ extern "C" int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int r
                   src->width, src->height, src->channels, radius, (int)border};
     cudaStream_t s = (cudaStream_t)stream;
     const int newer = path == IPK_GPU_NET || (path == IPK_GPU_AUTO && med_auto_is_net(src, radius, border));
+    const int network = med_network_case(src, radius, border);
     int rc;
-    if (med_packed_case(src, radius, border)) rc = newer ? med_launch_sep(&a, s) : med_launch_packed(&a, s);
+    if (network && newer && src->dtype != IPK_F32) rc = med_launch_sep(&a, src->dtype == IPK_U16, s);
+    else if (network && src->dtype == IPK_U8) rc = med_launch_packed(&a, s);
     else if (src->dtype == IPK_U8) rc = med_launch_huang(&a, newer, s);
     else {
         med_launch_generic(&a, src->dtype, s);

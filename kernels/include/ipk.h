@@ -78,10 +78,11 @@ int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
-/* median: AUTO is NET, the issue-14 kernels (u8 1-channel radius 1-3 but shrink: separable
- * networks shared by neighbouring outputs; other u8: Huang histograms updated by shared-memory
- * atomics); TILE the kernels before them (packed rank rows; Huang by load-add-store). u16 and
- * f32 take the radix selection on every path; STRIP gives IPK_EINVAL. */
+/* median: AUTO is NET, the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
+ * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
+ * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
+ * load-add-store; u16: radix selection). Other u16 and all f32 take the radix selection on
+ * every path; STRIP gives IPK_EINVAL. */
 int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                         void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 

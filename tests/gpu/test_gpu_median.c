@@ -66,11 +66,11 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     return ok;
 }
 
-/* u8 through both paths (they differ only there), other dtypes through AUTO. */
+/* u8 and u16 through both paths (they differ only there), f32 through AUTO. */
 static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
 {
     int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO);
-    if (t == IPK_U8) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
+    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
     return ok;
 }
 
@@ -94,20 +94,22 @@ static void small_sizes(int quick)
                         if (!run_case(sizes[s][0], sizes[s][1], c, types[ti], radii[r], (ipk_border)b, seed++)) return;
 }
 
-/* The packed radius 1..3 paths on unaligned rows, widths around multiples of 4 and 16. */
+/* The packed radius 1..3 paths (u8; u16 on the separable kernel) on unaligned rows, widths
+ * around multiples of 4 and 16. */
 static void packed(void)
 {
     static const int widths[] = {2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 63, 64, 65, 130, 257};
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
         for (int r = 1; r <= 3; r++)
-            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
-                run_case(widths[i], 19, 1, IPK_U8, r, (ipk_border)b, 100 + i);
-                run_case(widths[i], 2, 1, IPK_U8, r, (ipk_border)b, 200 + i);
-            }
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+                for (ipk_dtype t = IPK_U8; t <= IPK_U16; t++) {
+                    run_case(widths[i], 19, 1, t, r, (ipk_border)b, 100 + i);
+                    run_case(widths[i], 2, 1, t, r, (ipk_border)b, 200 + i);
+                }
 }
 
-/* Rows whose pitch is a multiple of 16 bytes: the 16-byte loads and stores, with the thread
- * groups at both image edges and in a partial last group on the slow path. */
+/* Rows whose pitch is a multiple of 16 bytes (u8 and u16): the 16-byte loads and stores, with
+ * the thread groups at both image edges and in a partial last group on the slow path. */
 static void packed_aligned(void)
 {
     static const int widths[] = {16, 19, 20, 21, 36, 37, 47, 100, 513, 1000};
@@ -119,6 +121,8 @@ static void packed_aligned(void)
                 for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++) {
                     int pad = (16 - widths[i] % 16) % 16 + 16 * (int)(j % 2);
                     run_case_pad(widths[i], heights[j], 1, IPK_U8, r, (ipk_border)b, seed++, pad);
+                    pad = (16 - 2 * widths[i] % 16) % 16 + 16 * (int)(j % 2);
+                    run_case_pad(widths[i], heights[j], 1, IPK_U16, r, (ipk_border)b, seed++, pad);
                 }
 }
 
@@ -136,6 +140,8 @@ static void large(void)
     run_case(1031, 517, 4, IPK_U8, 12, IPK_REPLICATE, 321);
     run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
     run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
+    run_case_pad(2048, 1001, 1, IPK_U16, 1, IPK_REFLECT101, 322, 0);
+    run_case_pad(2040, 999, 1, IPK_U16, 3, IPK_REPLICATE, 323, 16);
     run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
 }
 

@@ -2,8 +2,8 @@
  * (kernels/common/median_sep.cuh): the merges and sorts on every 0-1 input (0-1 principle),
  * the rank selection against sorting, and whole images cut into the separable kernel's thread
  * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
- * ipk_median_cpu, on odd sizes and every border the kernel takes, full-range and few-valued
- * (many ties) pixels. Histograms (median_huang.cuh): every column and strip of the
+ * ipk_median_cpu, u8 and u16, on odd sizes and every border the kernel takes, full-range and
+ * few-valued (many ties) pixels. Histograms (median_huang.cuh): every column and strip of the
  * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
@@ -113,31 +113,40 @@ static void networks(tu_rng *rng)
     kth_case<4, 2, 5>(rng);
 }
 
-/* med_sp_load on the host: logical row ly, pixels gx-4..gx+19 packed 4 a word, then the
- * kernel's own byte shuffles. */
+/* Pixel x of logical row ly as the kernels read it: the border's pixel, or 0 outside (zero). */
+static unsigned pixel_at(const ipk_img *im, int border, int x, int ly)
+{
+    int yy = ipk_border_index(ly, im->height, border), xx = ipk_border_index(x, im->width, border);
+    if (yy < 0 || xx < 0) return 0u;
+    return im->dtype == IPK_U8 ? *(const unsigned char *)tu_px(im, xx, yy, 0) : *(const unsigned short *)tu_px(im, xx, yy, 0);
+}
+
+/* med_sp_load / med_sp_load16 on the host: pixels gx-4..gx+19 of logical row ly packed 4 (u8)
+ * or 2 (u16) a word, then the kernel's own shuffles. */
 template <int R>
 static void load_row(const ipk_img *im, int border, int gx, int ly, unsigned *w)
 {
-    int yy = ipk_border_index(ly, im->height, border);
-    unsigned v[6] = {0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < 24; i++) {
-        int xx = ipk_border_index(gx - 4 + i, im->width, border);
-        unsigned px = yy >= 0 && xx >= 0 ? *(const unsigned char *)tu_px(im, xx, yy, 0) : 0u;
-        v[i / 4] |= px << (8 * (i % 4));
-    }
-    med_sp_pack<R>(v + 1, v[0], v[5], w);
+    unsigned v[12] = {0};
+    const int wide = im->dtype == IPK_U16, per_word = wide ? 2 : 4;
+    for (int i = 0; i < 24; i++)
+        v[i / per_word] |= pixel_at(im, border, gx - 4 + i, ly) << ((wide ? 16 : 8) * (i % per_word));
+    if (wide) med_sp_pack16<R>(v + 2, v, v + 10, w);
+    else med_sp_pack<R>(v + 1, v[0], v[5], w);
 }
 
 static void store_row(ipk_img *out, int gx, int y, const unsigned *words)
 {
-    unsigned q[4];
-    med_sp_unpack(words, q);
-    if (y >= out->height) return;
-    for (int j = 0; j < 16 && gx + j < out->width; j++)
-        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
+    unsigned q[8];
+    const int wide = out->dtype == IPK_U16;
+    if (wide) med_sp_unpack16(words, q);
+    else med_sp_unpack(words, q);
+    for (int j = 0; j < 16 && gx + j < out->width && y < out->height; j++) {
+        if (wide) *(unsigned short *)tu_px(out, gx + j, y, 0) = (unsigned short)med_half(q, j);
+        else *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
+    }
 }
 
-/* Every thread tile of the image through med_sp_pair, as med_sep_u8 runs them. */
+/* Every thread tile of the image through med_sp_pair, as med_sep_kernel runs them. */
 template <int R>
 static void emulate(const ipk_img *src, ipk_img *out, int border)
 {
@@ -153,20 +162,25 @@ static void emulate(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
-static void image_case(int w, int h, int radius, int border, int few_values, uint64_t seed)
+/* few_values: pixels masked to a few levels (many ties); u16 keeps its high bits so that
+ * both bytes of a lane matter. */
+static void image_case(int w, int h, ipk_dtype t, int radius, int border, int few_values, uint64_t seed)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
-    ipk_img src = tu_img_random(w, h, 1, IPK_U8, 5, &rng);
+    ipk_img src = tu_img_random(w, h, 1, t, 5, &rng);
     for (int y = 0; few_values && y < h; y++)
-        for (int x = 0; x < w; x++) *(unsigned char *)tu_px(&src, x, y, 0) &= 3;
-    ipk_img want = tu_img_zeros(w, h, 1, IPK_U8, 0), got = tu_img_zeros(w, h, 1, IPK_U8, 3);
+        for (int x = 0; x < w; x++) {
+            if (t == IPK_U8) *(unsigned char *)tu_px(&src, x, y, 0) &= 3;
+            else *(unsigned short *)tu_px(&src, x, y, 0) &= 0xc003;
+        }
+    ipk_img want = tu_img_zeros(w, h, 1, t, 0), got = tu_img_zeros(w, h, 1, t, 3);
     CHECK(ipk_median_cpu(&src, &want, radius, (ipk_border)border, 1) == IPK_OK, "cpu median");
     if (radius == 1) emulate<1>(&src, &got, border);
     else if (radius == 2) emulate<2>(&src, &got, border);
     else emulate<3>(&src, &got, border);
     double diff = tu_max_diff(&want, &got);
-    CHECK(diff == 0, "%dx%d r%d border %d few %d: max diff %g", w, h, radius, border, few_values, diff);
+    CHECK(diff == 0, "%dx%d dtype %d r%d border %d few %d: max diff %g", w, h, (int)t, radius, border, few_values, diff);
     tu_img_free(&src);
     tu_img_free(&want);
     tu_img_free(&got);
@@ -180,7 +194,10 @@ static void images(void)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int r = 1; r <= 3; r++)
             for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
-                for (int few = 0; few <= 1; few++) image_case(sizes[s][0], sizes[s][1], r, b, few, seed++);
+                for (int few = 0; few <= 1; few++) {
+                    image_case(sizes[s][0], sizes[s][1], IPK_U8, r, b, few, seed++);
+                    image_case(sizes[s][0], sizes[s][1], IPK_U16, r, b, few, seed++);
+                }
 }
 
 /* Each (column, channel) of each strip through med_huang2_column, in thread slot 0 of
