@@ -2,10 +2,10 @@
  * runs) and the version before it (IPK_GPU_TILE):
  * - u8 (and u16 in the new version), 1 channel, radius 1 to 3, replicate/reflect101/zero:
  *   16 pixels by a few rows per thread, 2 pixels a word in 16-bit lanes; columns sorted once
- *   per word (shared by the 2R+1
- *   horizontal neighbours, and the 2R common rows by two vertical ones); then either (old) the
- *   rank rows pruned to the entries that can be the median and a forgetful selection, or (new,
- *   median_sep.cuh) the sorted columns merged in a tree shared by neighbouring outputs;
+ *   per word (shared by the 2R+1 horizontal neighbours, and the 2R common rows by two
+ *   vertical ones); then either (old) the rank rows pruned to the entries that can be the
+ *   median and a forgetful selection, or (new, median_sep.cuh) the sorted columns merged in a
+ *   tree shared by neighbouring outputs;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2); the issue-14 version
