@@ -731,7 +731,8 @@ int main(int argc, char **argv)
     if (bench_selected("host copies", only)) bench_host_copies(&b);
     print_table(&b);
     printf("notes: %%copy = bytes read+written by the op over the device copy's rate; NPP median runs on the "
-           "interior (no border mode); NPP filters use replicate borders, imgpipe its stage defaults\n");
+           "interior (no border mode); NPP filters use replicate borders, imgpipe its stage defaults; median rows "
+           "run the issue-14 kernels (AUTO), \"(old kernels)\" the ones before them (IPK_GPU_TILE)\n");
     int failed = write_tsv(&b, dir) != 0;
     for (int i = 0; i < b.n_rows; i++)
         if (strcmp(b.rows[i].status, "mismatch") == 0 || strcmp(b.rows[i].status, "error") == 0) failed = 1;
