@@ -71,12 +71,20 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * STRIP forces the exact 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer
  * k x k weights, k = 3 or 5, or 7 when separable with non-negative factors, whose sums fit the
  * lanes; mean: radius 1 to 3, not shrink) and returns IPK_EINVAL where it does not apply.
- * TILE forces the kernels that served these cases before it. Results are the same on every path. */
-typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2 } ipk_gpu_path;
+ * TILE forces the kernels that served these cases before it. NET is median's issue-14 kernels
+ * (convolve and mean refuse it). Results are the same on every path. */
+typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_NET = 3 } ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
+/* median: AUTO is NET, the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
+ * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
+ * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
+ * load-add-store; u16: radix selection). Other u16 and all f32 take the radix selection on
+ * every path; STRIP gives IPK_EINVAL. */
+int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                        void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 
 /* entropy: src 1-channel U8 or U16; window (2r+1)^2 cut at the image border;
  * bin = value * bins / levels; H = log n - (1/n) sum n_i log n_i in the given base

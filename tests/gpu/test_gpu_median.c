@@ -1,5 +1,6 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
- * sizes, device pitches that are not the width, and a few large images. */
+ * sizes, device pitches that are not the width, and a few large images; u8 through both the
+ * issue-14 kernels (IPK_GPU_NET, what AUTO runs) and the ones before them (IPK_GPU_TILE). */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static ipk_img dev_alloc(const ipk_img *like, int pad)
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
 /* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad. */
-static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
+static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
+                    ipk_gpu_path path)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
@@ -41,9 +43,9 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
                                     cudaMemcpyHostToDevice), "upload");
     ok = ok && cuda_ok(cudaMemset(ddst.data, 0xa5, (size_t)ddst.stride * h), "poison");
     if (ok) {
-        int rc = ipk_median_gpu(&dsrc, &ddst, radius, border, NULL,
-                                ipk_median_gpu_scratch(w, h, c, t, radius), NULL);
-        CHECK(rc == IPK_OK, "ipk_median_gpu rc %d", rc);
+        int rc = ipk_median_gpu_path(&dsrc, &ddst, radius, border, NULL,
+                                     ipk_median_gpu_scratch(w, h, c, t, radius), NULL, path);
+        CHECK(rc == IPK_OK, "ipk_median_gpu_path rc %d", rc);
         ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
     }
     ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, row_bytes(&got), h,
@@ -52,7 +54,8 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
     CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d: max diff %g", w, h, c, (int)t, radius, (int)border, diff);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d: max diff %g", w, h, c, (int)t, radius,
+              (int)border, (int)path, diff);
         ok = diff == 0;
     }
     cudaFree(dsrc.data);
@@ -63,6 +66,14 @@ static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border
     return ok;
 }
 
+/* u8 and u16 through both paths (they differ only there), f32 through AUTO. */
+static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
+{
+    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO);
+    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
+    return ok;
+}
+
 static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed)
 {
     return run_case_pad(w, h, c, t, radius, border, seed, -1);
@@ -70,8 +81,8 @@ static int run_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
 
 static void small_sizes(int quick)
 {
-    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}};
-    static const int radii[] = {1, 2, 3, 4, 7, 15, 25};
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {7, 5}, {37, 23}, {61, 4}};
+    static const int radii[] = {1, 2, 3, 8, 4, 7, 12, 15, 25};
     const size_t nradii = quick ? 4 : sizeof radii / sizeof radii[0];
     static const ipk_dtype types[] = {IPK_U8, IPK_U16, IPK_F32};
     uint64_t seed = 1;
@@ -83,31 +94,35 @@ static void small_sizes(int quick)
                         if (!run_case(sizes[s][0], sizes[s][1], c, types[ti], radii[r], (ipk_border)b, seed++)) return;
 }
 
-/* The packed radius 1..3 paths on unaligned rows, widths around multiples of 4 and 16. */
-static void packed(void)
+/* The packed radius 1..3 paths (u8; u16 on the separable kernel) on unaligned rows, widths
+ * around multiples of 4 and 16. */
+static void packed(int quick)
 {
     static const int widths[] = {2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 63, 64, 65, 130, 257};
-    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i += quick ? 2 : 1)
         for (int r = 1; r <= 3; r++)
-            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
-                run_case(widths[i], 19, 1, IPK_U8, r, (ipk_border)b, 100 + i);
-                run_case(widths[i], 2, 1, IPK_U8, r, (ipk_border)b, 200 + i);
-            }
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+                for (ipk_dtype t = IPK_U8; t <= IPK_U16; t++) {
+                    run_case(widths[i], 19, 1, t, r, (ipk_border)b, 100 + i);
+                    run_case(widths[i], 2, 1, t, r, (ipk_border)b, 200 + i);
+                }
 }
 
-/* Rows whose pitch is a multiple of 16 bytes: the 16-byte loads and stores, with the thread
- * groups at both image edges and in a partial last group on the slow path. */
-static void packed_aligned(void)
+/* Rows whose pitch is a multiple of 16 bytes (u8 and u16): the 16-byte loads and stores, with
+ * the thread groups at both image edges and in a partial last group on the slow path. */
+static void packed_aligned(int quick)
 {
     static const int widths[] = {16, 19, 20, 21, 36, 37, 47, 100, 513, 1000};
     static const int heights[] = {1, 3, 9, 19, 40};
     uint64_t seed = 700;
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-        for (size_t j = 0; j < sizeof heights / sizeof heights[0]; j++)
+        for (size_t j = 0; j < sizeof heights / sizeof heights[0]; j += quick ? 2 : 1)
             for (int r = 1; r <= 3; r++)
                 for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++) {
                     int pad = (16 - widths[i] % 16) % 16 + 16 * (int)(j % 2);
                     run_case_pad(widths[i], heights[j], 1, IPK_U8, r, (ipk_border)b, seed++, pad);
+                    pad = (16 - 2 * widths[i] % 16) % 16 + 16 * (int)(j % 2);
+                    run_case_pad(widths[i], heights[j], 1, IPK_U16, r, (ipk_border)b, seed++, pad);
                 }
 }
 
@@ -120,8 +135,13 @@ static void large(void)
     run_case_pad(4090, 2999, 1, IPK_U8, 3, IPK_REPLICATE, 317, 6);
     run_case_pad(4090, 2999, 1, IPK_U8, 1, IPK_ZERO, 318, 22);
     run_case(4097, 3001, 1, IPK_U8, 7, IPK_REFLECT101, 311);
+    run_case(1031, 517, 1, IPK_U8, 8, IPK_ZERO, 319);
+    run_case(1031, 517, 1, IPK_U8, 25, IPK_SHRINK, 320);
+    run_case(1031, 517, 4, IPK_U8, 12, IPK_REPLICATE, 321);
     run_case(1031, 517, 3, IPK_U8, 3, IPK_SHRINK, 312);
     run_case(1031, 517, 1, IPK_U16, 2, IPK_ZERO, 313);
+    run_case_pad(2048, 1001, 1, IPK_U16, 1, IPK_REFLECT101, 322, 0);
+    run_case_pad(2040, 999, 1, IPK_U16, 3, IPK_REPLICATE, 323, 16);
     run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
 }
 
@@ -130,6 +150,10 @@ static void bad_arguments(void)
     static unsigned char buf[64];
     ipk_img a = {buf, 16, 4, 4, 1, IPK_U8}, b = a;
     CHECK(ipk_median_gpu(&a, &b, 26, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "radius 26 accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_STRIP) == IPK_EINVAL,
+          "strip path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)7) == IPK_EINVAL,
+          "unknown path accepted");
     b.channels = 2;
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
 }
@@ -143,12 +167,12 @@ int main(void)
         snprintf(why, sizeof why, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         tu_skip(why);
     }
-    /* IMGPIPE_TEST_QUICK=1 (compute-sanitizer): fewer radii and no large images */
+    /* IMGPIPE_TEST_QUICK=1 (compute-sanitizer): fewer radii, widths and heights, no large images */
     const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
     bad_arguments();
     small_sizes(quick);
-    packed();
-    packed_aligned();
+    packed(quick);
+    packed_aligned(quick);
     if (!quick) large();
     return tu_finish();
 }
