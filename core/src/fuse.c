@@ -166,7 +166,6 @@ typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
 static launch_shape shape_of(fuse_kind kind)
 {
     if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
-    if (kind == FUSE_MEAN) return (launch_shape){ 64, 4, 64, 32 };
     return (launch_shape){ 128, 1, 128, 0 };
 }
 
