@@ -587,7 +587,6 @@ typedef struct {
 static const fused_case FUSED_CASES[] = {
     { "median 3x3", "grayscale | median radius=1", "median3 gray", "grayscale->median3 unfused",
       "grayscale+median3 fused" },
-    { "mean 3x3", "grayscale | mean radius=1", "mean3 gray", "grayscale->mean3 unfused", "grayscale+mean3 fused" },
 };
 
 static int fused_kernel_for(const registry *reg, const char *text, plan *p, fuser **f, fuse_group *g, fuse_kernel *k)

@@ -449,6 +449,18 @@ static void fusion_off(exec_ctx *ctx, const char *why)
     add_note(ctx, text);
 }
 
+/* One group left unfused while the others stay fused; said each time, as notes are per image. */
+static void fusion_skipped(exec_ctx *ctx, const plan *p, step_fusion *f, const char *why)
+{
+    char label[256], text[900];
+    if (ctx->opt.profile || ctx->fopt.verbose) {
+        fuse_group_label(p, &f->group, label, sizeof label);
+        snprintf(text, sizeof text, "fusion skipped, %s runs unfused: %s", label, why);
+        add_note(ctx, text);
+    }
+    memset(f, 0, sizeof *f);
+}
+
 /* Finds this run's fused groups and makes their kernels ready (compiled, or loaded from the
  * cache) before anything is queued, so that a graph capture holds launches only. */
 static void prepare_fusion(exec_ctx *ctx, const plan *p)
@@ -467,7 +479,13 @@ static void prepare_fusion(exec_ctx *ctx, const plan *p)
             i++;
             continue;
         }
-        if (fuser_prepare(ctx->fuser, p, &f->group, &f->kernel, err, sizeof err) != IP_OK) {
+        int rc = fuser_prepare(ctx->fuser, p, &f->group, &f->kernel, err, sizeof err);
+        if (rc == IP_ELIMIT) {
+            i += f->group.n_steps;
+            fusion_skipped(ctx, p, f, err);
+            continue;
+        }
+        if (rc != IP_OK) {
             memset(ctx->fusion, 0, sizeof ctx->fusion);
             fusion_off(ctx, err);
             return;

@@ -10,7 +10,9 @@
 #include "gpu.h"
 #include "nvrtc_lib.h"
 
-#define FUSE_MAX_KERNELS 32
+/* Kernels stay loaded for the context's life, one per chain and channel count: the GPU test's
+ * chains alone passed 32. Past this, a new group runs unfused and the run's notes say why. */
+#define FUSE_MAX_KERNELS 256
 #define FUSE_MAX_GRID_Y 65535u
 
 typedef struct {
@@ -166,7 +168,6 @@ typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
 static launch_shape shape_of(fuse_kind kind)
 {
     if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
-    if (kind == FUSE_MEAN) return (launch_shape){ 64, 4, 64, 32 };
     return (launch_shape){ 128, 1, 128, 0 };
 }
 

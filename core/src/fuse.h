@@ -21,7 +21,8 @@ typedef struct {
     char cache_note[512];  /* why the disk cache was not used, or "" */
 } fuse_kernel;
 
-/* The group's kernel: from memory, else the disk cache, else compiled and stored there. */
+/* The group's kernel: from memory, else the disk cache, else compiled and stored there.
+ * IP_ELIMIT: the run holds as many kernels as it can; this group runs unfused, the others fused. */
 int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, char *err, size_t errlen);
 /* Queues the kernel on stream, reading in (the first step's input) and writing out (the last
  * step's output). IP_EUNSUPPORTED when the image is too tall for its grid (run unfused). */

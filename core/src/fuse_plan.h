@@ -8,11 +8,8 @@
 typedef enum {
     FUSE_NONE = 0,
     FUSE_POINT,      /* two or more point stages, nothing fusable after them: one kernel */
-    FUSE_MEDIAN3,    /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
-    FUSE_MEAN        /* point stages, then mean radius 1..FUSE_MEAN_MAX_RADIUS on 8-bit: the mean's load */
+    FUSE_MEDIAN3     /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
 } fuse_kind;
-
-#define FUSE_MEAN_MAX_RADIUS 7
 
 typedef struct {
     fuse_kind kind;

@@ -51,9 +51,10 @@ static size_t result_bytes(const plan *p)
 static const char *const chains[] = {
     "grayscale | median", "grayscale | median border=reflect101", "grayscale | median border=zero",
     "grayscale | pointinv | median", "grayscale | pointinv", "pointinv | pointinv", "pointinv | pointinv | median",
-    "grayscale | median | grayscale | median", "grayscale | mean", "grayscale | mean radius=7 border=shrink",
-    "grayscale | mean radius=2 border=zero", "grayscale | mean border=replicate", "pointinv | mean radius=3",
-    "grayscale | pointinv | mean border=shrink",
+    "grayscale | median | grayscale | median", "pointinv | grayscale | pointinv | median border=zero",
+    "grayscale | pointinv | pointinv | median border=reflect101", "pointinv | pointinv | pointinv",
+    /* Mean runs apart (fused it measured slower): the points before it fuse alone. */
+    "grayscale | pointinv | mean border=shrink", "pointinv | pointinv | mean radius=3",
 };
 static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
                                 { 64, 300 } };
@@ -185,14 +186,14 @@ static void test_disk_cache(void)
     /* Compiled beside decoding (fuse_warm), then found in the cache by the run. */
     ip_shape shape = { 40, 30, 3, IP_U8 };
     plan p;
-    if (tu_build_plan(&reg, "grayscale weights=average | mean radius=2", &shape, &p)) {
+    if (tu_build_plan(&reg, "grayscale weights=average | median border=zero", &shape, &p)) {
         double ms = 0;
         int compiled = fuse_warm_end(fuse_warm_begin(&p, 0), &ms);
         CHECK(compiled == 1, "the warm-up compiled %d kernels", compiled);
         CHECK(fuse_warm_end(fuse_warm_begin(&p, 0), &ms) == 0, "the warm-up compiled a cached kernel again");
         plan_free(&p);
     }
-    run_fresh("grayscale weights=average | mean radius=2", notes, sizeof notes);
+    run_fresh("grayscale weights=average | median border=zero", notes, sizeof notes);
     CHECK(strstr(notes, "loaded from the disk cache"), "the warmed kernel was not found in the cache: %s", notes);
 }
 
