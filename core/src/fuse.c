@@ -99,10 +99,14 @@ static int compile(const fuse_compiler *c, const char *src, void **image, size_t
     return nvrtc_compile_cubin(c->nvrtc, &job, c->arch, image, bytes, err, errlen);
 }
 
+/* The headers' text is part of the key: a kernel header changed by an upgrade never meets a
+ * CUBIN compiled from the old one. */
 static void key_of(const fuse_compiler *c, const char *src, char key[FUSE_KEY_CHARS])
 {
-    const char *parts[] = { src, fuse_options_text, c->identity };
-    fuse_cache_key(parts, 3, key);
+    const char *parts[3 + FUSE_MAX_HEADERS] = { src, fuse_options_text, c->identity };
+    int n = 3, headers = fuse_header_count();
+    for (int i = 0; i < headers && i < FUSE_MAX_HEADERS; i++) parts[n++] = fuse_header_sources()[i];
+    fuse_cache_key(parts, n, key);
 }
 
 /* The CUBIN from the disk cache, or compiled now and stored there. */

@@ -28,8 +28,9 @@ int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_
 /* The "a+b+c" names of the group's stages, for messages. */
 void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len);
 
-/* The headers fused sources include (kernels/common/border.h, median_packed.cuh), embedded. */
-int fuse_header_count(void);
+/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh), embedded. */
+#define FUSE_MAX_HEADERS 8
+int fuse_header_count(void);   /* at most FUSE_MAX_HEADERS */
 const char *const *fuse_header_names(void);
 const char *const *fuse_header_sources(void);
 #endif

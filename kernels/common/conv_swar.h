@@ -17,13 +17,8 @@
 #include <string.h>
 #include "border.h"
 #include "conv_round.h"
+#include "swar_ops.h"
 #include "conv_separable.h"
-
-#ifdef __CUDA_ARCH__
-#define IPK_UNROLL _Pragma("unroll")
-#else
-#define IPK_UNROLL
-#endif
 
 #define IPK_SWAR_MAXK 7
 #define IPK_SWAR_LANES 0x00010001u
@@ -52,38 +47,6 @@ typedef struct {
     /* MEAN: floor((S + n/2) / n) = umulhi(S + n/2, mean_mul) */
     uint32_t mean_n, mean_mul;
 } ipk_swar_plan;
-
-IPK_HD uint32_t ipk_swar_perm(uint32_t x, uint32_t y, uint32_t s)
-{
-#ifdef __CUDA_ARCH__
-    return __byte_perm(x, y, s);
-#else
-    const uint64_t v = ((uint64_t)y << 32) | x;
-    uint32_t r = 0;
-    for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
-    return r;
-#endif
-}
-
-IPK_HD uint32_t ipk_swar_max2(uint32_t a, uint32_t b)
-{
-#ifdef __CUDA_ARCH__
-    return __vmaxu2(a, b);
-#else
-    uint32_t lo = (a & 0xffffu) > (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
-    return lo | ((a >> 16) > (b >> 16) ? a >> 16 : b >> 16) << 16;
-#endif
-}
-
-IPK_HD uint32_t ipk_swar_min2(uint32_t a, uint32_t b)
-{
-#ifdef __CUDA_ARCH__
-    return __vminu2(a, b);
-#else
-    uint32_t lo = (a & 0xffffu) < (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
-    return lo | ((a >> 16) < (b >> 16) ? a >> 16 : b >> 16) << 16;
-#endif
-}
 
 IPK_HD uint32_t ipk_swar_umulhi(uint32_t a, uint32_t b)
 {

@@ -5,8 +5,7 @@
 #ifndef IPK_MEDIAN_PACKED_CUH
 #define IPK_MEDIAN_PACKED_CUH
 
-#include "conv_swar.h"
-
+#include "swar_ops.h"
 
 IPK_HD unsigned med_min(unsigned a, unsigned b) { return ipk_swar_min2(a, b); }
 IPK_HD unsigned med_max(unsigned a, unsigned b) { return ipk_swar_max2(a, b); }
