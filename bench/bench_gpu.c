@@ -68,7 +68,7 @@ static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /
 static const op_spec OPS[] = {
     { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12, IPK_GPU_AUTO },
     { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_AUTO },
-    { "median 3x3 (old kernels)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_TILE },
+    { "median 3x3 (networks: slower, not taken)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_NET },
     { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO },
     { "median 5x5 (old kernels)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_TILE },
     { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO },

@@ -459,14 +459,12 @@ static int med_network_case(const ipk_img *src, int radius, ipk_border border)
     return src->channels == 1 && radius >= 1 && radius <= 3 && border != IPK_SHRINK;
 }
 
-/* What AUTO runs: the issue-14 kernels everywhere until bench_gpu's "(old kernels)" rows
- * on the H100 say otherwise for a case (then return 0 for it here). */
+/* What AUTO runs: the issue-14 kernels, except for 8-bit 3x3, where the previous packed kernel
+ * measured faster on the H100 (0.158 against 0.259 ms at 8192x8192, bench/RESULTS.md). */
 static int med_auto_is_net(const ipk_img *src, int radius, ipk_border border)
 {
-    (void)src;
-    (void)radius;
     (void)border;
-    return 1;
+    return !(src->dtype == IPK_U8 && radius == 1);
 }
 
 extern "C" int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
