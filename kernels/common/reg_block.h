@@ -56,9 +56,9 @@ IPK_HD int rg_band(int height, int blocks_x, long long slots, int min_band)
 
 /* Rows a thread holds in flight ahead of their use, a multiple of K. */
 #define RG_DEPTH(K) ((K) == 3 ? 6 : (K))
-/* Resident blocks of 128 threads the kernel is compiled for: 72, 85 and 128 registers a thread
- * (no spills at these; K = 3 spilled at 64). */
-#define RG_MIN_BLOCKS(K) ((K) == 3 ? 7 : (K) == 5 ? 6 : 4)
+/* Resident blocks of 128 threads the kernel is compiled for: at most 80, 96 and 128 registers a
+ * thread (at 72 and 80 the convolve kernels of K = 3 and 5 spilled). */
+#define RG_MIN_BLOCKS(K) ((K) == 3 ? 6 : (K) == 5 ? 5 : 4)
 
 /* Bytes x .. x+3 through the border. */
 IPK_HD uint32_t rg_gather4(const uint8_t *row, int x, int width, int border)

@@ -262,18 +262,24 @@ struct fin_int {
     float inv;
     bool pow2;
 };
+/* The double arithmetic out of line: inlined at every store of the unrolled register kernel, its
+ * registers made the power-of-two case spill. */
+static __device__ __noinline__ double fin_int_general(float acc, double div, double off)
+{
+    return __dadd_rn(__ddiv_rn((double)acc, div), off);
+}
 struct fin_int_u8 : fin_int {
     __device__ __forceinline__ uint32_t operator()(float acc) const
     {
         if (pow2) return rb_rint_u8(__fmul_rn(acc, inv));
-        return (uint32_t)conv_saturate(__dadd_rn(__ddiv_rn((double)acc, div), off), 255.0);
+        return (uint32_t)conv_saturate(fin_int_general(acc, div, off), 255.0);
     }
 };
 struct fin_int_f32 : fin_int {
     __device__ __forceinline__ float operator()(float acc) const
     {
         if (pow2) return __fmul_rn(acc, inv);
-        return (float)__dadd_rn(__ddiv_rn((double)acc, div), off);
+        return (float)fin_int_general(acc, div, off);
     }
 };
 
