@@ -51,6 +51,7 @@ IPK_HD int rg_band(int height, int blocks_x, long long slots, int min_band)
     long long bands = waves * slots / blocks_x;
     if (bands < 1) bands = 1;
     if (bands > height) bands = height;
+    if (bands > 65535) bands = 65535;   /* gridDim.y */
     return (int)((height + bands - 1) / bands);
 }
 

@@ -465,14 +465,10 @@ static int rm_launch_r(const ipk_img *src, const ipk_img *dst, ipk_border border
     div.n = (uint32_t)((2 * R + 1) * (2 * R + 1));
     div.mul = (uint32_t)(((1ull << 32) + div.n - 1) / div.n);
     const bool shrink = border == IPK_SHRINK;
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, shrink ? rm_kernel<R, true> : rm_kernel<R, false>,
-                                                      RG_BX, 0) != cudaSuccess)
-        return IPK_ECUDA;
+    long long slots = 0;
+    if (!rg_resident_slots(shrink ? rm_kernel<R, true> : rm_kernel<R, false>, &slots)) return IPK_ECUDA;
     const unsigned gx = ipk_div_up(src->width, (long long)RM_OUT_COLS * (RG_BX / 32));
-    const int band = rg_band(src->height, (int)gx, (long long)sms * per_sm, rm_min_band());
+    const int band = rg_band(src->height, (int)gx, slots, rm_min_band());
     dim3 grid(gx, ipk_div_up(src->height, band));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     const uint8_t *sp = (const uint8_t *)src->data;

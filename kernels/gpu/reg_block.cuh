@@ -92,18 +92,27 @@ __global__ void __launch_bounds__(RG_BX, RG_MIN_BLOCKS(K))
     }
 }
 
-template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
-static int rg_launch(const ipk_img *src, const ipk_img *dst, int border, const rg_weights &w, const Fin &fin,
-                     cudaStream_t s)
+/* Blocks of RG_BX threads of `kernel` the device holds at once, for rg_band. */
+template <typename Kernel>
+static bool rg_resident_slots(Kernel kernel, long long *slots)
 {
     int dev = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rg_kernel<K, SEP, CONTRACT, Out, Fin>, RG_BX, 0) !=
-            cudaSuccess)
-        return IPK_ECUDA;
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, RG_BX, 0) != cudaSuccess)
+        return false;
+    *slots = (long long)sms * per_sm;
+    return true;
+}
+
+template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
+static int rg_launch(const ipk_img *src, const ipk_img *dst, int border, const rg_weights &w, const Fin &fin,
+                     cudaStream_t s)
+{
+    long long slots = 0;
+    if (!rg_resident_slots(rg_kernel<K, SEP, CONTRACT, Out, Fin>, &slots)) return IPK_ECUDA;
     const unsigned gx = ipk_div_up(src->width, (long long)RG_BX * RG_PX);
-    const int band = rg_band(src->height, (int)gx, (long long)sms * per_sm, rg_min_band(K));
+    const int band = rg_band(src->height, (int)gx, slots, rg_min_band(K));
     dim3 grid(gx, ipk_div_up(src->height, band));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     rg_kernel<K, SEP, CONTRACT, Out, Fin><<<grid, RG_BX, 0, s>>>((const uint8_t *)src->data, src->stride,

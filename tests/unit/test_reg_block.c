@@ -309,6 +309,8 @@ int main(void)
         for (int si = 0; si < N_SIZES; si++)
             for (int b = IPK_REPLICATE; b < IPK_SHRINK; b++) check_mean(SIZES[si][0], SIZES[si][1], r, b, &rng);
     conv_cases(&rng);
+    CHECK(rg_band(8192, 8, 132 * 7, 16) == 15, "8192 rows on 8 block columns, 924 slots: 5 waves of 15-row bands");
+    CHECK(rg_band(4000000, 1, 132 * 7, 16) == 62, "4M rows: at most 65535 bands");
     static const int rm_sizes[][2] = { { 1, 1 }, { 1, 40 }, { 31, 1 }, { 9, 13 }, { 223, 70 }, { 224, 31 },
                                        { 225, 65 }, { 897, 131 }, { 1031, 20 }, { 2053, 3 } };
     int n = 0;
