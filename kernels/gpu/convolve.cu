@@ -19,9 +19,10 @@
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
 
-/* 1: plain calls take the register kernel (reg_block.cuh) where it applies; 0: the tile kernels,
- * as before it. One switch, for the lead to flip if the H100 says otherwise. */
-#define CONV_REG_AUTO 1
+/* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
+ * size (3, 5 or 7); 0: the tile kernels everywhere, as before it. One switch, to set from the
+ * H100's numbers. */
+#define CONV_REG_AUTO_MAX_K 7
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -461,7 +462,8 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     }
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
-    return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || (path == IPK_GPU_AUTO && CONV_REG_AUTO)), s);
+    const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;
+    return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || auto_reg), s);
 }
 
 extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,

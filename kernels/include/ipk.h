@@ -67,16 +67,16 @@ int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_para
 size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int kw, int kh);
 
 /* Benchmarks and tests: which GPU implementation a call takes. AUTO is what the plain calls do:
- * the register kernels where they apply and their switches are on (CONV_REG_AUTO in convolve.cu,
- * MEAN_REG_AUTO_MAX_RADIUS and MEAN_RM_AUTO in mean.cu), else the tile kernels (the strip kernel measured slower
- * on the H100, bench/RESULTS.md). STRIP forces the exact 16-bit-lane strip kernel (1-channel u8
- * in and out; convolve: integer k x k weights, k = 3 or 5, or 7 when separable with non-negative
- * factors, whose sums fit the lanes; mean: radius 1 to 3, not shrink). REG forces the
- * register kernels (1-channel u8 in; convolve: k x k, k = 3, 5 or 7, u8 or f32 out, float
- * weights or integer ones with sum|w| * 255 < 2^24; mean: radius 1 to 3 not shrink, and radius
- * 4 to 15 on every border by running sums).
- * Both return IPK_EINVAL where they do not apply. TILE forces the kernels that served these
- * cases before them. Results are the same on every path. */
+ * the register kernels where they apply and their switches let them (CONV_REG_AUTO_MAX_K in
+ * convolve.cu, MEAN_REG_AUTO_MAX_RADIUS and MEAN_RM_AUTO in mean.cu), else the tile kernels
+ * (the strip kernel measured slower on the H100, bench/RESULTS.md). STRIP forces the exact
+ * 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer k x k weights, k = 3 or
+ * 5, or 7 when separable with non-negative factors, whose sums fit the lanes; mean: radius 1 to
+ * 3, not shrink). REG forces the register kernels (1-channel u8 in; convolve: k x k, k = 3, 5
+ * or 7, u8 or f32 out, float weights or integer ones with sum|w| * 255 < 2^24; mean: radius 1
+ * to 3 not shrink, and radius 4 to 15 on every border by running sums). Both return IPK_EINVAL
+ * where they do not apply. TILE forces the kernels that served these cases before them.
+ * Results are the same on every path. */
 typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_REG = 3 } ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
