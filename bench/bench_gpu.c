@@ -17,7 +17,7 @@
 #include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 56, GRAPH_IMG = 1024 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 72, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -31,7 +31,9 @@ typedef struct {
     const double *weights;    /* convolve: row-major, divided by `divisor` */
     double divisor;
     double target_ms;         /* from the issue */
-    ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP) */
+    ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
+                               * median NET its new kernels; convolve and mean REG the register kernels;
+                               * TILE the kernels before them */
 } op_spec;
 
 typedef struct {
@@ -78,21 +80,39 @@ static const op_spec OPS[] = {
     { "median 17x17 (new, no NPP)", OP_MEDIAN, 8, NULL, 1, -1, IPK_GPU_NET },
     { "median 51x51 (new, no NPP)", OP_MEDIAN, 25, NULL, 1, -1, IPK_GPU_NET },
     { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO },
+    { "mean 3x3 (reg path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_REG },
     { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE },
     { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "mean 5x5 (reg path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_REG },
+    { "mean 5x5 (tile path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_TILE },
     { "mean 5x5 (strip path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_STRIP },
     { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG },
+    { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE },
     { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP },
     { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO },
+    { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG },
+    { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO },
+    { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG },
+    { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE },
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO },
+    { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG },
+    { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE },
     { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO },
+    { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG },
+    { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO },
+    { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE },
     { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO },
+    { "convolve gaussian5 (reg path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_REG },
     { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE },
     { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO },
+    { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG },
+    { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE },
     { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO },
+    { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },
     { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO },
     { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO },

@@ -9,12 +9,20 @@
  * memory once (borders resolved while loading), a split kernel's row pass into shared
  * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
  * 1-channel u8 integer kernels whose sums fit 16 bits go to the strip kernel instead
- * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. */
+ * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. The fast path's cases with
+ * K <= 7 may take the register-streaming kernel instead (reg_block.cuh; IPK_GPU_REG), which adds
+ * the same float numbers in the same order and finishes them with the same functors. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
 #include "conv_separable.h"
 #include "swar_strip.cuh"
+#include "reg_block.cuh"
+
+/* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
+ * size (3, 5 or 7); 0: the tile kernels everywhere, as before it. One switch, to set from the
+ * H100's numbers. */
+#define CONV_REG_AUTO_MAX_K 7
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -255,18 +263,24 @@ struct fin_int {
     float inv;
     bool pow2;
 };
+/* The double arithmetic out of line: inlined at every store of the unrolled register kernel, its
+ * registers made the power-of-two case spill. */
+static __device__ __noinline__ double fin_int_general(float acc, double div, double off)
+{
+    return __dadd_rn(__ddiv_rn((double)acc, div), off);
+}
 struct fin_int_u8 : fin_int {
     __device__ __forceinline__ uint32_t operator()(float acc) const
     {
         if (pow2) return rb_rint_u8(__fmul_rn(acc, inv));
-        return (uint32_t)conv_saturate(__dadd_rn(__ddiv_rn((double)acc, div), off), 255.0);
+        return (uint32_t)conv_saturate(fin_int_general(acc, div, off), 255.0);
     }
 };
 struct fin_int_f32 : fin_int {
     __device__ __forceinline__ float operator()(float acc) const
     {
         if (pow2) return __fmul_rn(acc, inv);
-        return (float)__dadd_rn(__ddiv_rn((double)acc, div), off);
+        return (float)fin_int_general(acc, div, off);
     }
 };
 
@@ -281,26 +295,30 @@ static int conv_pow2(float d, float *inv)
 }
 
 template <int K, bool SEP, bool CONTRACT, typename FinU8, typename FinF32>
-static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, const FinU8 &fu8,
-                         const FinF32 &ff32, cudaStream_t s)
+static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool reg,
+                         const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
+    if constexpr (K <= RG_MAXK) {
+        if (reg && dst->dtype == IPK_F32) return rg_launch<K, SEP, CONTRACT, float>(src, dst, border, rg_from_rb(w), ff32, s);
+        if (reg) return rg_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, rg_from_rb(w), fu8, s);
+    }
     if (dst->dtype == IPK_F32) return rb_launch<K, SEP, CONTRACT, float>(src, dst, border, w, ff32, s);
     return rb_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, w, fu8, s);
 }
 
 template <int K, typename FinU8, typename FinF32>
 static int conv_fast_k(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool split,
-                       bool exact, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+                       bool exact, bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
-    if (exact) return split ? conv_fast_out<K, true, true>(src, dst, border, w, fu8, ff32, s)
-                            : conv_fast_out<K, false, true>(src, dst, border, w, fu8, ff32, s);
-    return split ? conv_fast_out<K, true, false>(src, dst, border, w, fu8, ff32, s)
-                 : conv_fast_out<K, false, false>(src, dst, border, w, fu8, ff32, s);
+    if (exact) return split ? conv_fast_out<K, true, true>(src, dst, border, w, reg, fu8, ff32, s)
+                            : conv_fast_out<K, false, true>(src, dst, border, w, reg, fu8, ff32, s);
+    return split ? conv_fast_out<K, true, false>(src, dst, border, w, reg, fu8, ff32, s)
+                 : conv_fast_out<K, false, false>(src, dst, border, w, reg, fu8, ff32, s);
 }
 
 template <typename FinU8, typename FinF32>
 static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw, bool exact,
-                            const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+                            bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
     rb_weights w;
     memset(&w, 0, sizeof w);
@@ -313,10 +331,10 @@ static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, 
     }
     const bool split = cw.split != 0;
     switch (k) {
-    case 3: return conv_fast_k<3>(src, dst, border, w, split, exact, fu8, ff32, s);
-    case 5: return conv_fast_k<5>(src, dst, border, w, split, exact, fu8, ff32, s);
-    case 7: return conv_fast_k<7>(src, dst, border, w, split, exact, fu8, ff32, s);
-    default: return conv_fast_k<9>(src, dst, border, w, split, exact, fu8, ff32, s);
+    case 3: return conv_fast_k<3>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
+    case 5: return conv_fast_k<5>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
+    case 7: return conv_fast_k<7>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
+    default: return conv_fast_k<9>(src, dst, border, w, split, exact, false, fu8, ff32, s);
     }
 }
 
@@ -326,7 +344,7 @@ static bool conv_fast_fits(const ipk_img *src, const ipk_conv_params *p)
 }
 
 static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
-                         cudaStream_t s)
+                         bool reg, cudaStream_t s)
 {
     fin_int f;
     f.div = p->divisor;
@@ -337,11 +355,11 @@ static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_
     fin_int_f32 ff32;
     (fin_int &)fu8 = f;
     (fin_int &)ff32 = f;
-    return conv_fast_launch(src, dst, (int)p->border, cw, true, fu8, ff32, s);
+    return conv_fast_launch(src, dst, (int)p->border, cw, true, reg, fu8, ff32, s);
 }
 
 static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
-                           cudaStream_t s)
+                           bool reg, cudaStream_t s)
 {
     fin_float f;
     f.div = cw.divisor_f;
@@ -352,7 +370,7 @@ static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_con
     fin_float_f32 ff32;
     (fin_float &)fu8 = f;
     (fin_float &)ff32 = f;
-    return conv_fast_launch(src, dst, (int)p->border, cw, false, fu8, ff32, s);
+    return conv_fast_launch(src, dst, (int)p->border, cw, false, reg, fu8, ff32, s);
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
@@ -386,8 +404,9 @@ static int conv_strip_launch(const ipk_img *src, const ipk_img *dst, const ipk_c
     return sw_launch_k<7, true>(src, dst, b, plan, s);
 }
 
-/* The tiled kernels: the register-blocked fast path, else shared-memory halo tiles. */
-static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s)
+/* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
+ * for the fast path's cases with K <= 7), else shared-memory halo tiles. */
+static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool reg, cudaStream_t s)
 {
     conv_weights local;
     memset(&local, 0, sizeof(local));
@@ -403,7 +422,7 @@ static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
         int wide = 0;
         double bound = 0;
         conv_prepare_int(p, src->dtype, &local, &wide, &bound);
-        if (conv_fast_fits(src, p) && bound * 255.0 < 16777216.0) return conv_fast_int(src, dst, p, local, s);
+        if (conv_fast_fits(src, p) && bound * 255.0 < 16777216.0) return conv_fast_int(src, dst, p, local, reg, s);
         if (src->dtype == IPK_U8)
             return wide ? conv_launch_out<uint8_t, long long>(src, dst, border, local, s)
                         : conv_launch_out<uint8_t, int>(src, dst, border, local, s);
@@ -411,17 +430,29 @@ static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
                     : conv_launch_out<uint16_t, int>(src, dst, border, local, s);
     }
     conv_prepare_float(p, &local);
-    if (conv_fast_fits(src, p)) return conv_fast_float(src, dst, p, local, s);
+    if (conv_fast_fits(src, p)) return conv_fast_float(src, dst, p, local, reg, s);
     if (src->dtype == IPK_U8) return conv_launch_out<uint8_t, float>(src, dst, border, local, s);
     if (src->dtype == IPK_U16) return conv_launch_out<uint16_t, float>(src, dst, border, local, s);
     return conv_launch_split<float, float, float>(src, dst, border, local, s);
+}
+
+/* The register kernel's cases: the fast path's with K <= 7 (integer sums exact in float). */
+static bool conv_reg_fits(const ipk_img *src, const ipk_conv_params *p)
+{
+    if (!conv_fast_fits(src, p) || p->kw > RG_MAXK) return false;
+    if (!ipk_conv_weights_integral(p->weights, p->kw * p->kh)) return true;
+    conv_weights local;
+    int wide = 0;
+    double bound = 0;
+    conv_prepare_int(p, src->dtype, &local, &wide, &bound);
+    return bound * 255.0 < 16777216.0;
 }
 
 extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, void *scratch,
                                      size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch; (void)scratch_bytes;
-    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_TILE) return IPK_EINVAL;
+    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_REG || path == IPK_GPU_NET) return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
     /* The strip kernel only when asked for: it measured slower than the tiles on the H100. */
@@ -429,7 +460,10 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
     }
-    return conv_tile_launch(src, dst, p, s);
+    const bool reg_fits = conv_reg_fits(src, p);
+    if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
+    const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;
+    return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || auto_reg), s);
 }
 
 extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,

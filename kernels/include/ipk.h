@@ -67,18 +67,23 @@ int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_para
 size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype dtype, int kw, int kh);
 
 /* Benchmarks and tests: which GPU implementation a call takes. AUTO is what the plain calls do:
- * the tile kernels, since the strip kernel measured slower on the H100 (bench/RESULTS.md).
- * STRIP forces the exact 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer
- * k x k weights, k = 3 or 5, or 7 when separable with non-negative factors, whose sums fit the
- * lanes; mean: radius 1 to 3, not shrink) and returns IPK_EINVAL where it does not apply.
- * TILE forces the kernels that served these cases before it. NET is median's issue-14 kernels
- * (convolve and mean refuse it). Results are the same on every path. */
-typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_NET = 3 } ipk_gpu_path;
+ * the register kernels where they apply and their switches let them (CONV_REG_AUTO_MAX_K in
+ * convolve.cu, MEAN_REG_AUTO_MAX_RADIUS and MEAN_RM_AUTO in mean.cu), else the tile kernels
+ * (the strip kernel measured slower on the H100, bench/RESULTS.md). STRIP forces the exact
+ * 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer k x k weights, k = 3 or
+ * 5, or 7 when separable with non-negative factors, whose sums fit the lanes; mean: radius 1 to
+ * 3, not shrink). REG forces the register kernels (1-channel u8 in; convolve: k x k, k = 3, 5
+ * or 7, u8 or f32 out, float weights or integer ones with sum|w| * 255 < 2^24; mean: radius 1
+ * to 3 not shrink, and radius 4 to 15 on every border by running sums). Both return IPK_EINVAL
+ * where they do not apply. TILE forces the kernels that served these cases before them. NET is
+ * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP and REG).
+ * Results are the same on every path. */
+typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_NET = 3, IPK_GPU_REG = 4 } ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
-/* median: AUTO is NET, the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
+/* median: AUTO is NET (but for 8-bit 3x3, where TILE measured faster), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
  * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
  * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
  * load-add-store; u16: radix selection). Other u16 and all f32 take the radix selection on

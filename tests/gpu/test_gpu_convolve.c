@@ -1,8 +1,8 @@
 /* GPU convolve against the CPU kernel: bit-identical integer outputs, 1e-5 for f32 outputs,
  * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
  * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
- * output same and f32, odd sizes and pitches; the strip and tile paths of ipk_convolve_gpu_path
- * one by one. */
+ * output same and f32, odd sizes and pitches; the strip, tile and register paths of
+ * ipk_convolve_gpu_path one by one. */
 #include <math.h>
 #include <stdlib.h>
 #include "gpu_testutil.h"
@@ -63,8 +63,8 @@ static int make_kernels(kernel_case *ks, tu_rng *rng)
     return n;
 }
 
-static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const kernel_case *k, ipk_border border,
-                       int aligned16, cudaStream_t s, tu_rng *rng)
+static void check_case_path(int w, int h, int c, ipk_dtype t, ipk_dtype out, const kernel_case *k, ipk_border border,
+                            int aligned16, ipk_gpu_path path, cudaStream_t s, tu_rng *rng)
 {
     ipk_img src = tu_img_random(w, h, c, t, 3 * (int)esize(t), rng);
     ipk_img cpu = tu_img_zeros(w, h, c, out, 5 * (int)esize(out));
@@ -74,12 +74,12 @@ static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const ke
     void *scratch = NULL;
     if (scratch_bytes) cuda_ok(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc scratch");
     ipk_img dsrc = dev_upload(&src, aligned16), ddst = dev_alloc(w, h, c, out, aligned16);
-    if (gpu_finish_ok(ipk_convolve_gpu(&dsrc, &ddst, &p, scratch, scratch_bytes, s), "ipk_convolve_gpu")) {
+    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &ddst, &p, scratch, scratch_bytes, s, path), "ipk_convolve_gpu")) {
         ipk_img got = dev_download(&ddst);
         double diff = tu_max_diff(&got, &cpu);
         CHECK(diff <= (out == IPK_F32 ? 1e-5 * fmax(1.0, fabs(k->offset)) : 0.0),
-              "%s %dx%d c=%d dtype=%d out=%d border=%d: max diff %g", k->name, w, h, c, (int)t, (int)out,
-              (int)border, diff);
+              "path %d %s %dx%d c=%d dtype=%d out=%d border=%d: max diff %g", (int)path, k->name, w, h, c, (int)t,
+              (int)out, (int)border, diff);
         tu_img_free(&got);
     }
     cudaFree(scratch);
@@ -89,9 +89,16 @@ static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const ke
     tu_img_free(&cpu);
 }
 
+static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const kernel_case *k, ipk_border border,
+                       int aligned16, cudaStream_t s, tu_rng *rng)
+{
+    check_case_path(w, h, c, t, out, k, border, aligned16, IPK_GPU_AUTO, s, rng);
+}
+
 /* The 1-channel u8 fast path (square kernels up to 9x9): every kind of weights it takes
  * (float and integer, split or not), power-of-two and other divisors, offsets, both outputs,
- * tiles inside and across the image edge, pitches that are not a multiple of 4. */
+ * tiles inside and across the image edge, pitches that are not a multiple of 4; on the plain
+ * call, the tile path and (up to 7x7) the register path. */
 static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
 {
     static kernel_case k;
@@ -117,6 +124,11 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
                 ipk_border b = (ipk_border)((n + (int)i) % 4);
                 ipk_dtype out = (n + (int)i) % 3 == 0 ? IPK_F32 : IPK_U8;
                 check_case(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n) & 1, s, rng);
+                check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n + 1) & 1, IPK_GPU_TILE, s,
+                                rng);
+                if (kw <= 7)
+                    check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n + 1) & 1, IPK_GPU_REG,
+                                    s, rng);
             }
         }
 }
@@ -184,9 +196,15 @@ static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t 
             check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, IPK_GPU_STRIP, s,
                        rng);
             check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_TILE, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_REG, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), 1, 1 + c % 7, IPK_GPU_REG, s,
+                       rng);
         }
-    for (int ki = 1; ki < 3; ki++)
+    for (int ki = 1; ki < 3; ki++) {
         check_path(quick ? 1031 : 8192, quick ? 301 : 2049, &ks[ki], IPK_REFLECT101, 1, 0, IPK_GPU_STRIP, s, rng);
+        check_path(quick ? 1031 : 8192, quick ? 301 : 2049, &ks[ki], IPK_REFLECT101, 1, 0, IPK_GPU_REG, s, rng);
+    }
+    check_path(quick ? 1031 : 8192, quick ? 101 : 1001, &ks[9], IPK_ZERO, 1, 0, IPK_GPU_REG, s, rng);
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
     static double gauss7[49];
     static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
@@ -196,6 +214,12 @@ static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t 
     CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: f32 output refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: u16 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &g3, NULL, 0, s, (ipk_gpu_path)7) == IPK_EINVAL, "unknown path refused");
+    CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: u16 refused");
+    ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights": sums past 2^24 */
+    CHECK(ipk_convolve_gpu_path(&a, &a, &big, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: wide sums refused");
+    static double w9[81];
+    ipk_conv_params k9 = { w9, 9, 9, 1, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&a, &a, &k9, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: 9x9 refused");
     dev_free(&a);
     dev_free(&f);
     dev_free(&u);
