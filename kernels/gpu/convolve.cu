@@ -20,9 +20,9 @@
 #include "reg_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
- * size (3, 5 or 7); 0: the tile kernels everywhere, as before it. One switch, to set from the
- * H100's numbers. */
-#define CONV_REG_AUTO_MAX_K 7
+ * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
+ * kernel ran 1.3-2.3x slower than the tiles in every convolve row (bench/RESULTS.md). */
+#define CONV_REG_AUTO_MAX_K 0
 
 #define CONV_TW 32
 #define CONV_TH 32

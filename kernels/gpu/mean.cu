@@ -13,12 +13,12 @@
 #include "reg_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
- * to this; 0 gives those cases back to the tile kernels. One switch, for the lead to set from
- * the H100's numbers. */
-#define MEAN_REG_AUTO_MAX_RADIUS 3
+ * to this; 0 gives those cases to the tile kernels. 0, from the H100's numbers: 0.135 against
+ * 0.104 ms at 3x3, 0.235 against 0.113 at 7x7 (bench/RESULTS.md). */
+#define MEAN_REG_AUTO_MAX_RADIUS 0
 /* 1: plain calls take the running-sum register kernel for 1-channel u8 of radius 4 to 15 (every
- * border); 0: the tile kernels, as before it. */
-#define MEAN_RM_AUTO 1
+ * border); 0: the tile kernels. 0: it ran 0.361 against 0.162 ms at 31x31 on the H100. */
+#define MEAN_RM_AUTO 0
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16

@@ -68,7 +68,8 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
 
 /* Benchmarks and tests: which GPU implementation a call takes. AUTO is what the plain calls do:
  * the register kernels where they apply and their switches let them (CONV_REG_AUTO_MAX_K in
- * convolve.cu, MEAN_REG_AUTO_MAX_RADIUS and MEAN_RM_AUTO in mean.cu), else the tile kernels
+ * convolve.cu, MEAN_REG_AUTO_MAX_RADIUS and MEAN_RM_AUTO in mean.cu: all off, as the register
+ * kernels measured slower than the tiles on the H100), else the tile kernels
  * (the strip kernel measured slower on the H100, bench/RESULTS.md). STRIP forces the exact
  * 16-bit-lane strip kernel (1-channel u8 in and out; convolve: integer k x k weights, k = 3 or
  * 5, or 7 when separable with non-negative factors, whose sums fit the lanes; mean: radius 1 to
