@@ -103,6 +103,8 @@ static int block_layout(tiff_stream_reader *r, TIFF *tif, tiff_log *log, uint64_
         if ((uint64_t)TIFFNumberOfTiles(tif) < down * r->across) return corrupt(err, errlen, log, "fewer tiles than the image needs");
         if (r->block_row_bytes < (uint64_t)tw * (r->row_bytes / r->width) || r->block_bytes > ((uint64_t)1 << 32))
             return corrupt(err, errlen, log, "tile size out of range");
+        int rc = io_limit_tiff_tile(&r->opt, tw, th, r->block_bytes, (uint64_t)r->row_bytes * r->height, err, errlen);
+        if (rc != IP_OK) return rc;
     } else {
         uint32_t rps = 0;
         TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
@@ -115,6 +117,9 @@ static int block_layout(tiff_stream_reader *r, TIFF *tif, tiff_log *log, uint64_
         uint64_t down = ((uint64_t)r->height + rps - 1) / rps;
         if ((uint64_t)TIFFNumberOfStrips(tif) < down) return corrupt(err, errlen, log, "fewer strips than the image needs");
     }
+    int rc = io_limit_tiff_blocks(&r->opt, r->tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif), r->tiled, err,
+                                  errlen);
+    if (rc != IP_OK) return rc;
     uint64_t target = band_bytes && band_bytes < BAND_TARGET_BYTES ? band_bytes : BAND_TARGET_BYTES;
     uint64_t per_down = (uint64_t)r->bh * r->row_bytes, want = target / per_down;
     uint64_t total_down = ((uint64_t)r->height + r->bh - 1) / r->bh;
@@ -203,11 +208,15 @@ static int open_page(TIFF *tif, const io_options *opt)
     return opt->page == 0 || TIFFSetDirectory(tif, (tdir_t)opt->page);
 }
 
-static int reader_block_rows(const void *codec)
+/* Rows a band holds: whole blocks down, but no row past the image's bottom (a tile may be far
+ * taller than the image). */
+static uint32_t band_height(const tiff_stream_reader *r)
 {
-    const tiff_stream_reader *r = codec;
-    return (int)(r->blocks_down_per_band * r->bh);
+    uint64_t rows = (uint64_t)r->blocks_down_per_band * r->bh;
+    return rows < r->height ? (uint32_t)rows : r->height;
 }
+
+static int reader_block_rows(const void *codec) { return (int)band_height(codec); }
 
 /* The band, twice (decoded, and the compressed blocks the handles read), and each handle's
  * decompressor state (zlib's window and tables, ~0.5 MiB). */
@@ -256,7 +265,7 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
             rc = corrupt(err, errlen, &w->log, "cannot reopen");
     }
     ip_shape band = *shape;
-    band.height = (int32_t)(r->blocks_down_per_band * r->bh);
+    band.height = (int32_t)band_height(r);
     if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory");
     if (rc == IP_OK) rc = img_alloc(&r->band, &band, UINT64_MAX, err, errlen);
     if (rc != IP_OK) {

@@ -233,6 +233,14 @@ if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "cut JPEG: $(wc -l <
 absent "cut JPEG output" "$TMP/out/cf.png"
 no_temporaries "cut JPEG" "$TMP/out"
 
+# Tiles far taller than the image (a fuzzer's find): the band holds the image's rows, not the
+# tile's, so a small --memory still streams it, with the whole run's bytes.
+"$PY" -c "import numpy as np, tifffile; tifffile.imwrite('$TMP/talltile.tif', np.random.default_rng(5).integers(0, 256, (37, 1000), dtype=np.uint8), tile=(16384, 16))" \
+  || bad "cannot write the tall-tile TIFF"
+expect 0 "tall tiles streamed" "$B" run -q --stream on --memory 4M -e "median" "$TMP/talltile.tif" "$TMP/tt_s.tif"
+expect 0 "tall tiles whole" "$B" run -q --stream off -e "median" "$TMP/talltile.tif" "$TMP/tt_w.tif"
+cmp -s "$TMP/tt_s.tif" "$TMP/tt_w.tif" && ok || bad "tall tiles: streamed differs from whole"
+
 # A global stage that cannot fit: refused before decoding, naming the stage and what it needs.
 expect 2 "global too large" "$B" run -q --stream on --memory 8M -e "median | transpose" "$TMP/damaged.tif" "$TMP/out/g.tif"
 says "global too large names the stage" "stage 'transpose' (line 1) needs the whole image: 24 MiB of memory"
