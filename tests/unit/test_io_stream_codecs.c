@@ -394,9 +394,24 @@ static void test_damage(void)
     cut_file("cut_src.png", "cut.png", 0.5);
     cut_file("cut_src.jpg", "cut.jpg", 0.5);
     char msg[512];
-    /* PNG: an error, with a band of rows already handed out before it */
+    /* PNG cut short: not streamed (the whole reader refuses it, or salvages what it can) */
     int rc = read_cut("cut.png", &opt, msg, sizeof msg);
-    CHECK(rc == IP_EFORMAT && strstr(msg, "truncated or corrupt PNG") && !strchr(msg, '\n'), "cut PNG: %d %s", rc, msg);
+    CHECK(rc == IP_EUNSUPPORTED && strstr(msg, "not streamed"), "cut PNG: %d %s", rc, msg);
+    /* PNG damaged inside its image data, chunks intact: an error, with rows already handed out */
+    size_t n = 0;
+    unsigned char *bad = tio_slurp(tio_path("cut_src.png"), &n);
+    for (size_t i = n / 2; bad && i < n / 2 + 64; i++) bad[i] ^= 0x5a;
+    if (bad) tio_spit(tio_path("flipped.png"), bad, n);
+    free(bad);
+    rc = read_cut("flipped.png", &opt, msg, sizeof msg);
+    CHECK(rc == IP_EFORMAT && strstr(msg, "truncated or corrupt PNG") && !strchr(msg, '\n'), "flipped PNG: %d %s", rc, msg);
+    /* a chunk claiming more bytes than the file holds: not streamed, nothing allocated for it */
+    static const unsigned char head[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                          0, 0, 0, 23, 0, 0, 0, 16, 8, 2, 0, 0, 0, 0x72, 0x4d, 0x73, 0x4f,
+                                          0x65, 0, 0, 12, 't', 'E', 'X', 't' };
+    tio_spit(tio_path("long_chunk.png"), head, sizeof head);
+    rc = read_cut("long_chunk.png", &opt, msg, sizeof msg);
+    CHECK(rc == IP_EUNSUPPORTED, "a chunk past the end of the file: %d %s", rc, msg);
     ip_image whole;
     CHECK(io_read(tio_path("cut.png"), &opt, &whole, err, sizeof err) == IP_EFORMAT, "cut PNG read whole");
     /* JPEG: libjpeg fills the rest with gray and warns, as the whole reader; refused under --fail-on warning */
