@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include "cuda_drv.h"
 #include <dlfcn.h>
 #include <stdio.h>
@@ -40,7 +40,7 @@ int cuda_drv_open(cuda_drv **out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    d->handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    d->handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);   /* as NVRTC: never unmapped */
     if (!d->handle || !resolve(d) || d->driver_version(&d->version) != 0) {
         snprintf(err, errlen, "the CUDA driver library (libcuda.so.1) cannot be used");
         cuda_drv_close(d);

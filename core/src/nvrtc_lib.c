@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include "nvrtc_lib.h"
 #include <dlfcn.h>
 #include <stdio.h>
@@ -28,7 +28,8 @@ struct nvrtc_lib {
 static void *open_first(const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
-        void *h = names[i] ? dlopen(names[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+        /* never unmapped: NVRTC's own static memory (its C++ runtime's) stays reachable, not a leak */
+        void *h = names[i] ? dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) : NULL;
         if (h) return h;
     }
     return NULL;
