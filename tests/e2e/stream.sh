@@ -195,25 +195,21 @@ peak_kb() {
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0" /usr/bin/time -f "%M" -o "$TMP/rss" "$@"
   tail -1 "$TMP/rss"
 }
-if [ -x /usr/bin/time ]; then
-  base_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/float.tif" "$TMP/m1.tif")
-  rss_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/m.tif")
-  rss0_kb=$(peak_kb "$B" run -q --stream off "$SRC/pipelines/denoise.pipe" "$TMP/big.tif" "$TMP/m0.tif")
+# within_limit SMALL BIG EXT: BIG streamed within --memory 8M peaks no higher than SMALL streamed
+# plus the allowance, below BIG whole, with the whole run's bytes.
+within_limit() {
+  local small=$1 big=$2 ext=$3 base_kb rss_kb rss0_kb
+  base_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$small" "$TMP/m1.$ext")
+  rss_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$big" "$TMP/m.$ext")
+  rss0_kb=$(peak_kb "$B" run -q --stream off "$SRC/pipelines/denoise.pipe" "$big" "$TMP/m0.$ext")
   if [ "$rss_kb" -le $((base_kb + allow_kb)) ] && [ "$rss_kb" -lt "$rss0_kb" ]; then ok
-  else bad "--memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
-  if cmp -s "$TMP/m.tif" "$TMP/m0.tif"; then ok; else bad "--memory 8M output differs"; fi
-fi
-
-# The same for PNG and JPEG, in and out: 2048x2048 RGB through denoise within --memory 8M.
+  else bad "$ext --memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
+  if cmp -s "$TMP/m.$ext" "$TMP/m0.$ext"; then ok; else bad "$ext --memory 8M output differs"; fi
+}
+# TIFF, and PNG and JPEG in and out: 2048x2048 RGB through denoise within --memory 8M.
 if [ -x /usr/bin/time ]; then
-  for ext in png jpg; do
-    base_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/meta.$ext" "$TMP/m1.$ext")
-    rss_kb=$(peak_kb "$B" run -q --stream on --memory 8M "$SRC/pipelines/denoise.pipe" "$TMP/big.$ext" "$TMP/m.$ext")
-    rss0_kb=$(peak_kb "$B" run -q --stream off "$SRC/pipelines/denoise.pipe" "$TMP/big.$ext" "$TMP/m0.$ext")
-    if [ "$rss_kb" -le $((base_kb + allow_kb)) ] && [ "$rss_kb" -lt "$rss0_kb" ]; then ok
-    else bad "$ext --memory 8M: peak RSS $rss_kb KB, $base_kb KB for a small image (whole-image run: $rss0_kb KB)"; fi
-    if cmp -s "$TMP/m.$ext" "$TMP/m0.$ext"; then ok; else bad "$ext --memory 8M output differs"; fi
-  done
+  within_limit "$TMP/float.tif" "$TMP/big.tif" tif
+  for ext in png jpg; do within_limit "$TMP/meta.$ext" "$TMP/big.$ext" "$ext"; done
 fi
 
 # A PNG cut in the middle of its image data: one line, exit 1, no output and no temporary left;
