@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Several GPUs (issue 5): the same folder through a GPU-heavy pipeline with one GPU and with all,
 # outputs compared byte for byte, throughput and scaling printed.
-# usage: bench/multigpu.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run)
+# usage: bench/multigpu.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run;
+#   MULTIGPU_PIPELINE: the pipeline text; JPEG_DECODER: imgpipe's --jpeg-decoder, default auto)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
 n=${1:-64}
@@ -31,11 +32,12 @@ timed() {
   t1=$(date +%s.%N)
   echo "$t0 $t1" | awk '{ printf "%.3f", $2 - $1 }'
 }
-t1=$(timed "$B" run -q --device gpu --gpus 0 --format jpg -e "$P" "$tmp/in" "$tmp/one")
-tn=$(timed "$B" run -q --device gpu --gpus all --format jpg -e "$P" "$tmp/in" "$tmp/all")
+dec=${JPEG_DECODER:-auto}
+t1=$(timed "$B" run -q --device gpu --jpeg-decoder "$dec" --gpus 0 --format jpg -e "$P" "$tmp/in" "$tmp/one")
+tn=$(timed "$B" run -q --device gpu --jpeg-decoder "$dec" --gpus all --format jpg -e "$P" "$tmp/in" "$tmp/all")
 same=$(cd "$tmp/one" && for f in *; do cmp -s "$f" "../all/$f" || echo "$f"; done | wc -l)
 {
-  echo "multi-GPU: $n JPEGs 4000x3000, '$P' -> JPEG, $(nproc) cores, $gpus GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1))"
+  echo "multi-GPU: $n JPEGs 4000x3000, '$P' -> JPEG, --jpeg-decoder $dec, $(nproc) cores, $gpus GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1))"
   awk -v n="$n" -v a="$t1" -v b="$tn" -v g="$gpus" 'BEGIN {
     printf "  --gpus 0    %7.2f s  %6.2f images/s\n", a, n / a
     printf "  --gpus all  %7.2f s  %6.2f images/s  scaling %.2fx on %d GPUs\n", b, n / b, a / b, g }'

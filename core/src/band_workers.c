@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "image.h"
 
 /* A worker's job: a window of input rows (packed, host) in, its chunk of output rows out. */
@@ -16,6 +17,8 @@ typedef struct {
     size_t in_cap, out_cap;
     int has_job, quit;
     int rc;
+    int chunks;
+    double busy_ms;
     char err[512];
 } worker;
 
@@ -77,6 +80,13 @@ static int run_job(crew *c, worker_arg *a, worker *w)
     return rc;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void *worker_main(void *arg)
 {
     worker_arg *a = arg;
@@ -90,8 +100,12 @@ static void *worker_main(void *arg)
         while (!w->has_job && !w->quit) pthread_cond_wait(&c->cv, &c->mu);
         if (!w->has_job) break;
         pthread_mutex_unlock(&c->mu);
+        double t0 = now_ms();
         if (rc == IP_OK) rc = run_job(c, a, w);
+        double spent = now_ms() - t0;
         pthread_mutex_lock(&c->mu);
+        w->busy_ms += spent;
+        w->chunks++;
         w->rc = rc;
         w->has_job = 0;
         pthread_cond_broadcast(&c->cv);
@@ -232,7 +246,7 @@ static int merge_and_finish(crew *c, char *err, size_t errlen)
 }
 
 /* The threads end; their segments stay, for the reductions to be merged. */
-static void stop_workers(crew *c, band_times *times, size_t *device_peak)
+static void stop_workers(crew *c, band_times *times, size_t *device_peak, band_worker_stat *stats)
 {
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->o->n_workers; i++) c->w[i].quit = 1;
@@ -241,6 +255,7 @@ static void stop_workers(crew *c, band_times *times, size_t *device_peak)
     for (int i = 0; i < c->o->n_workers; i++) {
         worker *w = &c->w[i];
         if (w->started) pthread_join(w->tid, NULL);
+        if (stats) stats[i] = (band_worker_stat){ c->o->gpu_ids[i], w->chunks, w->busy_ms };
         if (!w->seg) continue;
         const band_times *t = band_segment_times(w->seg);
         for (int k = 0; k < c->seg->last - c->seg->first; k++) times->stage_ms[k] += t->stage_ms[k];
@@ -258,8 +273,8 @@ static void free_workers(crew *c)
 }
 
 int band_workers_run(const plan *p, const band_seg *seg, const band_workers_options *o, band_next_fn next,
-                     void *next_user, const band_sink *sink, band_times *times, size_t *device_peak, char *err,
-                     size_t errlen)
+                     void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
+                     band_worker_stat *stats, char *err, size_t errlen)
 {
     memset(times, 0, sizeof *times);
     *device_peak = 0;
@@ -285,7 +300,7 @@ int band_workers_run(const plan *p, const band_seg *seg, const band_workers_opti
     feed f = { next, next_user, { 0 }, 0, 0, 0 };
     int rc = start_workers(c, args, err, errlen);
     if (rc == IP_OK) rc = deal(c, &f, sink, err, errlen);
-    stop_workers(c, times, device_peak);
+    stop_workers(c, times, device_peak, stats);
     if (rc == IP_OK) rc = merge_and_finish(c, err, errlen);
     free_workers(c);
     pthread_cond_destroy(&c->cv);

@@ -17,14 +17,23 @@ typedef struct {
     int chunk_rows;           /* output rows per chunk (>= 1) */
 } band_workers_options;
 
+/* What one worker did: its device (BAND_ON_GPU), the chunks it ran and the wall time it spent
+ * running them (uploads, kernels and downloads included: the time its GPU was taken). */
+typedef struct {
+    int gpu;
+    int chunks;
+    double busy_ms;
+} band_worker_stat;
+
 typedef int (*band_next_fn)(void *user, ip_image *rows, int *y0, char *err, size_t errlen);
 
 /* Pulls every row of the segment's input from next (rows in order, a height of 0 at the end) and
  * sends every output row to sink, in order. times: the steps' times summed over the workers;
- * device_peak: the workers' peak device bytes, summed. */
+ * device_peak: the workers' peak device bytes, summed; stats (o->n_workers entries, or NULL): each
+ * worker's share. */
 int band_workers_run(const plan *p, const band_seg *seg, const band_workers_options *o, band_next_fn next,
-                     void *next_user, const band_sink *sink, band_times *times, size_t *device_peak, char *err,
-                     size_t errlen);
+                     void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
+                     band_worker_stat *stats, char *err, size_t errlen);
 
 /* Host bytes the workers' windows of input and chunks of output hold, besides their segments. */
 size_t band_workers_bytes(const plan *p, const band_seg *seg, int n_workers, int chunk_rows);

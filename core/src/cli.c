@@ -694,6 +694,13 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep, ba
     if (pr->overlapped)
         fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n", "stages' thread",
                 pr->source_wait_ms, pr->sink_wait_ms);
+    for (int i = 0; pr->n_workers > 1 && i < pr->n_workers; i++) {
+        char label[32];
+        if (place == BAND_ON_GPU) snprintf(label, sizeof label, "worker %d (GPU %d)", i, pr->workers[i].gpu);
+        else snprintf(label, sizeof label, "worker %d", i);
+        fprintf(stderr, "  %-22s %9.3f ms busy, %d chunk%s\n", label, pr->workers[i].busy_ms, pr->workers[i].chunks,
+                pr->workers[i].chunks == 1 ? "" : "s");
+    }
     if (place != BAND_ON_GPU) return;
     char planned[32], limit[32];
     stream_bytes_text(rep->planned_device_bytes, planned, sizeof planned);

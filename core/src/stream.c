@@ -123,6 +123,16 @@ static int run_one_executor(const plan *p, const band_seg *seg, const timed *t, 
     return rc;
 }
 
+static void add_worker_stats(stream_profile *prof, const band_worker_stat *stats, int n)
+{
+    prof->n_workers = n;
+    for (int i = 0; i < n; i++) {
+        prof->workers[i].gpu = stats[i].gpu;
+        prof->workers[i].chunks += stats[i].chunks;
+        prof->workers[i].busy_ms += stats[i].busy_ms;
+    }
+}
+
 /* Pulls every row of the source through one segment of bands into sink: one executor, or the
  * rows dealt in chunks of a band to several. */
 static int run_bands(const plan *p, const band_seg *seg, const timed *t, const band_sink *sink,
@@ -134,7 +144,9 @@ static int run_bands(const plan *p, const band_seg *seg, const timed *t, const b
     if (o->n_workers > 1) {
         band_workers_options wo = { band_config_of(o), o->n_workers, { 0 }, o->band_rows };
         memcpy(wo.gpu_ids, o->gpu_ids, sizeof wo.gpu_ids);
-        rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, err, errlen);
+        band_worker_stat stats[BAND_MAX_WORKERS];
+        rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, stats, err, errlen);
+        add_worker_stats(t->prof, stats, o->n_workers);
     } else {
         rc = run_one_executor(p, seg, t, sink, o, &times, &peak, err, errlen);
     }

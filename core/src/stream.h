@@ -39,6 +39,9 @@ typedef struct {
     int n_stages;
     int segments;
     size_t gpu_peak_bytes;    /* the most device memory the executors held at once (workers summed) */
+    int n_workers;            /* > 1: the rows were dealt to workers, whose shares (summed over the
+                               * segments) follow */
+    band_worker_stat workers[BAND_MAX_WORKERS];
 } stream_profile;
 
 /* Runs p (planned for the source's image) from src to sink. prof may be NULL. */

@@ -1,4 +1,5 @@
-/* The band executor on the GPU, by one executor and by two workers on GPU 0, against the CPU's
+/* The band executor on the GPU, by one executor and by two workers (on GPUs 0 and 1 where the
+ * machine has two, else both on GPU 0), against the CPU's
  * whole-image result: every stage class (a point stage without a GPU path making round trips
  * among them), borders, depths, 1/3/4 channels, bands of 1, 2, 7 and 64 rows (halos taller than a
  * band), odd widths; integer outputs identical, float outputs within 1e-5 (as tests/e2e/gpu_vs_cpu.sh
@@ -8,17 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include "band_testutil.h"
+#include "gpu.h"
 #include "gpu_testutil.h"
 #include "image.h"
 #include "stream_budget.h"
 
 static registry reg;
 static const int band_heights[] = { 1, 2, 7, 64 };
+static int second_gpu;   /* worker 1's device: 1 when there are two GPUs, else 0 */
 
 static stream_options gpu_options(int band_rows, int workers)
 {
-    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0 }, 2, 0 };   /* source and sink on threads, as in a run */
-    return so;   /* every worker on GPU 0 */
+    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0, second_gpu }, 2, 0 };   /* source and sink on threads, as in a run */
+    return so;
 }
 
 static void check_pipeline(const char *text, const ip_shape *shape, uint64_t seed, int max_value)
@@ -163,6 +166,8 @@ int main(void)
     char dirs[1200], err[256];
     snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins:%s/cpuonly", build, tp);
     if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) tu_skip(err);
+    second_gpu = gpu_device_count(err, sizeof err) >= 2 ? 1 : 0;
+    printf("two workers on GPUs 0 and %d\n", second_gpu);
     test_stages();
     test_histogram();
     test_peak();
