@@ -117,7 +117,7 @@ pair() {
   # shellcheck disable=SC2086
   run "$pname.one" "$w" "$h" 0 $extra "$@" "$in" "$one"
   t1=$last_wall
-  rows+=("| $label | $pname | 0 | $t1 s | $(awk -v w="$w" -v h="$h" -v s="$t1" 'BEGIN { printf "%.0f", w * h / s / 1e6 }') | $(busy_of "$tmp/err.$pname.one") | $util | $(codec_of "$tmp/err.$pname.one") | |")
+  rows+=("| $label | $pname | 0 | $t1 s | $(awk -v w="$w" -v h="$h" -v s="$t1" 'BEGIN { printf "%.0f", (s > 0 ? w * h / s / 1e6 : 0) }') | $(busy_of "$tmp/err.$pname.one") | $util | $(codec_of "$tmp/err.$pname.one") | |")
   write_md
   # shellcheck disable=SC2086
   run "$pname.all" "$w" "$h" all $extra "$@" "$in" "$all"
@@ -125,7 +125,7 @@ pair() {
   elif cmp -s "$one" "$all"; then same="identical to --gpus 0 (cmp)"
   else status=1; same="**differs from --gpus 0**"
   fi
-  rows+=("| $label | $pname | all | $last_wall s | $(awk -v w="$w" -v h="$h" -v s="$last_wall" 'BEGIN { printf "%.0f", w * h / s / 1e6 }') | $(busy_of "$tmp/err.$pname.all") | $util | $(codec_of "$tmp/err.$pname.all") | $same; scaling $(awk -v a="$t1" -v b="$last_wall" 'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }') |")
+  rows+=("| $label | $pname | all | $last_wall s | $(awk -v w="$w" -v h="$h" -v s="$last_wall" 'BEGIN { printf "%.0f", (s > 0 ? w * h / s / 1e6 : 0) }') | $(busy_of "$tmp/err.$pname.all") | $util | $(codec_of "$tmp/err.$pname.all") | $same; scaling $(awk -v a="$t1" -v b="$last_wall" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }') |")
   [ -s "$tmp/profile.$pname.all" ] &&
     notes+=("" "\`--profile\` of $label, $pname, --gpus all:" "" '```' "$(cat "$tmp/profile.$pname.all")" '```')
   write_md
