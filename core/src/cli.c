@@ -139,8 +139,8 @@ static const char usage_text[] =
     "                          PNG and some TIFF kinds are read whole). auto (default): streamed\n"
     "                          when the whole image would not fit --memory (or --gpu-memory); on:\n"
     "                          always where the input allows. Bands run on the GPU under --device\n"
-    "                          gpu (and auto when it picks the GPU), dealt to one worker per GPU\n"
-    "                          listed in --gpus\n"
+    "                          gpu (and auto when it picks the GPU), on GPU 0, or dealt to one\n"
+    "                          worker per GPU that --gpus lists\n"
     "  --bigtiff-above SIZE    streamed TIFF output: BigTIFF above this many pixel bytes (default\n"
     "                          3.5G, so a file past 4 GB is always BigTIFF)\n"
     "\n"
@@ -151,9 +151,9 @@ static const char usage_text[] =
     "  --resume                skip inputs whose output already exists\n"
     "  --all-pages             every page of a multi-page TIFF, each to its own output named\n"
     "                          STEM-p0.EXT, STEM-p1.EXT, ... (files of one page keep STEM.EXT)\n"
-    "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default all); a\n"
-    "                          streamed image's bands are dealt to them, a GPU listed twice\n"
-    "                          (0,0) taking two workers\n"
+    "  --gpus all|I,J,...      GPUs to use, one worker stream each in turn (default: all for a\n"
+    "                          folder, GPU 0 for one image); a streamed image's bands are dealt\n"
+    "                          to those listed, a GPU listed twice (0,0) taking two workers\n"
     "  --shard I/N             take only the images whose path (below IN_FOLDER) hashes to I of N\n"
     "                          (0 <= I < N): N copies, e.g. a Slurm job array, cover the folder once\n"
     "  mpirun -n N imgpipe run ... IN_FOLDER OUT_FOLDER: rank 0 hands the images out to the ranks\n"
@@ -677,7 +677,9 @@ static void print_stream_profile(const plan *p, const run_stream_report *rep, ba
 {
     const stream_profile *pr = &rep->prof;
     double sum = pr->source_ms + pr->sink_ms;
-    fprintf(stderr, "profile (streamed in bands of %d rows, %d segment%s%s):\n", rep->band_rows, pr->segments,
+    char dealt[96] = "";
+    if (rep->chunk_rows) snprintf(dealt, sizeof dealt, ", chunks of %d rows dealt to %d workers", rep->chunk_rows, pr->n_workers);
+    fprintf(stderr, "profile (streamed in bands of %d rows%s, %d segment%s%s):\n", rep->band_rows, dealt, pr->segments,
             pr->segments == 1 ? "" : "s", pr->overlapped ? "; decode and encode on threads of their own" : "");
     fprintf(stderr, "  %-22s %9.3f ms\n", "decode", pr->source_ms);
     for (int i = 0; i < pr->n_stages; i++) {
@@ -795,9 +797,11 @@ static int choose_stream_place(const cli_options *o, const plan *p, const ip_sha
         }
         snprintf(why, whylen, "auto: estimated %.0f ms against %.0f ms on the CPU", est.gpu_ms, est.cpu_ms);
     }
+    /* Without --gpus, one GPU: on two H200s every measured pipeline, eight median radius=7 stages
+     * included, ran slower dealt to both, bound by the codecs (bench/RESULTS.md, issue 16). */
     batch_options b;
     memset(&b, 0, sizeof b);
-    int rc = parse_gpu_list(o->gpus, count, &b);
+    int rc = parse_gpu_list(o->gpus ? o->gpus : "0", count, &b);
     if (rc != CLI_OK) return rc;
     so->place = BAND_ON_GPU;
     so->n_workers = b.n_gpus < BAND_MAX_WORKERS ? b.n_gpus : BAND_MAX_WORKERS;

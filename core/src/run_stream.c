@@ -11,7 +11,7 @@ struct run_stream {
     const char *in_path, *out_path;
     run_stream_options o;
     io_stream_reader *reader;
-    int band_rows;
+    int band_rows, chunk_rows;
     uint64_t planned_bytes, planned_device_bytes;
 };
 
@@ -104,6 +104,7 @@ int run_stream_budget(run_stream *rs, char *err, size_t errlen)
     uint64_t queued_row = OVERLAP_SLOTS * (uint64_t)img_row_bytes(final);
     stream_budget b = { rs->o.memory_limit, fixed, queued_row, rs->o.place, rs->o.gpu_memory_limit, rs->o.n_workers };
     if (rc == IP_OK) rc = stream_band_rows_for(rs->p, &l, &b, &rs->band_rows, err, errlen);
+    if (rc == IP_OK) rs->chunk_rows = stream_chunk_rows_for(rs->p, &l, &b, rs->band_rows);
     if (rc == IP_OK && rs->o.place == BAND_ON_GPU)
         rs->planned_device_bytes = stream_device_bytes(rs->p, &l, rs->o.n_workers, rs->band_rows);
     band_layout_free(&l);
@@ -121,7 +122,7 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     stream_source src = { reader_next, rs->reader };
     band_sink sink = { output_rows, &out };
     stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 },
-                          OVERLAP_SLOTS, rs->band_rows };
+                          OVERLAP_SLOTS, rs->band_rows, rs->chunk_rows };
     memcpy(so.gpu_ids, rs->o.gpu_ids, sizeof so.gpu_ids);
     memset(rep, 0, sizeof *rep);
     if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
@@ -133,6 +134,7 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     }
     img_free(&out.whole.img);
     rep->band_rows = rs->band_rows;
+    rep->chunk_rows = rs->o.n_workers > 1 ? rs->chunk_rows : 0;
     rep->planned_bytes = rs->planned_bytes;
     rep->planned_device_bytes = rs->planned_device_bytes;
     run_stream_cancel(rs);

@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     stream_profile prof;
     int band_rows;
+    int chunk_rows;           /* several workers: the rows dealt to one at a time; 0: one worker */
     uint64_t planned_bytes;   /* what the band buffers, codecs and held images were sized to */
     uint64_t planned_device_bytes;   /* BAND_ON_GPU: what the band executors were sized to */
 } run_stream_report;

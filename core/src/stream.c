@@ -142,7 +142,7 @@ static int run_bands(const plan *p, const band_seg *seg, const timed *t, const b
     size_t peak = 0;
     int rc;
     if (o->n_workers > 1) {
-        band_workers_options wo = { band_config_of(o), o->n_workers, { 0 }, o->band_rows };
+        band_workers_options wo = { band_config_of(o), o->n_workers, { 0 }, o->chunk_rows > 0 ? o->chunk_rows : o->band_rows };
         memcpy(wo.gpu_ids, o->gpu_ids, sizeof wo.gpu_ids);
         band_worker_stat stats[BAND_MAX_WORKERS];
         rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, stats, err, errlen);

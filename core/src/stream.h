@@ -26,6 +26,7 @@ typedef struct {
      * bands queued on each side, the one in use included (>= 2); 0: all on the calling thread */
     int overlap_slots;
     int sink_rows;            /* rows of a queued band on the sink's side (0: band_rows) */
+    int chunk_rows;           /* several workers: the rows dealt to one at a time (0: band_rows) */
 } stream_options;
 
 typedef struct {

@@ -105,16 +105,22 @@ static int check_globals(const plan *p, const band_layout *l, const stream_budge
 
 static int workers_of(const stream_budget *b) { return b->n_workers > 1 ? b->n_workers : 1; }
 
-static uint64_t bands_bytes(const plan *p, const band_layout *l, const stream_budget *b, int rows)
+/* Bands of rows; with several workers, each holding a chunk of chunk_rows. */
+static uint64_t chunked_bytes(const plan *p, const band_layout *l, const stream_budget *b, int rows, int chunk_rows)
 {
     uint64_t total = (uint64_t)rows * b->row_bytes;
     int n = workers_of(b);
     for (int i = 0; i < l->n; i++) {
         if (l->segs[i].global) continue;
         total += (uint64_t)n * band_segment_bytes(p, &l->segs[i], b->place, rows);
-        if (n > 1) total += band_workers_bytes(p, &l->segs[i], n, rows);
+        if (n > 1) total += band_workers_bytes(p, &l->segs[i], n, chunk_rows);
     }
     return total;
+}
+
+static uint64_t bands_bytes(const plan *p, const band_layout *l, const stream_budget *b, int rows)
+{
+    return chunked_bytes(p, l, b, rows, rows);
 }
 
 /* Segments run one after another: the device holds the largest one's executors at a time. */
@@ -163,6 +169,20 @@ int stream_band_rows_for(const plan *p, const band_layout *l, const stream_budge
     }
     *band_rows = rows;
     return IP_OK;
+}
+
+int stream_chunk_rows_for(const plan *p, const band_layout *l, const stream_budget *b, int band_rows)
+{
+    uint64_t held;
+    char err[256];
+    if (workers_of(b) < 2 || check_globals(p, l, b, &held, err, sizeof err) != IP_OK) return band_rows;
+    uint64_t budget = b->limit_bytes > b->fixed_bytes + held ? b->limit_bytes - b->fixed_bytes - held : 0;
+    int height = p->steps[0].in.height, most = height / (STREAM_CHUNKS_PER_WORKER * workers_of(b));
+    for (int k = STREAM_MAX_CHUNK_BANDS; k > 1; k /= 2) {
+        int chunk = band_rows * k;
+        if (chunk <= most && chunked_bytes(p, l, b, band_rows, chunk) <= budget) return chunk;
+    }
+    return band_rows;
 }
 
 int stream_band_rows(const plan *p, const band_layout *l, uint64_t limit_bytes, uint64_t fixed_bytes, uint64_t row_bytes,

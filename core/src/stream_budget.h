@@ -29,6 +29,13 @@ typedef struct {
  * limits; IP_ELIMIT naming the limit (and the global stage) that cannot be kept. */
 int stream_band_rows_for(const plan *p, const band_layout *l, const stream_budget *b, int *band_rows, char *err,
                          size_t errlen);
+/* Several workers: the rows of a worker's chunk, a multiple of band_rows up to STREAM_MAX_CHUNK_BANDS
+ * bands that fits the budget and leaves each worker STREAM_CHUNKS_PER_WORKER chunks or more. A
+ * chunk recomputes its halos (the segment's context rows above and below), so taller chunks waste
+ * less: eight median radius=7 stages redo 112 rows for each chunk. band_rows with one worker. */
+#define STREAM_MAX_CHUNK_BANDS 16
+#define STREAM_CHUNKS_PER_WORKER 4
+int stream_chunk_rows_for(const plan *p, const band_layout *l, const stream_budget *b, int band_rows);
 /* Device bytes of the tallest bands stream_band_rows_for allows, for a report: what the
  * executors are sized to hold at once for band_rows. */
 uint64_t stream_device_bytes(const plan *p, const band_layout *l, int n_workers, int band_rows);

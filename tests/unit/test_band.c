@@ -8,6 +8,8 @@
 #include <string.h>
 #include "band_testutil.h"
 #include "image.h"
+#include "plan_testutil.h"
+#include "stream_budget.h"
 #include "testutil.h"
 
 static registry reg;
@@ -15,16 +17,17 @@ static const int band_heights[] = { 1, 2, 7, 64 };
 
 /* Every run also varies the threads around the source and sink: none, or queues of 2 and 3 bands
  * with sink bands of one row or a whole band, so each band height meets each overlap. */
+/* Three workers take chunks of three bands, two workers chunks of one. */
 static int run_streamed(const char *text, const ip_image *in, int band_rows, int workers, ip_image *out)
 {
     int turn = band_rows + workers;
     stream_options so = { band_rows, 1, "streamed.png", BAND_ON_HOST, workers, { 0 },
-                          turn % 3 == 0 ? 0 : 2 + turn % 2, turn % 2 ? 1 : 0 };
+                          turn % 3 == 0 ? 0 : 2 + turn % 2, turn % 2 ? 1 : 0, workers == 3 ? 3 * band_rows : 0 };
     return bt_run_streamed(&reg, text, in, &so, out, NULL);
 }
 
 /* The streamed run of text equals the whole-image run at every band height, by one executor
- * and with the rows dealt to 2 and 3 workers (chunks of one band, each with its context). */
+ * and with the rows dealt to 2 and 3 workers (chunks of one and three bands, each with its context). */
 static void check_pipeline(const char *text, const ip_shape *shape, uint64_t seed, int max_value)
 {
     ip_image in = bt_random_image(shape, seed, max_value), whole;
@@ -165,6 +168,44 @@ static void test_histogram(void)
     }
 }
 
+/* Several workers get chunks of several bands when memory allows (fewer halos recomputed), never
+ * fewer than STREAM_CHUNKS_PER_WORKER chunks each, and one band when memory is tight or there is
+ * one worker. */
+static void test_chunk_rows(void)
+{
+    ip_shape gray = { 1001, 5000, 1, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, "median radius=7 | mean radius=3", &gray, &p)) return;
+    band_layout l;
+    char err[512] = "";
+    if (band_layout_make(&p, &l, err, sizeof err) != IP_OK) {
+        CHECK(0, "layout: %s", err);
+        plan_free(&p);
+        return;
+    }
+    stream_budget roomy = { (uint64_t)1 << 34, 0, 0, BAND_ON_HOST, 0, 2 };
+    int rows = 0;
+    CHECK(stream_band_rows_for(&p, &l, &roomy, &rows, err, sizeof err) == IP_OK && rows == STREAM_MAX_BAND_ROWS,
+          "roomy budget: bands of %d rows (%s)", rows, err);
+    int chunk = stream_chunk_rows_for(&p, &l, &roomy, rows);
+    CHECK(chunk == 2 * rows, "2 workers on 5000 rows: chunks of %d rows, want %d (5000 / 8 rounded down to bands)",
+          chunk, 2 * rows);
+    stream_budget one = roomy;
+    one.n_workers = 1;
+    CHECK(stream_chunk_rows_for(&p, &l, &one, rows) == rows, "one worker: chunks of more than a band");
+    /* the least memory that gives bands of STREAM_MAX_BAND_ROWS: no room for a taller chunk */
+    stream_budget tight = roomy;
+    int tight_rows = 0;
+    for (tight.limit_bytes = 1 << 20; tight.limit_bytes < ((uint64_t)1 << 34); tight.limit_bytes += 1 << 16)
+        if (stream_band_rows_for(&p, &l, &tight, &tight_rows, err, sizeof err) == IP_OK &&
+            tight_rows == STREAM_MAX_BAND_ROWS)
+            break;
+    CHECK(tight_rows == STREAM_MAX_BAND_ROWS && stream_chunk_rows_for(&p, &l, &tight, tight_rows) == tight_rows,
+          "tight budget (%llu bytes): chunks of more than a band", (unsigned long long)tight.limit_bytes);
+    band_layout_free(&l);
+    plan_free(&p);
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -176,6 +217,7 @@ int main(void)
     test_entropy_and_point();
     test_chains();
     test_histogram();
+    test_chunk_rows();
     registry_free(&reg);
     return tu_finish();
 }
