@@ -16,6 +16,7 @@ typedef struct {
     unsigned char *in, *out;
     size_t in_cap, out_cap;
     int has_job, quit;
+    int chunk;                /* the index of the chunk last posted to it */
     int rc;
     int chunks;
     double busy_ms;
@@ -31,6 +32,13 @@ typedef struct {
     worker w[BAND_MAX_WORKERS];
     size_t in_row, out_row;
     int height, halo;
+    const band_sink *sink;
+    int posted;               /* chunks handed to workers so far */
+    int dealt;                /* every chunk is posted (posted is the total) */
+    int emitted;              /* chunks whose rows went to the sink, in order */
+    int failed;               /* a worker, the source or the sink failed: rc and err say how */
+    int rc;
+    char err[512];
 } crew;
 
 typedef struct {
@@ -114,19 +122,25 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int wait_idle(crew *c, worker *w)
+static void post(crew *c, worker *w, int chunk)
 {
     pthread_mutex_lock(&c->mu);
-    while (w->has_job) pthread_cond_wait(&c->cv, &c->mu);
-    int rc = w->rc;
+    w->chunk = chunk;
+    w->has_job = 1;
+    c->posted = chunk + 1;
+    pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    return rc;
 }
 
-static void post(crew *c, worker *w)
+/* The first failure stops the dealing and the emitting; later ones are dropped. */
+static void fail(crew *c, int rc, const char *err)
 {
     pthread_mutex_lock(&c->mu);
-    w->has_job = 1;
+    if (!c->failed) {
+        c->failed = 1;
+        c->rc = rc;
+        snprintf(c->err, sizeof c->err, "%s", err);
+    }
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -184,40 +198,67 @@ static int fill(crew *c, worker *w, const worker *prev, feed *f, int lo, int hi,
     return read_rows(f, w->in + (size_t)shared * c->in_row, c->in_row, win.in_hi, c->height, err, errlen);
 }
 
-static int emit(crew *c, worker *w, const band_sink *sink, char *err, size_t errlen)
+/* The emitter's thread: chunk k's rows to the sink once its worker is done with it, k in order,
+ * so encoding goes on while the dealer reads and fills the next chunks. */
+static void *emitter_main(void *arg)
 {
-    int rc = wait_idle(c, w);
-    if (rc != IP_OK) {
-        snprintf(err, errlen, "%s", w->err);
-        return rc;
+    crew *c = arg;
+    int n = c->o->n_workers;
+    for (int k = 0;; k++) {
+        worker *w = &c->w[k % n];
+        pthread_mutex_lock(&c->mu);
+        while (!c->failed && !(c->dealt && k >= c->posted) && !(w->chunk == k && !w->has_job))
+            pthread_cond_wait(&c->cv, &c->mu);
+        int stop = c->failed || (c->dealt && k >= c->posted), rc = w->rc;
+        pthread_mutex_unlock(&c->mu);
+        if (stop) break;
+        char err[512] = "";
+        if (rc != IP_OK) {
+            fail(c, rc, w->err);
+            break;
+        }
+        ip_image rows = { w->out, (ptrdiff_t)c->out_row, c->p->steps[c->seg->last - 1].out, 0 };
+        rows.shape.height = w->win.own_hi - w->win.own_lo;
+        rc = c->sink->rows(c->sink->user, &rows, w->win.own_lo, err, sizeof err);
+        if (rc != IP_OK) {
+            fail(c, rc, err);
+            break;
+        }
+        pthread_mutex_lock(&c->mu);
+        c->emitted = k + 1;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
     }
-    ip_image rows = { w->out, (ptrdiff_t)c->out_row, c->p->steps[c->seg->last - 1].out, 0 };
-    rows.shape.height = w->win.own_hi - w->win.own_lo;
-    return sink->rows(sink->user, &rows, w->win.own_lo, err, errlen);
+    return NULL;
 }
 
-/* Deals the chunks in order; before worker w takes chunk i, its chunk i - n goes out (every chunk
- * before that is out already), so the workers' slots are the reorder queue. */
-static int deal(crew *c, feed *f, const band_sink *sink, char *err, size_t errlen)
+/* Deals the chunks in order; worker w takes chunk i once its chunk i - n is emitted, so the
+ * workers' slots are the reorder queue. */
+static void deal(crew *c, feed *f)
 {
-    int n = c->o->n_workers, chunk = c->o->chunk_rows > 0 ? c->o->chunk_rows : 1, rc = IP_OK, i = 0;
+    int n = c->o->n_workers, chunk = c->o->chunk_rows > 0 ? c->o->chunk_rows : 1, i = 0;
     const worker *prev = NULL;
-    for (int lo = 0; rc == IP_OK && lo < c->height; lo += chunk, i++) {
+    char err[512] = "";
+    for (int lo = 0; lo < c->height; lo += chunk, i++) {
         worker *w = &c->w[i % n];
-        if (i >= n) rc = emit(c, w, sink, err, errlen);
+        pthread_mutex_lock(&c->mu);
+        while (!c->failed && c->emitted < i - n + 1) pthread_cond_wait(&c->cv, &c->mu);
+        int failed = c->failed;
+        pthread_mutex_unlock(&c->mu);
+        if (failed) break;
         int hi = c->height - lo < chunk ? c->height : lo + chunk;
-        if (rc == IP_OK) rc = fill(c, w, prev, f, lo, hi, err, errlen);
-        if (rc == IP_OK) post(c, w);
+        int rc = fill(c, w, prev, f, lo, hi, err, sizeof err);
+        if (rc != IP_OK) {
+            fail(c, rc, err);
+            break;
+        }
+        post(c, w, i);
         prev = w;
     }
-    /* what is still out, in order; after a failure, only waited for */
-    int first = i > n ? i - n : 0;
-    for (int k = first; k < i; k++) {
-        worker *w = &c->w[k % n];
-        if (rc == IP_OK) rc = emit(c, w, sink, err, errlen);
-        else wait_idle(c, w);
-    }
-    return rc;
+    pthread_mutex_lock(&c->mu);
+    c->dealt = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static int start_workers(crew *c, worker_arg *args, char *err, size_t errlen)
@@ -297,9 +338,23 @@ int band_workers_run(const plan *p, const band_seg *seg, const band_workers_opti
     c->halo = seg->halo_sum;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    c->sink = sink;
+    for (int i = 0; i < o->n_workers; i++) c->w[i].chunk = -1;
     feed f = { next, next_user, { 0 }, 0, 0, 0 };
+    pthread_t emitter;
     int rc = start_workers(c, args, err, errlen);
-    if (rc == IP_OK) rc = deal(c, &f, sink, err, errlen);
+    if (rc == IP_OK && pthread_create(&emitter, NULL, emitter_main, c) != 0) {
+        snprintf(err, errlen, "cannot start the band emitter thread");
+        rc = IP_ENOMEM;
+    }
+    if (rc == IP_OK) {
+        deal(c, &f);
+        pthread_join(emitter, NULL);
+        if (c->failed) {
+            snprintf(err, errlen, "%s", c->err);
+            rc = c->rc;
+        }
+    }
     stop_workers(c, times, device_peak, stats);
     if (rc == IP_OK) rc = merge_and_finish(c, err, errlen);
     free_workers(c);
