@@ -576,20 +576,20 @@ static int enqueue_fused(bench *b, const void *arg)
 }
 
 /* Grayscale then the consumer (stage[1]) through b->out2, as the unfused chain runs. */
-static int enqueue_gray_median(bench *b, const void *arg)
+static int enqueue_gray_consumer(bench *b, const void *arg)
 {
     const op_spec *stage = arg;
     return run_gpu_op(&stage[0], &b->rgb, &b->out2, NULL, b->scratch, b->scratch_bytes, b->stream) == IPK_OK &&
            run_gpu_op(&stage[1], &b->out2, &b->out, NULL, b->scratch, b->scratch_bytes, b->stream) == IPK_OK ? 0 : -1;
 }
 
-/* The fused kernel's output against grayscale then the consumer (b->out after enqueue_gray_median). */
+/* The fused kernel's output against grayscale then the consumer (b->out after enqueue_gray_consumer). */
 static const char *check_fused(bench *b, const fused_call *c, const op_spec *stages)
 {
     size_t bytes = (size_t)b->out.stride * IMG;
     uint8_t *want = malloc(bytes), *got = malloc(bytes);
     const char *verdict = "error";
-    if (want && got && enqueue_gray_median(b, stages) == 0 && CK(cudaStreamSynchronize(b->stream)) &&
+    if (want && got && enqueue_gray_consumer(b, stages) == 0 && CK(cudaStreamSynchronize(b->stream)) &&
         CK(cudaMemcpy(want, b->out.data, bytes, cudaMemcpyDeviceToHost)) && enqueue_fused(b, c) == 0 &&
         CK(cudaStreamSynchronize(b->stream)) && CK(cudaMemcpy(got, b->out.data, bytes, cudaMemcpyDeviceToHost)))
         verdict = memcmp(want, got, bytes) == 0 ? "ok" : "mismatch";
@@ -607,6 +607,13 @@ typedef struct {
 static const fused_case FUSED_CASES[] = {
     { "median 3x3", "grayscale | median radius=1", "median3 gray", "grayscale->median3 unfused",
       "grayscale+median3 fused" },
+    /* The stages' defaults are the ops' borders (reflect101) and gaussian3's divisor (16). */
+    { "mean 3x3", "grayscale | mean radius=1", "mean 3x3 gray", "grayscale->mean 3x3 unfused",
+      "grayscale->mean 3x3 fused" },
+    { "mean 31x31", "grayscale | mean radius=15", "mean 31x31 gray", "grayscale->mean 31x31 unfused",
+      "grayscale->mean 31x31 fused" },
+    { "convolve gaussian3", "grayscale | convolve kernel=gaussian3", "convolve gaussian3 gray",
+      "grayscale->convolve gaussian3 unfused", "grayscale->convolve gaussian3 fused" },
 };
 
 static int fused_kernel_for(const registry *reg, const char *text, plan *p, fuser **f, fuse_group *g, fuse_kernel *k)
@@ -636,7 +643,7 @@ static void bench_fused(bench *b, const registry *reg, const fused_case *fc)
     ipk_call call = { &stages[1], &b->gray, &b->out };
     if (time_median(b, enqueue_ipk, &call, &alone->ms) != 0) alone->status = "error";
     row *chain = add_row(b, fc->unfused, px * (3 + 1 + 1 + 1), px, -1);
-    if (time_median(b, enqueue_gray_median, stages, &chain->ms) != 0) chain->status = "error";
+    if (time_median(b, enqueue_gray_consumer, stages, &chain->ms) != 0) chain->status = "error";
     row *r = add_row(b, fc->fused, px * (3 + 1), px, alone->ms > 0 ? alone->ms * 1.2 : -1);
     plan p;
     fuser *f = NULL;

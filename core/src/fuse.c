@@ -172,6 +172,8 @@ typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
 static launch_shape shape_of(fuse_kind kind)
 {
     if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
+    /* fused_load.cuh's IPF_TW by the window kernels' IPF_TH */
+    if (kind == FUSE_MEAN || kind == FUSE_CONVOLVE) return (launch_shape){ 256, 1, 128, 64 };
     return (launch_shape){ 128, 1, 128, 0 };
 }
 

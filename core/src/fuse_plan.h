@@ -8,7 +8,9 @@
 typedef enum {
     FUSE_NONE = 0,
     FUSE_POINT,      /* two or more point stages, nothing fusable after them: one kernel */
-    FUSE_MEDIAN3     /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEDIAN3,    /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEAN,       /* point stages, then mean radius 1..16 on 8-bit one-channel: a shared tile */
+    FUSE_CONVOLVE    /* point stages, then integer-weight convolve on 8-bit one-channel: a shared tile */
 } fuse_kind;
 
 typedef struct {
@@ -16,7 +18,7 @@ typedef struct {
     int first, n_steps;     /* steps first .. first + n_steps - 1 (the points, then the consumer) */
     int n_points;
     int border;             /* the consumer's ipk_border (median: replicate, reflect101, zero) */
-    int radius;             /* the consumer's radius */
+    int radius;             /* the consumer's radius (convolve: its larger half-side) */
 } fuse_group;
 
 /* The group starting at step i of p (shapes planned), or kind FUSE_NONE. */
@@ -28,7 +30,8 @@ int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_
 /* The "a+b+c" names of the group's stages, for messages. */
 void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len);
 
-/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh), embedded. */
+/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh,
+ * conv_round.h, kernels/fused/fused_load.cuh), embedded. */
 #define FUSE_MAX_HEADERS 8
 int fuse_header_count(void);   /* at most FUSE_MAX_HEADERS */
 const char *const *fuse_header_names(void);

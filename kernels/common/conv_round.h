@@ -8,8 +8,15 @@
  * exact while |2T + |d|| < 2^22. GENERAL: the reference in double. */
 #ifndef IPK_CONV_ROUND_H
 #define IPK_CONV_ROUND_H
+#ifdef __CUDACC_RTC__
+/* NVRTC (run-time fusion, kernels/fused/fused_convolve.cu) has no system headers; its math is built in. */
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+#else
 #include <math.h>
 #include <stdint.h>
+#endif
 #include "border.h"
 
 enum { IPK_CONV_FINISH_GENERAL = 0, IPK_CONV_FINISH_SHIFT, IPK_CONV_FINISH_ODD };

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "ipk_conv_named.h"
 
 #define CONV_MAX_SIDE 31
 
@@ -14,24 +15,9 @@ typedef struct {
     int output_f32;
 } conv_state;
 
-typedef struct { int side; double w[25]; } named_kernel;
-
-/* In the order of the kernel parameter's choices. */
-static const named_kernel conv_named[] = {
-    { 3, { 1, 1, 1, 1, 1, 1, 1, 1, 1 } },                          /* box3 */
-    { 3, { 1, 2, 1, 2, 4, 2, 1, 2, 1 } },                          /* gaussian3 */
-    { 5, { 1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6,
-           4, 16, 24, 16, 4, 1, 4, 6, 4, 1 } },                    /* gaussian5 */
-    { 3, { 0, -1, 0, -1, 5, -1, 0, -1, 0 } },                      /* sharpen */
-    { 3, { 0, 1, 0, 1, -4, 1, 0, 1, 0 } },                         /* laplacian */
-    { 3, { -1, 0, 1, -2, 0, 2, -1, 0, 1 } },                       /* sobel-x */
-    { 3, { -1, -2, -1, 0, 0, 0, 1, 2, 1 } },                       /* sobel-y */
-    { 3, { -2, -1, 0, -1, 1, 1, 0, 1, 2 } },                       /* emboss */
-};
-
 static const ip_param conv_params[] = {
     { "kernel", IP_MATRIX, "gaussian3", 0, 0,
-      "box3|gaussian3|gaussian5|sharpen|laplacian|sobel-x|sobel-y|emboss",
+      IPK_CONV_NAMED_CHOICES,
       "weights: a name, or rows of numbers separated by ';' (odd width and height up to 31), "
       "applied as OpenCV filter2D (correlation, anchor at the centre)" },
     { "divisor", IP_FLOAT, "auto", 0, 0, "auto",
@@ -48,7 +34,7 @@ static const ip_param conv_params[] = {
 static int conv_take_kernel(const ip_value *arg, conv_state *s, char *err, size_t errlen)
 {
     if (!arg->m.v) {
-        const named_kernel *k = &conv_named[arg->choice];
+        const ipk_named_kernel *k = &ipk_conv_named[arg->choice];
         s->kw = s->kh = k->side;
         memcpy(s->weights, k->w, sizeof(double) * (size_t)(k->side * k->side));
         return IP_OK;

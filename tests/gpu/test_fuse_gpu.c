@@ -1,5 +1,6 @@
 /* Run-time fusion and CUDA graphs on the GPU, through the executor: every fused group of the
- * in-tree stages (and the test plugin pointinv) against the same chain unfused, byte for byte,
+ * in-tree stages (and the test plugin pointinv) against the same chain unfused, byte for byte
+ * (median 3x3, mean of radius 1 to 16 and integer convolve up to 31x31 as consumers),
  * on odd sizes (1x1, 1xN, Nx1, prime widths), host inputs, device inputs with strides that are not
  * the width (unaligned rows), and zero-copy; graphs replayed on new pixels against plain runs;
  * the disk cache compiled once, then reused, and missed when a source changes. */
@@ -53,11 +54,23 @@ static const char *const chains[] = {
     "grayscale | pointinv | median", "grayscale | pointinv", "pointinv | pointinv", "pointinv | pointinv | median",
     "grayscale | median | grayscale | median", "pointinv | grayscale | pointinv | median border=zero",
     "grayscale | pointinv | pointinv | median border=reflect101", "pointinv | pointinv | pointinv",
-    /* Mean runs apart (fused it measured slower): the points before it fuse alone. */
-    "grayscale | pointinv | mean border=shrink", "pointinv | pointinv | mean radius=3",
+    /* Mean fused into a shared tile: every border, radii 1 to 16 (the tile's halo); with 3
+     * channels pointinv | pointinv fuses alone and the mean runs apart. */
+    "grayscale | pointinv | mean border=shrink", "pointinv | pointinv | mean radius=3", "grayscale | mean",
+    "grayscale | mean radius=2 border=replicate", "grayscale | mean radius=7 border=zero",
+    "grayscale | mean radius=15 border=shrink", "grayscale | pointinv | mean radius=16 border=reflect101",
+    /* Convolve with whole weights: named kernels, literal matrices, the shift, odd and double
+     * roundings (conv_round.h), every border, negative sums. */
+    "grayscale | convolve", "grayscale | pointinv | convolve kernel=box3 border=zero",
+    "grayscale | convolve kernel=gaussian5 border=shrink", "grayscale | convolve kernel=sharpen border=replicate",
+    "grayscale | convolve kernel=sobel-x offset=128", "grayscale | convolve kernel=emboss divisor=3 offset=0.5",
+    "grayscale | convolve kernel=laplacian divisor=-3 offset=7",
+    "grayscale | pointinv | convolve kernel=\"1 2 3 2 1\" border=reflect101",
+    "grayscale | convolve kernel=\"1; -2; 7; 0; 5; 0; 1; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; "
+    "0; 0; 0; 0; 0; 9\" divisor=7 border=replicate",
 };
 static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
-                                { 64, 300 } };
+                                { 64, 300 }, { 131, 67 } };
 
 static ip_image host_image(const ipk_img *k)
 {
@@ -110,6 +123,39 @@ static void test_fused_against_unfused(void)
                 if (strncmp(chains[i], "grayscale", 9) && c == 2) continue;
                 compare_one(chains[i], sizes[s][0], sizes[s][1], c, seed++, plain, fused, zerocopy);
             }
+    exec_destroy(plain);
+    exec_destroy(fused);
+    exec_destroy(zerocopy);
+}
+
+/* A side x side convolve of whole weights from -3 to 3 after grayscale, as pipeline text. */
+static char *large_convolve(int side, const char *border)
+{
+    size_t cap = (size_t)side * side * 4 + 128;
+    char *text = malloc(cap);
+    if (!text) return NULL;
+    size_t used = (size_t)snprintf(text, cap, "grayscale | convolve border=%s kernel=\"", border);
+    for (int i = 0; i < side * side; i++)
+        used += (size_t)snprintf(text + used, cap - used, "%d%s", (i * 5) % 7 - 3,
+                                 i == side * side - 1 ? "\"" : (i + 1) % side == 0 ? ";" : " ");
+    return text;
+}
+
+/* The largest kernel the tile holds (31x31, radius 15), RGB and RGBA, on sizes around the tile's. */
+static void test_large_convolve(void)
+{
+    exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *fused = make_ctx(EXEC_COPY, 0, 1, 1);
+    exec_ctx *zerocopy = make_ctx(EXEC_ZEROCOPY, 0, 1, 0);
+    char *zero = large_convolve(31, "zero"), *reflect = large_convolve(31, "reflect101");
+    static const int shapes[][2] = { { 1, 1 }, { 31, 2 }, { 129, 65 }, { 300, 140 } };
+    uint64_t seed = 900;
+    for (int i = 0; plain && fused && zerocopy && zero && reflect && i < 4; i++)
+        for (int c = 3; c <= 4; c++) {
+            compare_one(zero, shapes[i][0], shapes[i][1], c, seed++, plain, fused, zerocopy);
+            compare_one(reflect, shapes[i][0], shapes[i][1], c, seed++, plain, fused, zerocopy);
+        }
+    free(zero);
+    free(reflect);
     exec_destroy(plain);
     exec_destroy(fused);
     exec_destroy(zerocopy);
@@ -209,6 +255,7 @@ int main(void)
     snprintf(xdg, sizeof xdg, "%s/fuse-gpu-cache-main", tu_tmpdir());
     setenv("XDG_CACHE_HOME", xdg, 1);
     test_fused_against_unfused();
+    test_large_convolve();
     test_graph_replay();
     test_disk_cache();
     registry_free(&reg);

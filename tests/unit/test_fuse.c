@@ -40,21 +40,63 @@ static const group_case group_cases[] = {
     { "pointinv | grayscale | pointinv | median border=zero", { 13, 7, 4, IP_U8 }, 0, FUSE_MEDIAN3, 4,
       "pointinv+grayscale+pointinv+median" },
     { "pointinv | pointinv | pointinv", { 1, 1, 4, IP_U8 }, 0, FUSE_POINT, 3, "pointinv+pointinv+pointinv" },
-    /* Mean is no consumer (measured slower fused): the points before it fuse alone, the mean runs apart. */
-    { "grayscale | pointinv | mean border=zero", { 3, 2, 4, IP_U8 }, 0, FUSE_POINT, 2, "grayscale+pointinv" },
+    /* Mean of every border and radius 1..16 (the tile's halo), on 8-bit one-channel chain output. */
+    { "grayscale | pointinv | mean border=zero", { 3, 2, 4, IP_U8 }, 0, FUSE_MEAN, 3, "grayscale+pointinv+mean" },
+    { "grayscale | mean", { 17, 9, 3, IP_U8 }, 0, FUSE_MEAN, 2, "grayscale+mean" },
+    { "pointinv | mean radius=7 border=shrink", { 17, 9, 1, IP_U8 }, 0, FUSE_MEAN, 2, "pointinv+mean" },
+    { "grayscale | mean radius=15 border=replicate", { 1, 1, 3, IP_U8 }, 0, FUSE_MEAN, 2, "grayscale+mean" },
+    { "grayscale | mean radius=16 border=reflect101", { 9, 40, 4, IP_U8 }, 0, FUSE_MEAN, 2, "grayscale+mean" },
+    { "median | grayscale | mean radius=2 border=shrink", { 9, 4, 3, IP_U8 }, 1, FUSE_MEAN, 2, "grayscale+mean" },
+    /* Convolve with whole weights: every named kernel, literal matrices, the three ways to round. */
+    { "grayscale | convolve", { 17, 9, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2, "grayscale+convolve" },
+    { "grayscale | pointinv | convolve kernel=box3 border=zero", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 3,
+      "grayscale+pointinv+convolve" },
+    { "grayscale | convolve kernel=gaussian5 border=shrink", { 5, 3, 4, IP_U8 }, 0, FUSE_CONVOLVE, 2,
+      "grayscale+convolve" },
+    { "grayscale | convolve kernel=sharpen border=replicate", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2,
+      "grayscale+convolve" },
+    { "grayscale | convolve kernel=laplacian", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2, "grayscale+convolve" },
+    { "grayscale | convolve kernel=sobel-x offset=128", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2, "grayscale+convolve" },
+    { "grayscale | convolve kernel=sobel-y divisor=-3", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2, "grayscale+convolve" },
+    { "grayscale | convolve kernel=emboss divisor=3 offset=0.5", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2,
+      "grayscale+convolve" },
+    { "pointinv | convolve kernel=\"1 2 3 2 1\"", { 5, 3, 1, IP_U8 }, 0, FUSE_CONVOLVE, 2, "pointinv+convolve" },
+    { "grayscale | convolve kernel=\"1; -2; 7\" divisor=7", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2,
+      "grayscale+convolve" },
     /* Not fused: one point stage with nothing fusable after it, other medians, other depths. */
     { "grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | median radius=2", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | median border=shrink", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | median", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
-    { "grayscale | mean", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
-    { "pointinv | mean radius=7 border=shrink", { 17, 9, 1, IP_U8 }, 0, FUSE_NONE, 0, NULL },
-    { "grayscale | convolve", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    /* Mean and convolve: 16-bit, several channels out of the chain, radii past the tile's halo,
+     * float weights, float output, sums past int32. */
+    { "grayscale | mean", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
+    { "pointinv | mean", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | mean radius=17", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
+    { "pointinv | convolve", { 17, 9, 4, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve output=f32", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve kernel=\"0.25 0.5 0.25\"", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve kernel=\"1 2 1; 2 4.5 2; 1 2 1\"", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | entropy", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | histogram", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "median | grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "pointinv | median", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
 };
+
+/* src compiles with NVRTC for sm_90 into a CUBIN (not checked without NVRTC). */
+static void check_compiles(nvrtc_lib *nvrtc, const char *src, const char *what)
+{
+    if (!nvrtc || !src) return;
+    void *cubin = NULL;
+    size_t bytes = 0;
+    char err[4096] = "";
+    const char *opts[] = { "-default-device" };
+    nvrtc_job job = { src, "t.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(), 1, opts };
+    int rc = nvrtc_compile_cubin(nvrtc, &job, 90, &cubin, &bytes, err, sizeof err);
+    CHECK(rc == IP_OK && bytes > 4 && memcmp(cubin, "\177ELF", 4) == 0, "%s: NVRTC: %s", what, err);
+    free(cubin);
+}
 
 static void test_groups(nvrtc_lib *nvrtc)
 {
@@ -71,19 +113,91 @@ static void test_groups(nvrtc_lib *nvrtc)
             CHECK(strcmp(label, gc->label) == 0, "%s: label '%s'", gc->text, label);
             char *src = NULL;
             CHECK(fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "%s: %s", gc->text, err);
-            void *cubin = NULL;
-            size_t bytes = 0;
-            const char *opts[] = { "-default-device" };
-            nvrtc_job job = { src, "t.cu", fuse_header_count(), fuse_header_sources(), fuse_header_names(), 1, opts };
-            if (nvrtc && src) {
-                int rc = nvrtc_compile_cubin(nvrtc, &job, 90, &cubin, &bytes, err, sizeof err);
-                CHECK(rc == IP_OK && bytes > 4 && memcmp(cubin, "\177ELF", 4) == 0, "%s: NVRTC: %s", gc->text, err);
-            }
-            free(cubin);
+            check_compiles(nvrtc, src, gc->text);
             free(src);
         }
         plan_free(&p);
     }
+}
+
+typedef struct {
+    const char *text;
+    const char *want[3];   /* lines the fused source must hold */
+} defines_case;
+
+/* What the fused mean and convolve sources are told: the consumer's radius, border, weights (named
+ * kernels from the plugin's table), divisor (auto: the weights' sum, or 1) and rounding method
+ * (conv_round.h: 1 shift for +-2^k, 2 odd for odd divisors, 0 the double reference otherwise). */
+static const defines_case defines_cases[] = {
+    { "grayscale | mean radius=7 border=shrink", { "#define IP_RADIUS 7\n", "#define IP_BORDER 3\n", NULL } },
+    { "grayscale | convolve",
+      { "#define IPF_WEIGHTS { 1,2,1,2,4,2,1,2,1 }\n", "#define IPF_FINISH 1\n", "#define IP_BORDER 1\n" } },
+    { "grayscale | convolve kernel=box3 border=zero",
+      { "#define IPF_WEIGHTS { 1,1,1,1,1,1,1,1,1 }\n", "#define IPF_FINISH 2\n", "#define IP_BORDER 2\n" } },
+    { "grayscale | convolve kernel=gaussian5",
+      { "#define IPF_KW 5\n#define IPF_KH 5\n", "#define IPF_ROUNDING { 1, 0, 256, 8, 128,", NULL } },
+    { "grayscale | convolve kernel=laplacian", { "#define IPF_WEIGHTS { 0,1,0,1,-4,1,0,1,0 }\n",
+                                                 "#define IPF_ROUNDING { 2, 0, 1, 1, 1,", NULL } },
+    { "grayscale | convolve kernel=emboss divisor=3 offset=0.5",
+      { "#define IPF_FINISH 0\n", "IPF_DIVISOR __longlong_as_double((long long)0x4008000000000000ull)",
+        "IPF_OFFSET __longlong_as_double((long long)0x3fe0000000000000ull)" } },
+    { "grayscale | convolve kernel=\"1; -2; 7\" divisor=-7",
+      { "#define IPF_KW 1\n#define IPF_KH 3\n", "#define IPF_WEIGHTS { 1,-2,7 }\n",
+        "#define IPF_ROUNDING { -1, 0, 7, 0, 0," } },
+};
+
+static void test_window_defines(void)
+{
+    ip_shape shape = { 23, 11, 3, IP_U8 };
+    for (size_t c = 0; c < sizeof defines_cases / sizeof *defines_cases; c++) {
+        const defines_case *dc = &defines_cases[c];
+        plan p;
+        if (!tu_build_plan(&reg, dc->text, &shape, &p)) continue;
+        fuse_group g = fuse_group_at(&p, 0);
+        char *src = NULL, err[256] = "";
+        CHECK(g.kind != FUSE_NONE && fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "%s: not fused %s",
+              dc->text, err);
+        for (int i = 0; i < 3 && src && dc->want[i]; i++)
+            CHECK(strstr(src, dc->want[i]) != NULL, "%s: the source lacks '%s'", dc->text, dc->want[i]);
+        free(src);
+        plan_free(&p);
+    }
+}
+
+/* A side x side convolve kernel of whole weights (value, or i % 7 - 3 when value is 0) as pipeline text. */
+static char *matrix_pipeline(int side, int value)
+{
+    size_t cap = (size_t)side * side * 8 + 64;
+    char *text = malloc(cap);
+    if (!text) return NULL;
+    size_t used = (size_t)snprintf(text, cap, "grayscale | convolve kernel=\"");
+    for (int i = 0; i < side * side; i++)
+        used += (size_t)snprintf(text + used, cap - used, "%d%s", value ? value : i % 7 - 3,
+                                 i == side * side - 1 ? "\"" : (i + 1) % side == 0 ? ";" : " ");
+    return text;
+}
+
+/* The largest kernels: 31x31 fuses and compiles; weights whose sums could leave int32 do not fuse. */
+static void test_large_kernels(nvrtc_lib *nvrtc)
+{
+    ip_shape shape = { 40, 33, 3, IP_U8 };
+    char *big = matrix_pipeline(31, 0), *wide = matrix_pipeline(13, 65536);
+    plan p;
+    if (big && tu_build_plan(&reg, big, &shape, &p)) {
+        fuse_group g = fuse_group_at(&p, 0);
+        char *src = NULL, err[256] = "";
+        CHECK(g.kind == FUSE_CONVOLVE && g.radius == 15, "31x31: kind %d radius %d", (int)g.kind, g.radius);
+        CHECK(fuse_source(&p, &g, &src, err, sizeof err) == IP_OK, "31x31: %s", err);
+        check_compiles(nvrtc, src, "31x31 convolve");
+        free(src);
+        plan_free(&p);
+    }
+    if (wide && tu_build_plan(&reg, wide, &shape, &p)) {
+        CHECK(fuse_group_at(&p, 0).kind == FUSE_NONE, "13x13 of 65536 (sums past int32) was fused");
+        plan_free(&p);
+    }
+    free(big);
+    free(wide);
 }
 
 /* The source names the weights, so another weighting is another kernel (and another key). */
@@ -195,6 +309,8 @@ int main(void)
     if (nvrtc_open(&nvrtc, err, sizeof err) != IP_OK) fprintf(stderr, "test_fuse: %s: compiles not checked\n", err);
     test_old_descriptors();
     test_groups(nvrtc);
+    test_window_defines();
+    test_large_kernels(nvrtc);
     test_source_changes_key();
     test_cache();
     nvrtc_close(nvrtc);
