@@ -172,6 +172,8 @@ typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
 static launch_shape shape_of(fuse_kind kind)
 {
     if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
+    /* entropy_fast.cuh: ENTF_THREADS threads, ENTF_BW = 8 * 128 columns, ENTF_STRIP rows */
+    if (kind == FUSE_ENTROPY) return (launch_shape){ 128, 1, 8 * 128, 32 };
     return (launch_shape){ 128, 1, 128, 0 };
 }
 

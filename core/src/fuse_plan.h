@@ -8,7 +8,8 @@
 typedef enum {
     FUSE_NONE = 0,
     FUSE_POINT,      /* two or more point stages, nothing fusable after them: one kernel */
-    FUSE_MEDIAN3     /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_MEDIAN3,    /* point stages, then median radius 1 on 8-bit one-channel: the median's load */
+    FUSE_ENTROPY     /* point stages, then entropy's fast path (radius <= 3, bins <= 16, levels >= 256) on 8-bit */
 } fuse_kind;
 
 typedef struct {
@@ -28,8 +29,8 @@ int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_
 /* The "a+b+c" names of the group's stages, for messages. */
 void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len);
 
-/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh), embedded. */
-#define FUSE_MAX_HEADERS 8
+/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh, entropy_fast.cuh), embedded. */
+#define FUSE_MAX_HEADERS 16
 int fuse_header_count(void);   /* at most FUSE_MAX_HEADERS */
 const char *const *fuse_header_names(void);
 const char *const *fuse_header_sources(void);
