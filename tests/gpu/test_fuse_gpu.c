@@ -2,7 +2,8 @@
  * in-tree stages (and the test plugin pointinv) against the same chain unfused, byte for byte,
  * on odd sizes (1x1, 1xN, Nx1, prime widths), host inputs, device inputs with strides that are not
  * the width (unaligned rows), and zero-copy; graphs replayed on new pixels against plain runs;
- * the disk cache compiled once, then reused, and missed when a source changes. */
+ * the disk cache compiled once, then reused, and missed when a source changes. Entropy's outputs
+ * (f32 or u8) are compared byte for byte too: the fused kernel runs the unfused one's code. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,13 @@ static const char *const chains[] = {
     "grayscale | pointinv | pointinv | median border=reflect101", "pointinv | pointinv | pointinv",
     /* Mean runs apart (fused it measured slower): the points before it fuse alone. */
     "grayscale | pointinv | mean border=shrink", "pointinv | pointinv | mean radius=3",
+    /* Entropy's fast path: radii 1..3, bins 1..16, levels >= 256, f32 and u8, every base. */
+    "grayscale | entropy", "grayscale | entropy radius=1 bins=8 output=u8",
+    "grayscale | pointinv | entropy radius=3 base=2", "grayscale | pointinv | entropy levels=65536 bins=5 base=10 output=u8",
+    "pointinv | grayscale | entropy radius=1 bins=1", "grayscale | entropy radius=3 levels=1000 bins=13 output=u8",
 };
 static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
-                                { 64, 300 } };
+                                { 64, 300 }, { 2053, 67 } };
 
 static ip_image host_image(const ipk_img *k)
 {
