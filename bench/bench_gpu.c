@@ -406,6 +406,7 @@ static int enqueue_npp(bench *b, const void *arg)
         st = n->transpose(src, step, dst, (int)b->out.stride, full_size(), n->ctx);
         break;
     case OP_ENTROPY:
+    case OP_ENTROPY_GRAY:
         break;
     }
     return st < 0 ? -1 : 0;
@@ -420,7 +421,8 @@ static int npp_has(const npp_api *n, const op_spec *op)
     case OP_CONV: return n->filter32f != NULL;
     case OP_HIST: return n->histogram_even && n->histogram_buffer_size;
     case OP_TRANSPOSE: return n->transpose != NULL;
-    case OP_ENTROPY: return 0;
+    case OP_ENTROPY:
+    case OP_ENTROPY_GRAY: return 0;
     }
     return 0;
 }
