@@ -63,7 +63,15 @@ static const group_case group_cases[] = {
     { "grayscale | entropy levels=255 bins=16", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "grayscale | entropy levels=65536", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
     { "entropy", { 17, 9, 1, IP_U8 }, 0, FUSE_NONE, 0, NULL },
-    { "grayscale | histogram", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    /* Histogram on u8: the points' output written and counted in one pass. */
+    { "grayscale | histogram", { 17, 9, 3, IP_U8 }, 0, FUSE_HISTOGRAM, 2, "grayscale+histogram" },
+    { "pointinv | histogram bins=7", { 1, 1, 4, IP_U8 }, 0, FUSE_HISTOGRAM, 2, "pointinv+histogram" },
+    { "grayscale | pointinv | histogram bins=65536", { 5, 3, 3, IP_U8 }, 0, FUSE_HISTOGRAM, 3,
+      "grayscale+pointinv+histogram" },
+    { "pointinv | pointinv | histogram bins=1 | median", { 3, 2, 3, IP_U8 }, 0, FUSE_HISTOGRAM, 3,
+      "pointinv+pointinv+histogram" },
+    { "grayscale | histogram", { 17, 9, 3, IP_U16 }, 0, FUSE_NONE, 0, NULL },
+    { "histogram | grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "median | grayscale", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
     { "pointinv | median", { 17, 9, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
 };
