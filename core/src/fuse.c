@@ -180,10 +180,16 @@ static launch_shape shape_of(fuse_kind kind)
     return (launch_shape){ 128, 1, 128, 0, 0 };
 }
 
-/* params: the kernel's arguments, the image's six first (src, ss, dst, ds, width, height). */
-static int launch_group(const fuser *f, const fuse_kernel *k, const fuse_group *g, int width, int height,
-                        void **params, void *stream, char *err, size_t errlen)
+/* A kernel with six parameters (src, ss, dst, ds, width, height) takes only those: the driver reads as
+ * many as the kernel has, so counts_dev is passed to a fused histogram only. */
+static int launch_group(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in,
+                        ptrdiff_t in_stride, void *out, ptrdiff_t out_stride, int width, int height,
+                        unsigned *counts_dev, void *stream, char *err, size_t errlen)
 {
+    if ((g->kind == FUSE_HISTOGRAM) != (counts_dev != NULL)) {
+        snprintf(err, errlen, "a fused histogram, and only one, takes counts (fuser_launch_counts)");
+        return IP_EINVAL;
+    }
     launch_shape ls = shape_of(g->kind);
     unsigned block[3] = { ls.block_x, ls.block_y, 1 };
     unsigned long long gx = div_up((unsigned long long)width, ls.tile_w);
@@ -195,38 +201,29 @@ static int launch_group(const fuser *f, const fuse_kernel *k, const fuse_group *
         return IP_EUNSUPPORTED;
     }
     unsigned grid[3] = { (unsigned)gx, (unsigned)gy, 1 };
+    const char *src = in;
+    char *dst = out;
+    long long ss = in_stride, ds = out_stride;
+    int w = width, h = height;
+    void *params[] = { &src, &ss, &dst, &ds, &w, &h, &counts_dev };
     return cuda_drv_launch(f->c.drv, k->function, grid, block, stream, params, err, errlen);
 }
 
 int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
                  void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen)
 {
-    if (g->kind == FUSE_HISTOGRAM) {
-        snprintf(err, errlen, "a fused histogram needs its counts (fuser_launch_counts)");
-        return IP_EINVAL;
-    }
-    const char *src = in;
-    char *dst = out;
-    long long ss = in_stride, ds = out_stride;
-    int w = width, h = height;
-    void *params[] = { &src, &ss, &dst, &ds, &w, &h };
-    return launch_group(f, k, g, width, height, params, stream, err, errlen);
+    return launch_group(f, k, g, in, in_stride, out, out_stride, width, height, NULL, stream, err, errlen);
 }
 
 int fuser_launch_counts(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in,
                         ptrdiff_t in_stride, void *out, ptrdiff_t out_stride, int width, int height,
                         unsigned *counts_dev, void *stream, char *err, size_t errlen)
 {
-    if (g->kind != FUSE_HISTOGRAM) {
-        snprintf(err, errlen, "only a fused histogram takes counts");
+    if (!counts_dev) {
+        snprintf(err, errlen, "no counts for the fused histogram");
         return IP_EINVAL;
     }
-    const char *src = in;
-    char *dst = out;
-    long long ss = in_stride, ds = out_stride;
-    int w = width, h = height;
-    void *params[] = { &src, &ss, &dst, &ds, &w, &h, &counts_dev };
-    return launch_group(f, k, g, width, height, params, stream, err, errlen);
+    return launch_group(f, k, g, in, in_stride, out, out_stride, width, height, counts_dev, stream, err, errlen);
 }
 
 struct fuse_warm {

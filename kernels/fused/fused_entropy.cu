@@ -8,37 +8,7 @@
  * entropy_fast.cuh, the code kernels/gpu/entropy.cu runs, so the result is the unfused one's bit
  * for bit. Compiled by NVRTC. */
 #include "entropy_fast.cuh"
-
-/* The chain's output bin code for the pixel at p. */
-__device__ __forceinline__ unsigned char ipf_ent_code(const IP_T *in, const unsigned char *lut)
-{
-    IP_T out[IP_OUT_CH];
-    ip_chain(in, out);
-    return lut[out[0]];
-}
-
-/* 16 codes from pixels gx..gx+15, in the image and 16-byte aligned: IP_IN_CH 16-byte loads. */
-__device__ __forceinline__ void ipf_ent_codes16(const char *row, int gx, const unsigned char *lut,
-                                                unsigned char *code)
-{
-    const uint4 *s = (const uint4 *)(row + (size_t)gx * IP_IN_CH);
-    unsigned w[4 * IP_IN_CH];
-#pragma unroll
-    for (int v = 0; v < IP_IN_CH; v++) {
-        uint4 q = __ldg(s + v);
-        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        IP_T in[IP_IN_CH];
-#pragma unroll
-        for (int c = 0; c < IP_IN_CH; c++) {
-            const int k = i * IP_IN_CH + c;
-            in[c] = (IP_T)((w[k >> 2] >> ((k & 3) * 8)) & 0xffu);
-        }
-        code[i] = ipf_ent_code(in, lut);
-    }
-}
+#include "fused_pixels.cuh"
 
 /* Tile row ty holds source row ybase + ty, columns bx0 - ENTF_PAD .. bx0 + ENTF_BW + ENTF_PAD - 1,
  * as the chain's bin codes; ip_chain runs once per loaded pixel. */
@@ -52,18 +22,19 @@ __device__ void ipf_ent_load_tile(const ent_args &a, const unsigned char *lut, u
         const char *row = a.src + (long long)y * a.src_stride;
         bool row_in = y >= 0 && y < a.height;
         if (row_in && gx >= 0 && gx + 16 <= a.width && ((size_t)(row + (size_t)gx * IP_IN_CH) & 15) == 0) {
-            ipf_ent_codes16(row, gx, lut, code);
+            unsigned v[16];
+            ipf_chain16(row, gx, v);
+#pragma unroll
+            for (int j = 0; j < 16; j++) code[j] = lut[v[j]];
         } else {
 #pragma unroll
             for (int j = 0; j < 16; j++) {
                 int x = gx + j;
                 code[j] = (unsigned char)ENTF_EMPTY;
                 if (row_in && x >= 0 && x < a.width) {
-                    const IP_T *p = (const IP_T *)row + (size_t)x * IP_IN_CH;
-                    IP_T in[IP_IN_CH];
-#pragma unroll
-                    for (int k = 0; k < IP_IN_CH; k++) in[k] = __ldg(p + k);
-                    code[j] = ipf_ent_code(in, lut);
+                    IP_T out[IP_OUT_CH];
+                    ipf_chain_at(row, x, out);
+                    code[j] = lut[out[0]];
                 }
             }
         }

@@ -7,6 +7,8 @@
  * to bins v * bins / 256 at the merge into counts, one atomic per non-zero counter per block.
  * Counts are integers, so the totals are the unfused kernel's whatever the order. Compiled by
  * NVRTC; blocks walk rows blockIdx.y, blockIdx.y + gridDim.y, ... */
+#include "fused_pixels.cuh"
+
 #define IPF_HIST_THREADS 256
 #define IPF_HIST_WARPS (IPF_HIST_THREADS / 32)
 
@@ -22,12 +24,9 @@ extern "C" __global__ void __launch_bounds__(IPF_HIST_THREADS) ip_fused_histogra
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     if (x < width) {
         for (int y = blockIdx.y; y < height; y += gridDim.y) {
-            const IP_T *s = (const IP_T *)(src + (long long)y * ss) + (size_t)x * IP_IN_CH;
             IP_T *d = (IP_T *)(dst + (long long)y * ds) + (size_t)x * IP_OUT_CH;
-            IP_T in[IP_IN_CH], out[IP_OUT_CH];
-#pragma unroll
-            for (int c = 0; c < IP_IN_CH; c++) in[c] = __ldg(s + c);
-            ip_chain(in, out);
+            IP_T out[IP_OUT_CH];
+            ipf_chain_at(src + (long long)y * ss, x, out);
 #pragma unroll
             for (int c = 0; c < IP_OUT_CH; c++) {
                 d[c] = out[c];

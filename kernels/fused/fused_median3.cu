@@ -6,6 +6,7 @@
  * A median only selects, so the result is the unfused chain's bit for bit. Compiled by NVRTC. */
 #include "border.h"
 #include "median_packed.cuh"
+#include "fused_pixels.cuh"
 
 #define IPF_ROWS 4
 
@@ -14,35 +15,9 @@ __device__ __forceinline__ unsigned ipf_pixel(const char *row, int x, int width)
 {
     int xx = ipk_border_index(x, width, IP_BORDER);
     if (xx < 0) return 0u;
-    const IP_T *p = (const IP_T *)row + (size_t)xx * IP_IN_CH;
-    IP_T in[IP_IN_CH], out[IP_OUT_CH];
-#pragma unroll
-    for (int c = 0; c < IP_IN_CH; c++) in[c] = __ldg(p + c);
-    ip_chain(in, out);
+    IP_T out[IP_OUT_CH];
+    ipf_chain_at(row, xx, out);
     return out[0];
-}
-
-/* 16 outputs from pixels gx..gx+15, in the image and 16-byte aligned: IP_IN_CH 16-byte loads. */
-__device__ __forceinline__ void ipf_pixels16(const char *row, int gx, unsigned *g)
-{
-    const uint4 *s = (const uint4 *)(row + (size_t)gx * IP_IN_CH);
-    unsigned w[4 * IP_IN_CH];
-#pragma unroll
-    for (int v = 0; v < IP_IN_CH; v++) {
-        uint4 q = __ldg(s + v);
-        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        IP_T in[IP_IN_CH], out[IP_OUT_CH];
-#pragma unroll
-        for (int c = 0; c < IP_IN_CH; c++) {
-            const int k = i * IP_IN_CH + c;
-            in[c] = (IP_T)((w[k >> 2] >> ((k & 3) * 8)) & 0xffu);
-        }
-        ip_chain(in, out);
-        g[i] = out[0];
-    }
 }
 
 /* Logical row ly around gx: w[i] holds pixels gx+2i and gx+2i+1, w[8] gx+16 and gx-1. */
@@ -58,7 +33,7 @@ __device__ __forceinline__ void ipf_load(const char *src, long long ss, int widt
     const char *row = src + (long long)yy * ss;
     unsigned g[16];
     if (gx + 16 <= width && ((size_t)(row + (size_t)gx * IP_IN_CH) & 15) == 0) {
-        ipf_pixels16(row, gx, g);
+        ipf_chain16(row, gx, g);
     } else {
 #pragma unroll
         for (int i = 0; i < 16; i++) g[i] = ipf_pixel(row, gx + i, width);
