@@ -71,27 +71,55 @@ static ip_image host_image(const ipk_img *k)
     return im;
 }
 
+/* One chain's plan on one random input, on the host and uploaded with an odd stride. */
+typedef struct {
+    plan p;
+    ipk_img host, dev;
+    ip_image in, dev_in;
+    char what[1600];
+} fuse_input;
+
+static int input_open(fuse_input *fi, const char *text, int w, int h, int c, uint64_t seed, int pad)
+{
+    ip_shape shape = { w, h, c, IP_U8 };
+    if (!tu_build_plan(&reg, text, &shape, &fi->p)) return 0;
+    tu_rng r;
+    tu_seed(&r, seed);
+    fi->host = tu_img_random(w, h, c, IPK_U8, pad, &r);
+    fi->in = host_image(&fi->host);
+    fi->dev = dev_upload(&fi->host, 0);
+    fi->dev_in = (ip_image){ fi->dev.data, fi->dev.stride, shape, 1 };
+    snprintf(fi->what, sizeof fi->what, "%s on %dx%dx%d", text, w, h, c);
+    return 1;
+}
+
+static void input_close(fuse_input *fi)
+{
+    dev_free(&fi->dev);
+    tu_img_free(&fi->host);
+    plan_free(&fi->p);
+}
+
+/* The result of the fused run (host input), checking that the chain was fused. */
+static unsigned char *run_fused_copy(exec_ctx *fused, const fuse_input *fi)
+{
+    exec_profile prof;
+    unsigned char *got = run_copy(fused, &fi->p, &fi->in, fi->what, &prof);
+    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", fi->what, prof.stage_fused[0]);
+    return got;
+}
+
 /* One chain on one input, fused (copy, device input with an odd stride, zero-copy) against unfused. */
 static void compare_one(const char *text, int w, int h, int c, uint64_t seed, exec_ctx *plain, exec_ctx *fused,
                         exec_ctx *zerocopy)
 {
-    ip_shape shape = { w, h, c, IP_U8 };
-    plan p;
-    if (!tu_build_plan(&reg, text, &shape, &p)) return;
-    tu_rng r;
-    tu_seed(&r, seed);
-    ipk_img k = tu_img_random(w, h, c, IPK_U8, 5, &r);
-    ip_image in = host_image(&k);
-    char what[256];
-    snprintf(what, sizeof what, "%s on %dx%dx%d", text, w, h, c);
-    exec_profile prof;
-    unsigned char *want = run_copy(plain, &p, &in, what, NULL), *got = run_copy(fused, &p, &in, what, &prof);
-    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", what, prof.stage_fused[0]);
-    unsigned char *zc = run_copy(zerocopy, &p, &in, what, NULL);
-    ipk_img d = dev_upload(&k, 0);
-    ip_image dev_in = { d.data, d.stride, shape, 1 };
-    unsigned char *from_dev = run_copy(fused, &p, &dev_in, what, NULL);
-    size_t n = result_bytes(&p);
+    fuse_input fi;
+    if (!input_open(&fi, text, w, h, c, seed, 5)) return;
+    const char *what = fi.what;
+    unsigned char *want = run_copy(plain, &fi.p, &fi.in, what, NULL), *got = run_fused_copy(fused, &fi);
+    unsigned char *zc = run_copy(zerocopy, &fi.p, &fi.in, what, NULL);
+    unsigned char *from_dev = run_copy(fused, &fi.p, &fi.dev_in, what, NULL);
+    size_t n = result_bytes(&fi.p);
     CHECK(want && got && memcmp(want, got, n) == 0, "%s: fused differs from unfused", what);
     CHECK(want && zc && memcmp(want, zc, n) == 0, "%s: fused zero-copy differs from unfused", what);
     CHECK(want && from_dev && memcmp(want, from_dev, n) == 0, "%s: fused from a strided device input differs", what);
@@ -99,9 +127,7 @@ static void compare_one(const char *text, int w, int h, int c, uint64_t seed, ex
     free(got);
     free(zc);
     free(from_dev);
-    dev_free(&d);
-    tu_img_free(&k);
-    plan_free(&p);
+    input_close(&fi);
 }
 
 static void test_fused_against_unfused(void)
@@ -177,27 +203,17 @@ static void compare_histogram(const char *chain, int bins, int w, int h, int c, 
     char text[1400], csv[1100];
     snprintf(csv, sizeof csv, "%s/fused-hist.csv", tu_tmpdir());
     snprintf(text, sizeof text, "%s | histogram bins=%d out=%s", chain, bins, csv);
-    ip_shape shape = { w, h, c, IP_U8 };
-    plan p;
-    if (!tu_build_plan(&reg, text, &shape, &p)) return;
-    tu_rng r;
-    tu_seed(&r, seed);
-    ipk_img k = tu_img_random(w, h, c, IPK_U8, 3, &r);
-    ip_image in = host_image(&k);
-    char what[1500];
-    snprintf(what, sizeof what, "%s on %dx%dx%d", text, w, h, c);
-    exec_profile prof;
-    unsigned char *want = run_copy(plain, &p, &in, what, NULL);
+    fuse_input fi;
+    if (!input_open(&fi, text, w, h, c, seed, 3)) return;
+    const char *what = fi.what;
+    unsigned char *want = run_copy(plain, &fi.p, &fi.in, what, NULL);
     char *want_csv = take_file(csv);
-    unsigned char *got = run_copy(fused, &p, &in, what, &prof);
+    unsigned char *got = run_fused_copy(fused, &fi);
     char *got_csv = take_file(csv);
-    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", what, prof.stage_fused[0]);
-    ipk_img d = dev_upload(&k, 0);
-    ip_image dev_in = { d.data, d.stride, shape, 1 };
-    unsigned char *from_dev = run_copy(fused, &p, &dev_in, what, NULL);
+    unsigned char *from_dev = run_copy(fused, &fi.p, &fi.dev_in, what, NULL);
     char *dev_csv = take_file(csv);
-    char *ref = want ? reference_csv(want, &p.steps[p.n - 1].out, bins) : NULL;
-    size_t n = result_bytes(&p);
+    char *ref = want ? reference_csv(want, &fi.p.steps[fi.p.n - 1].out, bins) : NULL;
+    size_t n = result_bytes(&fi.p);
     CHECK(want && got && memcmp(want, got, n) == 0, "%s: fused image differs from unfused", what);
     CHECK(want && from_dev && memcmp(want, from_dev, n) == 0, "%s: fused from a strided device input differs", what);
     CHECK(want_csv && ref && strcmp(want_csv, ref) == 0, "%s: unfused CSV differs from the reference counts", what);
@@ -210,9 +226,7 @@ static void compare_histogram(const char *chain, int bins, int w, int h, int c, 
     free(got_csv);
     free(dev_csv);
     free(ref);
-    dev_free(&d);
-    tu_img_free(&k);
-    plan_free(&p);
+    input_close(&fi);
 }
 
 static void test_fused_histogram(void)
