@@ -11,6 +11,8 @@ extern const char fuse_src_point[], fuse_src_median3[], fuse_hdr_border[], fuse_
 extern const char fuse_src_entropy[], fuse_hdr_entropy_fast[], fuse_src_histogram[], fuse_hdr_fused_pixels[];
 
 #define FUSE_POINT_SRC_MAX 8192
+#define FUSE_ENTROPY_MAX_RADIUS 3   /* kernels/common/entropy_fast.cuh's ENTF_MAXR */
+#define FUSE_ENTROPY_MAX_BINS 16    /* its counts: 16 nibbles per column */
 
 static const char *const header_names[] = { "border.h", "swar_ops.h", "median_packed.cuh", "entropy_fast.cuh",
                                             "fused_pixels.cuh" };
@@ -89,7 +91,8 @@ static int is_fusable_entropy(const plan_step *st)
         return 0;
     const ip_value *v = st->args.values;
     return st->in.dtype == IP_U8 && st->in.channels == 1 && (st->out.dtype == IP_F32 || st->out.dtype == IP_U8) &&
-           v[0].i >= 1 && v[0].i <= 3 && v[1].i >= 256 && v[1].i <= 65536 && v[2].i >= 1 && v[2].i <= 16 &&
+           v[0].i >= 1 && v[0].i <= FUSE_ENTROPY_MAX_RADIUS && v[1].i >= 256 && v[1].i <= 65536 && v[2].i >= 1 &&
+           v[2].i <= FUSE_ENTROPY_MAX_BINS &&
            v[3].i >= 0 && v[3].i <= 2;
 }
 
@@ -220,7 +223,7 @@ static void append_entropy(text_buf *t, const plan_step *st)
     const ip_value *v = st->args.values;
     const int radius = (int)v[0].i, bins = (int)v[2].i, f32 = st->out.dtype == IP_F32;
     const int nmax = (2 * radius + 1) * (2 * radius + 1);
-    long long t_n[(2 * 3 + 1) * (2 * 3 + 1) + 1];
+    long long t_n[(2 * FUSE_ENTROPY_MAX_RADIUS + 1) * (2 * FUSE_ENTROPY_MAX_RADIUS + 1) + 1];
     double inv_n[sizeof t_n / sizeof *t_n];
     char line[160];
     ipk_entropy_host_tables(t_n, inv_n, nmax);
