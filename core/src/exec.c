@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "exec.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,18 +387,57 @@ static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, cons
     return IP_OK;
 }
 
+/* A fused histogram's counts, added on the device, handed to the stage's reduce_finish as its
+ * partial (uint64 per counter, fuse_plan.h), which writes what the stage writes unfused. */
+static int finish_fused_counts(exec_ctx *ctx, const plan *p, const fuse_group *g, size_t counters, const char *path,
+                               char *err, size_t errlen)
+{
+    const plan_step *st = &p->steps[g->first + g->n_points];
+    uint32_t *counts = malloc(counters * sizeof *counts);
+    uint64_t *total = malloc(counters * sizeof *total);
+    int rc = counts && total ? IP_OK : IP_ENOMEM;
+    if (rc != IP_OK) snprintf(err, errlen, "out of memory");
+    if (rc == IP_OK)
+        rc = gpu_copy2d(counts, counters * sizeof *counts, ctx->dev_scratch.ptr, counters * sizeof *counts,
+                        counters * sizeof *counts, 1, GPU_D2H, ctx->stream, err, errlen);
+    if (rc == IP_OK) rc = gpu_stream_sync(ctx->stream, err, errlen);
+    if (rc == IP_OK) {
+        for (size_t i = 0; i < counters; i++) total[i] = counts[i];
+        char msg[512] = "";
+        ip_exec ex = { NULL, ctx->opt.threads, path, NULL, 0, msg, sizeof msg };
+        rc = st->plugin->stage->reduce_finish(st->state, &st->in, total, &ex);
+        if (rc != IP_OK) rc = stage_failed(st, rc, msg, err, errlen);
+    }
+    free(counts);
+    free(total);
+    return rc;
+}
+
 /* The group's kernel in place of its steps; IP_EUNSUPPORTED: run them one by one instead. */
-static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, char *err, size_t errlen)
+static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, const char *path, char *err,
+                     size_t errlen)
 {
     const fuse_group *g = &f->group;
     int last = g->first + g->n_steps - 1;
+    size_t counters = fuse_counter_count(p, g);
     ip_image next;
     int rc = stage_target(ctx, p, last, cur, &next, err, errlen);
+    if (rc == IP_OK && counters && counters > SIZE_MAX / sizeof(uint32_t)) {
+        snprintf(err, errlen, "too many histogram counters");
+        rc = IP_ELIMIT;
+    }
+    if (rc == IP_OK && counters) rc = buf_reserve(&ctx->dev_scratch, counters * sizeof(uint32_t), MEM_DEVICE, err, errlen);
+    if (rc == IP_OK && counters) rc = gpu_zero(ctx->dev_scratch.ptr, counters * sizeof(uint32_t), ctx->stream, err, errlen);
     if (rc != IP_OK) return rc;
     record(ctx, 2 + 2 * g->first);
-    rc = fuser_launch(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride, cur->shape.width,
-                      cur->shape.height, ctx->stream, err, errlen);
+    if (counters)
+        rc = fuser_launch_counts(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride,
+                                 cur->shape.width, cur->shape.height, ctx->dev_scratch.ptr, ctx->stream, err, errlen);
+    else
+        rc = fuser_launch(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride, cur->shape.width,
+                          cur->shape.height, ctx->stream, err, errlen);
     record(ctx, 3 + 2 * g->first);
+    if (rc == IP_OK && counters) rc = finish_fused_counts(ctx, p, g, counters, path, err, errlen);
     if (rc == IP_OK) *cur = next;
     return rc;
 }
@@ -407,7 +447,7 @@ static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const cha
     for (int i = 0; i < p->n;) {
         step_fusion *f = &ctx->fusion[i];
         if (f->group.kind != FUSE_NONE) {
-            int rc = run_fused(ctx, p, f, cur, err, errlen);
+            int rc = run_fused(ctx, p, f, cur, path, err, errlen);
             if (rc == IP_OK) {
                 i += f->group.n_steps;
                 continue;

@@ -166,35 +166,66 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
 
 static unsigned div_up(unsigned long long a, unsigned long long b) { return (unsigned)((a + b - 1) / b); }
 
-/* Threads per block and the outputs a block makes (tile_h 0: the kernel loops over rows). */
-typedef struct { unsigned block_x, block_y, tile_w, tile_h; } launch_shape;
+/* Threads per block and the outputs a block makes (tile_h 0: the kernel loops over rows);
+ * max_blocks: the most blocks of a kernel that loops over rows (0: no limit but the grid's). */
+typedef struct { unsigned block_x, block_y, tile_w, tile_h, max_blocks; } launch_shape;
 
 static launch_shape shape_of(fuse_kind kind)
 {
-    if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4 };
+    if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4, 0 };
     /* fused_load.cuh's IPF_TW by the window kernels' IPF_TH */
-    if (kind == FUSE_MEAN || kind == FUSE_CONVOLVE) return (launch_shape){ 256, 1, 128, 64 };
-    return (launch_shape){ 128, 1, 128, 0 };
+    if (kind == FUSE_MEAN || kind == FUSE_CONVOLVE) return (launch_shape){ 256, 1, 128, 64, 0 };
+    /* entropy_fast.cuh: ENTF_THREADS threads, ENTF_BW = 8 * 128 columns, ENTF_STRIP rows */
+    if (kind == FUSE_ENTROPY) return (launch_shape){ 128, 1, 8 * 128, 32, 0 };
+    /* each block merges its counts once: enough blocks to fill the device, not one per row */
+    if (kind == FUSE_HISTOGRAM) return (launch_shape){ 256, 1, 256, 0, 2048 };
+    return (launch_shape){ 128, 1, 128, 0, 0 };
+}
+
+/* A kernel with six parameters (src, ss, dst, ds, width, height) takes only those: the driver reads as
+ * many as the kernel has, so counts_dev is passed to a fused histogram only. */
+static int launch_group(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in,
+                        ptrdiff_t in_stride, void *out, ptrdiff_t out_stride, int width, int height,
+                        unsigned *counts_dev, void *stream, char *err, size_t errlen)
+{
+    if ((g->kind == FUSE_HISTOGRAM) != (counts_dev != NULL)) {
+        snprintf(err, errlen, "a fused histogram, and only one, takes counts (fuser_launch_counts)");
+        return IP_EINVAL;
+    }
+    launch_shape ls = shape_of(g->kind);
+    unsigned block[3] = { ls.block_x, ls.block_y, 1 };
+    unsigned long long gx = div_up((unsigned long long)width, ls.tile_w);
+    unsigned long long gy = ls.tile_h ? div_up((unsigned long long)height, ls.tile_h)
+                                      : (height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y);
+    if (!ls.tile_h && ls.max_blocks && gy * gx > ls.max_blocks) gy = gx < ls.max_blocks ? ls.max_blocks / gx : 1;
+    if (gy > FUSE_MAX_GRID_Y) {
+        snprintf(err, errlen, "the image is too tall for the fused kernel");
+        return IP_EUNSUPPORTED;
+    }
+    unsigned grid[3] = { (unsigned)gx, (unsigned)gy, 1 };
+    const char *src = in;
+    char *dst = out;
+    long long ss = in_stride, ds = out_stride;
+    int w = width, h = height;
+    void *params[] = { &src, &ss, &dst, &ds, &w, &h, &counts_dev };
+    return cuda_drv_launch(f->c.drv, k->function, grid, block, stream, params, err, errlen);
 }
 
 int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
                  void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen)
 {
-    launch_shape ls = shape_of(g->kind);
-    unsigned block[3] = { ls.block_x, ls.block_y, 1 };
-    unsigned long long gy = ls.tile_h ? div_up((unsigned long long)height, ls.tile_h)
-                                      : (height < (int)FUSE_MAX_GRID_Y ? (unsigned)height : FUSE_MAX_GRID_Y);
-    if (gy > FUSE_MAX_GRID_Y) {
-        snprintf(err, errlen, "the image is too tall for the fused kernel");
-        return IP_EUNSUPPORTED;
+    return launch_group(f, k, g, in, in_stride, out, out_stride, width, height, NULL, stream, err, errlen);
+}
+
+int fuser_launch_counts(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in,
+                        ptrdiff_t in_stride, void *out, ptrdiff_t out_stride, int width, int height,
+                        unsigned *counts_dev, void *stream, char *err, size_t errlen)
+{
+    if (!counts_dev) {
+        snprintf(err, errlen, "no counts for the fused histogram");
+        return IP_EINVAL;
     }
-    unsigned grid[3] = { div_up((unsigned long long)width, ls.tile_w), (unsigned)gy, 1 };
-    const char *src = in;
-    char *dst = out;
-    long long ss = in_stride, ds = out_stride;
-    int w = width, h = height;
-    void *params[] = { &src, &ss, &dst, &ds, &w, &h };
-    return cuda_drv_launch(f->c.drv, k->function, grid, block, stream, params, err, errlen);
+    return launch_group(f, k, g, in, in_stride, out, out_stride, width, height, counts_dev, stream, err, errlen);
 }
 
 struct fuse_warm {

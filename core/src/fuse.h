@@ -29,6 +29,12 @@ int fuser_prepare(fuser *f, const plan *p, const fuse_group *g, fuse_kernel *k, 
 int fuser_launch(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in, ptrdiff_t in_stride,
                  void *out, ptrdiff_t out_stride, int width, int height, void *stream, char *err, size_t errlen);
 
+/* The same for a FUSE_HISTOGRAM group, which also adds into counts_dev (fuse_counter_count(g)
+ * uint32 counters, zeroed by the caller before). */
+int fuser_launch_counts(const fuser *f, const fuse_kernel *k, const fuse_group *g, const void *in,
+                        ptrdiff_t in_stride, void *out, ptrdiff_t out_stride, int width, int height,
+                        unsigned *counts_dev, void *stream, char *err, size_t errlen);
+
 /* Run-time compiles beside decoding: the kernels p (shapes planned) will fuse into on device are
  * compiled on a thread of its own into the disk cache, where the run then finds them. NULL when
  * there is nothing to compile. The sources are made before it returns: p may change after. */

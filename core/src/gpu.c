@@ -141,6 +141,11 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
                      "GPU copy", err, errlen);
 }
 
+int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
+{
+    return cuda_fail(cudaMemsetAsync(ptr, 0, bytes, (cudaStream_t)stream), "GPU memset", err, errlen);
+}
+
 int gpu_event_create(void **event, char *err, size_t errlen)
 {
     cudaEvent_t e;
@@ -270,6 +275,11 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
                size_t rows, gpu_copy_kind kind, void *stream, char *err, size_t errlen)
 {
     (void)dst; (void)dst_pitch; (void)src; (void)src_pitch; (void)row_bytes; (void)rows; (void)kind; (void)stream;
+    return no_cuda(err, errlen);
+}
+int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
+{
+    (void)ptr; (void)bytes; (void)stream;
     return no_cuda(err, errlen);
 }
 int gpu_event_create(void **event, char *err, size_t errlen) { *event = NULL; return no_cuda(err, errlen); }

@@ -35,6 +35,8 @@ int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
 
 int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
                size_t rows, gpu_copy_kind kind, void *stream, char *err, size_t errlen);
+/* Queues zeroing bytes of device memory at ptr on stream. */
+int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen);
 
 int gpu_event_create(void **event, char *err, size_t errlen);
 void gpu_event_destroy(void *event);

@@ -5,41 +5,16 @@
 #ifndef IPF_LOAD_CUH
 #define IPF_LOAD_CUH
 #include "border.h"
+#include "fused_pixels.cuh"
 
 /* The chain's output at column x (bordered) of an input row; 0 outside a zero border. */
 __device__ __forceinline__ unsigned ipf_pixel(const char *row, int x, int width)
 {
     int xx = ipk_border_index(x, width, IP_BORDER);
     if (xx < 0) return 0u;
-    const IP_T *p = (const IP_T *)row + (size_t)xx * IP_IN_CH;
-    IP_T in[IP_IN_CH], out[IP_OUT_CH];
-#pragma unroll
-    for (int c = 0; c < IP_IN_CH; c++) in[c] = __ldg(p + c);
-    ip_chain(in, out);
+    IP_T out[IP_OUT_CH];
+    ipf_chain_at(row, xx, out);
     return out[0];
-}
-
-/* 16 outputs from pixels gx..gx+15, in the image and 16-byte aligned: IP_IN_CH 16-byte loads. */
-__device__ __forceinline__ void ipf_pixels16(const char *row, int gx, unsigned *g)
-{
-    const uint4 *s = (const uint4 *)(row + (size_t)gx * IP_IN_CH);
-    unsigned w[4 * IP_IN_CH];
-#pragma unroll
-    for (int v = 0; v < IP_IN_CH; v++) {
-        uint4 q = __ldg(s + v);
-        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        IP_T in[IP_IN_CH], out[IP_OUT_CH];
-#pragma unroll
-        for (int c = 0; c < IP_IN_CH; c++) {
-            const int k = i * IP_IN_CH + c;
-            in[c] = (IP_T)((w[k >> 2] >> ((k & 3) * 8)) & 0xffu);
-        }
-        ip_chain(in, out);
-        g[i] = out[0];
-    }
 }
 
 /* The shared tile of the window kernels: the chain's outputs for IPF_TW output columns and a
@@ -63,7 +38,7 @@ __device__ __forceinline__ void ipf_load_tile(const char *src, long long ss, int
             const char *row = src + (long long)yy * ss;
             unsigned g[16];
             if (gx >= 0 && gx + 16 <= width && ((size_t)(row + (size_t)gx * IP_IN_CH) & 15) == 0) {
-                ipf_pixels16(row, gx, g);
+                ipf_chain16(row, gx, g);
             } else {
 #pragma unroll
                 for (int i = 0; i < 16; i++) g[i] = ipf_pixel(row, gx + i, width);

@@ -22,7 +22,7 @@ __device__ __forceinline__ void ipf_load(const char *src, long long ss, int widt
     const char *row = src + (long long)yy * ss;
     unsigned g[16];
     if (gx + 16 <= width && ((size_t)(row + (size_t)gx * IP_IN_CH) & 15) == 0) {
-        ipf_pixels16(row, gx, g);
+        ipf_chain16(row, gx, g);
     } else {
 #pragma unroll
         for (int i = 0; i < 16; i++) g[i] = ipf_pixel(row, gx + i, width);

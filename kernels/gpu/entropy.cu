@@ -10,27 +10,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include "ipk.h"
+#include "entropy_fast.cuh"
 #include "entropy_scratch.cuh"
+#include "entropy_tables.h"
 
-#define ENT_FIX_SCALE 1099511627776.0   /* 2^40, as the CPU kernel */
 #define ENT_MAX_RADIUS 30
 #define ENT_SMEM_LIMIT (96 * 1024)
 #define ENT_GLOBAL_HIST_BYTES ((size_t)64 << 20)
 #define ENT_GLOBAL_THREADS 64
-
-typedef struct {
-    const char *src;
-    char *dst;
-    ptrdiff_t src_stride, dst_stride;
-    int width, height, radius, levels, bins, strip;
-    int dst_u8;
-    double out_scale;
-    unsigned *flag;
-    const long long *t_n;       /* T(n) = llround(n log n 2^40), n = 0..nmax */
-    const double *inv_n;        /* 1 / (n 2^40), n = 0..nmax */
-    unsigned *hist;             /* global histograms, or NULL for shared ones */
-    long long workers;          /* global mode: threads in the grid */
-} ent_args;
 
 typedef struct {
     int threads;                /* 0: global-memory histograms */
@@ -71,17 +58,6 @@ static ent_plan ent_make_plan(const ipk_entropy_params *p)
         pl.hist_bytes = (size_t)pl.workers * (size_t)p->bins * 4;
     }
     return pl;
-}
-
-/* The CPU kernel's tables, with its expressions, in host code (glibc's log). */
-static void ent_host_tables(long long *t_n, double *inv_n, int nmax)
-{
-    t_n[0] = 0;
-    inv_n[0] = 0;
-    for (int n = 1; n <= nmax; n++) {
-        t_n[n] = llround((double)n * log((double)n) * ENT_FIX_SCALE);
-        inv_n[n] = 1.0 / ((double)n * ENT_FIX_SCALE);
-    }
 }
 
 template <bool U16>
@@ -187,30 +163,9 @@ __global__ void ent_kernel(ent_args a)
     }
 }
 
-/* Fast path for bins <= 16 and radius <= 3 (the common 16-level case). A block stages a strip
- * of bins in shared memory (16-byte source loads, one bin byte per pixel, out-of-image pixels
- * marked empty); each thread owns ENTF_K adjacent output columns and walks the strip down,
- * keeping per column the window's vertical bin counts as 16 nibbles (counts <= 7) in two
- * registers, so a row update is two shifts and an add. Per output the window's counts
- * (bytes, scaled by 4 to be table offsets) slide across the thread's columns, and the sum of
- * n log n is read from a table of the CPU kernel's fixed-point values, split in two 24-bit
- * halves so 16 terms add exactly in 32 bits. */
-#define ENTF_K 8
-#define ENTF_THREADS 128
-#define ENTF_BW (ENTF_K * ENTF_THREADS)
-#define ENTF_PAD 16
-#define ENTF_ROW (ENTF_BW + 2 * ENTF_PAD)
-#define ENTF_STRIP 32
-#define ENTF_MAXR 3
-#define ENTF_EMPTY 0xffu
-#define ENTF_TAB 64
-
-__device__ __forceinline__ unsigned entf_shl(unsigned x, unsigned s)
-{
-    unsigned r;
-    asm("shl.b32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(s));   /* PTX clamps s >= 32 to a zero result */
-    return r;
-}
+/* Fast path for bins <= 16 and radius <= 3 (the common 16-level case): kernels/common/
+ * entropy_fast.cuh, from a tile of bin codes staged here (16-byte source loads, one code byte
+ * per pixel, out-of-image pixels marked empty). */
 
 /* Bin code of one source value: 4 * bin, the nibble shift of its count; records values >= levels. */
 template <bool U16>
@@ -253,116 +208,7 @@ __device__ void entf_load_tile(const ent_args &a, const unsigned char *lut, unsi
                 code[j] = (unsigned char)cd;
             }
         }
-        uint4 o;
-        o.x = code[0] | code[1] << 8 | code[2] << 16 | (unsigned)code[3] << 24;
-        o.y = code[4] | code[5] << 8 | code[6] << 16 | (unsigned)code[7] << 24;
-        o.z = code[8] | code[9] << 8 | code[10] << 16 | (unsigned)code[11] << 24;
-        o.w = code[12] | code[13] << 8 | code[14] << 16 | (unsigned)code[15] << 24;
-        *(uint4 *)(tile + ty * ENTF_ROW + 16 * c) = o;
-    }
-}
-
-/* The 16 nibble counts of one column as bytes scaled by 4 (even bins, odd bins of each half). */
-__device__ __forceinline__ void entf_expand(unsigned lo, unsigned hi, unsigned x[4])
-{
-    const unsigned m = 0x3c3c3c3cu;
-    x[0] = (lo << 2) & m;
-    x[1] = (lo >> 2) & m;
-    x[2] = (hi << 2) & m;
-    x[3] = (hi >> 2) & m;
-}
-
-/* Sum over 16 bins of T(n), exact: the table holds T's low and high 24-bit halves. */
-__device__ __forceinline__ long long entf_tsum(const unsigned h[4], const unsigned *tlo, const unsigned *thi)
-{
-    unsigned slo = 0, shi = 0;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            unsigned off = __byte_perm(h[k], 0u, 0x4440u + (unsigned)j);
-            slo += *(const unsigned *)((const char *)tlo + off);
-            shi += *(const unsigned *)((const char *)thi + off);
-        }
-    return ((long long)shi << 24) + (long long)slo;
-}
-
-/* f32 output: the same sum from a float table of n ln n. The error stays below 7e-6 bits at
- * radius 3 (16 table entries and 15 additions, each off by at most 2^-24 of a sum <= 49 ln 49,
- * divided by n = 49), inside the f32 tolerance of 1e-5, and the table reads halve. */
-__device__ __forceinline__ float entf_tsum_f(const unsigned h[4], const float *tf)
-{
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) s += *(const float *)((const char *)tf + __byte_perm(h[k], 0u, 0x4440u + (unsigned)j));
-    return s;
-}
-
-/* Output row y for the thread's ENTF_K columns: the window's counts slide across the columns
- * (one column enters, one leaves), then the values go out in 16-byte stores where aligned. */
-template <int R, bool F32>
-__device__ __forceinline__ void entf_store_row(const ent_args &a, int y, int x0, const unsigned vlo[ENTF_K + 2 * R],
-                                               const unsigned vhi[ENTF_K + 2 * R], const unsigned *tlo,
-                                               const unsigned *thi, const float *tf)
-{
-    const int rows = min(y + R, a.height - 1) - max(y - R, 0) + 1, nfull = rows * (2 * R + 1);
-    const long long tfull = __ldg(a.t_n + nfull);
-    const double ifull = __ldg(a.inv_n + nfull);
-    const float scale_f = (float)a.out_scale, tfull_f = tf[nfull];
-    unsigned h[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int c = 0; c < 2 * R + 1; c++) {
-        unsigned x[4];
-        entf_expand(vlo[c], vhi[c], x);
-#pragma unroll
-        for (int k = 0; k < 4; k++) h[k] += x[k];
-    }
-    float vf[ENTF_K];
-    unsigned char vu[ENTF_K];
-#pragma unroll
-    for (int i = 0; i < ENTF_K; i++) {
-        if (i > 0) {
-            unsigned xin[4], xout[4];
-            entf_expand(vlo[i + 2 * R], vhi[i + 2 * R], xin);
-            entf_expand(vlo[i - 1], vhi[i - 1], xout);
-#pragma unroll
-            for (int k = 0; k < 4; k++) h[k] = h[k] + xin[k] - xout[k];
-        }
-        /* columns beyond the image take the last one's count, so the table reads stay in range */
-        const int x = min(x0 + i, a.width - 1), cols = min(x + R, a.width - 1) - max(x - R, 0) + 1;
-        const bool full = cols == 2 * R + 1;
-        const int n = rows * cols;
-        if (F32) {
-            float tn = full ? tfull_f : tf[n];
-            vf[i] = (tn - entf_tsum_f(h, tf)) * (scale_f / (float)n);
-        } else {
-            long long tn = full ? tfull : __ldg(a.t_n + n);
-            double in = full ? ifull : __ldg(a.inv_n + n);
-            double v = __dmul_rn(__dmul_rn((double)(tn - entf_tsum(h, tlo, thi)), in), a.out_scale);
-            vu[i] = (unsigned char)(v >= 255.0 ? 255 : (int)__dadd_rn(v, 0.5));
-        }
-    }
-    char *row = a.dst + (ptrdiff_t)y * a.dst_stride;
-    if (F32) {
-        float *o = (float *)row + x0;
-        if (x0 + ENTF_K <= a.width && ((uintptr_t)o & 15) == 0) {
-            ((float4 *)o)[0] = make_float4(vf[0], vf[1], vf[2], vf[3]);
-            ((float4 *)o)[1] = make_float4(vf[4], vf[5], vf[6], vf[7]);
-        } else
-#pragma unroll
-            for (int i = 0; i < ENTF_K; i++)
-                if (x0 + i < a.width) o[i] = vf[i];
-    } else {
-        unsigned char *o = (unsigned char *)row + x0;
-        if (x0 + ENTF_K <= a.width && ((uintptr_t)o & 7) == 0) {
-            *(uint2 *)o = make_uint2(vu[0] | vu[1] << 8 | vu[2] << 16 | (unsigned)vu[3] << 24,
-                                     vu[4] | vu[5] << 8 | vu[6] << 16 | (unsigned)vu[7] << 24);
-        } else
-#pragma unroll
-            for (int i = 0; i < ENTF_K; i++)
-                if (x0 + i < a.width) o[i] = vu[i];
+        entf_put_codes(tile, ty, c, code);
     }
 }
 
@@ -370,61 +216,19 @@ template <bool U16, int R, bool F32>
 __global__ void __launch_bounds__(ENTF_THREADS) entf_kernel(ent_args a)
 {
     __shared__ __align__(16) unsigned char tile[(ENTF_STRIP + 2 * ENTF_MAXR) * ENTF_ROW];
-    __shared__ unsigned tlo[ENTF_TAB], thi[ENTF_TAB];
-    __shared__ float tf[ENTF_TAB];
-    __shared__ unsigned char lut[256];
-    const int tid = threadIdx.x, bx0 = blockIdx.x * ENTF_BW, y0 = blockIdx.y * ENTF_STRIP;
+    __shared__ entf_tables tables;
+    const int bx0 = blockIdx.x * ENTF_BW, y0 = blockIdx.y * ENTF_STRIP;
     const int y1 = min(y0 + ENTF_STRIP, a.height), trows = y1 - y0 + 2 * R;
-    const int nmax = (2 * R + 1) * (2 * R + 1);
-    for (int n = tid; n < ENTF_TAB; n += blockDim.x) {
-        long long t = n <= nmax ? a.t_n[n] : 0;
-        tlo[n] = (unsigned)(t & 0xffffff);
-        thi[n] = (unsigned)(t >> 24);
-        tf[n] = (float)((double)t / ENT_FIX_SCALE);
-    }
-    if (!U16)
-        for (int v = tid; v < 256; v += blockDim.x) {
-            unsigned c = v < a.levels ? v : a.levels - 1;
-            lut[v] = (unsigned char)(4u * (c * (unsigned)a.bins / (unsigned)a.levels));
-        }
+    entf_fill_tables(a, R, !U16, &tables);
     __syncthreads();
     unsigned bad = 0;
-    entf_load_tile<U16>(a, lut, tile, bx0, y0 - R, trows, bad);
+    entf_load_tile<U16>(a, tables.lut, tile, bx0, y0 - R, trows, bad);
     if (bad) {
         atomicOr(a.flag, 1u);
         atomicMax(a.flag + 1, bad);
     }
     __syncthreads();
-
-    const int x0 = bx0 + ENTF_K * tid;
-    if (x0 >= a.width) return;
-    constexpr int NC = ENTF_K + 2 * R;
-    unsigned vlo[NC], vhi[NC];
-#pragma unroll
-    for (int c = 0; c < NC; c++) vlo[c] = vhi[c] = 0;
-    /* the thread's columns x0 - R .. x0 + K - 1 + R start at byte 12 + 4 - R of its 16-byte view */
-    const unsigned char *col = tile + ENTF_PAD - 4 + ENTF_K * tid;
-    for (int ty = 0; ty < trows; ty++) {
-        const unsigned *win = (const unsigned *)(col + ty * ENTF_ROW);
-        unsigned w[4] = {win[0], win[1], win[2], win[3]};
-        const bool drop = ty > 2 * R;
-        unsigned u[4] = {0, 0, 0, 0};
-        if (drop) {
-            const unsigned *wout = (const unsigned *)(col + (ty - 2 * R - 1) * ENTF_ROW);
-            u[0] = wout[0], u[1] = wout[1], u[2] = wout[2], u[3] = wout[3];
-        }
-#pragma unroll
-        for (int c = 0; c < NC; c++) {
-            const int b = 4 - R + c;
-            unsigned e = (w[b >> 2] >> (8 * (b & 3))) & 255u;
-            unsigned add_lo = entf_shl(1u, e), add_hi = entf_shl(1u, e - 32u);
-            unsigned f = drop ? (u[b >> 2] >> (8 * (b & 3))) & 255u : ENTF_EMPTY;
-            unsigned sub_lo = entf_shl(1u, f), sub_hi = entf_shl(1u, f - 32u);
-            vlo[c] = vlo[c] + add_lo - sub_lo;
-            vhi[c] = vhi[c] + add_hi - sub_hi;
-        }
-        if (ty >= 2 * R) entf_store_row<R, F32>(a, y0 + ty - 2 * R, x0, vlo, vhi, tlo, thi, tf);
-    }
+    entf_walk_tile<R, F32>(a, tile, &tables, bx0, y0, trows);
 }
 
 extern "C" size_t ipk_entropy_gpu_scratch(int width, int height, const ipk_entropy_params *p)
@@ -464,8 +268,7 @@ static void ent_fill_args(ent_args *a, const ipk_img *src, const ipk_img *dst, c
     a->bins = p->bins;
     a->strip = ent_strip_rows(p->radius);
     a->dst_u8 = dst->dtype == IPK_U8;
-    double hmax = log((double)(p->bins < nmax ? p->bins : nmax));
-    a->out_scale = a->dst_u8 ? (hmax > 0 ? 255.0 / hmax : 0.0) : p->log_scale;
+    a->out_scale = ipk_entropy_out_scale(p->radius, p->bins, a->dst_u8, p->log_scale);
     char *t = scratch + IPK_ENTROPY_GPU_HEADER_BYTES;
     a->flag = (unsigned *)(scratch + IPK_ENTROPY_GPU_FLAG_OFFSET);
     a->t_n = (const long long *)t;
@@ -519,7 +322,7 @@ static int ent_upload_tables(const ent_args *a, const ent_plan *pl, const ipk_en
     const int side = 2 * p->radius + 1, nmax = side * side;
     char *host = (char *)calloc(1, pl->table_bytes);
     if (!host) return IPK_ENOMEM;
-    ent_host_tables((long long *)host, (double *)(host + ((const char *)a->inv_n - (const char *)a->t_n)), nmax);
+    ipk_entropy_host_tables((long long *)host, (double *)(host + ((const char *)a->inv_n - (const char *)a->t_n)), nmax);
     cudaError_t e = cudaMemcpyAsync((void *)a->t_n, host, pl->table_bytes, cudaMemcpyHostToDevice, s);
     free(host);
     return e == cudaSuccess ? IPK_OK : IPK_ECUDA;

@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../../kernels/common/entropy_tables.h"
 
 typedef struct {
     ipk_entropy_params p;
@@ -29,7 +30,7 @@ static int entropy_create(const ip_value *args, void **state, char *err, size_t 
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    static const double log_scales[] = { 1.0, 1.4426950408889634, 0.43429448190325176 };
+    static const double log_scales[] = IPK_ENTROPY_LOG_SCALES;
     s->p.radius = (int)args[0].i;
     s->p.levels = (int)args[1].i;
     s->p.bins = (int)args[2].i;

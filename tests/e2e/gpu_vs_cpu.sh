@@ -92,6 +92,10 @@ for in in "$IMAGES/camera.png" gray_odd.png gray16.png levels16.png tiny.png; do
   both "entropy levels=65536 output=u8" "$in" 0
 done
 both "entropy radius=2 levels=16 bins=16" levels16.png 1e-5
+# points fused into entropy on the GPU (entropy.pipe below is one such run too)
+both "grayscale | entropy radius=3 bins=8 base=2" rgb_odd.png 1e-5
+both "grayscale | entropy radius=1 bins=16 output=u8" row.png 0
+both "grayscale | entropy radius=2 levels=65536 bins=13 base=10" tiny.png 1e-5
 for p in denoise edges entropy; do
   both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" "$IMAGES/astronaut.png" 1e-5
   both "$(grep -v '^#' "$SRC/pipelines/$p.pipe" | sed 's/#.*//' | paste -sd'|')" rgb_odd.png 1e-5 --transfer zerocopy
@@ -174,6 +178,14 @@ for in in "$IMAGES/astronaut.png" rgba16.png float.tif; do
   expect 0 "gpu histogram $in" "$B" run -q --device gpu -e "histogram bins=64 out=g.csv" "$in" hg.tif
   expect 0 "cpu histogram $in" "$B" run -q --device cpu -e "histogram bins=64 out=c.csv" "$in" hc.tif
   cmp -s g.csv c.csv && ok || bad "histogram counts differ on $in"
+done
+
+# points fused into histogram on the GPU: the CSV and the passed-on image equal the CPU's
+for in in "$IMAGES/astronaut.png" rgb_odd.png row.png tiny.png; do
+  expect 0 "gpu fused grayscale+histogram $in" "$B" run -q --device gpu -e "grayscale | histogram bins=37 out=g.csv" "$in" hg.png
+  expect 0 "cpu grayscale+histogram $in" "$B" run -q --device cpu -e "grayscale | histogram bins=37 out=c.csv" "$in" hc.png
+  cmp -s g.csv c.csv && ok || bad "fused histogram counts differ from the CPU's on $in"
+  cmp -s hg.png hc.png && ok || bad "fused histogram's passed-on image differs from the CPU's on $in"
 done
 
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -3,7 +3,9 @@
  * (median 3x3, mean of radius 1 to 16 and integer convolve up to 31x31 as consumers),
  * on odd sizes (1x1, 1xN, Nx1, prime widths), host inputs, device inputs with strides that are not
  * the width (unaligned rows), and zero-copy; graphs replayed on new pixels against plain runs;
- * the disk cache compiled once, then reused, and missed when a source changes. */
+ * the disk cache compiled once, then reused, and missed when a source changes. Entropy's outputs
+ * (f32 or u8) are compared byte for byte too: the fused kernel runs the unfused one's code; a fused
+ * histogram's CSV against the unfused one's and against counts made here. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +70,13 @@ static const char *const chains[] = {
     "grayscale | pointinv | convolve kernel=\"1 2 3 2 1\" border=reflect101",
     "grayscale | convolve kernel=\"1; -2; 7; 0; 5; 0; 1; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; 0; "
     "0; 0; 0; 0; 0; 9\" divisor=7 border=replicate",
+    /* Entropy's fast path: radii 1..3, bins 1..16, levels >= 256, f32 and u8, every base. */
+    "grayscale | entropy", "grayscale | entropy radius=1 bins=8 output=u8",
+    "grayscale | pointinv | entropy radius=3 base=2", "grayscale | pointinv | entropy levels=65536 bins=5 base=10 output=u8",
+    "pointinv | grayscale | entropy radius=1 bins=1", "grayscale | entropy radius=3 levels=1000 bins=13 output=u8",
 };
 static const int sizes[][2] = { { 1, 1 }, { 1, 7 }, { 333, 1 }, { 16, 16 }, { 17, 5 }, { 101, 37 }, { 1031, 19 },
-                                { 64, 300 }, { 131, 67 } };
+                                { 64, 300 }, { 131, 67 }, { 2053, 67 } };
 
 static ip_image host_image(const ipk_img *k)
 {
@@ -78,27 +84,55 @@ static ip_image host_image(const ipk_img *k)
     return im;
 }
 
+/* One chain's plan on one random input, on the host and uploaded with an odd stride. */
+typedef struct {
+    plan p;
+    ipk_img host, dev;
+    ip_image in, dev_in;
+    char what[1600];
+} fuse_input;
+
+static int input_open(fuse_input *fi, const char *text, int w, int h, int c, uint64_t seed, int pad)
+{
+    ip_shape shape = { w, h, c, IP_U8 };
+    if (!tu_build_plan(&reg, text, &shape, &fi->p)) return 0;
+    tu_rng r;
+    tu_seed(&r, seed);
+    fi->host = tu_img_random(w, h, c, IPK_U8, pad, &r);
+    fi->in = host_image(&fi->host);
+    fi->dev = dev_upload(&fi->host, 0);
+    fi->dev_in = (ip_image){ fi->dev.data, fi->dev.stride, shape, 1 };
+    snprintf(fi->what, sizeof fi->what, "%s on %dx%dx%d", text, w, h, c);
+    return 1;
+}
+
+static void input_close(fuse_input *fi)
+{
+    dev_free(&fi->dev);
+    tu_img_free(&fi->host);
+    plan_free(&fi->p);
+}
+
+/* The result of the fused run (host input), checking that the chain was fused. */
+static unsigned char *run_fused_copy(exec_ctx *fused, const fuse_input *fi)
+{
+    exec_profile prof;
+    unsigned char *got = run_copy(fused, &fi->p, &fi->in, fi->what, &prof);
+    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", fi->what, prof.stage_fused[0]);
+    return got;
+}
+
 /* One chain on one input, fused (copy, device input with an odd stride, zero-copy) against unfused. */
 static void compare_one(const char *text, int w, int h, int c, uint64_t seed, exec_ctx *plain, exec_ctx *fused,
                         exec_ctx *zerocopy)
 {
-    ip_shape shape = { w, h, c, IP_U8 };
-    plan p;
-    if (!tu_build_plan(&reg, text, &shape, &p)) return;
-    tu_rng r;
-    tu_seed(&r, seed);
-    ipk_img k = tu_img_random(w, h, c, IPK_U8, 5, &r);
-    ip_image in = host_image(&k);
-    char what[256];
-    snprintf(what, sizeof what, "%s on %dx%dx%d", text, w, h, c);
-    exec_profile prof;
-    unsigned char *want = run_copy(plain, &p, &in, what, NULL), *got = run_copy(fused, &p, &in, what, &prof);
-    CHECK(prof.stage_fused[0] >= 2, "%s: the chain was not fused (%d)", what, prof.stage_fused[0]);
-    unsigned char *zc = run_copy(zerocopy, &p, &in, what, NULL);
-    ipk_img d = dev_upload(&k, 0);
-    ip_image dev_in = { d.data, d.stride, shape, 1 };
-    unsigned char *from_dev = run_copy(fused, &p, &dev_in, what, NULL);
-    size_t n = result_bytes(&p);
+    fuse_input fi;
+    if (!input_open(&fi, text, w, h, c, seed, 5)) return;
+    const char *what = fi.what;
+    unsigned char *want = run_copy(plain, &fi.p, &fi.in, what, NULL), *got = run_fused_copy(fused, &fi);
+    unsigned char *zc = run_copy(zerocopy, &fi.p, &fi.in, what, NULL);
+    unsigned char *from_dev = run_copy(fused, &fi.p, &fi.dev_in, what, NULL);
+    size_t n = result_bytes(&fi.p);
     CHECK(want && got && memcmp(want, got, n) == 0, "%s: fused differs from unfused", what);
     CHECK(want && zc && memcmp(want, zc, n) == 0, "%s: fused zero-copy differs from unfused", what);
     CHECK(want && from_dev && memcmp(want, from_dev, n) == 0, "%s: fused from a strided device input differs", what);
@@ -106,9 +140,7 @@ static void compare_one(const char *text, int w, int h, int c, uint64_t seed, ex
     free(got);
     free(zc);
     free(from_dev);
-    dev_free(&d);
-    tu_img_free(&k);
-    plan_free(&p);
+    input_close(&fi);
 }
 
 static void test_fused_against_unfused(void)
@@ -159,6 +191,106 @@ static void test_large_convolve(void)
     exec_destroy(plain);
     exec_destroy(fused);
     exec_destroy(zerocopy);
+}
+
+/* The whole file at path, NUL-terminated (NULL if unreadable), removed after reading. */
+static char *take_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        if (text && (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)n, f) != (size_t)n)) {
+            free(text);
+            text = NULL;
+        }
+        if (text) text[n] = '\0';
+    }
+    if (f) fclose(f);
+    remove(path);
+    return text;
+}
+
+/* The CSV plugins/histogram writes, computed here from the passed-on image (packed u8). */
+static char *reference_csv(const unsigned char *img, const ip_shape *s, int bins)
+{
+    static const char *const names[4][4] = { { "count" }, { "gray", "alpha" }, { "r", "g", "b" }, { "r", "g", "b", "a" } };
+    size_t n = (size_t)s->channels * (size_t)bins, px = (size_t)s->width * (size_t)s->height;
+    uint64_t *counts = calloc(n, sizeof *counts);
+    size_t cap = 64 + (size_t)bins * (12 + 21 * (size_t)s->channels), used = 0;
+    char *csv = malloc(cap);
+    if (!counts || !csv) {
+        free(counts);
+        free(csv);
+        return NULL;
+    }
+    for (size_t i = 0; i < px * (size_t)s->channels; i++)
+        counts[(i % (size_t)s->channels) * (size_t)bins + (size_t)img[i] * (size_t)bins / 256]++;
+    used += (size_t)snprintf(csv + used, cap - used, "bin");
+    for (int c = 0; c < s->channels; c++) used += (size_t)snprintf(csv + used, cap - used, ",%s", names[s->channels - 1][c]);
+    used += (size_t)snprintf(csv + used, cap - used, "\n");
+    for (int b = 0; b < bins; b++) {
+        used += (size_t)snprintf(csv + used, cap - used, "%d", b);
+        for (int c = 0; c < s->channels; c++)
+            used += (size_t)snprintf(csv + used, cap - used, ",%llu", (unsigned long long)counts[(size_t)c * bins + b]);
+        used += (size_t)snprintf(csv + used, cap - used, "\n");
+    }
+    free(counts);
+    return csv;
+}
+
+/* Points then histogram, fused (host input, and a device input with an odd stride) against
+ * unfused: the passed-on image byte for byte, the CSV byte for byte, and the CSV against counts
+ * made here from the unfused image. */
+static void compare_histogram(const char *chain, int bins, int w, int h, int c, uint64_t seed, exec_ctx *plain,
+                              exec_ctx *fused)
+{
+    char text[1400], csv[1100];
+    snprintf(csv, sizeof csv, "%s/fused-hist.csv", tu_tmpdir());
+    snprintf(text, sizeof text, "%s | histogram bins=%d out=%s", chain, bins, csv);
+    fuse_input fi;
+    if (!input_open(&fi, text, w, h, c, seed, 3)) return;
+    const char *what = fi.what;
+    unsigned char *want = run_copy(plain, &fi.p, &fi.in, what, NULL);
+    char *want_csv = take_file(csv);
+    unsigned char *got = run_fused_copy(fused, &fi);
+    char *got_csv = take_file(csv);
+    unsigned char *from_dev = run_copy(fused, &fi.p, &fi.dev_in, what, NULL);
+    char *dev_csv = take_file(csv);
+    char *ref = want ? reference_csv(want, &fi.p.steps[fi.p.n - 1].out, bins) : NULL;
+    size_t n = result_bytes(&fi.p);
+    CHECK(want && got && memcmp(want, got, n) == 0, "%s: fused image differs from unfused", what);
+    CHECK(want && from_dev && memcmp(want, from_dev, n) == 0, "%s: fused from a strided device input differs", what);
+    CHECK(want_csv && ref && strcmp(want_csv, ref) == 0, "%s: unfused CSV differs from the reference counts", what);
+    CHECK(want_csv && got_csv && strcmp(want_csv, got_csv) == 0, "%s: fused CSV differs from unfused", what);
+    CHECK(want_csv && dev_csv && strcmp(want_csv, dev_csv) == 0, "%s: fused CSV (device input) differs", what);
+    free(want);
+    free(got);
+    free(from_dev);
+    free(want_csv);
+    free(got_csv);
+    free(dev_csv);
+    free(ref);
+    input_close(&fi);
+}
+
+static void test_fused_histogram(void)
+{
+    static const char *const hist_chains[] = { "grayscale", "grayscale | pointinv", "pointinv", "pointinv | pointinv" };
+    static const int bins[] = { 1, 7, 256, 1000 };
+    exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *fused = make_ctx(EXEC_COPY, 0, 1, 1);
+    if (!plain || !fused) return;
+    uint64_t seed = 7000;
+    for (size_t i = 0; i < sizeof hist_chains / sizeof *hist_chains; i++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (int c = 1; c <= 4; c++) {
+                if (strncmp(hist_chains[i], "grayscale", 9) && c == 2) continue;
+                compare_histogram(hist_chains[i], bins[(s + (size_t)c) % 4], sizes[s][0], sizes[s][1], c, seed++,
+                                  plain, fused);
+            }
+    exec_destroy(plain);
+    exec_destroy(fused);
 }
 
 /* Images of one shape with new pixels: from the second on they run as a graph. */
@@ -256,6 +388,7 @@ int main(void)
     setenv("XDG_CACHE_HOME", xdg, 1);
     test_fused_against_unfused();
     test_large_convolve();
+    test_fused_histogram();
     test_graph_replay();
     test_disk_cache();
     registry_free(&reg);

@@ -20,7 +20,7 @@ static int second_gpu;   /* worker 1's device: 1 when there are two GPUs, else 0
 
 static stream_options gpu_options(int band_rows, int workers)
 {
-    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0, second_gpu }, 2, 0 };   /* source and sink on threads, as in a run */
+    stream_options so = { band_rows, 1, "gpu.png", BAND_ON_GPU, workers, { 0, second_gpu }, 2, 0, 0 };   /* source and sink on threads, as in a run */
     return so;
 }
 

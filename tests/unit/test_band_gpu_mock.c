@@ -210,6 +210,14 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
     return IP_OK;
 }
 
+/* Only fused histograms zero device memory, and band runs never fuse: done at once. */
+int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
+{
+    (void)stream; (void)err; (void)errlen;
+    memset(ptr, 0, bytes);
+    return IP_OK;
+}
+
 int gpu_event_create(void **event, char *err, size_t errlen)
 {
     (void)err; (void)errlen;
@@ -288,7 +296,7 @@ static void check_pipeline(const char *text, const ip_shape *shape, uint64_t see
     }
     for (size_t i = 0; i < sizeof band_heights / sizeof *band_heights; i++)
         for (int workers = 1; workers <= 3; workers++) {
-            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
+            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0, 0 };
             ip_image got;
             if (!bt_run_streamed(&reg, text, &in, &so, &got, NULL)) continue;
             CHECK(bt_same_image(&whole, &got), "%s on %dx%dx%d %s: mock GPU bands of %d, %d workers differ", text,
@@ -335,7 +343,7 @@ static void test_histogram(void)
         for (int workers = 1; workers <= 3; workers++) {
             snprintf(path, sizeof path, "%s/mband_%d_%d.csv", dir, band_heights[i], workers);
             snprintf(text, sizeof text, "median radius=2 | histogram bins=64 out=%s | mean radius=3", path);
-            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
+            stream_options so = { band_heights[i], 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0, 0 };
             if (bt_run_streamed(&reg, text, &in, &so, &out, NULL)) img_free(&out);
             char *got = bt_slurp(path);
             CHECK(got && strcmp(got, want) == 0, "mock GPU histogram, bands of %d, %d workers: counts differ",
@@ -370,7 +378,7 @@ static void test_peak(void)
             CHECK(rc == IP_OK, "%s: %s", texts[t], err);
             if (rc != IP_OK) continue;
             ip_image in = bt_random_image(&rgb, 60, 0), out;
-            stream_options so = { rows, 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0 };
+            stream_options so = { rows, 1, "mock.png", BAND_ON_GPU, workers, { 0 }, 0, 0, 0 };
             stream_profile prof;
             if (bt_run_streamed(&reg, texts[t], &in, &so, &out, &prof)) {
                 CHECK(prof.gpu_peak_bytes > 0 && prof.gpu_peak_bytes <= limit,
