@@ -109,25 +109,13 @@ static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 16, 3 }, { 17, 6
                                 { 511, 4 }, { 512, 3 }, { 513, 5 }, { 1031, 3 } };
 #define N_SIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
-/* Noise with runs of 0 and 255, so that the lanes reach their extremes. */
-static ipk_img test_image(int w, int h, tu_rng *rng)
-{
-    ipk_img img = tu_img_random(w, h, 1, IPK_U8, 3, rng);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            uint32_t kind = (uint32_t)((x / 5 + y / 3) % 3);
-            if (kind) *(uint8_t *)tu_px(&img, x, y, 0) = kind == 1 ? 0 : 255;
-        }
-    return img;
-}
-
 static void check_against_cpu(const char *name, const ipk_vec_plan *v, const double *w, double divisor, double offset,
                               int mean, tu_rng *rng)
 {
     for (int s = 0; s < N_SIZES; s++)
         for (int border = 0; border < 4; border++) {
             if (mean && border == IPK_SHRINK) continue;   /* the vec path leaves mean's shrink to the tiles */
-            ipk_img src = test_image(SIZES[s][0], SIZES[s][1], rng);
+            ipk_img src = tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng);
             ipk_img want = tu_img_zeros(src.width, src.height, 1, IPK_U8, 0);
             ipk_img got = tu_img_zeros(src.width, src.height, 1, IPK_U8, 5);
             ipk_conv_params cp = { w, 3, 3, divisor, offset, (ipk_border)border };
