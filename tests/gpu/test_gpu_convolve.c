@@ -261,11 +261,12 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             if (ki != 2)
                 check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
-    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
-    ipk_img two = dev_alloc(64, 8, 2, IPK_U8, 1);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
+    ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), two = dev_alloc(64, 8, 2, IPK_U8, 1);
     ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO }, g5 = { ks[2].w, 5, 5, 256, 0, IPK_ZERO };
     ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights" */
-    static const double frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 }, over[9] = { 29, 29, 29, 29, 29, 29, 29, 29, 29 };
+    static const double frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 };
+    static const double over[9] = { 29, 29, 29, 29, 29, 29, 29, 29, 29 };
     ipk_conv_params fr = { frac, 3, 3, 8, 0, IPK_ZERO }, ov = { over, 3, 3, 256, 0, IPK_ZERO };
     ipk_conv_params row3 = { ks[0].w, 3, 1, 3, 0, IPK_ZERO };
     CHECK(ipk_convolve_gpu_path(&a, &a, &g5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 refused");
