@@ -90,6 +90,34 @@ IPK_HD void ipk_vec_hsum_direct(const uint32_t *c0, const uint32_t *c1, const ui
     }
 }
 
+/* Mean with the shrink border: the sums run as with the zero border (only in-image pixels add),
+ * and each output divides by its count of in-image pixels, floor((S + n/2) / n). Output word m
+ * of the thread at column x of row y; the thread's pixels right of the image (not stored) count 1. */
+IPK_HD int ipk_vec_span(int i, int n)
+{
+    const int span = (i + 1 < n - 1 ? i + 1 : n - 1) - (i > 1 ? i - 1 : 0) + 1;
+    return span > 0 ? span : 1;
+}
+
+/* Whether a thread's outputs touch the image's edge, where shrink's counts are not 9. */
+IPK_HD int ipk_vec_at_edge(int x, int y, int width, int height)
+{
+    return x == 0 || x + IPK_VEC_PX >= width || y == 0 || y == height - 1;
+}
+
+IPK_HD uint32_t ipk_vec_shrink_word(const uint32_t *acc, int m, int x, int y, int width, int height)
+{
+    const uint32_t sums[4] = { acc[m] & 0xffffu, acc[4 + m] & 0xffffu, acc[m] >> 16, acc[4 + m] >> 16 };
+    const uint32_t wy = (uint32_t)ipk_vec_span(y, height);
+    uint32_t word = 0;
+    IPK_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const uint32_t n = wy * (uint32_t)ipk_vec_span(x + 4 * m + k, width);
+        word |= ((sums[k] + n / 2) / n & 0xffu) << (8 * k);
+    }
+    return word;
+}
+
 /* Column starts of a direct kernel: each covers its column's negative taps, the last takes the
  * rest of the plan's start (>= the sum of all negative taps, and start + positive taps fits). */
 static inline void ipk_vec_direct_starts(ipk_vec_plan *v)

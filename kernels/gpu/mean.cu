@@ -20,8 +20,8 @@
 /* 1: plain calls take the running-sum register kernel for 1-channel u8 of radius 4 to 15 (every
  * border); 0: the tile kernels. 0: it ran 0.361 against 0.162 ms at 31x31 on the H100. */
 #define MEAN_RM_AUTO 0
-/* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1, not shrink;
- * 0: the tile kernels. 0 until it is measured on the H100. */
+/* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
+ * border); 0: the tile kernels. 0 until it is measured on the H100. */
 #define MEAN_VEC_AUTO 0
 
 #define MEAN_TILE_H 64
@@ -517,7 +517,8 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return mean_launch<float>(src, dst, radius, border, s);
 }
 
-/* Radius 1 on 1-channel u8 by the vec kernel: floor((S + 4) / 9) as the plan of conv_vec.h. */
+/* Radius 1 on 1-channel u8 by the vec kernel: floor((S + 4) / 9) as the plan of conv_vec.h, or
+ * with shrink the count of in-image pixels at the image's edges. */
 static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, ipk_border border, cudaStream_t s)
 {
     ipk_vec_plan vp;
@@ -538,12 +539,9 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
     const bool strip_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 &&
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
-    /* the vec kernel: radius 1; shrink, whose divisor changes at the edges, stays on the tiles */
     const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && radius == 1;
-    if (path == IPK_GPU_VEC && !vec_fits) return IPK_EINVAL;
-    if ((path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && MEAN_VEC_AUTO && vec_fits)) && border != IPK_SHRINK)
-        return vec_mean_launch(src, dst, border, s);
-    if (path == IPK_GPU_VEC) return mean_tile_launch(src, dst, radius, border, s);
+    if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, border, s) : IPK_EINVAL;
+    if (path == IPK_GPU_AUTO && MEAN_VEC_AUTO && vec_fits) return vec_mean_launch(src, dst, border, s);
     /* the register kernels: the strip kernel's cases, and radius 4 to RM_MAXR on every border */
     const bool rm_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 4 && radius <= RM_MAXR;
     if (path == IPK_GPU_REG && strip_fits) return rg_mean_launch(src, dst, radius, border, s);

@@ -146,7 +146,10 @@ __global__ void __launch_bounds__(32 * VEC_WARPS, VEC_MIN_BLOCKS)
         if (n > 0 && y0 + o < height) {
             uint32_t out[4];
             #pragma unroll
-            for (int m = 0; m < 4; m++) out[m] = ipk_swar_out_word(&vp.p, FIN, acc, m);
+            for (int m = 0; m < 4; m++)
+                out[m] = FIN == IPK_SWAR_FIN_MEAN && border == IPK_SHRINK && ipk_vec_at_edge(x, y0 + o, width, height)
+                             ? ipk_vec_shrink_word(acc, m, x, y0 + o, width, height)
+                             : ipk_swar_out_word(&vp.p, FIN, acc, m);
             sw_store(ipk_wrow<uint8_t>(dst, ds, y0 + o) + x, out, n, vec_out);
         }
         #pragma unroll

@@ -80,8 +80,8 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP, REG and VEC).
  * VEC forces the vec kernel (kernels/gpu/vec_block.cuh: 16 columns x 4 or 6 rows a thread,
  * every input row loaded before any arithmetic, exact 16-bit lanes): 1-channel u8 in and out, mean
- * radius 1 (shrink runs the tile kernels) and convolve 3x3 integer weights whose sums the lanes
- * hold (sum |w| * 255 <= 65535, the STRIP planner's rule), every border; plain calls take it
+ * radius 1 and convolve 3x3 integer weights whose sums the lanes hold (sum |w| * 255 <= 65535,
+ * the STRIP planner's rule), every border; plain calls take it
  * only where MEAN_VEC_AUTO (mean.cu) and CONV_VEC_AUTO (convolve.cu) say, both off until it
  * is measured on the H100. Results are the same on every path. */
 typedef enum {

@@ -110,9 +110,10 @@ static void check_strip_paths(int quick, cudaStream_t s, tu_rng *rng)
     dev_free(&c);
 }
 
-/* The vec kernel (radius 1; shrink runs the tiles): 16-column groups, 512-column warps and
- * 6-row groups whole or cut, 1xN and Nx1, prime widths, 16-byte rows or not (pitches that are
- * not the width, base pointers off by 1 to 15 bytes), every border; what it refuses. */
+/* The vec kernel (radius 1; shrink with its own counts at the edges): 16-column groups,
+ * 512-column warps and 24-row blocks whole or cut, 1xN and Nx1, prime widths, 16-byte rows or
+ * not (pitches that are not the width, base pointers off by 1 to 15 bytes), every border; what
+ * it refuses. */
 static void check_vec_path(int quick, cudaStream_t s, tu_rng *rng)
 {
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 31, 7 },
@@ -125,7 +126,7 @@ static void check_vec_path(int quick, cudaStream_t s, tu_rng *rng)
             check_path(sizes[i][0], sizes[i][1], 1, (ipk_border)b, k & 1, 0, IPK_GPU_VEC, s, rng);
             check_path(sizes[i][0], sizes[i][1], 1, (ipk_border)b, 1, 1 + k % 15, IPK_GPU_VEC, s, rng);
         }
-    for (int b = IPK_REPLICATE; b < IPK_SHRINK; b++)
+    for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
         check_path(quick ? 1031 : 8192, quick ? 301 : 2049, 1, (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), b = dev_alloc(64, 8, 1, IPK_U8, 1), c = dev_alloc(64, 8, 2, IPK_U8, 1);
     ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
