@@ -2,13 +2,13 @@
  * bytes in flight and occupancy rather than reuse (the arithmetic is kernels/common/conv_vec.h,
  * which test_conv_vec checks on the host).
  *
- * A thread makes 16 output bytes x ROWS rows (vec_rows); a warp covers 512 columns, a block VEC_WARPS
- * warps stacked down the image. A thread first issues all of its ROWS + 2 input rows as
- * 16-byte loads (and, on a warp's first and last lanes, the byte beyond each side), before any
- * arithmetic; the byte columns on each side of the other lanes come as their neighbours' column
- * sums by shuffles. Threads at the image's sides and unaligned rows gather their bytes through
- * the border instead. No shared memory; ptxas is held to 64 registers so that 8 blocks
- * (32 warps) stay resident on each SM. */
+ * A thread makes 16 output bytes x ROWS rows (vec_rows); a warp covers 512 columns, a block
+ * VEC_WARPS warps stacked down the image. A thread first issues all of its ROWS + 2 input rows
+ * as 16-byte loads, before any arithmetic; the columns on each side come as the neighbouring
+ * lanes' column sums by shuffles, and a warp's first and last lanes load the byte beyond their
+ * side, VEC_EDGE_AHEAD rows before its use. Threads at the image's sides and unaligned rows
+ * gather their bytes through the border instead. No shared memory; ptxas is held to 64
+ * registers so that 8 blocks (32 warps) stay resident on each SM. */
 #ifndef IPK_VEC_BLOCK_CUH
 #define IPK_VEC_BLOCK_CUH
 #include "gpu_common.cuh"
