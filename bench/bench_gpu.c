@@ -34,8 +34,8 @@ typedef struct {
     double divisor;
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
-                               * median NET its new kernels; convolve and mean REG the register kernels;
-                               * TILE the kernels before them */
+                               * median NET its new kernels; convolve and mean REG the register kernels,
+                               * VEC the vec kernel (3x3 integer); TILE the kernels before them */
 } op_spec;
 
 typedef struct {
@@ -85,6 +85,7 @@ static const op_spec OPS[] = {
     { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO },
     { "mean 3x3 (reg path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_REG },
     { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE },
+    { "mean 3x3 (vec path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_VEC },
     { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO },
     { "mean 5x5 (reg path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_REG },
     { "mean 5x5 (tile path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_TILE },
@@ -108,6 +109,7 @@ static const op_spec OPS[] = {
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO },
     { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE },
+    { "convolve gaussian3 (vec path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_VEC },
     { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO },
     { "convolve gaussian5 (reg path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_REG },
     { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE },
@@ -117,6 +119,7 @@ static const op_spec OPS[] = {
     { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO },
     { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },
+    { "convolve sharpen3 (vec path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_VEC },
     { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO },
     { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO },
     { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6, IPK_GPU_AUTO },

@@ -62,6 +62,17 @@ ipk_img tu_img_random(int w, int h, int c, ipk_dtype t, int pad_bytes, tu_rng *r
     return img;
 }
 
+ipk_img tu_img_u8_extremes(int w, int h, tu_rng *r)
+{
+    ipk_img img = tu_img_random(w, h, 1, IPK_U8, 3, r);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint32_t kind = (uint32_t)((x / 5 + y / 3) % 3);
+            if (kind) *(uint8_t *)tu_px(&img, x, y, 0) = kind == 1 ? 0 : 255;
+        }
+    return img;
+}
+
 void tu_img_free(ipk_img *img)
 {
     free(img->data);

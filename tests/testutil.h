@@ -32,6 +32,9 @@ uint32_t tu_next(tu_rng *r);
  * (u8: 0..255, u16: 0..65535, f32: [0,1)); free with tu_img_free. */
 ipk_img tu_img_random(int w, int h, int c, ipk_dtype t, int pad_bytes, tu_rng *r);
 ipk_img tu_img_zeros(int w, int h, int c, ipk_dtype t, int pad_bytes);
+/* 1-channel u8 noise with runs of 0 and 255 (in a fixed pattern), so that window sums reach
+ * their extremes. */
+ipk_img tu_img_u8_extremes(int w, int h, tu_rng *r);
 void tu_img_free(ipk_img *img);
 /* Pointer to value (x, y, channel). */
 void *tu_px(const ipk_img *img, int x, int y, int ch);

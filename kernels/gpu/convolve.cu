@@ -11,18 +11,24 @@
  * 1-channel u8 integer kernels whose sums fit 16 bits go to the strip kernel instead
  * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. The fast path's cases with
  * K <= 7 may take the register-streaming kernel instead (reg_block.cuh; IPK_GPU_REG), which adds
- * the same float numbers in the same order and finishes them with the same functors. */
+ * the same float numbers in the same order and finishes them with the same functors; 3x3 integer
+ * kernels whose sums fit 16 bits may take the vec kernel (vec_block.cuh; IPK_GPU_VEC), which
+ * rounds with conv_swar.h as the strip kernel does. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
 #include "conv_separable.h"
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
+#include "vec_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
  * kernel ran 1.3-2.3x slower than the tiles in every convolve row (bench/RESULTS.md). */
 #define CONV_REG_AUTO_MAX_K 0
+/* 1: plain calls take the vec kernel (vec_block.cuh) for the 3x3 integer cases it takes (see
+ * conv_vec_launch); 0: the tile kernels. 0 until it is measured on the H100. */
+#define CONV_VEC_AUTO 0
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -404,6 +410,34 @@ static int conv_strip_launch(const ipk_img *src, const ipk_img *dst, const ipk_c
     return sw_launch_k<7, true>(src, dst, b, plan, s);
 }
 
+template <int MODE>
+static int conv_vec_mode(const ipk_img *src, const ipk_img *dst, int border, const ipk_vec_plan &vp, cudaStream_t s)
+{
+    switch (vp.p.fin) {
+    case IPK_SWAR_FIN_SHIFT: return vec3_launch<MODE, IPK_SWAR_FIN_SHIFT>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_SHIFT: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_SHIFT>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_ODD: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_ODD>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_DOUBLE: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_DOUBLE>(src, dst, border, vp, s);
+    }
+    return IPK_EINVAL;
+}
+
+/* The vec kernel of vec_block.cuh: 1-channel u8 in and out, 3x3 integer weights that the 16-bit
+ * lanes hold (conv_vec.h's planner), every border (shrink adds nothing outside, as zero does).
+ * *taken says whether it applies. */
+static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                           int *taken)
+{
+    ipk_vec_plan vp;
+    *taken = src->dtype == IPK_U8 && dst->dtype == IPK_U8 && src->channels == 1 &&
+             ipk_vec_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &vp);
+    if (!*taken) return IPK_EINVAL;
+    const int b = (int)p->border;
+    if (vp.mode == IPK_VEC_UNIT) return conv_vec_mode<IPK_VEC_UNIT>(src, dst, b, vp, s);
+    if (vp.mode == IPK_VEC_SEP) return conv_vec_mode<IPK_VEC_SEP>(src, dst, b, vp, s);
+    return conv_vec_mode<IPK_VEC_DIRECT>(src, dst, b, vp, s);
+}
+
 /* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
  * for the fast path's cases with K <= 7), else shared-memory halo tiles. */
 static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool reg, cudaStream_t s)
@@ -452,13 +486,18 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
                                      size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch; (void)scratch_bytes;
-    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_REG || path == IPK_GPU_NET) return IPK_EINVAL;
+    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_VEC || path == IPK_GPU_NET) return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
     /* The strip kernel only when asked for: it measured slower than the tiles on the H100. */
     if (path == IPK_GPU_STRIP) {
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
+    }
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VEC_AUTO)) {
+        int taken = 0;
+        const int rc = conv_vec_launch(src, dst, p, s, &taken);
+        if (taken || path == IPK_GPU_VEC) return rc;
     }
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;

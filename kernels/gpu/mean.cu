@@ -11,6 +11,7 @@
 #include "gpu_common.cuh"
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
+#include "vec_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
  * to this; 0 gives those cases to the tile kernels. 0, from the H100's numbers: 0.135 against
@@ -19,6 +20,9 @@
 /* 1: plain calls take the running-sum register kernel for 1-channel u8 of radius 4 to 15 (every
  * border); 0: the tile kernels. 0: it ran 0.361 against 0.162 ms at 31x31 on the H100. */
 #define MEAN_RM_AUTO 0
+/* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
+ * border); 0: the tile kernels. 0 until it is measured on the H100. */
+#define MEAN_VEC_AUTO 0
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16
@@ -513,19 +517,31 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return mean_launch<float>(src, dst, radius, border, s);
 }
 
+/* Radius 1 on 1-channel u8 by the vec kernel: floor((S + 4) / 9) as the plan of conv_vec.h, or
+ * with shrink the count of in-image pixels at the image's edges. */
+static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, ipk_border border, cudaStream_t s)
+{
+    ipk_vec_plan vp;
+    ipk_vec_plan_mean(&vp);
+    return vec3_launch<IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
+}
+
 extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                                  void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch; (void)scratch_bytes;
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || src->dtype != dst->dtype ||
         radius < 0 || radius > 100 || border < IPK_REPLICATE || border > IPK_SHRINK || path < IPK_GPU_AUTO ||
-        path > IPK_GPU_REG || path == IPK_GPU_NET)
+        path > IPK_GPU_VEC || path == IPK_GPU_NET)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
     const bool strip_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 &&
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
+    const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && radius == 1;
+    if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, border, s) : IPK_EINVAL;
+    if (path == IPK_GPU_AUTO && MEAN_VEC_AUTO && vec_fits) return vec_mean_launch(src, dst, border, s);
     /* the register kernels: the strip kernel's cases, and radius 4 to RM_MAXR on every border */
     const bool rm_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 4 && radius <= RM_MAXR;
     if (path == IPK_GPU_REG && strip_fits) return rg_mean_launch(src, dst, radius, border, s);

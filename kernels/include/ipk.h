@@ -77,9 +77,21 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * or 7, u8 or f32 out, float weights or integer ones with sum|w| * 255 < 2^24; mean: radius 1
  * to 3 not shrink, and radius 4 to 15 on every border by running sums). Both return IPK_EINVAL
  * where they do not apply. TILE forces the kernels that served these cases before them. NET is
- * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP and REG).
- * Results are the same on every path. */
-typedef enum { IPK_GPU_AUTO = 0, IPK_GPU_STRIP = 1, IPK_GPU_TILE = 2, IPK_GPU_NET = 3, IPK_GPU_REG = 4 } ipk_gpu_path;
+ * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP, REG and VEC).
+ * VEC forces the vec kernel (kernels/gpu/vec_block.cuh: 16 columns x 4 or 6 rows a thread,
+ * every input row loaded before any arithmetic, exact 16-bit lanes): 1-channel u8 in and out, mean
+ * radius 1 and convolve 3x3 integer weights whose sums the lanes hold (sum |w| * 255 <= 65535,
+ * the STRIP planner's rule), every border; plain calls take it
+ * only where MEAN_VEC_AUTO (mean.cu) and CONV_VEC_AUTO (convolve.cu) say, both off until it
+ * is measured on the H100. Results are the same on every path. */
+typedef enum {
+    IPK_GPU_AUTO = 0,
+    IPK_GPU_STRIP = 1,
+    IPK_GPU_TILE = 2,
+    IPK_GPU_NET = 3,
+    IPK_GPU_REG = 4,
+    IPK_GPU_VEC = 5
+} ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,

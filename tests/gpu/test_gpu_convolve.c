@@ -1,7 +1,7 @@
 /* GPU convolve against the CPU kernel: bit-identical integer outputs, 1e-5 for f32 outputs,
  * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
  * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
- * output same and f32, odd sizes and pitches; the strip, tile and register paths of
+ * output same and f32, odd sizes and pitches; the strip, tile, register and vec paths of
  * ipk_convolve_gpu_path one by one. */
 #include <math.h>
 #include <stdlib.h>
@@ -225,6 +225,64 @@ static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t 
     dev_free(&u);
 }
 
+/* The vec kernel: every mode of conv_vec.h (unit, separable, direct) and every finish of
+ * conv_swar.h, signed weights; 16-column groups, 512-column warps and row groups whole or cut,
+ * 1xN and Nx1, prime widths, 16-byte rows or not (pitches that are not the width, base pointers
+ * off by 1 to 15 bytes), every border; and the cases it refuses. */
+static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
+{
+    static kernel_case ks[16];
+    int n = 0;
+    for (int i = 0; i < 8; i++) ks[n++] = named[i];   /* box3, gaussian3, gaussian5 (refused), sharpen .. emboss */
+    static const kernel_case extra[] = {
+        { "box3 /8 +3", 3, 3, { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 8, 3 },
+        { "separable (3 0 1)(1 2 5) /7", 3, 3, { 3, 6, 15, 0, 0, 0, 1, 2, 5 }, 7, 0 },
+        { "3x3 /-8 +300", 3, 3, { 3, 5, 1, 0, 2, 0, 1, 0, 4 }, -8, 300 },
+        { "3x3 odd /7 -20", 3, 3, { -1, 4, 2, 0, 1, 0, 2, 2, 2 }, 7, -20 },
+        { "sobel-y /2 +0.5", 3, 3, { -1, -2, -1, 0, 0, 0, 1, 2, 1 }, 2, 0.5 },
+        { "signed at the lane limit", 3, 3, { 14, -14, 14, -14, 16, -14, 14, -14, 14 }, 64, 128 },
+        { "at the lane limit", 3, 3, { 28, 28, 28, 28, 32, 28, 28, 28, 28 }, 256, 0 },
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) ks[n++] = extra[i];
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 31, 7 },
+                             { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 1021, 23 }, { 2053, 13 },
+                             { 37, 1000 } };
+    int c = 0;
+    for (int ki = 0; ki < n; ki++) {
+        if (ki == 2) continue;   /* gaussian5: refused below */
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
+            if (quick && c % 3) continue;
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
+                       rng);
+        }
+    }
+    for (int ki = 0; ki < 4; ki++)   /* box3, gaussian3, sharpen: every border on a large image */
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+            if (ki != 2)
+                check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
+    ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), two = dev_alloc(64, 8, 2, IPK_U8, 1);
+    ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO }, g5 = { ks[2].w, 5, 5, 256, 0, IPK_ZERO };
+    ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights" */
+    static const double frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 };
+    static const double over[9] = { 29, 29, 29, 29, 29, 29, 29, 29, 29 };
+    ipk_conv_params fr = { frac, 3, 3, 8, 0, IPK_ZERO }, ov = { over, 3, 3, 256, 0, IPK_ZERO };
+    ipk_conv_params row3 = { ks[0].w, 3, 1, 3, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&a, &a, &g5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &row3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 3x1 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: f32 output refused");
+    CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 refused");
+    CHECK(ipk_convolve_gpu_path(&two, &two, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &fr, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: fractional weights refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: sums past 16 bits refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &big, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: big weights refused");
+    dev_free(&a);
+    dev_free(&f);
+    dev_free(&u);
+    dev_free(&two);
+}
+
 int main(void)
 {
     need_gpu();
@@ -249,6 +307,7 @@ int main(void)
                 }
     check_fast_path(quick, s, &rng);
     check_strip_paths(ks, quick, s, &rng);
+    check_vec_path(ks, quick, s, &rng);
     for (int ki = 0; ki < 3; ki++)
         check_case(quick ? 131 : 1031, quick ? 67 : 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 31 : 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);

@@ -95,18 +95,6 @@ static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 16, 3 }, { 17, 6 }, { 31, 
                                 { 97, 13 } };
 #define N_SIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
-/* Images with runs of 0 and 255 as well as noise, so the lanes reach their extremes. */
-static ipk_img test_image(int w, int h, tu_rng *rng)
-{
-    ipk_img img = tu_img_random(w, h, 1, IPK_U8, 3, rng);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            uint32_t kind = (uint32_t)((x / 5 + y / 3) % 3);
-            if (kind) *(uint8_t *)tu_px(&img, x, y, 0) = kind == 1 ? 0 : 255;
-        }
-    return img;
-}
-
 static void check_conv_case(const swar_case *c, tu_rng *rng, int *seen)
 {
     ipk_swar_plan p;
@@ -117,7 +105,7 @@ static void check_conv_case(const swar_case *c, tu_rng *rng, int *seen)
     seen[p.fin] = 1;
     for (int s = 0; s < N_SIZES; s++)
         for (int border = 0; border < 4; border++) {
-            ipk_img src = test_image(SIZES[s][0], SIZES[s][1], rng);
+            ipk_img src = tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng);
             ipk_img want = tu_img_zeros(src.width, src.height, 1, IPK_U8, 0);
             ipk_img got = tu_img_zeros(src.width, src.height, 1, IPK_U8, 5);
             ipk_conv_params cp = { c->w, c->k, c->k, c->divisor, c->offset, (ipk_border)border };
@@ -171,7 +159,7 @@ static void check_mean(tu_rng *rng)
             for (int border = 0; border < 3; border++) {   /* shrink stays on the other paths */
                 ipk_swar_plan p;
                 ipk_swar_plan_mean(k, &p);
-                ipk_img src = test_image(SIZES[s][0], SIZES[s][1], rng);
+                ipk_img src = tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng);
                 ipk_img want = tu_img_zeros(src.width, src.height, 1, IPK_U8, 0);
                 ipk_img got = tu_img_zeros(src.width, src.height, 1, IPK_U8, 1);
                 CHECK(ipk_mean_cpu(&src, &want, k / 2, (ipk_border)border, 1) == IPK_OK, "cpu mean");

@@ -1,0 +1,174 @@
+/* The vec kernel (IPK_GPU_VEC): exact 3x3 integer window sums of a 1-channel u8 image, sized for
+ * bytes in flight and occupancy rather than reuse (the arithmetic is kernels/common/conv_vec.h,
+ * which test_conv_vec checks on the host).
+ *
+ * A thread makes 16 output bytes x ROWS rows (vec_rows); a warp covers 512 columns, a block
+ * VEC_WARPS warps stacked down the image. A thread first issues all of its ROWS + 2 input rows
+ * as 16-byte loads, before any arithmetic; the columns on each side come as the neighbouring
+ * lanes' column sums by shuffles, and a warp's first and last lanes load the byte beyond their
+ * side, VEC_EDGE_AHEAD rows before its use. Threads at the image's sides and unaligned rows
+ * gather their bytes through the border instead. No shared memory; ptxas is held to 64
+ * registers so that 8 blocks (32 warps) stay resident on each SM. */
+#ifndef IPK_VEC_BLOCK_CUH
+#define IPK_VEC_BLOCK_CUH
+#include "gpu_common.cuh"
+#include "swar_strip.cuh"
+#include "conv_vec.h"
+
+#define VEC_WARPS 4
+#define VEC_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */
+
+/* Output rows a thread makes: the most (of 8, 6, 4) with which ptxas keeps the instantiation at
+ * 64 registers without spilling (sm_90, CUDA 13.0). 8 rows took 80 to 96 registers unbounded
+ * and spilled at 64; 6 fit the unit sums with the mean, shift and odd-divisor finishes. */
+template <int MODE, int FIN> struct vec_rows {
+    static constexpr int value =
+        MODE == IPK_VEC_UNIT && (FIN == IPK_SWAR_FIN_MEAN || FIN == IPK_SWAR_FIN_SHIFT || FIN == IPK_SWAR_FIN_LANE_ODD)
+            ? 6 : 4;
+};
+
+/* Bytes x .. x+15 of a row through the border (0 where it drops them): out of line, so that it
+ * does not weigh on the fast path's registers. */
+static __device__ __noinline__ uint4 vec_gather(const uint8_t *row, int x, int width, int border)
+{
+    return make_uint4(sw_gather4(row, x, width, border), sw_gather4(row, x + 4, width, border),
+                      sw_gather4(row, x + 8, width, border), sw_gather4(row, x + 12, width, border));
+}
+
+/* Every input row of the thread: in[rr] is row y0 - 1 + rr through the border. Inside the
+ * image, one straight run of 16-byte loads; fast says whether the thread's columns allow them,
+ * rows_in whether its rows are all inside. */
+template <int ROWS>
+__device__ __forceinline__ void vec_load_rows(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
+                                              int border, int x, int y0, bool fast, bool rows_in, uint4 *in)
+{
+    if (fast && rows_in) {
+        const uint8_t *row = src + (ptrdiff_t)(y0 - 1) * ss + x;
+        #pragma unroll
+        for (int rr = 0; rr < ROWS + 2; rr++, row += ss) in[rr] = __ldg((const uint4 *)row);
+        return;
+    }
+    #pragma unroll
+    for (int rr = 0; rr < ROWS + 2; rr++) {
+        const int yi = ipk_border_index(y0 - 1 + rr, height, border);
+        in[rr] = make_uint4(0, 0, 0, 0);
+        if (yi < 0) continue;
+        const uint8_t *row = src + (ptrdiff_t)yi * ss;
+        in[rr] = fast ? __ldg((const uint4 *)(row + x)) : vec_gather(row, x, width, border);
+    }
+}
+
+/* The byte at column xe of row y (0 when xe < 0 or the border drops the row): the warp's first
+ * and last lanes only. Loaded VEC_EDGE_AHEAD rows before its use, so that few are held. */
+#define VEC_EDGE_AHEAD 2
+__device__ __forceinline__ uint32_t vec_edge_byte(const uint8_t *__restrict__ src, ptrdiff_t ss, int height,
+                                                  int border, int xe, int y, bool rows_in)
+{
+    const int yi = rows_in ? y : ipk_border_index(y, height, border);
+    return xe >= 0 && yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
+}
+
+/* The column on each side from the neighbouring lanes' column sums (left: their odd word 3,
+ * right: their even word 0), or from the thread's own edge word at the warp's ends. */
+__device__ __forceinline__ void vec_sides(const uint32_t *left_cs, const uint32_t *right_cs, int lane, uint32_t *left,
+                                          uint32_t *right)
+{
+    const uint32_t l = __shfl_up_sync(0xffffffffu, left_cs[7], 1);
+    const uint32_t r = __shfl_down_sync(0xffffffffu, right_cs[0], 1);
+    *left = lane == 0 ? left_cs[IPK_VEC_EDGE] : l;
+    *right = lane == 31 ? right_cs[IPK_VEC_EDGE] : r;
+}
+
+/* The accumulator of one output row from its three split input rows. */
+template <int MODE>
+__device__ __forceinline__ void vec_row(const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+                                        const ipk_vec_plan &vp, int lane, uint32_t *acc)
+{
+    const ipk_swar_plan &p = vp.p;
+    const uint32_t start = p.start * IPK_SWAR_LANES;
+    uint32_t left, right;
+    if (MODE == IPK_VEC_DIRECT) {
+        uint32_t c0[IPK_VEC_WORDS], c1[IPK_VEC_WORDS], c2[IPK_VEC_WORDS];
+        ipk_vec_vsum(a0, a1, a2, (uint32_t)p.w[0], (uint32_t)p.w[3], (uint32_t)p.w[6],
+                     vp.col_start[0] * IPK_SWAR_LANES, c0);
+        ipk_vec_vsum(a0, a1, a2, (uint32_t)p.w[1], (uint32_t)p.w[4], (uint32_t)p.w[7],
+                     vp.col_start[1] * IPK_SWAR_LANES, c1);
+        ipk_vec_vsum(a0, a1, a2, (uint32_t)p.w[2], (uint32_t)p.w[5], (uint32_t)p.w[8],
+                     vp.col_start[2] * IPK_SWAR_LANES, c2);
+        vec_sides(c0, c2, lane, &left, &right);
+        ipk_vec_hsum_direct(c0, c1, c2, left, right, acc);
+        return;
+    }
+    uint32_t v[IPK_VEC_WORDS];
+    if (MODE == IPK_VEC_UNIT) ipk_vec_vsum(a0, a1, a2, 1, 1, 1, 0, v);
+    else ipk_vec_vsum(a0, a1, a2, (uint32_t)p.col[0], (uint32_t)p.col[1], (uint32_t)p.col[2], 0, v);
+    vec_sides(v, v, lane, &left, &right);
+    if (MODE == IPK_VEC_UNIT) ipk_vec_hsum(v, left, right, 1, 1, 1, start, acc);
+    else ipk_vec_hsum(v, left, right, (uint32_t)p.row[0], (uint32_t)p.row[1], (uint32_t)p.row[2], start, acc);
+}
+
+/* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
+ * the image gather their columns through the border for their neighbours and store nothing. */
+template <int MODE, int FIN, int ROWS>
+__global__ void __launch_bounds__(32 * VEC_WARPS, VEC_MIN_BLOCKS)
+    vec3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
+                int height, int border, const __grid_constant__ ipk_vec_plan vp)
+{
+    const int lane = threadIdx.x;
+    const int x = (blockIdx.x * 32 + lane) * IPK_VEC_PX;
+    const int y0 = (blockIdx.y * VEC_WARPS + threadIdx.y) * ROWS;
+    if (y0 >= height) return;   /* the whole warp */
+    const bool fast = x + IPK_VEC_PX <= width && ((uintptr_t)src % 16) == 0 && (ss % 16) == 0;
+    const int xe = lane == 0 ? ipk_border_index(x - 1, width, border)
+                   : lane == 31 ? ipk_border_index(x + IPK_VEC_PX, width, border) : -1;
+    const bool rows_in = y0 >= 1 && y0 + ROWS < height;
+    uint4 in[ROWS + 2];
+    vec_load_rows<ROWS>(src, ss, width, height, border, x, y0, fast, rows_in, in);
+    uint32_t edge[ROWS + 2];
+    #pragma unroll
+    for (int rr = 0; rr < 2 + VEC_EDGE_AHEAD; rr++)
+        edge[rr] = vec_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in);
+
+    const int n = min(IPK_VEC_PX, width - x);
+    const bool vec_out = n == IPK_VEC_PX && ((uintptr_t)dst % 16) == 0 && (ds % 16) == 0;
+    uint32_t a0[IPK_VEC_WORDS], a1[IPK_VEC_WORDS];
+    ipk_vec_split(in[0].x, in[0].y, in[0].z, in[0].w, ipk_vec_edge(edge[0], lane == 0), a0);
+    ipk_vec_split(in[1].x, in[1].y, in[1].z, in[1].w, ipk_vec_edge(edge[1], lane == 0), a1);
+    #pragma unroll
+    for (int o = 0; o < ROWS; o++) {
+        uint32_t a2[IPK_VEC_WORDS], acc[8];
+        const uint4 q = in[o + 2];
+        ipk_vec_split(q.x, q.y, q.z, q.w, ipk_vec_edge(edge[o + 2], lane == 0), a2);
+        if (o + 2 + VEC_EDGE_AHEAD < ROWS + 2)
+            edge[o + 2 + VEC_EDGE_AHEAD] =
+                vec_edge_byte(src, ss, height, border, xe, y0 + 1 + o + VEC_EDGE_AHEAD, rows_in);
+        vec_row<MODE>(a0, a1, a2, vp, lane, acc);
+        if (n > 0 && y0 + o < height) {
+            uint32_t out[4];
+            #pragma unroll
+            for (int m = 0; m < 4; m++)
+                out[m] = FIN == IPK_SWAR_FIN_MEAN && border == IPK_SHRINK && ipk_vec_at_edge(x, y0 + o, width, height)
+                             ? ipk_vec_shrink_word(acc, m, x, y0 + o, width, height)
+                             : ipk_swar_out_word(&vp.p, FIN, acc, m);
+            sw_store(ipk_wrow<uint8_t>(dst, ds, y0 + o) + x, out, n, vec_out);
+        }
+        #pragma unroll
+        for (int i = 0; i < IPK_VEC_WORDS; i++) {
+            a0[i] = a1[i];
+            a1[i] = a2[i];
+        }
+    }
+}
+
+template <int MODE, int FIN>
+static int vec3_launch(const ipk_img *src, const ipk_img *dst, int border, const ipk_vec_plan &vp, cudaStream_t s)
+{
+    dim3 block(32, VEC_WARPS);
+    constexpr int ROWS = vec_rows<MODE, FIN>::value;
+    dim3 grid(ipk_div_up(src->width, 32 * IPK_VEC_PX), ipk_div_up(src->height, (long long)ROWS * VEC_WARPS));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    vec3_kernel<MODE, FIN, ROWS><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
+                                                  dst->stride, src->width, src->height, border, vp);
+    return ipk_launch_status();
+}
+#endif
