@@ -27,8 +27,9 @@
  * kernel ran 1.3-2.3x slower than the tiles in every convolve row (bench/RESULTS.md). */
 #define CONV_REG_AUTO_MAX_K 0
 /* 1: plain calls take the vec kernel (vec_block.cuh) for the 3x3 integer cases it takes (see
- * conv_vec_launch); 0: the tile kernels. 0 until it is measured on the H100. */
-#define CONV_VEC_AUTO 0
+ * conv_vec_launch); 0: the tile kernels. 1: gaussian3 0.060 against 0.121 ms, sharpen3 0.063
+ * against 0.173, at 8192x8192 on the H100. */
+#define CONV_VEC_AUTO 1
 
 #define CONV_TW 32
 #define CONV_TH 32

@@ -21,8 +21,8 @@
  * border); 0: the tile kernels. 0: it ran 0.361 against 0.162 ms at 31x31 on the H100. */
 #define MEAN_RM_AUTO 0
 /* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
- * border); 0: the tile kernels. 0 until it is measured on the H100. */
-#define MEAN_VEC_AUTO 0
+ * border); 0: the tile kernels. 1: 0.060 against 0.103 ms at 8192x8192 on the H100. */
+#define MEAN_VEC_AUTO 1
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16

@@ -141,12 +141,14 @@ else
   says "fusion: mean's fused stages named" "grayscale (gpu, fused)"
   expect 0 "fusion: fractional convolve is not fused" "$B" run --device gpu --profile -e "grayscale | convolve kernel=\"0.25 0.5 0.25\"" "$IMAGES/astronaut.png" fc.png
   if grep -qF "gpu, fused" "$TMP/.stderr"; then bad "fusion: a convolve of fractional weights was fused"; else ok; fi
+  expect 0 "fusion: a 3x3 the vec kernel takes is not fused" "$B" run --device gpu --profile -e "grayscale | convolve kernel=gaussian3" "$IMAGES/astronaut.png" fv.png
+  if grep -qF "gpu, fused" "$TMP/.stderr"; then bad "fusion: gaussian3 was fused, the vec kernel is faster apart"; else ok; fi
   for chain in "grayscale | median" "grayscale | median border=reflect101" "grayscale | median border=zero" \
                "grayscale | pointinv | median" "grayscale | pointinv" "pointinv | pointinv" \
                "grayscale | median | grayscale | median" "pointinv | grayscale | pointinv | median border=zero" \
                "grayscale | pointinv | mean border=shrink" "pointinv | pointinv | mean radius=3 border=replicate" \
-               "grayscale | mean radius=15 border=zero" "grayscale | convolve" \
-               "grayscale | pointinv | convolve kernel=sobel-x offset=128 border=replicate"; do
+               "grayscale | mean radius=15 border=zero" "grayscale | convolve kernel=gaussian5" \
+               "grayscale | pointinv | convolve kernel=\"-100 0 100; -200 0 200; -100 0 100\" offset=128 border=replicate"; do
     for in in "$IMAGES/astronaut.png" rgb_odd.png row.png col.png tiny.png gray_odd.png rgba_odd.png; do
       for tr in copy zerocopy; do
         f="fz-$(echo "$chain $in $tr" | md5sum | cut -c1-8)"
