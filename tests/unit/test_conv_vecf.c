@@ -54,14 +54,19 @@ static void load_words(const ipk_img *src, int x, int y, int border, uint32_t *l
     }
 }
 
+/* A thread's outputs of one row, u8 packed into two words as the kernel stores them. */
 static void store(const ipk_img *dst, const ipk_vecf_plan *p, int fin, int x, int y, const float *acc)
 {
+    uint32_t q[IPK_VECF_PX], w[2];
+    for (int j = 0; j < IPK_VECF_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(p, fin, 0, acc[j]));
+    w[0] = ipk_vecf_pack4(q);
+    w[1] = ipk_vecf_pack4(q + 4);
     for (int j = 0; j < IPK_VECF_PX && x + j < dst->width; j++) {
         if (dst->dtype == IPK_F32) {
             const float v = ipk_vecf_value(p, fin, 1, acc[j]);
             memcpy(tu_px(dst, x + j, y, 0), &v, sizeof v);
         } else {
-            *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)ipk_vecf_rint_u8(ipk_vecf_value(p, fin, 0, acc[j]));
+            *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)(w[j / 4] >> (8 * (j % 4)));
         }
     }
 }
