@@ -102,7 +102,10 @@ IPK_HD void ipk_vecf_taps(float *acc, const float *v, float c0, float c1, float 
 IPK_HD void ipk_vecf_col(float *acc, const float *h, float c, int first)
 {
     IPK_UNROLL
-    for (int j = 0; j < IPK_VECF_PX; j++) acc[j] = first ? ipk_vecf_mul(c, h[j]) : ipk_vecf_add(acc[j], ipk_vecf_mul(c, h[j]));
+    for (int j = 0; j < IPK_VECF_PX; j++) {
+        const float t = ipk_vecf_mul(c, h[j]);
+        acc[j] = first ? t : ipk_vecf_add(acc[j], t);
+    }
 }
 
 /* Input row rr of a thread's ROWS outputs (row y0 - 1 + rr) into the open sums: older is output

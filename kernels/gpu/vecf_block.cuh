@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     vecf_load_rows<ROWS>(src, ss, width, height, border, x, y0, fast, rows_in, in);
     uint32_t edge[ROWS + 2];
     #pragma unroll
-    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++) edge[rr] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in);
+    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
+        edge[rr] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in);
 
     const int n = min(IPK_VECF_PX, width - x);
     const size_t align = IPK_VECF_PX * sizeof(Out) < 16 ? IPK_VECF_PX * sizeof(Out) : 16;
@@ -124,7 +125,8 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     #pragma unroll
     for (int rr = 0; rr < ROWS + 2; rr++) {
         if (rr + VECF_EDGE_AHEAD < ROWS + 2)
-            edge[rr + VECF_EDGE_AHEAD] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr + VECF_EDGE_AHEAD, rows_in);
+            edge[rr + VECF_EDGE_AHEAD] =
+                vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr + VECF_EDGE_AHEAD, rows_in);
         const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr].y, 1), r = __shfl_down_sync(0xffffffffu, in[rr].x, 1);
         float v[IPK_VECF_PX + 2];
         ipk_vecf_values(in[rr].x, in[rr].y, lane == 0 ? edge[rr] << 24 : l, lane == 31 ? edge[rr] : r, v);

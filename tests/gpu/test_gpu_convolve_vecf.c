@@ -139,8 +139,8 @@ int main(void)
     for (int ki = 0; ki < 4; ki++)   /* FLOAT3 and the separable ones: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             for (int o = 0; o < 2; o++)
-                check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, o ? IPK_F32 : IPK_U8, 1, 0, s,
-                           &rng);
+                check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, o ? IPK_F32 : IPK_U8, 1,
+                           0, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();

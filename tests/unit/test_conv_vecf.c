@@ -92,7 +92,8 @@ static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_pl
             float v[IPK_VECF_PX + 2];
             ipk_vecf_values(lo[rr][lane], hi[rr][lane], left, right, v);
             ipk_vecf_step(p, p->mode, v, rr, rows, open[0][lane], open[1][lane], open[2][lane]);
-            if (rr >= 2 && x < src->width && y0 + rr - 2 < src->height) store(dst, p, p->fin, x, y0 + rr - 2, open[0][lane]);
+            if (rr >= 2 && x < src->width && y0 + rr - 2 < src->height)
+                store(dst, p, p->fin, x, y0 + rr - 2, open[0][lane]);
             memcpy(open[0][lane], open[1][lane], sizeof open[0][lane]);
             memcpy(open[1][lane], open[2][lane], sizeof open[1][lane]);
         }
@@ -130,8 +131,9 @@ static void check_against_cpu(const char *name, const ipk_vecf_plan *p, const do
             ipk_conv_params cp = { w, 3, 3, divisor, offset, (ipk_border)border };
             CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", name);
             model(&src, &got, p, border, rows);
-            CHECK(same_bits(&got, &want), "%s mode %d fin %d %dx%d border %d out %d rows %d: differs from the CPU by %g",
-                  name, p->mode, p->fin, src.width, src.height, border, (int)out, rows, tu_max_diff(&got, &want));
+            CHECK(same_bits(&got, &want),
+                  "%s mode %d fin %d %dx%d border %d out %d rows %d: differs from the CPU by %g", name, p->mode,
+                  p->fin, src.width, src.height, border, (int)out, rows, tu_max_diff(&got, &want));
             tu_img_free(&src);
             tu_img_free(&want);
             tu_img_free(&got);
