@@ -21,6 +21,7 @@
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
 #include "vec_block.cuh"
+#include "vecf_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -30,6 +31,9 @@
  * conv_vec_launch); 0: the tile kernels. 1: gaussian3 0.060 against 0.121 ms, sharpen3 0.063
  * against 0.173, at 8192x8192 on the H100. */
 #define CONV_VEC_AUTO 1
+/* 1: plain calls take the float vec kernel (vecf_block.cuh) for the float-weight 3x3 cases it
+ * takes (see conv_vecf_launch); 0: the tile kernels, until it is measured on the H100. */
+#define CONV_VECF_AUTO 0
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -439,6 +443,19 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
     return conv_vec_mode<IPK_VEC_DIRECT>(src, dst, b, vp, s);
 }
 
+/* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
+ * the float path (not all whole numbers), every border. *taken says whether it applies. */
+static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                            int *taken)
+{
+    ipk_vecf_plan vp;
+    *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
+             ipk_vecf_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &vp);
+    if (!*taken) return IPK_EINVAL;
+    if (dst->dtype == IPK_F32) return vecf3_launch<float>(src, dst, (int)p->border, vp, s);
+    return vecf3_launch<uint8_t>(src, dst, (int)p->border, vp, s);
+}
+
 /* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
  * for the fast path's cases with K <= 7), else shared-memory halo tiles. */
 static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool reg, cudaStream_t s)
@@ -494,6 +511,11 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     if (path == IPK_GPU_STRIP) {
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
+    }
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECF_AUTO)) {
+        int taken = 0;
+        const int rc = conv_vecf_launch(src, dst, p, s, &taken);
+        if (taken) return rc;
     }
     if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VEC_AUTO)) {
         int taken = 0;

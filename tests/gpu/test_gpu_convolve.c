@@ -274,7 +274,8 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
     CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: f32 output refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 refused");
     CHECK(ipk_convolve_gpu_path(&two, &two, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels refused");
-    CHECK(ipk_convolve_gpu_path(&a, &a, &fr, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: fractional weights refused");
+    CHECK(ipk_convolve_gpu_path(&u, &u, &fr, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec: fractional weights on u16 refused (u8 takes the float vec kernel)");
     CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: sums past 16 bits refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &big, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: big weights refused");
     dev_free(&a);

@@ -1,0 +1,186 @@
+/* Float-weight 3x3 convolve of 1-channel u8 rows for the GPU vecf kernel (kernels/gpu/vecf_block.cuh),
+ * in C that the host compiles too, so that tests/unit/test_conv_vecf.c runs it, lane by lane of a
+ * modelled warp, against the CPU convolve without a GPU.
+ *
+ * The operations are the CPU float path's (kernels/cpu/convolve.c), each rounded once, no fused
+ * multiply-add: a separable kernel (ipk_conv_split_float) as the row pass h = r0*v(x-1) + r1*v(x) +
+ * r2*v(x+1), then the column pass over h, ky ascending; any other as the nine taps, kx ascending
+ * inside ky ascending; then acc / divisor + offset in float, rintf and saturation for u8.
+ * One departure: each sum starts with its first product, where the CPU starts from 0.0f + it.
+ * 0.0f + p is p except for p = -0 (it gives +0), so the sums can differ only in the sign of a zero
+ * (the CPU's is never -0: a round-to-nearest sum is -0 only when both terms are). A u8 output cannot
+ * see it; the f32 finish adds +0.0f first, which turns -0 into +0 as the CPU has it.
+ *
+ * A thread owns 8 pixels x .. x+7 of a row, loaded as two words (lo, hi); column x-1 comes in byte
+ * 3 of `left` (the left neighbour's hi, or the edge byte on a warp's first lane), column x+8 in
+ * byte 0 of `right` (the right neighbour's lo, or the edge byte on its last lane). */
+#ifndef IPK_CONV_VECF_H
+#define IPK_CONV_VECF_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "conv_separable.h"
+#include "swar_ops.h"
+
+#define IPK_VECF_PX 8
+
+/* SEP: a kernel ipk_conv_split_float splits; DIRECT: the nine taps. */
+enum { IPK_VECF_SEP = 0, IPK_VECF_DIRECT };
+/* How acc becomes the value v: ONE, divisor 1 and offset +-0: v = acc; MUL, |divisor| = 2^k with
+ * a normal reciprocal: v = acc * (1/divisor) + offset, which equals acc / divisor + offset (both
+ * the exact quotient rounded once); DIV: v = acc / divisor + offset. */
+enum { IPK_VECF_FIN_ONE = 0, IPK_VECF_FIN_MUL, IPK_VECF_FIN_DIV };
+
+typedef struct {
+    float w[9];         /* DIRECT: the taps, row-major; SEP: row factors w[0..2], column factors w[3..5] */
+    float inv, div, off;
+    int mode, fin;
+} ipk_vecf_plan;
+
+IPK_HD float ipk_vecf_mul(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+IPK_HD float ipk_vecf_add(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+IPK_HD float ipk_vecf_div(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+/* Byte k of word as a float, exact: 2^23 + byte built in the bits, less 2^23 (two instructions). */
+IPK_HD float ipk_vecf_byte(uint32_t word, int k)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(ipk_swar_perm(word, 0x4B000000u, 0x7540u | (unsigned)k)) - 8388608.0f;
+#else
+    return (float)((word >> (8 * k)) & 0xffu);
+#endif
+}
+
+/* The 10 values of a row the thread's 8 outputs read: column x-1 first. */
+IPK_HD void ipk_vecf_values(uint32_t lo, uint32_t hi, uint32_t left, uint32_t right, float *v)
+{
+    v[0] = ipk_vecf_byte(left, 3);
+    IPK_UNROLL
+    for (int k = 0; k < 4; k++) {
+        v[1 + k] = ipk_vecf_byte(lo, k);
+        v[5 + k] = ipk_vecf_byte(hi, k);
+    }
+    v[9] = ipk_vecf_byte(right, 0);
+}
+
+/* acc[j] (+)= c0*v[j] + c1*v[j+1] + c2*v[j+2], one term at a time; first: acc starts with c0*v[j]. */
+IPK_HD void ipk_vecf_taps(float *acc, const float *v, float c0, float c1, float c2, int first)
+{
+    IPK_UNROLL
+    for (int j = 0; j < IPK_VECF_PX; j++) {
+        const float t = ipk_vecf_mul(c0, v[j]);
+        float a = first ? t : ipk_vecf_add(acc[j], t);
+        a = ipk_vecf_add(a, ipk_vecf_mul(c1, v[j + 1]));
+        acc[j] = ipk_vecf_add(a, ipk_vecf_mul(c2, v[j + 2]));
+    }
+}
+
+/* acc[j] (+)= c * h[j]; first: acc starts with it. */
+IPK_HD void ipk_vecf_col(float *acc, const float *h, float c, int first)
+{
+    IPK_UNROLL
+    for (int j = 0; j < IPK_VECF_PX; j++) {
+        const float t = ipk_vecf_mul(c, h[j]);
+        acc[j] = first ? t : ipk_vecf_add(acc[j], t);
+    }
+}
+
+/* Input row rr of a thread's ROWS outputs (row y0 - 1 + rr) into the open sums: older is output
+ * rr - 2 (this row is its last: complete after the call), newer output rr - 1, fresh output rr
+ * (started here). Each exists only for 0 <= output < rows. */
+IPK_HD void ipk_vecf_step(const ipk_vecf_plan *p, int mode, const float *v, int rr, int rows, float *older,
+                          float *newer, float *fresh)
+{
+    if (mode == IPK_VECF_SEP) {
+        float h[IPK_VECF_PX];
+        ipk_vecf_taps(h, v, p->w[0], p->w[1], p->w[2], 1);
+        if (rr >= 2) ipk_vecf_col(older, h, p->w[5], 0);
+        if (rr >= 1 && rr - 1 < rows) ipk_vecf_col(newer, h, p->w[4], 0);
+        if (rr < rows) ipk_vecf_col(fresh, h, p->w[3], 1);
+        return;
+    }
+    if (rr >= 2) ipk_vecf_taps(older, v, p->w[6], p->w[7], p->w[8], 0);
+    if (rr >= 1 && rr - 1 < rows) ipk_vecf_taps(newer, v, p->w[3], p->w[4], p->w[5], 0);
+    if (rr < rows) ipk_vecf_taps(fresh, v, p->w[0], p->w[1], p->w[2], 1);
+}
+
+/* The output value of a sum (see the finish kinds above); f32: for an f32 output (-0 to +0 first). */
+IPK_HD float ipk_vecf_value(const ipk_vecf_plan *p, int fin, int f32, float acc)
+{
+    const float a = f32 ? ipk_vecf_add(acc, 0.0f) : acc;
+    if (fin == IPK_VECF_FIN_ONE) return a;
+    if (fin == IPK_VECF_FIN_MUL) return ipk_vecf_add(ipk_vecf_mul(a, p->inv), p->off);
+    return ipk_vecf_add(ipk_vecf_div(a, p->div), p->off);
+}
+
+/* rintf(v) saturated to 0..255, NaN to 0, in the low byte (the rest is not zero): v + 1.5 * 2^23
+ * rounds v half to even into the low mantissa bits for |v| < 2^22; larger |v| lands beyond the
+ * clamp on the right side; fmaxf takes the other operand for a NaN. As rb_rint_u8. */
+IPK_HD uint32_t ipk_vecf_rint_u8(float v)
+{
+    const float c = 12582912.0f;
+    const float t = fminf(fmaxf(ipk_vecf_add(v, c), c), c + 255.0f);
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(t);
+#else
+    uint32_t u;
+    memcpy(&u, &t, sizeof u);
+    return u;
+#endif
+}
+
+/* The low bytes of four words into one word, first in the low byte. */
+IPK_HD uint32_t ipk_vecf_pack4(const uint32_t *q)
+{
+    return ipk_swar_perm(ipk_swar_perm(q[0], q[1], 0x0040u), ipk_swar_perm(q[2], q[3], 0x0040u), 0x5410u);
+}
+
+/* |d| = 2^k with a normal reciprocal: then x / d == x * (1 / d) exactly (as convolve.cu's conv_pow2). */
+static inline int ipk_vecf_pow2(float d, float *inv)
+{
+    int e = 0;
+    if (!isfinite(d) || frexpf(fabsf(d), &e) != 0.5f) return 0;
+    *inv = 1.0f / d;
+    return fabsf(*inv) >= 1.17549435e-38f;
+}
+
+/* The CPU's float path for a 3x3 on u8 input (its weights not all whole numbers, else the integer
+ * path applies): 1 with the plan, 0 when the kernel does not apply. */
+static inline int ipk_vecf_plan_conv(const double *w, int kw, int kh, double divisor, double offset, ipk_vecf_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (kw != 3 || kh != 3 || ipk_conv_weights_integral(w, 9)) return 0;
+    float col[3], row[3];
+    p->mode = ipk_conv_split_float(w, 3, 3, col, row) ? IPK_VECF_SEP : IPK_VECF_DIRECT;
+    for (int i = 0; i < 9; i++) p->w[i] = p->mode == IPK_VECF_SEP ? (i < 3 ? row[i] : i < 6 ? col[i - 3] : 0.0f)
+                                                    : (float)w[i];
+    p->div = (float)divisor;
+    p->off = (float)offset;
+    if (p->div == 1.0f && p->off == 0.0f) p->fin = IPK_VECF_FIN_ONE;
+    else p->fin = ipk_vecf_pow2(p->div, &p->inv) ? IPK_VECF_FIN_MUL : IPK_VECF_FIN_DIV;
+    return 1;
+}
+#endif

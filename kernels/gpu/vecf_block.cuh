@@ -1,0 +1,171 @@
+/* The float vec kernel (IPK_GPU_VEC for float-weight 3x3): convolve of a 1-channel u8 image with
+ * 3x3 float weights, u8 or f32 output, bit-identical to the CPU float path (the arithmetic is
+ * kernels/common/conv_vecf.h, which test_conv_vecf checks on the host), sized for bytes in flight
+ * and occupancy as vec_block.cuh is.
+ *
+ * A thread makes 8 outputs x ROWS rows (vecf_rows: 8, or 6); a warp covers 256 columns, a block VECF_WARPS
+ * warps stacked down the image. A thread first issues all of its ROWS + 2 input rows as 8-byte
+ * loads, before any arithmetic; then it streams them down, converting each row once and adding it
+ * into the three outputs still open, in float registers. The columns on each side come from the
+ * neighbouring lanes' words by shuffles, and a warp's first and last lanes load the byte beyond
+ * their side, VECF_EDGE_AHEAD rows before its use. Threads at the image's sides and unaligned rows
+ * gather their bytes through the border instead. No shared memory; ptxas is held to 64 registers
+ * so that 8 blocks (32 warps) stay resident on each SM. */
+#ifndef IPK_VECF_BLOCK_CUH
+#define IPK_VECF_BLOCK_CUH
+#include "gpu_common.cuh"
+#include "swar_strip.cuh"
+#include "conv_vecf.h"
+
+#define VECF_WARPS 4
+#define VECF_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */
+#define VECF_EDGE_AHEAD 2
+
+/* Output rows a thread makes: the most (of 8, 6) with which ptxas keeps the instantiation at 64
+ * registers without spilling (sm_90, CUDA 13.0; unbounded, 8 rows take 70-72 and 6 rows 65-72).
+ * 8 rows spilled 16 bytes in the direct kernel with a true division and f32 output only. */
+template <int MODE, int FIN, typename Out> struct vecf_rows {
+    static constexpr int value = MODE == IPK_VECF_DIRECT && FIN == IPK_VECF_FIN_DIV && sizeof(Out) == 4 ? 6 : 8;
+};
+
+/* Bytes x .. x+7 of a row through the border (0 where it drops them): out of line, so that it
+ * does not weigh on the fast path's registers. */
+static __device__ __noinline__ uint2 vecf_gather(const uint8_t *row, int x, int width, int border)
+{
+    return make_uint2(sw_gather4(row, x, width, border), sw_gather4(row, x + 4, width, border));
+}
+
+/* Every input row of the thread: in[rr] is row y0 - 1 + rr through the border. Inside the image,
+ * one straight run of 8-byte loads; fast says whether the thread's columns allow them, rows_in
+ * whether its rows are all inside. */
+template <int ROWS>
+__device__ __forceinline__ void vecf_load_rows(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
+                                               int border, int x, int y0, bool fast, bool rows_in, uint2 *in)
+{
+    if (fast && rows_in) {
+        const uint8_t *row = src + (ptrdiff_t)(y0 - 1) * ss + x;
+        #pragma unroll
+        for (int rr = 0; rr < ROWS + 2; rr++, row += ss) in[rr] = __ldg((const uint2 *)row);
+        return;
+    }
+    #pragma unroll
+    for (int rr = 0; rr < ROWS + 2; rr++) {
+        const int yi = ipk_border_index(y0 - 1 + rr, height, border);
+        in[rr] = make_uint2(0, 0);
+        if (yi < 0) continue;
+        const uint8_t *row = src + (ptrdiff_t)yi * ss;
+        in[rr] = fast ? __ldg((const uint2 *)(row + x)) : vecf_gather(row, x, width, border);
+    }
+}
+
+/* The byte at column xe of row y (0 when xe < 0 or the border drops the row). */
+__device__ __forceinline__ uint32_t vecf_edge_byte(const uint8_t *__restrict__ src, ptrdiff_t ss, int height,
+                                                   int border, int xe, int y, bool rows_in)
+{
+    const int yi = rows_in ? y : ipk_border_index(y, height, border);
+    return xe >= 0 && yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
+}
+
+/* The outputs of one row: u8 as two words (8-byte store when whole and aligned), f32 as two
+ * 16-byte stores when whole and aligned. */
+template <int FIN>
+__device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    uint32_t q[IPK_VECF_PX], w[2];
+    #pragma unroll
+    for (int j = 0; j < IPK_VECF_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
+    w[0] = ipk_vecf_pack4(q);
+    w[1] = ipk_vecf_pack4(q + 4);
+    if (n == IPK_VECF_PX && vec) {
+        *(uint2 *)d = make_uint2(w[0], w[1]);
+        return;
+    }
+    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w[0] : w[1]) >> (8 * (b & 3)));
+}
+template <int FIN>
+__device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    float o[IPK_VECF_PX];
+    #pragma unroll
+    for (int j = 0; j < IPK_VECF_PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
+    if (n == IPK_VECF_PX && vec) {
+        ((float4 *)d)[0] = make_float4(o[0], o[1], o[2], o[3]);
+        ((float4 *)d)[1] = make_float4(o[4], o[5], o[6], o[7]);
+        return;
+    }
+    for (int j = 0; j < n; j++) d[j] = o[j];
+}
+
+/* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
+ * the image gather their columns through the border for their neighbours and store nothing. */
+template <int MODE, int FIN, typename Out, int ROWS>
+__global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
+    vecf3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, Out *__restrict__ dst, ptrdiff_t ds, int width,
+                 int height, int border, const __grid_constant__ ipk_vecf_plan p)
+{
+    const int lane = threadIdx.x;
+    const int x = (blockIdx.x * 32 + lane) * IPK_VECF_PX;
+    const int y0 = (blockIdx.y * VECF_WARPS + threadIdx.y) * ROWS;
+    if (y0 >= height) return;   /* the whole warp */
+    const bool fast = x + IPK_VECF_PX <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
+    const int xe = lane == 0 ? ipk_border_index(x - 1, width, border)
+                   : lane == 31 ? ipk_border_index(x + IPK_VECF_PX, width, border) : -1;
+    const bool rows_in = y0 >= 1 && y0 + ROWS < height;
+    uint2 in[ROWS + 2];
+    vecf_load_rows<ROWS>(src, ss, width, height, border, x, y0, fast, rows_in, in);
+    uint32_t edge[ROWS + 2];
+    #pragma unroll
+    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
+        edge[rr] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in);
+
+    const int n = min(IPK_VECF_PX, width - x);
+    const size_t align = IPK_VECF_PX * sizeof(Out) < 16 ? IPK_VECF_PX * sizeof(Out) : 16;
+    const bool vec_out = ((uintptr_t)dst % align) == 0 && (ds % align) == 0;
+    float older[IPK_VECF_PX], newer[IPK_VECF_PX], fresh[IPK_VECF_PX];
+    #pragma unroll
+    for (int rr = 0; rr < ROWS + 2; rr++) {
+        if (rr + VECF_EDGE_AHEAD < ROWS + 2)
+            edge[rr + VECF_EDGE_AHEAD] =
+                vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr + VECF_EDGE_AHEAD, rows_in);
+        const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr].y, 1), r = __shfl_down_sync(0xffffffffu, in[rr].x, 1);
+        float v[IPK_VECF_PX + 2];
+        ipk_vecf_values(in[rr].x, in[rr].y, lane == 0 ? edge[rr] << 24 : l, lane == 31 ? edge[rr] : r, v);
+        ipk_vecf_step(&p, MODE, v, rr, ROWS, older, newer, fresh);
+        if (rr >= 2 && n > 0 && y0 + rr - 2 < height)
+            vecf_store<FIN>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
+        #pragma unroll
+        for (int j = 0; j < IPK_VECF_PX; j++) {
+            older[j] = newer[j];
+            newer[j] = fresh[j];
+        }
+    }
+}
+
+template <int MODE, int FIN, typename Out>
+static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    constexpr int ROWS = vecf_rows<MODE, FIN, Out>::value;
+    dim3 block(32, VECF_WARPS);
+    dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
+    vecf3_kernel<MODE, FIN, Out, ROWS><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (Out *)dst->data,
+                                                              dst->stride, src->width, src->height, border, p);
+    return ipk_launch_status();
+}
+
+template <int MODE, typename Out>
+static int vecf3_launch_fin(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    if (p.fin == IPK_VECF_FIN_ONE) return vecf3_launch_one<MODE, IPK_VECF_FIN_ONE, Out>(src, dst, border, p, s);
+    if (p.fin == IPK_VECF_FIN_MUL) return vecf3_launch_one<MODE, IPK_VECF_FIN_MUL, Out>(src, dst, border, p, s);
+    return vecf3_launch_one<MODE, IPK_VECF_FIN_DIV, Out>(src, dst, border, p, s);
+}
+
+/* 1-channel u8 in, u8 or f32 out (the caller checks), the plan of ipk_vecf_plan_conv. */
+template <typename Out>
+static int vecf3_launch(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    return p.mode == IPK_VECF_SEP ? vecf3_launch_fin<IPK_VECF_SEP, Out>(src, dst, border, p, s)
+                                  : vecf3_launch_fin<IPK_VECF_DIRECT, Out>(src, dst, border, p, s);
+}
+#endif

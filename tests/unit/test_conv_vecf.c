@@ -1,0 +1,206 @@
+/* The GPU float vec kernel's arithmetic (kernels/common/conv_vecf.h) run on the host as the kernel
+ * runs it: warps of 32 threads x 8 pixels, ROWS output rows a thread streamed down from its ROWS + 2
+ * input rows, edge bytes on the warps' first and last lanes, the neighbours' words where the kernel
+ * shuffles; against the CPU convolve, bit for bit (f32 outputs compared as bits, so that the sign
+ * of a zero counts), for separable and direct kernels, every finish kind, negative weights and
+ * divisors, offsets (-0.0 among them), every border, u8 and f32 output, widths around the 8-pixel
+ * groups and 256-pixel warps, and images with runs of 0 and 255. Also which kernels the planner
+ * takes and which mode and finish it picks. */
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+#include "conv_vecf.h"
+
+#define WARP 32
+#define MAX_ROWS 8
+
+typedef struct { const char *name; double w[9]; double divisor, offset; int mode, fin; } vecf_case;
+
+/* mode: the one the planner must pick, or -1 when it must refuse the kernel. */
+static const vecf_case CASES[] = {
+    { "bench FLOAT3", { 0 }, 1, 0, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE },   /* filled in main */
+    { "fractional gaussian", { 0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, 0.0625 }, 1, 0,
+      IPK_VECF_SEP, IPK_VECF_FIN_ONE },
+    { "half box /2 +0.5", { 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5 }, 2, 0.5, IPK_VECF_SEP, IPK_VECF_FIN_MUL },
+    { "negative separable /-4", { -0.3, 0.6, -0.9, 0.1, -0.2, 0.3, -0.5, 1.0, -1.5 }, -4, 7.25, IPK_VECF_SEP,
+      IPK_VECF_FIN_MUL },
+    { "sharpen-ish /3", { 0, -0.7, 0, -0.7, 3.9, -0.7, 0, -0.7, 0 }, 3, 0, IPK_VECF_DIRECT, IPK_VECF_FIN_DIV },
+    { "all negative, offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, 1, -0.0,
+      IPK_VECF_DIRECT, IPK_VECF_FIN_ONE },
+    { "all negative /-2 offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, -2, -0.0,
+      IPK_VECF_DIRECT, IPK_VECF_FIN_MUL },
+    { "negative separable, offset -0.0", { -0.5, -1, -0.5, -1, -2, -1, -0.5, -1, -0.5 }, 0.3, -0.0, IPK_VECF_SEP,
+      IPK_VECF_FIN_DIV },
+    { "tiny divisor", { 0.11, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.91 }, 1e-3, -100, IPK_VECF_DIRECT,
+      IPK_VECF_FIN_DIV },
+    { "large weights", { 1e30, -2.5e30, 1e30, 0.5, 1, 0.5, -1e30, 2.5e30, -1e30 }, 1e28, 100, IPK_VECF_SEP,
+      IPK_VECF_FIN_DIV },
+    { "integer weights", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16, 0, -1, 0 },
+};
+
+static uint32_t px_u8(const ipk_img *src, int x, int y, int border)
+{
+    int sx = ipk_border_index(x, src->width, border), sy = ipk_border_index(y, src->height, border);
+    return sx < 0 || sy < 0 ? 0u : (uint32_t)*(const uint8_t *)tu_px(src, sx, sy, 0);
+}
+
+/* Bytes x .. x+7 of row y through the border: the two words a thread loads. */
+static void load_words(const ipk_img *src, int x, int y, int border, uint32_t *lo, uint32_t *hi)
+{
+    *lo = *hi = 0;
+    for (int b = 0; b < 4; b++) {
+        *lo |= px_u8(src, x + b, y, border) << (8 * b);
+        *hi |= px_u8(src, x + 4 + b, y, border) << (8 * b);
+    }
+}
+
+/* A thread's outputs of one row, u8 packed into two words as the kernel stores them. */
+static void store(const ipk_img *dst, const ipk_vecf_plan *p, int fin, int x, int y, const float *acc)
+{
+    uint32_t q[IPK_VECF_PX], w[2];
+    for (int j = 0; j < IPK_VECF_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(p, fin, 0, acc[j]));
+    w[0] = ipk_vecf_pack4(q);
+    w[1] = ipk_vecf_pack4(q + 4);
+    for (int j = 0; j < IPK_VECF_PX && x + j < dst->width; j++) {
+        if (dst->dtype == IPK_F32) {
+            const float v = ipk_vecf_value(p, fin, 1, acc[j]);
+            memcpy(tu_px(dst, x + j, y, 0), &v, sizeof v);
+        } else {
+            *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)(w[j / 4] >> (8 * (j % 4)));
+        }
+    }
+}
+
+/* One warp's ROWS output rows from y0, as the kernel computes them. */
+static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows, int x0,
+                       int y0)
+{
+    static uint32_t lo[MAX_ROWS + 2][WARP], hi[MAX_ROWS + 2][WARP], edge[MAX_ROWS + 2][WARP];
+    static float open[3][WARP][IPK_VECF_PX];   /* older, newer, fresh */
+    for (int rr = 0; rr < rows + 2; rr++)
+        for (int lane = 0; lane < WARP; lane++) {
+            const int x = x0 + IPK_VECF_PX * lane;
+            load_words(src, x, y0 - 1 + rr, border, &lo[rr][lane], &hi[rr][lane]);
+            edge[rr][lane] = lane == 0 ? px_u8(src, x - 1, y0 - 1 + rr, border)
+                             : lane == WARP - 1 ? px_u8(src, x + IPK_VECF_PX, y0 - 1 + rr, border) : 0;
+        }
+    for (int rr = 0; rr < rows + 2; rr++)
+        for (int lane = 0; lane < WARP; lane++) {
+            const int x = x0 + IPK_VECF_PX * lane;
+            const uint32_t left = lane == 0 ? edge[rr][lane] << 24 : hi[rr][lane - 1];
+            const uint32_t right = lane == WARP - 1 ? edge[rr][lane] : lo[rr][lane + 1];
+            float v[IPK_VECF_PX + 2];
+            ipk_vecf_values(lo[rr][lane], hi[rr][lane], left, right, v);
+            ipk_vecf_step(p, p->mode, v, rr, rows, open[0][lane], open[1][lane], open[2][lane]);
+            if (rr >= 2 && x < src->width && y0 + rr - 2 < src->height)
+                store(dst, p, p->fin, x, y0 + rr - 2, open[0][lane]);
+            memcpy(open[0][lane], open[1][lane], sizeof open[0][lane]);
+            memcpy(open[1][lane], open[2][lane], sizeof open[1][lane]);
+        }
+}
+
+static void model(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows)
+{
+    for (int y0 = 0; y0 < src->height; y0 += rows)
+        for (int x0 = 0; x0 < src->width; x0 += WARP * IPK_VECF_PX) model_warp(src, dst, p, border, rows, x0, y0);
+}
+
+/* Whether two images hold the same bytes in every row (f32: the same bits, -0 apart from +0). */
+static int same_bits(const ipk_img *a, const ipk_img *b)
+{
+    const size_t row = (size_t)a->width * (a->dtype == IPK_F32 ? 4 : 1);
+    for (int y = 0; y < a->height; y++)
+        if (memcmp(tu_px(a, 0, y, 0), tu_px(b, 0, y, 0), row)) return 0;
+    return 1;
+}
+
+static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 8, 3 }, { 17, 10 }, { 31, 2 }, { 97, 13 },
+                                { 255, 4 }, { 256, 7 }, { 257, 5 }, { 2053, 3 } };
+#define N_SIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+
+static void check_against_cpu(const char *name, const ipk_vecf_plan *p, const double *w, double divisor,
+                              double offset, tu_rng *rng)
+{
+    for (int s = 0; s < N_SIZES; s++)
+        for (int border = 0; border < 4; border++) {
+            const ipk_dtype out = (s + border) % 2 ? IPK_F32 : IPK_U8;
+            const int rows = (s + border) % 3 ? 8 : 6;
+            ipk_img src = tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng);
+            ipk_img want = tu_img_zeros(src.width, src.height, 1, out, 0);
+            ipk_img got = tu_img_zeros(src.width, src.height, 1, out, 4);
+            ipk_conv_params cp = { w, 3, 3, divisor, offset, (ipk_border)border };
+            CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", name);
+            model(&src, &got, p, border, rows);
+            CHECK(same_bits(&got, &want),
+                  "%s mode %d fin %d %dx%d border %d out %d rows %d: differs from the CPU by %g", name, p->mode,
+                  p->fin, src.width, src.height, border, (int)out, rows, tu_max_diff(&got, &want));
+            tu_img_free(&src);
+            tu_img_free(&want);
+            tu_img_free(&got);
+        }
+}
+
+static void check_case(const vecf_case *c, tu_rng *rng)
+{
+    ipk_vecf_plan p;
+    const int ok = ipk_vecf_plan_conv(c->w, 3, 3, c->divisor, c->offset, &p);
+    CHECK(ok == (c->mode >= 0), "%s: planner %s", c->name, ok ? "took it" : "refused it");
+    if (!ok || c->mode < 0) return;
+    CHECK(p.mode == c->mode && p.fin == c->fin, "%s: mode %d fin %d, expected %d %d", c->name, p.mode, p.fin,
+          c->mode, c->fin);
+    check_against_cpu(c->name, &p, c->w, c->divisor, c->offset, rng);
+}
+
+/* Random float kernels, signed, a third of them separable, random divisors and offsets. */
+static void check_random(tu_rng *rng)
+{
+    int modes[2] = { 0, 0 };
+    for (int t = 0; t < 24; t++) {
+        vecf_case c = { "random", { 0 }, 1, 0, 0, 0 };
+        if (t % 3 == 0) {
+            double col[3], row[3];
+            for (int i = 0; i < 3; i++) {
+                col[i] = (double)(tu_next(rng) % 2001) / 1000.0 - 1.0;
+                row[i] = (double)(tu_next(rng) % 2001) / 997.0 - 1.0;
+            }
+            for (int i = 0; i < 9; i++) c.w[i] = col[i / 3] * row[i % 3];
+        } else {
+            for (int i = 0; i < 9; i++) c.w[i] = (double)(tu_next(rng) % 2001) / 613.0 - 1.6;
+        }
+        static const double divisors[] = { 1, 2, -0.5, 3, 0.7, -9 }, offsets[] = { 0, 128, -3.5, 0.25 };
+        c.divisor = divisors[tu_next(rng) % 6];
+        c.offset = offsets[tu_next(rng) % 4];
+        ipk_vecf_plan p;
+        if (!ipk_vecf_plan_conv(c.w, 3, 3, c.divisor, c.offset, &p)) continue;
+        modes[p.mode]++;
+        c.mode = p.mode;
+        c.fin = p.fin;
+        check_case(&c, rng);
+    }
+    CHECK(modes[IPK_VECF_SEP] >= 4 && modes[IPK_VECF_DIRECT] >= 8, "random kernels: %d separable, %d direct",
+          modes[IPK_VECF_SEP], modes[IPK_VECF_DIRECT]);
+}
+
+static void check_refusals(void)
+{
+    static const double w5[25] = { 0.5 }, frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 };
+    ipk_vecf_plan p;
+    CHECK(!ipk_vecf_plan_conv(w5, 5, 5, 1, 0, &p), "5x5 refused");
+    CHECK(!ipk_vecf_plan_conv(frac, 3, 1, 1, 0, &p), "3x1 refused");
+    CHECK(!ipk_vecf_plan_conv(frac, 1, 3, 1, 0, &p), "1x3 refused");
+}
+
+int main(void)
+{
+    tu_rng rng;
+    tu_seed(&rng, 3307);
+    static vecf_case cases[sizeof CASES / sizeof CASES[0]];
+    memcpy(cases, CASES, sizeof CASES);
+    double sum = 0;   /* bench_gpu's FLOAT3 */
+    for (int i = 0; i < 9; i++) sum += cases[0].w[i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
+    for (int i = 0; i < 9; i++) cases[0].w[i] /= sum;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], &rng);
+    check_random(&rng);
+    check_refusals();
+    return tu_finish();
+}
