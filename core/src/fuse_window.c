@@ -77,7 +77,7 @@ int fuse_convolve_fits(const plan_step *st, int *radius, int *border)
     if (!conv_use_of(st, &c)) return 0;
     /* A 3x3 the GPU's vec kernel takes runs apart: grayscale then gaussian3 took 0.09 + 0.06 ms at
      * 8192x8192 on the H100, the fused tile kernel 0.163 (bench/RESULTS.md). */
-    if (ipk_vec_plan_conv(c.w, c.kw, c.kh, c.divisor, c.offset, &vec)) return 0;
+    if ((c.kw == 3 || CONV_VEC5_AUTO) && ipk_vec_plan_conv(c.w, c.kw, c.kh, c.divisor, c.offset, &vec)) return 0;
     *radius = (c.kw > c.kh ? c.kw : c.kh) / 2;
     *border = c.border;
     return 1;

@@ -29,7 +29,7 @@
 #define CONV_REG_AUTO_MAX_K 0
 /* 1: plain calls take the vec kernel (vec_block.cuh) for the 3x3 integer cases it takes (see
  * conv_vec_launch); 0: the tile kernels. 1: gaussian3 0.060 against 0.121 ms, sharpen3 0.063
- * against 0.173, at 8192x8192 on the H100. */
+ * against 0.173, at 8192x8192 on the H100. 5x5: CONV_VEC5_AUTO in conv_vec.h. */
 #define CONV_VEC_AUTO 1
 /* 1: plain calls take the float vec kernel (vecf_block.cuh) for the float-weight 3x3 cases it
  * takes (see conv_vecf_launch); 0: the tile kernels, until it is measured on the H100. */
@@ -415,21 +415,29 @@ static int conv_strip_launch(const ipk_img *src, const ipk_img *dst, const ipk_c
     return sw_launch_k<7, true>(src, dst, b, plan, s);
 }
 
-template <int MODE>
+template <int R, int MODE>
 static int conv_vec_mode(const ipk_img *src, const ipk_img *dst, int border, const ipk_vec_plan &vp, cudaStream_t s)
 {
     switch (vp.p.fin) {
-    case IPK_SWAR_FIN_SHIFT: return vec3_launch<MODE, IPK_SWAR_FIN_SHIFT>(src, dst, border, vp, s);
-    case IPK_SWAR_FIN_LANE_SHIFT: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_SHIFT>(src, dst, border, vp, s);
-    case IPK_SWAR_FIN_LANE_ODD: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_ODD>(src, dst, border, vp, s);
-    case IPK_SWAR_FIN_LANE_DOUBLE: return vec3_launch<MODE, IPK_SWAR_FIN_LANE_DOUBLE>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_SHIFT: return vec_launch<R, MODE, IPK_SWAR_FIN_SHIFT>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_SHIFT: return vec_launch<R, MODE, IPK_SWAR_FIN_LANE_SHIFT>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_ODD: return vec_launch<R, MODE, IPK_SWAR_FIN_LANE_ODD>(src, dst, border, vp, s);
+    case IPK_SWAR_FIN_LANE_DOUBLE: return vec_launch<R, MODE, IPK_SWAR_FIN_LANE_DOUBLE>(src, dst, border, vp, s);
     }
     return IPK_EINVAL;
 }
 
-/* The vec kernel of vec_block.cuh: 1-channel u8 in and out, 3x3 integer weights that the 16-bit
- * lanes hold (conv_vec.h's planner), every border (shrink adds nothing outside, as zero does).
- * *taken says whether it applies. */
+template <int R>
+static int conv_vec_radius(const ipk_img *src, const ipk_img *dst, int border, const ipk_vec_plan &vp, cudaStream_t s)
+{
+    if (vp.mode == IPK_VEC_UNIT) return conv_vec_mode<R, IPK_VEC_UNIT>(src, dst, border, vp, s);
+    if (vp.mode == IPK_VEC_SEP) return conv_vec_mode<R, IPK_VEC_SEP>(src, dst, border, vp, s);
+    return conv_vec_mode<R, IPK_VEC_DIRECT>(src, dst, border, vp, s);
+}
+
+/* The vec kernel of vec_block.cuh: 1-channel u8 in and out, 3x3 or 5x5 integer weights that the
+ * 16-bit lanes hold (conv_vec.h's planner), every border (shrink adds nothing outside, as zero
+ * does). *taken says whether it applies. */
 static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                            int *taken)
 {
@@ -438,9 +446,7 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
              ipk_vec_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &vp);
     if (!*taken) return IPK_EINVAL;
     const int b = (int)p->border;
-    if (vp.mode == IPK_VEC_UNIT) return conv_vec_mode<IPK_VEC_UNIT>(src, dst, b, vp, s);
-    if (vp.mode == IPK_VEC_SEP) return conv_vec_mode<IPK_VEC_SEP>(src, dst, b, vp, s);
-    return conv_vec_mode<IPK_VEC_DIRECT>(src, dst, b, vp, s);
+    return vp.p.k == 5 ? conv_vec_radius<2>(src, dst, b, vp, s) : conv_vec_radius<1>(src, dst, b, vp, s);
 }
 
 /* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
@@ -515,12 +521,12 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECF_AUTO)) {
         int taken = 0;
         const int rc = conv_vecf_launch(src, dst, p, s, &taken);
-        if (taken) return rc;
+        if (taken && !(path == IPK_GPU_AUTO && rc == IPK_ERANGE)) return rc;   /* too tall: the tiles */
     }
-    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VEC_AUTO)) {
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 5 ? CONV_VEC5_AUTO : CONV_VEC_AUTO))) {
         int taken = 0;
         const int rc = conv_vec_launch(src, dst, p, s, &taken);
-        if (taken || path == IPK_GPU_VEC) return rc;
+        if (path == IPK_GPU_VEC || (taken && rc != IPK_ERANGE)) return rc;
     }
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;

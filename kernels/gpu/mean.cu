@@ -23,6 +23,9 @@
 /* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
  * border); 0: the tile kernels. 1: 0.060 against 0.103 ms at 8192x8192 on the H100. */
 #define MEAN_VEC_AUTO 1
+/* 1: plain calls take the vec kernel for 1-channel u8 of radius 2 too (every border); 0: the
+ * tile kernels, until it is measured on the H100 (bench_gpu's "mean 5x5 (vec path)"). */
+#define MEAN_VEC5_AUTO 0
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16
@@ -517,13 +520,14 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return mean_launch<float>(src, dst, radius, border, s);
 }
 
-/* Radius 1 on 1-channel u8 by the vec kernel: floor((S + 4) / 9) as the plan of conv_vec.h, or
- * with shrink the count of in-image pixels at the image's edges. */
-static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, ipk_border border, cudaStream_t s)
+/* Radius 1 or 2 on 1-channel u8 by the vec kernel: floor((S + n/2) / n) as the plan of conv_vec.h,
+ * or with shrink the count of in-image pixels at the image's edges. */
+static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
 {
     ipk_vec_plan vp;
-    ipk_vec_plan_mean(&vp);
-    return vec3_launch<IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
+    ipk_vec_plan_mean(radius, &vp);
+    if (radius == 2) return vec_launch<2, IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
+    return vec_launch<1, IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
 }
 
 extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
@@ -539,9 +543,13 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
     const bool strip_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 &&
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
-    const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && radius == 1;
-    if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, border, s) : IPK_EINVAL;
-    if (path == IPK_GPU_AUTO && MEAN_VEC_AUTO && vec_fits) return vec_mean_launch(src, dst, border, s);
+    const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2);
+    if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
+    const bool vec_auto = radius == 1 ? MEAN_VEC_AUTO : MEAN_VEC5_AUTO;
+    if (path == IPK_GPU_AUTO && vec_auto && vec_fits) {
+        const int rc = vec_mean_launch(src, dst, radius, border, s);
+        if (rc != IPK_ERANGE) return rc;   /* too tall for its grid: the kernels below */
+    }
     /* the register kernels: the strip kernel's cases, and radius 4 to RM_MAXR on every border */
     const bool rm_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 4 && radius <= RM_MAXR;
     if (path == IPK_GPU_REG && strip_fits) return rg_mean_launch(src, dst, radius, border, s);

@@ -78,12 +78,13 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * to 3 not shrink, and radius 4 to 15 on every border by running sums). Both return IPK_EINVAL
  * where they do not apply. TILE forces the kernels that served these cases before them. NET is
  * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP, REG and VEC).
- * VEC forces the vec kernel (kernels/gpu/vec_block.cuh: 16 columns x 4 or 6 rows a thread,
+ * VEC forces the vec kernel (kernels/gpu/vec_block.cuh: 16 columns x 1 to 6 rows a thread,
  * every input row loaded before any arithmetic, exact 16-bit lanes): 1-channel u8 in and out, mean
- * radius 1 and convolve 3x3 integer weights whose sums the lanes hold (sum |w| * 255 <= 65535,
- * the STRIP planner's rule), every border; plain calls take it
- * only where MEAN_VEC_AUTO (mean.cu) and CONV_VEC_AUTO (convolve.cu) say, both off until it
- * is measured on the H100. Results are the same on every path.
+ * radius 1 or 2 and convolve 3x3 or 5x5 integer weights whose sums the lanes hold (sum |w| * 255
+ * <= 65535, the STRIP planner's rule), every border; plain calls take it where MEAN_VEC_AUTO
+ * (mean.cu) and CONV_VEC_AUTO (convolve.cu) say for radius 1 (on), MEAN_VEC5_AUTO (mean.cu) and
+ * CONV_VEC5_AUTO (conv_vec.h) for radius 2 (off until measured on the H100). Results are the same
+ * on every path.
  * VEC also takes convolve 3x3 with float weights (not all whole numbers: the CPU's float path) on
  * 1-channel u8 input, u8 or f32 output, every border (kernels/gpu/vecf_block.cuh: 8 columns x 6 or
  * 8 rows a thread, bit-identical to the CPU); plain calls take it only where CONV_VECF_AUTO

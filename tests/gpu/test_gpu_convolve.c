@@ -233,7 +233,7 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
 {
     static kernel_case ks[16];
     int n = 0;
-    for (int i = 0; i < 8; i++) ks[n++] = named[i];   /* box3, gaussian3, gaussian5 (refused), sharpen .. emboss */
+    for (int i = 0; i < 8; i++) ks[n++] = named[i];   /* box3, gaussian3, gaussian5 (check_vec5_path), sharpen .. */
     static const kernel_case extra[] = {
         { "box3 /8 +3", 3, 3, { 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 8, 3 },
         { "separable (3 0 1)(1 2 5) /7", 3, 3, { 3, 6, 15, 0, 0, 0, 1, 2, 5 }, 7, 0 },
@@ -249,7 +249,7 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
                              { 37, 1000 } };
     int c = 0;
     for (int ki = 0; ki < n; ki++) {
-        if (ki == 2) continue;   /* gaussian5: refused below */
+        if (ki == 2) continue;   /* gaussian5: check_vec5_path */
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 3) continue;
             check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
@@ -263,13 +263,12 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
                 check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
     ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), two = dev_alloc(64, 8, 2, IPK_U8, 1);
-    ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO }, g5 = { ks[2].w, 5, 5, 256, 0, IPK_ZERO };
+    ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO };
     ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights" */
     static const double frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 };
     static const double over[9] = { 29, 29, 29, 29, 29, 29, 29, 29, 29 };
     ipk_conv_params fr = { frac, 3, 3, 8, 0, IPK_ZERO }, ov = { over, 3, 3, 256, 0, IPK_ZERO };
     ipk_conv_params row3 = { ks[0].w, 3, 1, 3, 0, IPK_ZERO };
-    CHECK(ipk_convolve_gpu_path(&a, &a, &g5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &row3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 3x1 refused");
     CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: f32 output refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 refused");
@@ -282,6 +281,74 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
     dev_free(&f);
     dev_free(&u);
     dev_free(&two);
+}
+
+/* The vec kernel at 5x5: gaussian5 and the other separable and unit kernels with every finish
+ * (each pair of mode and finish makes its own number of rows a thread), direct signed kernels
+ * (one row a thread), sums at the lanes' limit; sizes around the groups, warps and row groups,
+ * heights 1 to 5 (reflections of reflections), unaligned rows, every border; and what it refuses:
+ * 7x7, 5x3, sums past the lanes. */
+static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
+{
+    static kernel_case ks[16];
+    static const double b5[5] = { 1, 4, 6, 4, 1 }, ones[5] = { 1, 1, 1, 1, 1 };
+    static const double ca[5] = { 3, 1, 0, 1, 2 }, ra[5] = { 1, 2, 0, 2, 1 };
+    static const struct { const char *name; const double *col, *row; double divisor, offset; } sep[] = {
+        { "box5 /16 +3", ones, ones, 16, 3 }, { "box5 /-8 +300", ones, ones, -8, 300 },
+        { "box5 /25", ones, ones, 25, 0 }, { "box5 /2.5", ones, ones, 2.5, 0.5 },
+        { "gaussian5 /-256 +255", b5, b5, -256, 255 }, { "separable (3 1 0 1 2)(1 2 0 2 1) /7 -5", ca, ra, 7, -5 },
+        { "gaussian5 /100.5", b5, b5, 100.5, 0 },
+    };
+    int n = 0;
+    ks[n++] = named[2];   /* gaussian5 */
+    ks[n++] = named[8];   /* "5x5 integer": signed, /7 +3 */
+    for (size_t i = 0; i < sizeof sep / sizeof sep[0]; i++) {
+        ks[n] = (kernel_case){ sep[i].name, 5, 5, { 0 }, sep[i].divisor, sep[i].offset };
+        outer(&ks[n++], sep[i].col, sep[i].row);
+    }
+    static const kernel_case direct[] = {
+        { "laplacian of gaussian5 +128", 5, 5,
+          { 0, 0, -1, 0, 0, 0, -1, -2, -1, 0, -1, -2, 16, -2, -1, 0, -1, -2, -1, 0, 0, 0, -1, 0, 0 }, 1, 128 },
+        { "5x5 ties /-8 +300", 5, 5, { 3, 5, 1, 0, 2, 0, 1, 0, 4, 0, 1, 2, 3, 0, 0, 1, 0, 0, 2, 0, 5, 0, 1, 0, 1 }, -8,
+          300 },
+        { "5x5 sharpen /2.5", 5, 5,
+          { -1, -1, -1, -1, -1, -1, 2, 2, 2, -1, -1, 2, 8, 2, -1, -1, 2, 2, 2, -1, -1, -1, -1, -1, -1 }, 2.5, 0 },
+        { "5x5 at the lane limit", 5, 5, { 0 }, 256, 0 },
+        { "5x5 signed at the lane limit", 5, 5, { 0 }, 64, 128 },
+    };
+    for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) ks[n++] = direct[i];
+    for (int i = 0; i < 25; i++) {
+        ks[n - 2].w[i] = i == 12 ? 17 : 10;   /* sum 257: 257 * 255 = 65535 */
+        ks[n - 1].w[i] = i == 12 ? 17 : i % 2 ? -10 : 10;
+    }
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 2 }, { 3, 4 }, { 15, 5 }, { 16, 16 }, { 17, 5 },
+                             { 18, 3 }, { 31, 7 }, { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 514, 13 },
+                             { 1021, 23 }, { 2053, 13 }, { 37, 1000 } };
+    int c = 0;
+    for (int ki = 0; ki < n; ki++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
+            if (quick && c % 3) continue;
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
+                       rng);
+        }
+    const int large[] = { 0, 2, n - 5 };   /* gaussian5, box5 /16 +3, laplacian of gaussian5 */
+    for (int li = 0; li < 3; li++)
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+            check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[large[li]], (ipk_border)b, 1, 0, IPK_GPU_VEC, s,
+                       rng);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1);
+    static double g7[49], over[25];
+    static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
+    for (int i = 0; i < 49; i++) g7[i] = b7[i / 7] * b7[i % 7];
+    for (int i = 0; i < 25; i++) over[i] = 11;
+    ipk_conv_params k7 = { g7, 7, 7, 4096, 0, IPK_ZERO }, ov = { over, 5, 5, 256, 0, IPK_ZERO };
+    ipk_conv_params k53 = { ks[0].w, 5, 3, 64, 0, IPK_ZERO }, frac = { named[9].w, 5, 5, 1, 0.25, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&a, &a, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: gaussian7 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &k53, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x3 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 past 16 bits refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &frac, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 fractional refused");
+    dev_free(&a);
 }
 
 int main(void)
@@ -309,6 +376,7 @@ int main(void)
     check_fast_path(quick, s, &rng);
     check_strip_paths(ks, quick, s, &rng);
     check_vec_path(ks, quick, s, &rng);
+    check_vec5_path(ks, quick, s, &rng);
     for (int ki = 0; ki < 3; ki++)
         check_case(quick ? 131 : 1031, quick ? 67 : 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 31 : 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);

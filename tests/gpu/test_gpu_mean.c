@@ -1,7 +1,7 @@
 /* GPU mean against the CPU kernel: bit-identical for u8/u16, 1e-5 for f32, for radii
  * 1, 2, 3, 7, 15 (and 40: over 48 KB of shared memory), every border, dtype and channel count,
  * odd sizes (windows wider than the image included) and pitches; the strip, tile, register and
- * vec paths of ipk_mean_gpu_path one by one. */
+ * vec (radius 1 and 2) paths of ipk_mean_gpu_path one by one. */
 #include <stdlib.h>
 #include "gpu_testutil.h"
 #include "ipk.h"
@@ -110,27 +110,31 @@ static void check_strip_paths(int quick, cudaStream_t s, tu_rng *rng)
     dev_free(&c);
 }
 
-/* The vec kernel (radius 1; shrink with its own counts at the edges): 16-column groups,
- * 512-column warps and 24-row blocks whole or cut, 1xN and Nx1, prime widths, 16-byte rows or
- * not (pitches that are not the width, base pointers off by 1 to 15 bytes), every border; what
- * it refuses. */
+/* The vec kernel (radius 1 and 2; shrink with its own counts at the edges): 16-column groups,
+ * 512-column warps and 12- to 24-row blocks whole or cut, 1xN and Nx1, heights under the window,
+ * prime widths, 16-byte rows or not (pitches that are not the width, base pointers off by 1 to
+ * 15 bytes), every border; what it refuses. */
 static void check_vec_path(int quick, cudaStream_t s, tu_rng *rng)
 {
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 31, 7 },
-                             { 33, 2 }, { 97, 25 }, { 496, 24 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 1021, 23 },
-                             { 1024, 48 }, { 2053, 13 }, { 37, 1000 } };
+                             { 33, 2 }, { 18, 12 }, { 97, 25 }, { 496, 24 }, { 511, 37 }, { 512, 19 }, { 513, 3 },
+                             { 514, 13 }, { 1021, 23 }, { 1024, 48 }, { 2053, 13 }, { 37, 1000 } };
     int k = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++, k++) {
-            if (quick && k % 2) continue;
-            check_path(sizes[i][0], sizes[i][1], 1, (ipk_border)b, k & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], 1, (ipk_border)b, 1, 1 + k % 15, IPK_GPU_VEC, s, rng);
-        }
-    for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
-        check_path(quick ? 1031 : 8192, quick ? 301 : 2049, 1, (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
+    for (int r = 1; r <= 2; r++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++, k++) {
+                if (quick && k % 2) continue;
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, k & 1, 0, IPK_GPU_VEC, s, rng);
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 1 + k % 15, IPK_GPU_VEC, s, rng);
+            }
+    for (int r = 1; r <= 2; r++)
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+            check_path(quick ? 1031 : 8192, quick ? 301 : 2049, r, (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), b = dev_alloc(64, 8, 1, IPK_U8, 1), c = dev_alloc(64, 8, 2, IPK_U8, 1);
     ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
-    CHECK(ipk_mean_gpu_path(&a, &b, 2, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 2 refused");
+    CHECK(ipk_mean_gpu_path(&a, &b, 3, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 3 refused");
+    CHECK(ipk_mean_gpu_path(&c, &c, 2, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels r=2 refused");
+    CHECK(ipk_mean_gpu_path(&u, &u, 2, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 r=2 refused");
     CHECK(ipk_mean_gpu_path(&a, &b, 0, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 0 refused");
     CHECK(ipk_mean_gpu_path(&c, &c, 1, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels refused");
     CHECK(ipk_mean_gpu_path(&u, &u, 1, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 refused");
