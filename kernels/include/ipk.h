@@ -83,12 +83,12 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * radius 1 or 2 and convolve 3x3 or 5x5 integer weights whose sums the lanes hold (sum |w| * 255
  * <= 65535, the STRIP planner's rule), every border; plain calls take it where MEAN_VEC_AUTO
  * (mean.cu) and CONV_VEC_AUTO (convolve.cu) say for radius 1 (on), MEAN_VEC5_AUTO (mean.cu) and
- * CONV_VEC5_AUTO (conv_vec.h) for radius 2 (off until measured on the H100). Results are the same
+ * CONV_VEC5_AUTO (conv_vec.h) for radius 2 (on). Results are the same
  * on every path.
  * VEC also takes convolve 3x3 with float weights (not all whole numbers: the CPU's float path) on
  * 1-channel u8 input, u8 or f32 output, every border (kernels/gpu/vecf_block.cuh: 8 columns x 6 or
  * 8 rows a thread, bit-identical to the CPU); plain calls take it only where CONV_VECF_AUTO
- * (convolve.cu) says, off until it is measured on the H100. */
+ * (convolve.cu) says (on). */
 typedef enum {
     IPK_GPU_AUTO = 0,
     IPK_GPU_STRIP = 1,

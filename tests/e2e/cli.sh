@@ -5,7 +5,7 @@ cd "$TMP"
 
 expect 0 "--help" "$B" --help
 grep -q "exit codes" "$TMP/.stdout" && ok || bad "--help lacks the exit codes"
-grep -q -- "--no-fuse" "$TMP/.stdout" && grep -q "median radius=1, mean" "$TMP/.stdout" && grep -q "radius<=16, whole-weight convolve (not a 3x3 of small weights" "$TMP/.stdout" && grep -q "levels>=256) or histogram are computed" "$TMP/.stdout" && ok || bad "--help lacks --no-fuse and what fuses"
+grep -q -- "--no-fuse" "$TMP/.stdout" && grep -q "median radius=1, mean" "$TMP/.stdout" && grep -q "radius<=16, whole-weight convolve (not a 3x3 or 5x5 of small" "$TMP/.stdout" && grep -q "bins<=16, levels>=256) or histogram are computed" "$TMP/.stdout" && ok || bad "--help lacks --no-fuse and what fuses"
 expect 0 "--no-fuse on the CPU is accepted and changes nothing" "$B" run -q --device cpu --no-fuse -e "grayscale | median" "$IMAGES/camera.png" nofuse.png
 expect 0 "without --no-fuse" "$B" run -q --device cpu -e "grayscale | median" "$IMAGES/camera.png" fuse.png
 cmp -s nofuse.png fuse.png && ok || bad "--no-fuse changed a CPU run's output"
