@@ -147,8 +147,8 @@ else
                "grayscale | pointinv | median" "grayscale | pointinv" "pointinv | pointinv" \
                "grayscale | median | grayscale | median" "pointinv | grayscale | pointinv | median border=zero" \
                "grayscale | pointinv | mean border=shrink" "pointinv | pointinv | mean radius=3 border=replicate" \
-               "grayscale | mean radius=15 border=zero" "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 72 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512" \
-               "grayscale | pointinv | convolve kernel=\"-100 0 100; -200 0 200; -100 0 100\" offset=128 border=replicate"; do
+               "grayscale | mean radius=15 border=zero" "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 73 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512" \
+               "grayscale | pointinv | convolve kernel=\"-100 0 100; -200 1 200; -100 0 100\" offset=128 border=replicate"; do
     for in in "$IMAGES/astronaut.png" rgb_odd.png row.png col.png tiny.png gray_odd.png rgba_odd.png; do
       for tr in copy zerocopy; do
         f="fz-$(echo "$chain $in $tr" | md5sum | cut -c1-8)"

@@ -60,7 +60,11 @@ static const group_case group_cases[] = {
     { "grayscale | pointinv | convolve kernel=\"-200 -1 0; -1 1 1; 0 1 200\" divisor=3 offset=0.5 border=zero",
       { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 3, "grayscale+pointinv+convolve" },
     { "grayscale | convolve kernel=gaussian5 border=shrink", { 5, 3, 4, IP_U8 }, 0, FUSE_NONE, 0, NULL },
-    { "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 72 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512 border=shrink", { 5, 3, 4, IP_U8 }, 0,
+    /* separable kernels run apart too, whatever their weights */
+    { "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 72 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512",
+      { 5, 3, 4, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve kernel=\"64 64 64; 64 64 64; 64 64 64\"", { 5, 3, 3, IP_U8 }, 0, FUSE_NONE, 0, NULL },
+    { "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 73 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512 border=shrink", { 5, 3, 4, IP_U8 }, 0,
       FUSE_CONVOLVE, 2, "grayscale+convolve" },
     { "pointinv | convolve kernel=\"1 2 3 2 1\"", { 5, 3, 1, IP_U8 }, 0, FUSE_CONVOLVE, 2, "pointinv+convolve" },
     { "grayscale | convolve kernel=\"1; -2; 7\" divisor=7", { 5, 3, 3, IP_U8 }, 0, FUSE_CONVOLVE, 2,
@@ -152,11 +156,11 @@ typedef struct {
  * (conv_round.h: 1 shift for +-2^k, 2 odd for odd divisors, 0 the double reference otherwise). */
 static const defines_case defines_cases[] = {
     { "grayscale | mean radius=7 border=shrink", { "#define IP_RADIUS 7\n", "#define IP_BORDER 3\n", NULL } },
-    { "grayscale | convolve kernel=\"64 64 64; 64 64 64; 64 64 64\" divisor=512",
-      { "#define IPF_WEIGHTS { 64,64,64,64,64,64,64,64,64 }\n", "#define IPF_FINISH 1\n", "#define IP_BORDER 1\n" } },
+    { "grayscale | convolve kernel=\"64 64 64; 64 65 64; 64 64 64\" divisor=512",
+      { "#define IPF_WEIGHTS { 64,64,64,64,65,64,64,64,64 }\n", "#define IPF_FINISH 1\n", "#define IP_BORDER 1\n" } },
     { "grayscale | convolve kernel=\"90 1 90; 1 1 1; 90 1 90\" border=zero",
       { "#define IPF_WEIGHTS { 90,1,90,1,1,1,90,1,90 }\n", "#define IPF_FINISH 2\n", "#define IP_BORDER 2\n" } },
-    { "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 72 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512",
+    { "grayscale | convolve kernel=\"2 8 12 8 2; 8 32 48 32 8; 12 48 73 48 12; 8 32 48 32 8; 2 8 12 8 2\" divisor=512",
       { "#define IPF_KW 5\n#define IPF_KH 5\n", "#define IPF_ROUNDING { 1, 0, 512, 9, 256,", NULL } },
     { "grayscale | convolve kernel=\"0 100 0; 100 -400 100; 0 100 0\"",
       { "#define IPF_WEIGHTS { 0,100,0,100,-400,100,0,100,0 }\n", "#define IPF_ROUNDING { 2, 0, 1, 1, 1,", NULL } },
