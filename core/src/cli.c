@@ -801,7 +801,7 @@ static int choose_stream_place(const cli_options *o, const plan *p, const ip_sha
         snprintf(why, whylen, "auto: estimated %.0f ms against %.0f ms on the CPU", est.gpu_ms, est.cpu_ms);
     }
     /* Without --gpus, one GPU: on two H200s every measured pipeline, eight median radius=7 stages
-     * included, ran slower dealt to both, bound by the codecs (bench/RESULTS.md, issue 16). */
+     * included, ran at 0.71x to 1.07x dealt to both, bound by the codecs (bench/RESULTS.md, issue 16). */
     batch_options b;
     memset(&b, 0, sizeof b);
     int rc = parse_gpu_list(o->gpus ? o->gpus : "0", count, &b);
