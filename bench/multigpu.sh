@@ -9,11 +9,9 @@ n=${1:-64}
 out=${2:-.}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || { echo "multigpu: no Python with OpenCV"; exit 1; }
+# shellcheck source=bench/python.sh
+. "$(dirname "$0")/python.sh"
+PY=$(bench_python cv2) || { echo "multigpu: no Python with OpenCV"; exit 1; }
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 "$PY" - "$(dirname "$0")/../samples" "$tmp/in" "$n" <<'PYEOF' || exit 1
 import cv2, os, sys

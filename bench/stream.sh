@@ -49,11 +49,9 @@ huge_h=${huge#*x}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive whole number"
 [[ $limit_s =~ ^[0-9]+$ ]] || die "LIMIT_S must be a whole number of seconds"
 case $device in gpu|cpu|auto) ;; *) die "DEVICE must be gpu, cpu or auto, not '$device'" ;; esac
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2, numpy, tifffile" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || die "no Python with OpenCV, numpy and tifffile"
+# shellcheck source=bench/python.sh
+. "$here/python.sh"
+PY=$(bench_python cv2 numpy tifffile) || die "no Python with OpenCV, numpy and tifffile"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 md=$tmp/stream.md

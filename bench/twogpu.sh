@@ -34,11 +34,9 @@ case ${SCALE:-full} in
 esac
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 [ "$gpus" -ge 2 ] || die "needs two GPUs; nvidia-smi lists $gpus"
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2, numpy, tifffile" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || die "no Python with OpenCV, numpy and tifffile"
+# shellcheck source=bench/python.sh
+. "$here/python.sh"
+PY=$(bench_python cv2 numpy tifffile) || die "no Python with OpenCV, numpy and tifffile"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 md=$tmp/twogpu.md
