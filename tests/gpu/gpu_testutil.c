@@ -66,3 +66,9 @@ int gpu_finish_ok(int status, const char *what)
     CHECK(status == IPK_OK, "%s returned %d", what, status);
     return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
 }
+
+int gpu_test_quick(void)
+{
+    const char *v = getenv("IMGPIPE_TEST_QUICK");
+    return v && atoi(v) > 0;
+}
