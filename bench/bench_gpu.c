@@ -68,6 +68,10 @@ typedef struct {
 
 static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49], FGAUSS3[9];
 static const double SHARPEN3[9] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 };
+/* A 7x7 disk (x^2 + y^2 <= 10, 37 ones): whole numbers that split into no row and column, the
+ * convolves fusion still takes. */
+static const double DISK7[49] = { 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                  1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0 };
 static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /* base 2 */
 static const ipk_entropy_params ENTROPY_GRAY = { 2, 256, 16, 1.0 };
 
@@ -126,6 +130,7 @@ static const op_spec OPS[] = {
     { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },
     { "convolve sharpen3 (vec path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_VEC },
+    { "convolve disk7 (no target)", OP_CONV, 3, DISK7, 37, -1, IPK_GPU_AUTO },
     { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO },
     { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO },
     { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6, IPK_GPU_AUTO },
@@ -660,6 +665,8 @@ static const fused_case FUSED_CASES[] = {
      * the vec kernel, faster apart) */
     { "convolve gaussian7", "grayscale | convolve divisor=4096 kernel=\"1 6 15 20 15 6 1; 6 36 90 120 90 36 6; 15 90 225 300 225 90 15; 20 120 300 400 300 120 20; 15 90 225 300 225 90 15; 6 36 90 120 90 36 6; 1 6 15 20 15 6 1\"",
       "convolve gaussian7 gray", "grayscale->convolve gaussian7 unfused", "grayscale->convolve gaussian7 fused" },
+    { "convolve disk7 (no target)", "grayscale | convolve divisor=37 kernel=\"0 0 1 1 1 0 0; 0 1 1 1 1 1 0; 1 1 1 1 1 1 1; 1 1 1 1 1 1 1; 1 1 1 1 1 1 1; 0 1 1 1 1 1 0; 0 0 1 1 1 0 0\"",
+      "convolve disk7 gray", "grayscale->convolve disk7 unfused", "grayscale->convolve disk7 fused" },
     { "entropy 5x5 u8 (entropy.pipe)", "grayscale | entropy radius=2 bins=16 output=u8", "entropy gray",
       "grayscale->entropy unfused", "grayscale->entropy fused" },
     { "histogram 256", "grayscale | histogram bins=256", "histogram gray", "grayscale->histogram unfused",
