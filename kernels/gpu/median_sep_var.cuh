@@ -1,0 +1,124 @@
+/* Tile variants of the separable-network median (kernels/common/median_sep.cuh) on 1-channel
+ * u8: the thread tile (2W pixels by ROWS rows) and the register budget (__launch_bounds__'
+ * minimum of resident blocks of 128 threads: 4 -> 128 registers, 5 -> 96, 6 -> 80, 8 -> 64)
+ * are template parameters. Unlike med_sep_kernel in median.cu, a row is held as loaded (W/2
+ * words and one edge word each side) and put in the 16-bit-lane layout only when its pair of
+ * output rows is computed, which halves the registers the loaded rows take. All rows of the
+ * thread are loaded before any network; rows not aligned for the vector loads, and the image's
+ * sides, go through an out-of-line gather through the border. */
+#ifndef IPK_MEDIAN_SEP_VAR_CUH
+#define IPK_MEDIAN_SEP_VAR_CUH
+#include "gpu_common.cuh"
+#include "median_sep.cuh"
+#include "median_huang.cuh"
+
+#define MED_SEPV_WARPS 4
+
+/* A loaded row: v[0..W/2-1] pixels gx..gx+2W-1, v[W/2] gx-4..gx-1, v[W/2+1] gx+2W..gx+2W+3. */
+template <int W> struct med_raw {
+    unsigned v[med_sp_raw<W>::N];
+};
+
+/* Word index in med_raw of pixel gx-4+i. */
+template <int W> __device__ __forceinline__ int med_raw_word(int i)
+{
+    return i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1;
+}
+
+/* The row's pixels through the border (0 where the zero border drops them): out of line, so
+ * that it does not weigh on the fast path's registers. */
+template <int W>
+static __device__ __noinline__ med_raw<W> med_sepv_gather(const unsigned char *row, int gx, int width, int border)
+{
+    med_raw<W> r;
+#pragma unroll
+    for (int i = 0; i < W / 2 + 2; i++) r.v[i] = 0;
+#pragma unroll
+    for (int i = 0; i < 2 * W + 8; i++) {
+        const int xx = ipk_border_index(gx - 4 + i, width, border);
+        const unsigned b = xx >= 0 ? __ldg(row + xx) : 0u;
+        r.v[med_raw_word<W>(i)] |= b << (8 * (i & 3));
+    }
+    return r;
+}
+
+/* Logical row ly around columns gx-4..gx+2W+3: one 2W-byte load and two 4-byte ones where the
+ * row allows them; rows the zero border drops read 0. */
+template <int W>
+__device__ __forceinline__ med_raw<W> med_sepv_load(const med_args &a, int gx, int ly)
+{
+    med_raw<W> r;
+    const int yy = ipk_border_index(ly, a.height, a.border);
+    if (yy < 0) {
+#pragma unroll
+        for (int i = 0; i < W / 2 + 2; i++) r.v[i] = 0;
+        return r;
+    }
+    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
+    if (gx < 4 || gx + 2 * W + 4 > a.width || ((uintptr_t)(row + gx) & (2 * W - 1)) != 0)
+        return med_sepv_gather<W>(row, gx, a.width, a.border);
+    if constexpr (W == 8) {
+        const uint4 c = __ldg((const uint4 *)(row + gx));
+        r.v[0] = c.x, r.v[1] = c.y, r.v[2] = c.z, r.v[3] = c.w;
+    } else {
+        const uint2 c = __ldg((const uint2 *)(row + gx));
+        r.v[0] = c.x, r.v[1] = c.y;
+    }
+    r.v[W / 2] = __ldg((const unsigned *)(row + gx - 4));
+    r.v[W / 2 + 1] = __ldg((const unsigned *)(row + gx + 2 * W));
+    return r;
+}
+
+/* Output row y (if in the image) from the split layout's W words: one 2W-byte store where it can. */
+template <int W>
+__device__ __forceinline__ void med_sepv_store(const med_args &a, int gx, int y, const unsigned *words)
+{
+    if (y >= a.height) return;
+    unsigned q[W / 2];
+    med_sp_unpack<W>(words, q);
+    unsigned char *row = (unsigned char *)(a.dst + (ptrdiff_t)y * a.dst_stride) + gx;
+    if (gx + 2 * W <= a.width && ((uintptr_t)row & (2 * W - 1)) == 0) {
+        if constexpr (W == 8) *(uint4 *)row = make_uint4(q[0], q[1], q[2], q[3]);
+        else *(uint2 *)row = make_uint2(q[0], q[1]);
+        return;
+    }
+    for (int j = 0; j < 2 * W && gx + j < a.width; j++) row[j] = (unsigned char)(q[j >> 2] >> (8 * (j & 3)));
+}
+
+/* ROWS output rows of 2W pixels a thread: one, or an even count in pairs (med_sp_tile_step). */
+template <int R, int W, int ROWS, int MINB>
+__global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepv_kernel(med_args a)
+{
+    const int gx = 2 * W * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
+    if (gx >= a.width || y0 >= a.height) return;
+    unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
+#pragma unroll
+    for (int j = 0; j < ROWS + 2 * R; j++) {
+        const med_raw<W> r = med_sepv_load<W>(a, gx, y0 - R + j);
+#pragma unroll
+        for (int i = 0; i < med_sp_raw<W>::N; i++) raw[j][i] = r.v[i];
+    }
+#pragma unroll
+    for (int p = 0; p < ROWS; p += ROWS == 1 ? 1 : 2) {
+        unsigned top[W], bottom[W];
+        med_sp_tile_step<R, W, ROWS>(raw, p, top, bottom);
+        med_sepv_store<W>(a, gx, y0 + p, top);
+        if (ROWS > 1) med_sepv_store<W>(a, gx, y0 + p + 1, bottom);
+    }
+}
+
+template <int R, int W, int ROWS, int MINB>
+static int med_sepv_launch(const med_args *a, cudaStream_t s)
+{
+    dim3 block(32, MED_SEPV_WARPS);
+    dim3 grid(ipk_div_up(ipk_div_up(a->width, 2 * W), 32), ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
+    med_sepv_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
+    return ipk_launch_status();
+}
+
+/* Variant `variant` of radius a->radius (median_sep_var.cu's table) on u8 arguments already
+ * checked: IPK_EINVAL for a variant or radius it does not have. */
+int med_sepv_run(const med_args *a, int variant, cudaStream_t s);
+#endif
