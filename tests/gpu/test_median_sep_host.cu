@@ -3,7 +3,8 @@
  * the rank selection against sorting, and whole images cut into the separable kernel's thread
  * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
  * ipk_median_cpu, u8 and u16, on odd sizes and every border the kernel takes, full-range and
- * few-valued (many ties) pixels. Histograms (median_huang.cuh): every column and strip of the
+ * few-valued (many ties) pixels; the same for every tile of the u8 variants
+ * (kernels/gpu/median_sep_var.cu: 8 or 16 pixels by 1, 2 or 4 rows, radius 2 and 3). Histograms (median_huang.cuh): every column and strip of the
  * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,72 @@ static void emulate(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
+/* A loaded row of the variant kernels (med_sepv_load): pixels gx..gx+2W-1 4 a word, then the
+ * words of gx-4..gx-1 and gx+2W..gx+2W+3. */
+template <int W>
+static void load_raw(const ipk_img *im, int border, int gx, int ly, unsigned *raw)
+{
+    for (int i = 0; i < med_sp_raw<W>::N; i++) raw[i] = 0;
+    for (int i = 0; i < 2 * W + 8; i++) {
+        const int word = i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1;
+        raw[word] |= pixel_at(im, border, gx - 4 + i, ly) << (8 * (i % 4));
+    }
+}
+
+template <int W>
+static void store_raw_row(ipk_img *out, int gx, int y, const unsigned *words)
+{
+    unsigned q[W / 2];
+    med_sp_unpack<W>(words, q);
+    for (int j = 0; j < 2 * W && gx + j < out->width && y < out->height; j++)
+        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
+}
+
+/* Every thread tile of the image (2W pixels by ROWS rows) through med_sp_tile_step, as
+ * med_sepv_kernel runs them (u8). */
+template <int R, int W, int ROWS>
+static void emulate_tiles(const ipk_img *src, ipk_img *out, int border)
+{
+    for (int y0 = 0; y0 < src->height; y0 += ROWS)
+        for (int gx = 0; gx < src->width; gx += 2 * W) {
+            unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
+            for (int j = 0; j < ROWS + 2 * R; j++) load_raw<W>(src, border, gx, y0 - R + j, raw[j]);
+            for (int p = 0; p < ROWS; p += ROWS == 1 ? 1 : 2) {
+                unsigned top[W], bottom[W];
+                med_sp_tile_step<R, W, ROWS>(raw, p, top, bottom);
+                store_raw_row<W>(out, gx, y0 + p, top);
+                if (ROWS > 1) store_raw_row<W>(out, gx, y0 + p + 1, bottom);
+            }
+        }
+}
+
+typedef void (*emulate_fn)(const ipk_img *src, ipk_img *out, int border);
+
+/* The tiles of the variant kernels; radius 2 then radius 3. */
+static const struct {
+    int radius;
+    const char *tile;
+    emulate_fn run;
+} TILES[] = {
+    {2, "8x1", emulate_tiles<2, 4, 1>}, {2, "8x2", emulate_tiles<2, 4, 2>}, {2, "8x4", emulate_tiles<2, 4, 4>},
+    {2, "16x1", emulate_tiles<2, 8, 1>}, {2, "16x2", emulate_tiles<2, 8, 2>}, {3, "8x1", emulate_tiles<3, 4, 1>},
+    {3, "8x2", emulate_tiles<3, 4, 2>}, {3, "16x1", emulate_tiles<3, 8, 1>}, {3, "16x2", emulate_tiles<3, 8, 2>},
+};
+
+/* The u8 image through each variant tile of its radius against the CPU. */
+static void variant_cases(const ipk_img *src, const ipk_img *want, int radius, int border, int few_values)
+{
+    for (size_t v = 0; v < sizeof TILES / sizeof TILES[0]; v++) {
+        if (TILES[v].radius != radius) continue;
+        ipk_img got = tu_img_zeros(src->width, src->height, 1, IPK_U8, 5);
+        TILES[v].run(src, &got, border);
+        double diff = tu_max_diff(want, &got);
+        CHECK(diff == 0, "%dx%d tile %s r%d border %d few %d: max diff %g", src->width, src->height, TILES[v].tile,
+              radius, border, few_values, diff);
+        tu_img_free(&got);
+    }
+}
+
 /* few_values: pixels masked to a few levels (many ties); u16 keeps its high bits so that
  * both bytes of a lane matter. */
 static void image_case(int w, int h, ipk_dtype t, int radius, int border, int few_values, uint64_t seed)
@@ -181,6 +248,7 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
     else emulate<3>(&src, &got, border);
     double diff = tu_max_diff(&want, &got);
     CHECK(diff == 0, "%dx%d dtype %d r%d border %d few %d: max diff %g", w, h, (int)t, radius, border, few_values, diff);
+    if (t == IPK_U8) variant_cases(&src, &want, radius, border, few_values);
     tu_img_free(&src);
     tu_img_free(&want);
     tu_img_free(&got);
@@ -188,8 +256,8 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
 
 static void images(void)
 {
-    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {16, 3}, {17, 9},
-                                   {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}};
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {8, 6}, {9, 3}, {16, 3}, {17, 9},
+                                   {23, 2}, {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}};
     uint64_t seed = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int r = 1; r <= 3; r++)
