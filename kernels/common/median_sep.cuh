@@ -168,16 +168,23 @@ IPK_HD void med_sp_two(unsigned a, unsigned b, int i, unsigned *w)
 
 /* Row words from q[0..W/2-1] (pixels gx..gx+2W-1, little-endian) and the words left
  * (gx-4..gx-1) and right (gx+2W..gx+2W+3). */
-template <int R, int W = 8>
-IPK_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+template <int W>
+IPK_HD void med_sp_pack_inner(const unsigned *q, unsigned *inner)
 {
     constexpr int H = W / 4;   /* words of 4 pixels in each half of the tile */
-    unsigned inner[W], edge[4];
 IPK_UNROLL
     for (int h = 0; h < H; h++) {
         med_sp_two(q[h], q[H + h], 0, inner + 4 * h);
         med_sp_two(q[h], q[H + h], 2, inner + 4 * h + 2);
     }
+}
+
+template <int R, int W = 8>
+IPK_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+{
+    constexpr int H = W / 4;
+    unsigned inner[W], edge[4];
+    med_sp_pack_inner<W>(q, inner);
 IPK_UNROLL
     for (int j = 0; j < W; j++) w[R + j] = inner[j];
     /* j = -4..-1: pixels gx+j (left) and gx+W+j (q[H-1]); j = W..W+3: gx+j (q[H]) and gx+W+j (right) */
@@ -323,6 +330,22 @@ IPK_UNROLL
     for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, bottom_out);
 }
 
+/* Columns i0..i1-1 (indices into the extended row) of 2R+1 rows, sorted whole into sorted[][i]. */
+template <int R, int W>
+IPK_HD void med_sp_sort_columns(unsigned (*rows)[med_sp<R, W>::NW], int i0, int i1, unsigned (*sorted)[med_sp<R, W>::NW])
+{
+    constexpr int S = med_sp<R, W>::S;
+IPK_UNROLL
+    for (int i = i0; i < i1; i++) {
+        unsigned col[S];
+IPK_UNROLL
+        for (int k = 0; k < S; k++) col[k] = rows[k][i];
+        med_msort<S>(col);
+IPK_UNROLL
+        for (int k = 0; k < S; k++) sorted[k][i] = col[k];
+    }
+}
+
 /* One output row (W words) from its 2R+1 input rows: each column sorted whole, nothing shared
  * with the rows around it (more min/max than med_sp_pair, fewer values live at once). */
 template <int R, int W>
@@ -330,15 +353,7 @@ IPK_HD void med_sp_single(unsigned (*rows)[med_sp<R, W>::NW], unsigned *out)
 {
     typedef med_sp<R, W> P;
     unsigned sorted[P::S][P::NW];
-IPK_UNROLL
-    for (int i = 0; i < P::NW; i++) {
-        unsigned col[P::S];
-IPK_UNROLL
-        for (int k = 0; k < P::S; k++) col[k] = rows[k][i];
-        med_msort<P::S>(col);
-IPK_UNROLL
-        for (int k = 0; k < P::S; k++) sorted[k][i] = col[k];
-    }
+    med_sp_sort_columns<R, W>(rows, 0, P::NW, sorted);
 IPK_UNROLL
     for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
 }
@@ -365,6 +380,51 @@ IPK_UNROLL
     } else {
         med_sp_pair<R, W>(rows, top, bottom);
     }
+}
+
+/* Column sorts shared between the threads of a warp (med_sepx_kernel): a thread sorts only
+ * its own W columns; its edge columns j = -R..-1 pair the left neighbour's word W+j (high
+ * lane: pixel gx+j) with its own word W+j (low lane: gx+W+j), and j = W..W+R-1 its own word
+ * j-W (high lane: gx+j) with the right neighbour's word j-W (low lane: gx+W+j). Sorting the
+ * two lanes apart keeps each rank of each lane, so the sorted words combine rank by rank. */
+template <int R, int W>
+IPK_HD void med_sp_sort_own(unsigned (*raw)[W / 2], unsigned (*sorted)[med_sp<R, W>::NW])
+{
+    typedef med_sp<R, W> P;
+    unsigned rows[P::S][P::NW];
+IPK_UNROLL
+    for (int k = 0; k < P::S; k++) med_sp_pack_inner<W>(raw[k], rows[k] + R);
+    med_sp_sort_columns<R, W>(rows, R, R + W, sorted);
+}
+
+/* What a thread passes its left neighbour (to_left[k][i]: rank k of its word i, the right
+ * edge words of that neighbour) and its right one (to_right[k][i]: its word W-R+i). */
+template <int R, int W>
+IPK_HD unsigned med_sp_to_left(unsigned (*sorted)[med_sp<R, W>::NW], int k, int i) { return sorted[k][R + i]; }
+template <int R, int W>
+IPK_HD unsigned med_sp_to_right(unsigned (*sorted)[med_sp<R, W>::NW], int k, int i) { return sorted[k][W + i]; }
+
+/* The edge columns from the neighbours' words: from_left[k][i] is the left neighbour's
+ * med_sp_to_right(k, i), from_right[k][i] the right one's med_sp_to_left(k, i). */
+template <int R, int W>
+IPK_HD void med_sp_edges(unsigned (*sorted)[med_sp<R, W>::NW], unsigned (*from_left)[R], unsigned (*from_right)[R])
+{
+    static_assert(R <= W, "edge columns from the next thread only");
+IPK_UNROLL
+    for (int k = 0; k < med_sp<R, W>::S; k++)
+IPK_UNROLL
+        for (int i = 0; i < R; i++) {
+            sorted[k][i] = ipk_swar_perm(from_left[k][i], sorted[k][W + i], 0x5432u);
+            sorted[k][R + W + i] = ipk_swar_perm(sorted[k][R + i], from_right[k][i], 0x5432u);
+        }
+}
+
+/* One output row (W words) from the sorted columns, edges included. */
+template <int R, int W>
+IPK_HD void med_sp_row_from_sorted(unsigned (*sorted)[med_sp<R, W>::NW], unsigned *out)
+{
+IPK_UNROLL
+    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
 }
 
 #endif

@@ -12,17 +12,22 @@ typedef struct {
     med_sepv_fn launch;
 } med_sepv_variant;
 
-/* 5x5: 8x1 at 48 registers (MINB 10: 10 blocks resident) and 83.5 min/max an output word;
- * 8x2 (two rows share their 4 common rows' sorts) at 96 (5 blocks), 73.5; 16x1 at 96, 74.5.
- * 7x7: 8x1 at 80 (6 blocks) or unbounded 91 (5 blocks), 199.5 min/max. Against them,
- * med_sep_kernel: 16x2 at 139 registers (3 blocks) and 67 (5x5); 255 with 44 bytes of spills
- * (2 blocks) and 161.5 (7x7). */
+/* Per variant: tile in pixels (width x rows), registers, min/max an output word (2 pixels) in
+ * the PTX. 5x5: 8x1 at 48 registers (10 blocks of 128 threads resident) and 83.5; 8x1 with the
+ * column sorts shared by shuffles at 48 and 65.5 (30 of 32 lanes make outputs: 69.9 an output
+ * word); the same 16x1 at 64 (8 blocks) and 65.5 (69.9); 8x2 (two rows share the sorts of their
+ * 4 common rows) at 96 (5 blocks) and 73.5. 7x7: 8x1 at 80 (6 blocks) and 199.5; 8x1 with
+ * shuffles at 80 and 151.5 (161.6), or unbounded at 94 (5 blocks). Against them, med_sep_kernel
+ * (16x2): 139 registers (3 blocks) and 67 at 5x5; 255 with 44 bytes of spills (2 blocks) and
+ * 161.5 at 7x7. sm_90, CUDA 13.0, no variant spills. */
 static const med_sepv_variant MED_SEPV[] = {
     {2, "8x1 tile, 48 regs", med_sepv_launch<2, 4, 1, 10>},
+    {2, "8x1 shfl, 48 regs", med_sepx_launch<2, 4, 10>},
+    {2, "16x1 shfl, 64 regs", med_sepx_launch<2, 8, 8>},
     {2, "8x2 tile, 96 regs", med_sepv_launch<2, 4, 2, 5>},
-    {2, "16x1 tile, 96 regs", med_sepv_launch<2, 8, 1, 5>},
     {3, "8x1 tile, 80 regs", med_sepv_launch<3, 4, 1, 6>},
-    {3, "8x1 tile, 91 regs", med_sepv_launch<3, 4, 1, 1>},
+    {3, "8x1 shfl, 80 regs", med_sepx_launch<3, 4, 6>},
+    {3, "8x1 shfl, 94 regs", med_sepx_launch<3, 4, 1>},
 };
 #define MED_SEPV_N ((int)(sizeof MED_SEPV / sizeof MED_SEPV[0]))
 

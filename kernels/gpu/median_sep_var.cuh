@@ -5,7 +5,9 @@
  * words and one edge word each side) and put in the 16-bit-lane layout only when its pair of
  * output rows is computed, which halves the registers the loaded rows take. All rows of the
  * thread are loaded before any network; rows not aligned for the vector loads, and the image's
- * sides, go through an out-of-line gather through the border. */
+ * sides, go through an out-of-line gather through the border. med_sepx_kernel instead shares
+ * the column sorts between the lanes of a warp (each lane sorts its own columns, takes the
+ * edge columns from its neighbours by shuffles; 30 of 32 lanes make outputs). */
 #ifndef IPK_MEDIAN_SEP_VAR_CUH
 #define IPK_MEDIAN_SEP_VAR_CUH
 #include "gpu_common.cuh"
@@ -106,6 +108,68 @@ __global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepv_kernel(med
         med_sepv_store<W>(a, gx, y0 + p, top);
         if (ROWS > 1) med_sepv_store<W>(a, gx, y0 + p + 1, bottom);
     }
+}
+
+/* Lanes 1..30 of a warp make outputs; lanes 0 and 31 only sort columns for their neighbours. */
+#define MED_SEPX_OUT_LANES 30
+
+/* Pixels gx..gx+2W-1 of logical row ly into q[0..W/2-1]: one 2W-byte load where the row allows
+ * it, else through the border (gx may lie left of the image or past it). */
+template <int W>
+__device__ __forceinline__ void med_sepx_load(const med_args &a, int gx, int ly, unsigned *q)
+{
+    const int yy = ipk_border_index(ly, a.height, a.border);
+    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)(yy > 0 ? yy : 0) * a.src_stride);
+    if (yy >= 0 && gx >= 0 && gx + 2 * W <= a.width && ((uintptr_t)(row + gx) & (2 * W - 1)) == 0) {
+        if constexpr (W == 8) {
+            const uint4 c = __ldg((const uint4 *)(row + gx));
+            q[0] = c.x, q[1] = c.y, q[2] = c.z, q[3] = c.w;
+        } else {
+            const uint2 c = __ldg((const uint2 *)(row + gx));
+            q[0] = c.x, q[1] = c.y;
+        }
+        return;
+    }
+    const med_raw<W> g = yy >= 0 ? med_sepv_gather<W>(row, gx, a.width, a.border) : med_raw<W>{};
+#pragma unroll
+    for (int i = 0; i < W / 2; i++) q[i] = g.v[i];
+}
+
+/* One output row of 2W pixels a thread, 30 threads a warp: each thread sorts its own W columns
+ * of the window's 2R+1 rows and takes its 2R edge columns from its neighbours by shuffles
+ * (med_sp_edges), so that it loads no edge pixels and sorts no column twice. */
+template <int R, int W, int MINB>
+__global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepx_kernel(med_args a)
+{
+    typedef med_sp<R, W> P;
+    const int lane = threadIdx.x;
+    const int gx = 2 * W * ((int)blockIdx.x * MED_SEPX_OUT_LANES + lane - 1);
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (y >= a.height) return;   /* the whole warp: the shuffles need every lane */
+    unsigned raw[P::S][W / 2], sorted[P::S][P::NW], from_left[P::S][R], from_right[P::S][R], out[W];
+#pragma unroll
+    for (int j = 0; j < P::S; j++) med_sepx_load<W>(a, gx, y - R + j, raw[j]);
+    med_sp_sort_own<R, W>(raw, sorted);
+#pragma unroll
+    for (int k = 0; k < P::S; k++)
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            from_left[k][i] = __shfl_up_sync(0xffffffffu, med_sp_to_right<R, W>(sorted, k, i), 1);
+            from_right[k][i] = __shfl_down_sync(0xffffffffu, med_sp_to_left<R, W>(sorted, k, i), 1);
+        }
+    med_sp_edges<R, W>(sorted, from_left, from_right);
+    med_sp_row_from_sorted<R, W>(sorted, out);
+    if (lane >= 1 && lane <= MED_SEPX_OUT_LANES && gx < a.width) med_sepv_store<W>(a, gx, y, out);
+}
+
+template <int R, int W, int MINB>
+static int med_sepx_launch(const med_args *a, cudaStream_t s)
+{
+    dim3 block(32, MED_SEPV_WARPS);
+    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES), ipk_div_up(a->height, MED_SEPV_WARPS));
+    if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
+    med_sepx_kernel<R, W, MINB><<<grid, block, 0, s>>>(*a);
+    return ipk_launch_status();
 }
 
 template <int R, int W, int ROWS, int MINB>

@@ -4,7 +4,8 @@
  * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
  * ipk_median_cpu, u8 and u16, on odd sizes and every border the kernel takes, full-range and
  * few-valued (many ties) pixels; the same for every tile of the u8 variants
- * (kernels/gpu/median_sep_var.cu: 8 or 16 pixels by 1, 2 or 4 rows, radius 2 and 3). Histograms (median_huang.cuh): every column and strip of the
+ * (kernels/gpu/median_sep_var.cu: 8 or 16 pixels by 1, 2 or 4 rows, radius 2 and 3), and for
+ * the warps of the variant that shares column sorts between lanes. Histograms (median_huang.cuh): every column and strip of the
  * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,40 @@ static void emulate_tiles(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
+/* Every warp of med_sepx_kernel (one row, 30 lanes of 2W pixels making outputs, the lanes at
+ * both ends sorting columns for them): 32 lanes' sorted columns, then each output lane's edge
+ * columns from its neighbours' as the shuffles pass them. */
+template <int R, int W>
+static void emulate_warps(const ipk_img *src, ipk_img *out, int border)
+{
+    typedef med_sp<R, W> P;
+    static unsigned sorted[32][P::S][P::NW];
+    for (int y = 0; y < src->height; y++)
+        for (int base = 0; base < src->width; base += 2 * W * 30) {
+            for (int lane = 0; lane < 32; lane++) {
+                unsigned raw[P::S][W / 2], edged[med_sp_raw<W>::N];
+                for (int j = 0; j < P::S; j++) {
+                    load_raw<W>(src, border, base + 2 * W * (lane - 1), y - R + j, edged);
+                    for (int i = 0; i < W / 2; i++) raw[j][i] = edged[i];
+                }
+                med_sp_sort_own<R, W>(raw, sorted[lane]);
+            }
+            for (int lane = 1; lane <= 30; lane++) {
+                unsigned from_left[P::S][R], from_right[P::S][R], row[P::S][P::NW], words[W];
+                memcpy(row, sorted[lane], sizeof row);
+                for (int k = 0; k < P::S; k++)
+                    for (int i = 0; i < R; i++) {
+                        from_left[k][i] = med_sp_to_right<R, W>(sorted[lane - 1], k, i);
+                        from_right[k][i] = med_sp_to_left<R, W>(sorted[lane + 1], k, i);
+                    }
+                med_sp_edges<R, W>(row, from_left, from_right);
+                med_sp_row_from_sorted<R, W>(row, words);
+                const int gx = base + 2 * W * (lane - 1);
+                if (gx < src->width) store_raw_row<W>(out, gx, y, words);
+            }
+        }
+}
+
 typedef void (*emulate_fn)(const ipk_img *src, ipk_img *out, int border);
 
 /* The tiles of the variant kernels; radius 2 then radius 3. */
@@ -213,6 +248,8 @@ static const struct {
     {2, "8x1", emulate_tiles<2, 4, 1>}, {2, "8x2", emulate_tiles<2, 4, 2>}, {2, "8x4", emulate_tiles<2, 4, 4>},
     {2, "16x1", emulate_tiles<2, 8, 1>}, {2, "16x2", emulate_tiles<2, 8, 2>}, {3, "8x1", emulate_tiles<3, 4, 1>},
     {3, "8x2", emulate_tiles<3, 4, 2>}, {3, "16x1", emulate_tiles<3, 8, 1>}, {3, "16x2", emulate_tiles<3, 8, 2>},
+    {2, "8x1 shfl", emulate_warps<2, 4>}, {2, "16x1 shfl", emulate_warps<2, 8>}, {3, "8x1 shfl", emulate_warps<3, 4>},
+    {3, "16x1 shfl", emulate_warps<3, 8>},
 };
 
 /* The u8 image through each variant tile of its radius against the CPU. */
@@ -257,7 +294,7 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
 static void images(void)
 {
     static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {8, 6}, {9, 3}, {16, 3}, {17, 9},
-                                   {23, 2}, {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}};
+                                   {23, 2}, {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}, {487, 5}};
     uint64_t seed = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int r = 1; r <= 3; r++)
