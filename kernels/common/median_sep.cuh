@@ -419,6 +419,38 @@ IPK_UNROLL
         }
 }
 
+/* Two output rows of med_sepx_kernel: the 2R rows both windows hold, sorted per own word
+ * (shared[i], i = 0..W-1), and the own words of the top output's first row and the bottom
+ * output's last row. raw[] holds the 2R+2 input rows. */
+template <int R, int W>
+IPK_HD void med_sp_pair_own(unsigned (*raw)[W / 2], unsigned (*shared)[2 * R], unsigned *first, unsigned *last)
+{
+    unsigned rows[2 * R + 2][W];
+IPK_UNROLL
+    for (int j = 0; j < 2 * R + 2; j++) med_sp_pack_inner<W>(raw[j], rows[j]);
+IPK_UNROLL
+    for (int i = 0; i < W; i++) {
+IPK_UNROLL
+        for (int j = 0; j < 2 * R; j++) shared[i][j] = rows[1 + j][i];
+        med_msort<2 * R>(shared[i]);
+        first[i] = rows[0][i];
+        last[i] = rows[2 * R + 1][i];
+    }
+}
+
+/* One output row's own sorted columns: its own row's words inserted into the shared sorts. */
+template <int R, int W>
+IPK_HD void med_sp_insert_own(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R, W>::NW])
+{
+IPK_UNROLL
+    for (int i = 0; i < W; i++) {
+        unsigned col[med_sp<R, W>::S];
+        med_insert<2 * R>(shared[i], own[i], col);
+IPK_UNROLL
+        for (int k = 0; k < med_sp<R, W>::S; k++) sorted[k][R + i] = col[k];
+    }
+}
+
 /* One output row (W words) from the sorted columns, edges included. */
 template <int R, int W>
 IPK_HD void med_sp_row_from_sorted(unsigned (*sorted)[med_sp<R, W>::NW], unsigned *out)

@@ -13,21 +13,23 @@ typedef struct {
 } med_sepv_variant;
 
 /* Per variant: tile in pixels (width x rows), registers, min/max an output word (2 pixels) in
- * the PTX. 5x5: 8x1 at 48 registers (10 blocks of 128 threads resident) and 83.5; 8x1 with the
- * column sorts shared by shuffles at 48 and 65.5 (30 of 32 lanes make outputs: 69.9 an output
- * word); the same 16x1 at 64 (8 blocks) and 65.5 (69.9); 8x2 (two rows share the sorts of their
- * 4 common rows) at 96 (5 blocks) and 73.5. 7x7: 8x1 at 80 (6 blocks) and 199.5; 8x1 with
- * shuffles at 80 and 151.5 (161.6), or unbounded at 94 (5 blocks). Against them, med_sep_kernel
- * (16x2): 139 registers (3 blocks) and 67 at 5x5; 255 with 44 bytes of spills (2 blocks) and
- * 161.5 at 7x7. sm_90, CUDA 13.0, no variant spills. */
+ * the PTX ("shfl": column sorts shared between lanes, 30 of 32 lanes make outputs, so an output
+ * word costs 32/30 of it). 5x5: 8x1 at 48 registers (10 blocks of 128 threads resident) and
+ * 83.5; 8x1 shfl at 48 and 65.5; 16x1 shfl at 64 (8 blocks) and 65.5; 8x2 shfl (two rows share
+ * the sorts of their 4 common rows) at 71 (7 blocks) and 60.5. 7x7: 8x1 at 80 (6 blocks) and
+ * 199.5; 8x1 shfl at 80 and 151.5, or unbounded at 94 (5 blocks); 8x2 shfl at 121 (4 blocks)
+ * and 143.5. Against them, med_sep_kernel (16x2): 139 registers (3 blocks) and 67 at 5x5; 255
+ * with 44 bytes of spills (2 blocks) and 161.5 at 7x7. sm_90, CUDA 13.0; no variant spills
+ * (the shfl pairs keep an 8-16 byte stack frame for the out-of-line gather's call). */
 static const med_sepv_variant MED_SEPV[] = {
     {2, "8x1 tile, 48 regs", med_sepv_launch<2, 4, 1, 10>},
-    {2, "8x1 shfl, 48 regs", med_sepx_launch<2, 4, 10>},
-    {2, "16x1 shfl, 64 regs", med_sepx_launch<2, 8, 8>},
-    {2, "8x2 tile, 96 regs", med_sepv_launch<2, 4, 2, 5>},
+    {2, "8x1 shfl, 48 regs", med_sepx_launch<2, 4, 1, 10>},
+    {2, "16x1 shfl, 64 regs", med_sepx_launch<2, 8, 1, 8>},
+    {2, "8x2 shfl, 71 regs", med_sepx_launch<2, 4, 2, 7>},
     {3, "8x1 tile, 80 regs", med_sepv_launch<3, 4, 1, 6>},
-    {3, "8x1 shfl, 80 regs", med_sepx_launch<3, 4, 6>},
-    {3, "8x1 shfl, 94 regs", med_sepx_launch<3, 4, 1>},
+    {3, "8x1 shfl, 80 regs", med_sepx_launch<3, 4, 1, 6>},
+    {3, "8x1 shfl, 94 regs", med_sepx_launch<3, 4, 1, 1>},
+    {3, "8x2 shfl, 121 regs", med_sepx_launch<3, 4, 2, 1>},
 };
 #define MED_SEPV_N ((int)(sizeof MED_SEPV / sizeof MED_SEPV[0]))
 

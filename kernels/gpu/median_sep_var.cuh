@@ -135,40 +135,63 @@ __device__ __forceinline__ void med_sepx_load(const med_args &a, int gx, int ly,
     for (int i = 0; i < W / 2; i++) q[i] = g.v[i];
 }
 
-/* One output row of 2W pixels a thread, 30 threads a warp: each thread sorts its own W columns
- * of the window's 2R+1 rows and takes its 2R edge columns from its neighbours by shuffles
- * (med_sp_edges), so that it loads no edge pixels and sorts no column twice. */
-template <int R, int W, int MINB>
-__global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepx_kernel(med_args a)
+/* The edge columns of a lane's sorted words from its neighbours' (med_sp_edges), by shuffles. */
+template <int R, int W>
+__device__ __forceinline__ void med_sepx_edges(unsigned (*sorted)[med_sp<R, W>::NW])
 {
-    typedef med_sp<R, W> P;
-    const int lane = threadIdx.x;
-    const int gx = 2 * W * ((int)blockIdx.x * MED_SEPX_OUT_LANES + lane - 1);
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (y >= a.height) return;   /* the whole warp: the shuffles need every lane */
-    unsigned raw[P::S][W / 2], sorted[P::S][P::NW], from_left[P::S][R], from_right[P::S][R], out[W];
+    unsigned from_left[med_sp<R, W>::S][R], from_right[med_sp<R, W>::S][R];
 #pragma unroll
-    for (int j = 0; j < P::S; j++) med_sepx_load<W>(a, gx, y - R + j, raw[j]);
-    med_sp_sort_own<R, W>(raw, sorted);
-#pragma unroll
-    for (int k = 0; k < P::S; k++)
+    for (int k = 0; k < med_sp<R, W>::S; k++)
 #pragma unroll
         for (int i = 0; i < R; i++) {
             from_left[k][i] = __shfl_up_sync(0xffffffffu, med_sp_to_right<R, W>(sorted, k, i), 1);
             from_right[k][i] = __shfl_down_sync(0xffffffffu, med_sp_to_left<R, W>(sorted, k, i), 1);
         }
     med_sp_edges<R, W>(sorted, from_left, from_right);
-    med_sp_row_from_sorted<R, W>(sorted, out);
-    if (lane >= 1 && lane <= MED_SEPX_OUT_LANES && gx < a.width) med_sepv_store<W>(a, gx, y, out);
 }
 
-template <int R, int W, int MINB>
+/* ROWS (1 or 2) output rows of 2W pixels a thread, 30 threads a warp: each thread sorts its
+ * own W columns of the window's rows and takes its 2R edge columns from its neighbours by
+ * shuffles, so that it loads no edge pixels and sorts no column twice; two rows share the
+ * sorts of the 2R rows both windows hold (med_sp_pair_own). */
+template <int R, int W, int ROWS, int MINB>
+__global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepx_kernel(med_args a)
+{
+    typedef med_sp<R, W> P;
+    const int lane = threadIdx.x;
+    const int gx = 2 * W * ((int)blockIdx.x * MED_SEPX_OUT_LANES + lane - 1);
+    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
+    if (y0 >= a.height) return;   /* the whole warp: the shuffles need every lane */
+    const bool stores = lane >= 1 && lane <= MED_SEPX_OUT_LANES && gx < a.width;
+    unsigned raw[ROWS + 2 * R][W / 2], sorted[P::S][P::NW], out[W];
+#pragma unroll
+    for (int j = 0; j < ROWS + 2 * R; j++) med_sepx_load<W>(a, gx, y0 - R + j, raw[j]);
+    if constexpr (ROWS == 1) {
+        med_sp_sort_own<R, W>(raw, sorted);
+        med_sepx_edges<R, W>(sorted);
+        med_sp_row_from_sorted<R, W>(sorted, out);
+        if (stores) med_sepv_store<W>(a, gx, y0, out);
+    } else {
+        static_assert(ROWS == 2, "one row, or a pair");
+        unsigned shared[W][2 * R], first[W], last[W];
+        med_sp_pair_own<R, W>(raw, shared, first, last);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            med_sp_insert_own<R, W>(shared, h ? last : first, sorted);
+            med_sepx_edges<R, W>(sorted);
+            med_sp_row_from_sorted<R, W>(sorted, out);
+            if (stores) med_sepv_store<W>(a, gx, y0 + h, out);
+        }
+    }
+}
+
+template <int R, int W, int ROWS, int MINB>
 static int med_sepx_launch(const med_args *a, cudaStream_t s)
 {
     dim3 block(32, MED_SEPV_WARPS);
-    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES), ipk_div_up(a->height, MED_SEPV_WARPS));
+    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES), ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
-    med_sepx_kernel<R, W, MINB><<<grid, block, 0, s>>>(*a);
+    med_sepx_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
     return ipk_launch_status();
 }
 

@@ -203,37 +203,53 @@ static void emulate_tiles(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
-/* Every warp of med_sepx_kernel (one row, 30 lanes of 2W pixels making outputs, the lanes at
+/* Lane `lane` of a med_sepx_kernel warp whose lane 1 starts at column base: its own sorted
+ * columns of output row y (ROWS == 1) or rows y and y+1 (ROWS == 2: both from the pair's
+ * shared sorts, as the kernel builds them). */
+template <int R, int W, int ROWS>
+static void lane_sorted(const ipk_img *src, int border, int base, int lane, int y,
+                        unsigned (*sorted)[med_sp<R, W>::S][med_sp<R, W>::NW])
+{
+    unsigned raw[ROWS + 2 * R][W / 2], edged[med_sp_raw<W>::N];
+    for (int j = 0; j < ROWS + 2 * R; j++) {
+        load_raw<W>(src, border, base + 2 * W * (lane - 1), y - R + j, edged);
+        for (int i = 0; i < W / 2; i++) raw[j][i] = edged[i];
+    }
+    if constexpr (ROWS == 1) {
+        med_sp_sort_own<R, W>(raw, sorted[0]);
+    } else {
+        unsigned shared[W][2 * R], first[W], last[W];
+        med_sp_pair_own<R, W>(raw, shared, first, last);
+        med_sp_insert_own<R, W>(shared, first, sorted[0]);
+        med_sp_insert_own<R, W>(shared, last, sorted[1]);
+    }
+}
+
+/* Every warp of med_sepx_kernel (ROWS rows, 30 lanes of 2W pixels making outputs, the lanes at
  * both ends sorting columns for them): 32 lanes' sorted columns, then each output lane's edge
  * columns from its neighbours' as the shuffles pass them. */
-template <int R, int W>
+template <int R, int W, int ROWS>
 static void emulate_warps(const ipk_img *src, ipk_img *out, int border)
 {
     typedef med_sp<R, W> P;
-    static unsigned sorted[32][P::S][P::NW];
-    for (int y = 0; y < src->height; y++)
+    static unsigned sorted[32][ROWS][P::S][P::NW];
+    for (int y = 0; y < src->height; y += ROWS)
         for (int base = 0; base < src->width; base += 2 * W * 30) {
-            for (int lane = 0; lane < 32; lane++) {
-                unsigned raw[P::S][W / 2], edged[med_sp_raw<W>::N];
-                for (int j = 0; j < P::S; j++) {
-                    load_raw<W>(src, border, base + 2 * W * (lane - 1), y - R + j, edged);
-                    for (int i = 0; i < W / 2; i++) raw[j][i] = edged[i];
+            for (int lane = 0; lane < 32; lane++) lane_sorted<R, W, ROWS>(src, border, base, lane, y, sorted[lane]);
+            for (int lane = 1; lane <= 30; lane++)
+                for (int h = 0; h < ROWS; h++) {
+                    unsigned from_left[P::S][R], from_right[P::S][R], row[P::S][P::NW], words[W];
+                    memcpy(row, sorted[lane][h], sizeof row);
+                    for (int k = 0; k < P::S; k++)
+                        for (int i = 0; i < R; i++) {
+                            from_left[k][i] = med_sp_to_right<R, W>(sorted[lane - 1][h], k, i);
+                            from_right[k][i] = med_sp_to_left<R, W>(sorted[lane + 1][h], k, i);
+                        }
+                    med_sp_edges<R, W>(row, from_left, from_right);
+                    med_sp_row_from_sorted<R, W>(row, words);
+                    const int gx = base + 2 * W * (lane - 1);
+                    if (gx < src->width) store_raw_row<W>(out, gx, y + h, words);
                 }
-                med_sp_sort_own<R, W>(raw, sorted[lane]);
-            }
-            for (int lane = 1; lane <= 30; lane++) {
-                unsigned from_left[P::S][R], from_right[P::S][R], row[P::S][P::NW], words[W];
-                memcpy(row, sorted[lane], sizeof row);
-                for (int k = 0; k < P::S; k++)
-                    for (int i = 0; i < R; i++) {
-                        from_left[k][i] = med_sp_to_right<R, W>(sorted[lane - 1], k, i);
-                        from_right[k][i] = med_sp_to_left<R, W>(sorted[lane + 1], k, i);
-                    }
-                med_sp_edges<R, W>(row, from_left, from_right);
-                med_sp_row_from_sorted<R, W>(row, words);
-                const int gx = base + 2 * W * (lane - 1);
-                if (gx < src->width) store_raw_row<W>(out, gx, y, words);
-            }
         }
 }
 
@@ -248,8 +264,10 @@ static const struct {
     {2, "8x1", emulate_tiles<2, 4, 1>}, {2, "8x2", emulate_tiles<2, 4, 2>}, {2, "8x4", emulate_tiles<2, 4, 4>},
     {2, "16x1", emulate_tiles<2, 8, 1>}, {2, "16x2", emulate_tiles<2, 8, 2>}, {3, "8x1", emulate_tiles<3, 4, 1>},
     {3, "8x2", emulate_tiles<3, 4, 2>}, {3, "16x1", emulate_tiles<3, 8, 1>}, {3, "16x2", emulate_tiles<3, 8, 2>},
-    {2, "8x1 shfl", emulate_warps<2, 4>}, {2, "16x1 shfl", emulate_warps<2, 8>}, {3, "8x1 shfl", emulate_warps<3, 4>},
-    {3, "16x1 shfl", emulate_warps<3, 8>},
+    {2, "8x1 shfl", emulate_warps<2, 4, 1>}, {2, "16x1 shfl", emulate_warps<2, 8, 1>},
+    {2, "8x2 shfl", emulate_warps<2, 4, 2>}, {2, "16x2 shfl", emulate_warps<2, 8, 2>},
+    {3, "8x1 shfl", emulate_warps<3, 4, 1>}, {3, "16x1 shfl", emulate_warps<3, 8, 1>},
+    {3, "8x2 shfl", emulate_warps<3, 4, 2>}, {3, "16x2 shfl", emulate_warps<3, 8, 2>},
 };
 
 /* The u8 image through each variant tile of its radius against the CPU. */
