@@ -332,7 +332,8 @@ IPK_UNROLL
 
 /* Columns i0..i1-1 (indices into the extended row) of 2R+1 rows, sorted whole into sorted[][i]. */
 template <int R, int W>
-IPK_HD void med_sp_sort_columns(unsigned (*rows)[med_sp<R, W>::NW], int i0, int i1, unsigned (*sorted)[med_sp<R, W>::NW])
+IPK_HD void med_sp_sort_columns(unsigned (*rows)[med_sp<R, W>::NW], int i0, int i1,
+                                unsigned (*sorted)[med_sp<R, W>::NW])
 {
     constexpr int S = med_sp<R, W>::S;
 IPK_UNROLL
@@ -358,9 +359,11 @@ IPK_UNROLL
     for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
 }
 
-/* Words a loaded row takes: pixels gx..gx+2W-1 (4 a word), then gx-4..gx-1 and gx+2W..gx+2W+3. */
+/* Words a loaded row takes: pixels gx..gx+2W-1 (4 a word), then gx-4..gx-1 and gx+2W..gx+2W+3;
+ * word(i): the word that holds pixel gx-4+i. */
 template <int W> struct med_sp_raw {
     static constexpr int N = W / 2 + 2;
+    static IPK_HD int word(int i) { return i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1; }
 };
 
 /* Step p of a thread tile of ROWS output rows (1, or an even count) from its ROWS+2R loaded

@@ -1,7 +1,7 @@
 /* Tile variants of the separable-network median (kernels/common/median_sep.cuh) on 1-channel
  * u8: the thread tile (2W pixels by ROWS rows) and the register budget (__launch_bounds__'
- * minimum of resident blocks of 128 threads: 4 -> 128 registers, 5 -> 96, 6 -> 80, 8 -> 64)
- * are template parameters. Unlike med_sep_kernel in median.cu, a row is held as loaded (W/2
+ * minimum of resident blocks of 128 threads: 4 -> at most 128 registers, 5 -> 96, 6 -> 80,
+ * 7 -> 72, 8 -> 64, 10 -> 48) are template parameters. Unlike med_sep_kernel in median.cu, a row is held as loaded (W/2
  * words and one edge word each side) and put in the 16-bit-lane layout only when its pair of
  * output rows is computed, which halves the registers the loaded rows take. All rows of the
  * thread are loaded before any network; rows not aligned for the vector loads, and the image's
@@ -21,12 +21,6 @@ template <int W> struct med_raw {
     unsigned v[med_sp_raw<W>::N];
 };
 
-/* Word index in med_raw of pixel gx-4+i. */
-template <int W> __device__ __forceinline__ int med_raw_word(int i)
-{
-    return i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1;
-}
-
 /* The row's pixels through the border (0 where the zero border drops them): out of line, so
  * that it does not weigh on the fast path's registers. */
 template <int W>
@@ -34,12 +28,12 @@ static __device__ __noinline__ med_raw<W> med_sepv_gather(const unsigned char *r
 {
     med_raw<W> r;
 #pragma unroll
-    for (int i = 0; i < W / 2 + 2; i++) r.v[i] = 0;
+    for (int i = 0; i < med_sp_raw<W>::N; i++) r.v[i] = 0;
 #pragma unroll
     for (int i = 0; i < 2 * W + 8; i++) {
         const int xx = ipk_border_index(gx - 4 + i, width, border);
         const unsigned b = xx >= 0 ? __ldg(row + xx) : 0u;
-        r.v[med_raw_word<W>(i)] |= b << (8 * (i & 3));
+        r.v[med_sp_raw<W>::word(i)] |= b << (8 * (i & 3));
     }
     return r;
 }
@@ -53,7 +47,7 @@ __device__ __forceinline__ med_raw<W> med_sepv_load(const med_args &a, int gx, i
     const int yy = ipk_border_index(ly, a.height, a.border);
     if (yy < 0) {
 #pragma unroll
-        for (int i = 0; i < W / 2 + 2; i++) r.v[i] = 0;
+        for (int i = 0; i < med_sp_raw<W>::N; i++) r.v[i] = 0;
         return r;
     }
     const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
@@ -189,7 +183,8 @@ template <int R, int W, int ROWS, int MINB>
 static int med_sepx_launch(const med_args *a, cudaStream_t s)
 {
     dim3 block(32, MED_SEPV_WARPS);
-    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES), ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
+    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES),
+              ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
     med_sepx_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
     return ipk_launch_status();

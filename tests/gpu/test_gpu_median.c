@@ -235,7 +235,8 @@ static void bad_arguments(void)
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
     b.channels = 1;
     CHECK(ipk_median_gpu_sep_variant_name(2, 0) && ipk_median_gpu_sep_variant_name(3, 0), "no 5x5 or 7x7 variant");
-    CHECK(!ipk_median_gpu_sep_variant_name(1, 0) && !ipk_median_gpu_sep_variant_name(2, -1), "variant of radius 1 or -1");
+    CHECK(!ipk_median_gpu_sep_variant_name(1, 0) && !ipk_median_gpu_sep_variant_name(2, -1),
+          "a variant of radius 1, or variant -1");
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 1, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "variant at radius 1 accepted");
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_SHRINK, NULL, 0) == IPK_EINVAL, "variant with shrink accepted");
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_REPLICATE, NULL, 99) == IPK_EINVAL, "variant 99 accepted");

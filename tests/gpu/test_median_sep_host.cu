@@ -170,10 +170,8 @@ template <int W>
 static void load_raw(const ipk_img *im, int border, int gx, int ly, unsigned *raw)
 {
     for (int i = 0; i < med_sp_raw<W>::N; i++) raw[i] = 0;
-    for (int i = 0; i < 2 * W + 8; i++) {
-        const int word = i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1;
-        raw[word] |= pixel_at(im, border, gx - 4 + i, ly) << (8 * (i % 4));
-    }
+    for (int i = 0; i < 2 * W + 8; i++)
+        raw[med_sp_raw<W>::word(i)] |= pixel_at(im, border, gx - 4 + i, ly) << (8 * (i % 4));
 }
 
 template <int W>
