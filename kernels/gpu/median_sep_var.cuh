@@ -16,6 +16,20 @@
 
 #define MED_SEPV_WARPS 4
 
+/* The thread's band of output rows: grid rows past CUDA's 65535 continue in gridDim.z. */
+__device__ __forceinline__ int med_sepv_band()
+{
+    return (blockIdx.z * gridDim.y + blockIdx.y) * blockDim.y + threadIdx.y;
+}
+
+/* The grid of a launch with `groups` thread columns a block row and `bands` bands of rows. */
+static inline dim3 med_sepv_grid(unsigned groups, long long bands)
+{
+    const long long rows = (bands + MED_SEPV_WARPS - 1) / MED_SEPV_WARPS;
+    const unsigned gy = (unsigned)(rows < IPK_MAX_GRID_Y ? rows : IPK_MAX_GRID_Y);
+    return dim3(groups, gy, ipk_div_up(rows, gy));
+}
+
 /* A loaded row: v[0..W/2-1] pixels gx..gx+2W-1, v[W/2] gx-4..gx-1, v[W/2+1] gx+2W..gx+2W+3. */
 template <int W> struct med_raw {
     unsigned v[med_sp_raw<W>::N];
@@ -86,7 +100,7 @@ template <int R, int W, int ROWS, int MINB>
 __global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepv_kernel(med_args a)
 {
     const int gx = 2 * W * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
+    const int y0 = med_sepv_band() * ROWS;
     if (gx >= a.width || y0 >= a.height) return;
     unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
 #pragma unroll
@@ -154,7 +168,7 @@ __global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepx_kernel(med
     typedef med_sp<R, W> P;
     const int lane = threadIdx.x;
     const int gx = 2 * W * ((int)blockIdx.x * MED_SEPX_OUT_LANES + lane - 1);
-    const int y0 = (blockIdx.y * blockDim.y + threadIdx.y) * ROWS;
+    const int y0 = med_sepv_band() * ROWS;
     if (y0 >= a.height) return;   /* the whole warp: the shuffles need every lane */
     const bool stores = lane >= 1 && lane <= MED_SEPX_OUT_LANES && gx < a.width;
     unsigned raw[ROWS + 2 * R][W / 2], sorted[P::S][P::NW], out[W];
@@ -183,9 +197,7 @@ template <int R, int W, int ROWS, int MINB>
 static int med_sepx_launch(const med_args *a, cudaStream_t s)
 {
     dim3 block(32, MED_SEPV_WARPS);
-    dim3 grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES),
-              ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
-    if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
+    const dim3 grid = med_sepv_grid(ipk_div_up(a->width, 2 * W * MED_SEPX_OUT_LANES), ipk_div_up(a->height, ROWS));
     med_sepx_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
     return ipk_launch_status();
 }
@@ -194,8 +206,7 @@ template <int R, int W, int ROWS, int MINB>
 static int med_sepv_launch(const med_args *a, cudaStream_t s)
 {
     dim3 block(32, MED_SEPV_WARPS);
-    dim3 grid(ipk_div_up(ipk_div_up(a->width, 2 * W), 32), ipk_div_up(ipk_div_up(a->height, ROWS), MED_SEPV_WARPS));
-    if (grid.y > IPK_MAX_GRID_Y) return IPK_EINVAL;
+    const dim3 grid = med_sepv_grid(ipk_div_up(ipk_div_up(a->width, 2 * W), 32), ipk_div_up(a->height, ROWS));
     med_sepv_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
     return ipk_launch_status();
 }

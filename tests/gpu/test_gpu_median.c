@@ -222,6 +222,17 @@ static void variants_misaligned(void)
                         run_offset(sizes[s][0], sizes[s][1], r, (ipk_border)b, seed++, offsets[o][0], offsets[o][1], v);
 }
 
+/* Images taller than 65535 blocks of rows (4 warps of 1 or 2 rows): the variants take the
+ * rest of the grid's rows in its third dimension. */
+static void variants_tall(void)
+{
+    for (int r = 2; r <= 3; r++) {
+        const ipk_border border = r == 2 ? IPK_ZERO : IPK_REFLECT101;
+        for (int v = 0; ipk_median_gpu_sep_variant_name(r, v); v++)
+            run_path(9, 530000, 1, IPK_U8, r, border, 330 + (uint64_t)v, -1, IPK_GPU_NET, v);
+    }
+}
+
 static void bad_arguments(void)
 {
     static unsigned char buf[64];
@@ -262,6 +273,9 @@ int main(void)
     packed(quick);
     packed_aligned(quick);
     variants_misaligned();
-    if (!quick) large();
+    if (!quick) {
+        large();
+        variants_tall();
+    }
     return tu_finish();
 }
