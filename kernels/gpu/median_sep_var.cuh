@@ -22,7 +22,7 @@ __device__ __forceinline__ int med_sepv_band()
     return (blockIdx.z * gridDim.y + blockIdx.y) * blockDim.y + threadIdx.y;
 }
 
-/* The grid of a launch with `groups` thread columns a block row and `bands` bands of rows. */
+/* The grid for `groups` blocks across and `bands` bands (a thread's rows) down, 4 bands a block. */
 static inline dim3 med_sepv_grid(unsigned groups, long long bands)
 {
     const long long rows = (bands + MED_SEPV_WARPS - 1) / MED_SEPV_WARPS;
