@@ -81,8 +81,16 @@ static const op_spec OPS[] = {
     { "median 3x3 (networks: slower, not taken)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_NET },
     { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO },
     { "median 5x5 (old kernels)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_TILE },
+    { "median 5x5 (net, 8x1 tile, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
+    { "median 5x5 (net, 8x1 shfl, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
+    { "median 5x5 (net, 16x1 shfl, 64 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
+    { "median 5x5 (net, 8x2 shfl, 71 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
     { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO },
     { "median 7x7 (old kernels)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_TILE },
+    { "median 7x7 (net, 8x1 tile, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
+    { "median 7x7 (net, 8x1 shfl, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
+    { "median 7x7 (net, 8x1 shfl, 94 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
+    { "median 7x7 (net, 8x2 shfl, 121 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
     { "median 15x15", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_AUTO },
     { "median 15x15 (old kernels)", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_TILE },
     { "median 17x17 (new, no NPP)", OP_MEDIAN, 8, NULL, 1, -1, IPK_GPU_NET },
@@ -172,6 +180,22 @@ static void init_kernels(void)
 }
 
 static int in_channels(const op_spec *op) { return op->kind == OP_GRAY ? 3 : 1; }
+
+/* Median rows named "(net, <variant>)" time the separable networks' tile variant whose name
+ * (ipk_median_gpu_sep_variant_name) the row's name holds: its index, -1 for the other rows,
+ * -2 for such a row whose variant the library no longer has (it would be timed under a wrong name). */
+#define SEP_VARIANT_TAG "(net, "
+static int sep_variant(const op_spec *op)
+{
+    if (op->kind != OP_MEDIAN || !strstr(op->name, SEP_VARIANT_TAG)) return -1;
+    for (int k = 0; ipk_median_gpu_sep_variant_name; k++) {
+        const char *name = ipk_median_gpu_sep_variant_name(op->radius, k);
+        if (!name) break;
+        if (strstr(op->name, name)) return k;
+    }
+    return -2;
+}
+
 static ipk_dtype out_dtype(const op_spec *op) { return op->kind == OP_ENTROPY ? IPK_F32 : IPK_U8; }
 static int ksize(const op_spec *op) { return 2 * op->radius + 1; }
 
@@ -185,7 +209,9 @@ static int gpu_op_built(const op_spec *op)
 {
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu != NULL;
-    case OP_MEDIAN: return ipk_median_gpu_path && ipk_median_gpu_scratch;
+    case OP_MEDIAN:
+        if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
+        return ipk_median_gpu_path && ipk_median_gpu_scratch;
     case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch;
     case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
     case OP_HIST: return ipk_histogram_gpu != NULL;
@@ -230,7 +256,10 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
     ipk_conv_params p = conv_params(op);
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu(src, dst, BT601, stream);
-    case OP_MEDIAN: return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
+    case OP_MEDIAN:
+        if (sep_variant(op) != -1)
+            return ipk_median_gpu_sep_variant(src, dst, op->radius, IPK_REPLICATE, stream, sep_variant(op));
+        return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
     case OP_MEAN: return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
     case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
     case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
@@ -520,7 +549,7 @@ static void bench_op(bench *b, const op_spec *op)
     double px = (double)src->width * src->height;
     double out_bytes = op->kind == OP_HIST ? 0 : px * (op->kind == OP_ENTROPY ? 4 : 1);
     row *r = add_row(b, op->name, px * in_channels(op) + out_bytes, px, op->target_ms);
-    r->status = verify(b, op);
+    r->status = gpu_op_built(op) && sep_variant(op) == -2 ? "stale name" : verify(b, op);
     if (strcmp(r->status, "ok") == 0) {
         ipk_call call = { op, src, dst };
         if (time_median(b, enqueue_ipk, &call, &r->ms) != 0) r->status = "error";

@@ -146,13 +146,15 @@ IPK_UNROLL
     }
 }
 
-/* Split layout of the separable kernel: a thread's 16 pixels gx..gx+15 as word j holding pixel
- * gx+j in its low lane and gx+8+j in its high lane, so that its 8 output words are 8 adjacent
- * positions j = 0..7 and word j's window is words j-R..j+R of the extended row, j = -R..7+R,
- * stored at index j+R. u8 and u16 pixels alike fill the 16-bit lanes. */
-template <int R> struct med_sp {
+/* Split layout of the separable kernel: a thread's 2W pixels gx..gx+2W-1 (W = 8 or 4 words) as
+ * word j holding pixel gx+j in its low lane and gx+W+j in its high lane, so that its W output
+ * words are W adjacent positions j = 0..W-1 and word j's window is words j-R..j+R of the
+ * extended row, j = -R..W-1+R, stored at index j+R. u8 and u16 pixels alike fill the 16-bit
+ * lanes (u16: W = 8 only). */
+template <int R, int W = 8> struct med_sp {
+    static_assert(W == 4 || W == 8, "a tile is 1 or 2 words of 4 pixels per half");
     static constexpr int S = 2 * R + 1;
-    static constexpr int NW = 8 + 2 * R;
+    static constexpr int NW = W + 2 * R;
 };
 
 /* Two words from bytes a[i], a[i+1] and b[i], b[i+1] (i = 0 or 2): lanes (a[i], b[i]) and
@@ -164,38 +166,48 @@ IPK_HD void med_sp_two(unsigned a, unsigned b, int i, unsigned *w)
     w[1] = ipk_swar_perm(t, 0, 0x4342u);
 }
 
-/* Row words from q[0..3] (pixels gx..gx+15, little-endian) and the words left (gx-4..gx-1)
- * and right (gx+16..gx+19). */
-template <int R>
-IPK_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+/* Row words from q[0..W/2-1] (pixels gx..gx+2W-1, little-endian) and the words left
+ * (gx-4..gx-1) and right (gx+2W..gx+2W+3). */
+template <int W>
+IPK_HD void med_sp_pack_inner(const unsigned *q, unsigned *inner)
 {
-    unsigned inner[8], edge[4];
-    med_sp_two(q[0], q[2], 0, inner);
-    med_sp_two(q[0], q[2], 2, inner + 2);
-    med_sp_two(q[1], q[3], 0, inner + 4);
-    med_sp_two(q[1], q[3], 2, inner + 6);
+    constexpr int H = W / 4;   /* words of 4 pixels in each half of the tile */
 IPK_UNROLL
-    for (int j = 0; j < 8; j++) w[R + j] = inner[j];
-    /* j = -4..-1: pixels gx+j (left) and gx+8+j (q[1]); j = 8..11: gx+j (q[2]) and gx+8+j (right) */
-    med_sp_two(left, q[1], 0, edge);
-    med_sp_two(left, q[1], 2, edge + 2);
-IPK_UNROLL
-    for (int j = -R; j < 0; j++) w[R + j] = edge[4 + j];
-    med_sp_two(q[2], right, 0, edge);
-    med_sp_two(q[2], right, 2, edge + 2);
-IPK_UNROLL
-    for (int j = 8; j < 8 + R; j++) w[R + j] = edge[j - 8];
+    for (int h = 0; h < H; h++) {
+        med_sp_two(q[h], q[H + h], 0, inner + 4 * h);
+        med_sp_two(q[h], q[H + h], 2, inner + 4 * h + 2);
+    }
 }
 
-/* Output words (pixel gx+j low, gx+8+j high) back to pixels gx..gx+15 in q[0..3]. */
+template <int R, int W = 8>
+IPK_HD void med_sp_pack(const unsigned *q, unsigned left, unsigned right, unsigned *w)
+{
+    constexpr int H = W / 4;
+    unsigned inner[W], edge[4];
+    med_sp_pack_inner<W>(q, inner);
+IPK_UNROLL
+    for (int j = 0; j < W; j++) w[R + j] = inner[j];
+    /* j = -4..-1: pixels gx+j (left) and gx+W+j (q[H-1]); j = W..W+3: gx+j (q[H]) and gx+W+j (right) */
+    med_sp_two(left, q[H - 1], 0, edge);
+    med_sp_two(left, q[H - 1], 2, edge + 2);
+IPK_UNROLL
+    for (int j = -R; j < 0; j++) w[R + j] = edge[4 + j];
+    med_sp_two(q[H], right, 0, edge);
+    med_sp_two(q[H], right, 2, edge + 2);
+IPK_UNROLL
+    for (int j = W; j < W + R; j++) w[R + j] = edge[j - W];
+}
+
+/* Output words (pixel gx+j low, gx+W+j high) back to pixels gx..gx+2W-1 in q[0..W/2-1]. */
+template <int W = 8>
 IPK_HD void med_sp_unpack(const unsigned *v, unsigned *q)
 {
 IPK_UNROLL
-    for (int i = 0; i < 8; i += 4) {
-        unsigned t0 = ipk_swar_perm(v[i], v[i + 1], 0x6240u);       /* px i, i+1, 8+i, 9+i */
-        unsigned t1 = ipk_swar_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, 10+i, 11+i */
+    for (int i = 0; i < W; i += 4) {
+        unsigned t0 = ipk_swar_perm(v[i], v[i + 1], 0x6240u);       /* px i, i+1, W+i, W+1+i */
+        unsigned t1 = ipk_swar_perm(v[i + 2], v[i + 3], 0x6240u);   /* px i+2, i+3, W+2+i, W+3+i */
         q[i / 4] = ipk_swar_perm(t0, t1, 0x5410u);
-        q[2 + i / 4] = ipk_swar_perm(t0, t1, 0x7632u);
+        q[W / 4 + i / 4] = ipk_swar_perm(t0, t1, 0x7632u);
     }
 }
 
@@ -228,67 +240,67 @@ IPK_UNROLL
     }
 }
 
-/* Merges the sorted columns j0..j0+NC-1 (positions -R..7+R) of one output row into out[NC*S]. */
-template <int R, int NC>
-IPK_HD void med_sp_cols(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
+/* Merges the sorted columns j0..j0+NC-1 (positions -R..W-1+R) of one output row into out[NC*S]. */
+template <int R, int NC, int W = 8>
+IPK_HD void med_sp_cols(unsigned (*sorted)[med_sp<R, W>::NW], int j0, unsigned *out)
 {
-    constexpr int S = med_sp<R>::S;
+    constexpr int S = med_sp<R, W>::S;
     if constexpr (NC == 1) {
 IPK_UNROLL
         for (int k = 0; k < S; k++) out[k] = sorted[k][R + j0];
     } else {
         constexpr int H = NC / 2;
         unsigned left[H * S], right[(NC - H) * S];
-        med_sp_cols<R, H>(sorted, j0, left);
-        med_sp_cols<R, NC - H>(sorted, j0 + H, right);
+        med_sp_cols<R, H, W>(sorted, j0, left);
+        med_sp_cols<R, NC - H, W>(sorted, j0 + H, right);
         med_merge<H * S, (NC - H) * S>(left, right, out);
     }
 }
 
 /* The medians of output words j and j+1, which share the NP sorted values `common` (their
  * columns j+1-R..j+R): each adds its own column, j-R or j+1+R. */
-template <int R, int NP>
-IPK_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R>::NW], const unsigned *common, int j, unsigned *out)
+template <int R, int NP, int W = 8>
+IPK_HD void med_sp_leaves(unsigned (*sorted)[med_sp<R, W>::NW], const unsigned *common, int j, unsigned *out)
 {
-    constexpr int S = med_sp<R>::S, K = (S * S - 1) / 2;
+    constexpr int S = med_sp<R, W>::S, K = (S * S - 1) / 2;
     unsigned own[S];
-    med_sp_cols<R, 1>(sorted, j - R, own);
+    med_sp_cols<R, 1, W>(sorted, j - R, own);
     out[j] = med_kth<NP, S, K>(common, own);
-    med_sp_cols<R, 1>(sorted, j + 1 + R, own);
+    med_sp_cols<R, 1, W>(sorted, j + 1 + R, own);
     out[j + 1] = med_kth<NP, S, K>(common, own);
 }
 
 /* Four output words j0..j0+3: columns j0+3-R..j0+R are common to all four (none at R = 1),
  * each pair adds 2 columns, each word 1. */
-template <int R>
-IPK_HD void med_sp_quad(unsigned (*sorted)[med_sp<R>::NW], int j0, unsigned *out)
+template <int R, int W = 8>
+IPK_HD void med_sp_quad(unsigned (*sorted)[med_sp<R, W>::NW], int j0, unsigned *out)
 {
-    constexpr int S = med_sp<R>::S, NQ = 2 * R - 2, NP = 2 * R;
+    constexpr int S = med_sp<R, W>::S, NQ = 2 * R - 2, NP = 2 * R;
     unsigned common[NP * S];
     if constexpr (NQ == 0) {
-        med_sp_cols<R, 2>(sorted, j0, common);
-        med_sp_leaves<R, NP * S>(sorted, common, j0, out);
-        med_sp_cols<R, 2>(sorted, j0 + 2, common);
-        med_sp_leaves<R, NP * S>(sorted, common, j0 + 2, out);
+        med_sp_cols<R, 2, W>(sorted, j0, common);
+        med_sp_leaves<R, NP * S, W>(sorted, common, j0, out);
+        med_sp_cols<R, 2, W>(sorted, j0 + 2, common);
+        med_sp_leaves<R, NP * S, W>(sorted, common, j0 + 2, out);
     } else {
         unsigned quad[NQ * S], pair_cols[2 * S];
-        med_sp_cols<R, NQ>(sorted, j0 + 3 - R, quad);
-        med_sp_cols<R, 2>(sorted, j0 + 1 - R, pair_cols);
+        med_sp_cols<R, NQ, W>(sorted, j0 + 3 - R, quad);
+        med_sp_cols<R, 2, W>(sorted, j0 + 1 - R, pair_cols);
         med_merge<NQ * S, 2 * S>(quad, pair_cols, common);
-        med_sp_leaves<R, NP * S>(sorted, common, j0, out);
-        med_sp_cols<R, 2>(sorted, j0 + 1 + R, pair_cols);
+        med_sp_leaves<R, NP * S, W>(sorted, common, j0, out);
+        med_sp_cols<R, 2, W>(sorted, j0 + 1 + R, pair_cols);
         med_merge<NQ * S, 2 * S>(quad, pair_cols, common);
-        med_sp_leaves<R, NP * S>(sorted, common, j0 + 2, out);
+        med_sp_leaves<R, NP * S, W>(sorted, common, j0 + 2, out);
     }
 }
 
 /* The sorted columns of one output row: its own row inserted into the 2R shared ones. */
-template <int R>
-IPK_HD void med_sp_insert_row(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R>::NW])
+template <int R, int W = 8>
+IPK_HD void med_sp_insert_row(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R, W>::NW])
 {
-    constexpr int S = med_sp<R>::S;
+    constexpr int S = med_sp<R, W>::S;
 IPK_UNROLL
-    for (int i = 0; i < med_sp<R>::NW; i++) {
+    for (int i = 0; i < med_sp<R, W>::NW; i++) {
         unsigned col[S];
         med_insert<2 * R>(shared[i], own[i], col);
 IPK_UNROLL
@@ -296,13 +308,13 @@ IPK_UNROLL
     }
 }
 
-/* Two output rows (8 words each) from their 2R+2 input rows in the split layout: the 2R rows
+/* Two output rows (W words each) from their 2R+2 input rows in the split layout: the 2R rows
  * both windows hold are sorted once per word, then each output's own row is inserted; one
  * output row is finished before the next is built, which keeps fewer values live. */
-template <int R>
-IPK_HD void med_sp_pair(unsigned (*rows)[med_sp<R>::NW], unsigned *top_out, unsigned *bottom_out)
+template <int R, int W = 8>
+IPK_HD void med_sp_pair(unsigned (*rows)[med_sp<R, W>::NW], unsigned *top_out, unsigned *bottom_out)
 {
-    typedef med_sp<R> P;
+    typedef med_sp<R, W> P;
     unsigned shared[P::NW][2 * R], sorted[P::S][P::NW];
 IPK_UNROLL
     for (int i = 0; i < P::NW; i++) {
@@ -310,12 +322,144 @@ IPK_UNROLL
         for (int j = 0; j < 2 * R; j++) shared[i][j] = rows[1 + j][i];
         med_msort<2 * R>(shared[i]);
     }
-    med_sp_insert_row<R>(shared, rows[0], sorted);
-    med_sp_quad<R>(sorted, 0, top_out);
-    med_sp_quad<R>(sorted, 4, top_out);
-    med_sp_insert_row<R>(shared, rows[2 * R + 1], sorted);
-    med_sp_quad<R>(sorted, 0, bottom_out);
-    med_sp_quad<R>(sorted, 4, bottom_out);
+    med_sp_insert_row<R, W>(shared, rows[0], sorted);
+IPK_UNROLL
+    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, top_out);
+    med_sp_insert_row<R, W>(shared, rows[2 * R + 1], sorted);
+IPK_UNROLL
+    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, bottom_out);
+}
+
+/* Columns i0..i1-1 (indices into the extended row) of 2R+1 rows, sorted whole into sorted[][i]. */
+template <int R, int W>
+IPK_HD void med_sp_sort_columns(unsigned (*rows)[med_sp<R, W>::NW], int i0, int i1,
+                                unsigned (*sorted)[med_sp<R, W>::NW])
+{
+    constexpr int S = med_sp<R, W>::S;
+IPK_UNROLL
+    for (int i = i0; i < i1; i++) {
+        unsigned col[S];
+IPK_UNROLL
+        for (int k = 0; k < S; k++) col[k] = rows[k][i];
+        med_msort<S>(col);
+IPK_UNROLL
+        for (int k = 0; k < S; k++) sorted[k][i] = col[k];
+    }
+}
+
+/* One output row (W words) from its 2R+1 input rows: each column sorted whole, nothing shared
+ * with the rows around it (more min/max than med_sp_pair, fewer values live at once). */
+template <int R, int W>
+IPK_HD void med_sp_single(unsigned (*rows)[med_sp<R, W>::NW], unsigned *out)
+{
+    typedef med_sp<R, W> P;
+    unsigned sorted[P::S][P::NW];
+    med_sp_sort_columns<R, W>(rows, 0, P::NW, sorted);
+IPK_UNROLL
+    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
+}
+
+/* Words a loaded row takes: pixels gx..gx+2W-1 (4 a word), then gx-4..gx-1 and gx+2W..gx+2W+3;
+ * word(i): the word that holds pixel gx-4+i. */
+template <int W> struct med_sp_raw {
+    static constexpr int N = W / 2 + 2;
+    static IPK_HD int word(int i) { return i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1; }
+};
+
+/* Step p of a thread tile of ROWS output rows (1, or an even count) from its ROWS+2R loaded
+ * rows raw[]: output row 0 into top (ROWS == 1), or rows p and p+1 (p even) into top and
+ * bottom; rows are put in the split layout only here, so that loaded rows stay packed 4 a word. */
+template <int R, int W, int ROWS>
+IPK_HD void med_sp_tile_step(unsigned (*raw)[med_sp_raw<W>::N], int p, unsigned *top, unsigned *bottom)
+{
+    typedef med_sp<R, W> P;
+    constexpr int NR = ROWS == 1 ? 2 * R + 1 : 2 * R + 2;
+    unsigned rows[NR][P::NW];
+IPK_UNROLL
+    for (int j = 0; j < NR; j++) med_sp_pack<R, W>(raw[p + j], raw[p + j][W / 2], raw[p + j][W / 2 + 1], rows[j]);
+    if constexpr (ROWS == 1) {
+        (void)bottom;
+        med_sp_single<R, W>(rows, top);
+    } else {
+        med_sp_pair<R, W>(rows, top, bottom);
+    }
+}
+
+/* Column sorts shared between the threads of a warp (med_sepx_kernel): a thread sorts only
+ * its own W columns; its edge columns j = -R..-1 pair the left neighbour's word W+j (high
+ * lane: pixel gx+j) with its own word W+j (low lane: gx+W+j), and j = W..W+R-1 its own word
+ * j-W (high lane: gx+j) with the right neighbour's word j-W (low lane: gx+W+j). Sorting the
+ * two lanes apart keeps each rank of each lane, so the sorted words combine rank by rank. */
+template <int R, int W>
+IPK_HD void med_sp_sort_own(unsigned (*raw)[W / 2], unsigned (*sorted)[med_sp<R, W>::NW])
+{
+    typedef med_sp<R, W> P;
+    unsigned rows[P::S][P::NW];
+IPK_UNROLL
+    for (int k = 0; k < P::S; k++) med_sp_pack_inner<W>(raw[k], rows[k] + R);
+    med_sp_sort_columns<R, W>(rows, R, R + W, sorted);
+}
+
+/* What a thread passes its left neighbour (to_left[k][i]: rank k of its word i, the right
+ * edge words of that neighbour) and its right one (to_right[k][i]: its word W-R+i). */
+template <int R, int W>
+IPK_HD unsigned med_sp_to_left(unsigned (*sorted)[med_sp<R, W>::NW], int k, int i) { return sorted[k][R + i]; }
+template <int R, int W>
+IPK_HD unsigned med_sp_to_right(unsigned (*sorted)[med_sp<R, W>::NW], int k, int i) { return sorted[k][W + i]; }
+
+/* The edge columns from the neighbours' words: from_left[k][i] is the left neighbour's
+ * med_sp_to_right(k, i), from_right[k][i] the right one's med_sp_to_left(k, i). */
+template <int R, int W>
+IPK_HD void med_sp_edges(unsigned (*sorted)[med_sp<R, W>::NW], unsigned (*from_left)[R], unsigned (*from_right)[R])
+{
+    static_assert(R <= W, "edge columns from the next thread only");
+IPK_UNROLL
+    for (int k = 0; k < med_sp<R, W>::S; k++)
+IPK_UNROLL
+        for (int i = 0; i < R; i++) {
+            sorted[k][i] = ipk_swar_perm(from_left[k][i], sorted[k][W + i], 0x5432u);
+            sorted[k][R + W + i] = ipk_swar_perm(sorted[k][R + i], from_right[k][i], 0x5432u);
+        }
+}
+
+/* Two output rows of med_sepx_kernel: the 2R rows both windows hold, sorted per own word
+ * (shared[i], i = 0..W-1), and the own words of the top output's first row and the bottom
+ * output's last row. raw[] holds the 2R+2 input rows. */
+template <int R, int W>
+IPK_HD void med_sp_pair_own(unsigned (*raw)[W / 2], unsigned (*shared)[2 * R], unsigned *first, unsigned *last)
+{
+    unsigned rows[2 * R + 2][W];
+IPK_UNROLL
+    for (int j = 0; j < 2 * R + 2; j++) med_sp_pack_inner<W>(raw[j], rows[j]);
+IPK_UNROLL
+    for (int i = 0; i < W; i++) {
+IPK_UNROLL
+        for (int j = 0; j < 2 * R; j++) shared[i][j] = rows[1 + j][i];
+        med_msort<2 * R>(shared[i]);
+        first[i] = rows[0][i];
+        last[i] = rows[2 * R + 1][i];
+    }
+}
+
+/* One output row's own sorted columns: its own row's words inserted into the shared sorts. */
+template <int R, int W>
+IPK_HD void med_sp_insert_own(unsigned (*shared)[2 * R], const unsigned *own, unsigned (*sorted)[med_sp<R, W>::NW])
+{
+IPK_UNROLL
+    for (int i = 0; i < W; i++) {
+        unsigned col[med_sp<R, W>::S];
+        med_insert<2 * R>(shared[i], own[i], col);
+IPK_UNROLL
+        for (int k = 0; k < med_sp<R, W>::S; k++) sorted[k][R + i] = col[k];
+    }
+}
+
+/* One output row (W words) from the sorted columns, edges included. */
+template <int R, int W>
+IPK_HD void med_sp_row_from_sorted(unsigned (*sorted)[med_sp<R, W>::NW], unsigned *out)
+{
+IPK_UNROLL
+    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
 }
 
 #endif

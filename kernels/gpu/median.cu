@@ -18,6 +18,7 @@
 #include "border.h"
 #include "median_sep.cuh"
 #include "median_huang.cuh"
+#include "median_sep_var.cuh"
 
 #define MED_MAX_RADIUS 25
 #define MED_MAX_GRID_Y 65535
@@ -446,9 +447,17 @@ static int med_launch_sep_r(const med_args *a, int wide, cudaStream_t s)
     return IPK_OK;
 }
 
+/* What u8 5x5 and 7x7 run: -1 med_sep_kernel, k >= 0 the k-th tile variant of that radius in
+ * median_sep_var.cu (the bench's "median 5x5 (net, ...)" rows, in order); flipped after timing
+ * them on the H100. */
+#define MED_SEP_VARIANT_R2 -1
+#define MED_SEP_VARIANT_R3 -1
+
 static int med_launch_sep(const med_args *a, int wide, cudaStream_t s)
 {
     if (a->radius == 1) return med_launch_sep_r<1, 8>(a, wide, s);
+    if (a->radius == 2 && !wide && MED_SEP_VARIANT_R2 >= 0) return med_sepv_run(a, MED_SEP_VARIANT_R2, s);
+    if (a->radius == 3 && !wide && MED_SEP_VARIANT_R3 >= 0) return med_sepv_run(a, MED_SEP_VARIANT_R3, s);
     if (a->radius == 2) return med_launch_sep_r<2, 2>(a, wide, s);
     return med_launch_sep_r<3, 2>(a, wide, s);
 }

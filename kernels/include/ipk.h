@@ -109,6 +109,14 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
 int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                         void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 
+/* median, separable networks in one of their tile variants (for the bench and the tests, which
+ * time and check them side by side; kernels/gpu/median_sep_var.cu): u8, 1 channel, radius 2 or
+ * 3, every border but IPK_SHRINK; variant 0.. while ipk_median_gpu_sep_variant_name(radius,
+ * variant) is not NULL. The same result as ipk_median_gpu; IPK_EINVAL for anything else. */
+int ipk_median_gpu_sep_variant(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
+                               void *stream, int variant);
+const char *ipk_median_gpu_sep_variant_name(int radius, int variant);
+
 /* entropy: src 1-channel U8 or U16; window (2r+1)^2 cut at the image border;
  * bin = value * bins / levels; H = log n - (1/n) sum n_i log n_i in the given base
  * (log_base_e = 1 for natural log, else 1/ln(base)). dst F32, or U8 scaled so that

@@ -1,6 +1,8 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
  * sizes, device pitches that are not the width, and a few large images; u8 through both the
- * issue-14 kernels (IPK_GPU_NET, what AUTO runs but for 8-bit 3x3) and the ones before them (IPK_GPU_TILE). */
+ * issue-14 kernels (IPK_GPU_NET, what AUTO runs but for 8-bit 3x3) and the ones before them
+ * (IPK_GPU_TILE), and 1-channel u8 5x5 and 7x7 through every tile variant of the separable
+ * networks (ipk_median_gpu_sep_variant) on the same images, and on misaligned base pointers. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +29,20 @@ static ipk_img dev_alloc(const ipk_img *like, int pad)
 
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
-/* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad. */
+/* The median on the device through `path`, or through tile variant `variant` when >= 0. */
+static int run_gpu(const ipk_img *dsrc, const ipk_img *ddst, int radius, ipk_border border, ipk_gpu_path path,
+                   int variant)
+{
+    if (variant >= 0) return ipk_median_gpu_sep_variant(dsrc, ddst, radius, border, NULL, variant);
+    return ipk_median_gpu_path(dsrc, ddst, radius, border, NULL,
+                               ipk_median_gpu_scratch(dsrc->width, dsrc->height, dsrc->channels, dsrc->dtype, radius),
+                               NULL, path);
+}
+
+/* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad.
+ * variant >= 0: that tile variant of the separable networks instead of `path`. */
 static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
-                    ipk_gpu_path path)
+                    ipk_gpu_path path, int variant)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
@@ -43,9 +56,8 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
                                     cudaMemcpyHostToDevice), "upload");
     ok = ok && cuda_ok(cudaMemset(ddst.data, 0xa5, (size_t)ddst.stride * h), "poison");
     if (ok) {
-        int rc = ipk_median_gpu_path(&dsrc, &ddst, radius, border, NULL,
-                                     ipk_median_gpu_scratch(w, h, c, t, radius), NULL, path);
-        CHECK(rc == IPK_OK, "ipk_median_gpu_path rc %d", rc);
+        int rc = run_gpu(&dsrc, &ddst, radius, border, path, variant);
+        CHECK(rc == IPK_OK, "median path %d variant %d rc %d", (int)path, variant, rc);
         ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
     }
     ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, row_bytes(&got), h,
@@ -54,8 +66,8 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d: max diff %g", w, h, c, (int)t, radius,
-              (int)border, (int)path, diff);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d variant %d: max diff %g", w, h, c, (int)t, radius,
+              (int)border, (int)path, variant, diff);
         ok = diff == 0;
     }
     cudaFree(dsrc.data);
@@ -66,13 +78,22 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     return ok;
 }
 
-/* u8 and u16 through both paths (they differ only there), and 8-bit 3x3 through the networks too; f32 through AUTO. */
+/* Whether the separable networks' tile variants take this case (u8, 1 channel, 5x5 or 7x7, not shrink). */
+static int has_variants(int c, ipk_dtype t, int radius, ipk_border border)
+{
+    return t == IPK_U8 && c == 1 && (radius == 2 || radius == 3) && border != IPK_SHRINK;
+}
+
+/* u8 and u16 through both paths (they differ only there), and 8-bit 3x3 through the networks too; f32 through AUTO;
+ * 1-channel u8 5x5 and 7x7 through every tile variant. */
 static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
 {
-    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO);
-    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
+    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO, -1);
+    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE, -1) && ok;
     /* 8-bit 3x3: AUTO takes the tile kernel (faster there), so the networks are asked for by name */
-    if (t == IPK_U8 && radius == 1) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET) && ok;
+    if (t == IPK_U8 && radius == 1) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, -1) && ok;
+    for (int v = 0; has_variants(c, t, radius, border) && ipk_median_gpu_sep_variant_name(radius, v); v++)
+        ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, v) && ok;
     return ok;
 }
 
@@ -147,6 +168,71 @@ static void large(void)
     run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
 }
 
+/* Tile variant `variant` on a 1-channel u8 image whose device source and destination start
+ * src_off and dst_off bytes past a cudaMalloc'd (256-byte aligned) base, rows width + 7 apart. */
+static void run_offset(int w, int h, int radius, ipk_border border, uint64_t seed, int src_off, int dst_off,
+                       int variant)
+{
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    ipk_img src = tu_img_random(w, h, 1, IPK_U8, 3, &rng);
+    ipk_img want = tu_img_zeros(w, h, 1, IPK_U8, 0), got = tu_img_zeros(w, h, 1, IPK_U8, 1);
+    ipk_img dsrc = src, ddst = src;
+    void *sbase = NULL, *dbase = NULL;
+    dsrc.stride = ddst.stride = w + 7;
+    const size_t bytes = (size_t)dsrc.stride * h + 16;
+    int ok = cuda_ok(cudaMalloc(&sbase, bytes), "cudaMalloc") && cuda_ok(cudaMalloc(&dbase, bytes), "cudaMalloc");
+    dsrc.data = sbase ? (char *)sbase + src_off : NULL;
+    ddst.data = dbase ? (char *)dbase + dst_off : NULL;
+    ok = ok && cuda_ok(cudaMemcpy2D(dsrc.data, dsrc.stride, src.data, src.stride, (size_t)w, h,
+                                    cudaMemcpyHostToDevice), "upload");
+    ok = ok && cuda_ok(cudaMemset(dbase, 0xa5, bytes), "poison");
+    if (ok) {
+        int rc = ipk_median_gpu_sep_variant(&dsrc, &ddst, radius, border, NULL, variant);
+        CHECK(rc == IPK_OK, "variant %d rc %d", variant, rc);
+        ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
+    }
+    ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, (size_t)w, h,
+                                    cudaMemcpyDeviceToHost), "download");
+    CHECK(ipk_median_cpu(&src, &want, radius, border, 1) == IPK_OK, "ipk_median_cpu");
+    if (ok) {
+        double diff = tu_max_diff(&want, &got);
+        CHECK(diff == 0, "%dx%d r%d border %d offsets %d,%d variant %d: max diff %g", w, h, radius, (int)border,
+              src_off, dst_off, variant, diff);
+    }
+    cudaFree(sbase);
+    cudaFree(dbase);
+    tu_img_free(&src);
+    tu_img_free(&want);
+    tu_img_free(&got);
+}
+
+/* Every tile variant with source and destination at base pointers off by 1..15 bytes (the
+ * vector loads and stores fall back to the gathers) and pitches that are not multiples of 16. */
+static void variants_misaligned(void)
+{
+    static const int offsets[][2] = {{1, 5}, {3, 0}, {4, 12}, {8, 8}, {15, 1}};
+    static const int sizes[][2] = {{37, 23}, {130, 17}, {1000, 9}};
+    uint64_t seed = 900;
+    for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int r = 2; r <= 3; r++)
+                for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
+                    for (int v = 0; ipk_median_gpu_sep_variant_name(r, v); v++)
+                        run_offset(sizes[s][0], sizes[s][1], r, (ipk_border)b, seed++, offsets[o][0], offsets[o][1], v);
+}
+
+/* Images taller than 65535 blocks of rows (4 warps of 1 or 2 rows): the variants take the
+ * rest of the grid's rows in its third dimension. */
+static void variants_tall(void)
+{
+    for (int r = 2; r <= 3; r++) {
+        const ipk_border border = r == 2 ? IPK_ZERO : IPK_REFLECT101;
+        for (int v = 0; ipk_median_gpu_sep_variant_name(r, v); v++)
+            run_path(9, 530000, 1, IPK_U8, r, border, 330 + (uint64_t)v, -1, IPK_GPU_NET, v);
+    }
+}
+
 static void bad_arguments(void)
 {
     static unsigned char buf[64];
@@ -158,6 +244,17 @@ static void bad_arguments(void)
           "unknown path accepted");
     b.channels = 2;
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
+    b.channels = 1;
+    CHECK(ipk_median_gpu_sep_variant_name(2, 0) && ipk_median_gpu_sep_variant_name(3, 0), "no 5x5 or 7x7 variant");
+    CHECK(!ipk_median_gpu_sep_variant_name(1, 0) && !ipk_median_gpu_sep_variant_name(2, -1),
+          "a variant of radius 1, or variant -1");
+    CHECK(ipk_median_gpu_sep_variant(&a, &b, 1, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "variant at radius 1 accepted");
+    CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_SHRINK, NULL, 0) == IPK_EINVAL, "variant with shrink accepted");
+    CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_REPLICATE, NULL, 99) == IPK_EINVAL, "variant 99 accepted");
+    ipk_img wide = {buf, 8, 4, 4, 1, IPK_U16}, multi = {buf, 16, 4, 4, 4, IPK_U8};
+    CHECK(ipk_median_gpu_sep_variant(&wide, &wide, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "u16 variant accepted");
+    CHECK(ipk_median_gpu_sep_variant(&multi, &multi, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "4 channels accepted");
+    CHECK(ipk_median_gpu_sep_variant(&a, NULL, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "NULL dst accepted");
 }
 
 int main(void)
@@ -175,6 +272,10 @@ int main(void)
     small_sizes(quick);
     packed(quick);
     packed_aligned(quick);
-    if (!quick) large();
+    variants_misaligned();
+    if (!quick) {
+        large();
+        variants_tall();
+    }
     return tu_finish();
 }

@@ -3,7 +3,9 @@
  * the rank selection against sorting, and whole images cut into the separable kernel's thread
  * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
  * ipk_median_cpu, u8 and u16, on odd sizes and every border the kernel takes, full-range and
- * few-valued (many ties) pixels. Histograms (median_huang.cuh): every column and strip of the
+ * few-valued (many ties) pixels; the same for every tile of the u8 variants
+ * (kernels/gpu/median_sep_var.cu: 8 or 16 pixels by 1, 2 or 4 rows, radius 2 and 3), and for
+ * the warps of the variant that shares column sorts between lanes. Histograms (median_huang.cuh): every column and strip of the
  * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +164,124 @@ static void emulate(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
+/* A loaded row of the variant kernels (med_sepv_load): pixels gx..gx+2W-1 4 a word, then the
+ * words of gx-4..gx-1 and gx+2W..gx+2W+3. */
+template <int W>
+static void load_raw(const ipk_img *im, int border, int gx, int ly, unsigned *raw)
+{
+    for (int i = 0; i < med_sp_raw<W>::N; i++) raw[i] = 0;
+    for (int i = 0; i < 2 * W + 8; i++)
+        raw[med_sp_raw<W>::word(i)] |= pixel_at(im, border, gx - 4 + i, ly) << (8 * (i % 4));
+}
+
+template <int W>
+static void store_raw_row(ipk_img *out, int gx, int y, const unsigned *words)
+{
+    unsigned q[W / 2];
+    med_sp_unpack<W>(words, q);
+    for (int j = 0; j < 2 * W && gx + j < out->width && y < out->height; j++)
+        *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
+}
+
+/* Every thread tile of the image (2W pixels by ROWS rows) through med_sp_tile_step, as
+ * med_sepv_kernel runs them (u8). */
+template <int R, int W, int ROWS>
+static void emulate_tiles(const ipk_img *src, ipk_img *out, int border)
+{
+    for (int y0 = 0; y0 < src->height; y0 += ROWS)
+        for (int gx = 0; gx < src->width; gx += 2 * W) {
+            unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
+            for (int j = 0; j < ROWS + 2 * R; j++) load_raw<W>(src, border, gx, y0 - R + j, raw[j]);
+            for (int p = 0; p < ROWS; p += ROWS == 1 ? 1 : 2) {
+                unsigned top[W], bottom[W];
+                med_sp_tile_step<R, W, ROWS>(raw, p, top, bottom);
+                store_raw_row<W>(out, gx, y0 + p, top);
+                if (ROWS > 1) store_raw_row<W>(out, gx, y0 + p + 1, bottom);
+            }
+        }
+}
+
+/* Lane `lane` of a med_sepx_kernel warp whose lane 1 starts at column base: its own sorted
+ * columns of output row y (ROWS == 1) or rows y and y+1 (ROWS == 2: both from the pair's
+ * shared sorts, as the kernel builds them). */
+template <int R, int W, int ROWS>
+static void lane_sorted(const ipk_img *src, int border, int base, int lane, int y,
+                        unsigned (*sorted)[med_sp<R, W>::S][med_sp<R, W>::NW])
+{
+    unsigned raw[ROWS + 2 * R][W / 2], edged[med_sp_raw<W>::N];
+    for (int j = 0; j < ROWS + 2 * R; j++) {
+        load_raw<W>(src, border, base + 2 * W * (lane - 1), y - R + j, edged);
+        for (int i = 0; i < W / 2; i++) raw[j][i] = edged[i];
+    }
+    if constexpr (ROWS == 1) {
+        med_sp_sort_own<R, W>(raw, sorted[0]);
+    } else {
+        unsigned shared[W][2 * R], first[W], last[W];
+        med_sp_pair_own<R, W>(raw, shared, first, last);
+        med_sp_insert_own<R, W>(shared, first, sorted[0]);
+        med_sp_insert_own<R, W>(shared, last, sorted[1]);
+    }
+}
+
+/* Every warp of med_sepx_kernel (ROWS rows, 30 lanes of 2W pixels making outputs, the lanes at
+ * both ends sorting columns for them): 32 lanes' sorted columns, then each output lane's edge
+ * columns from its neighbours' as the shuffles pass them. */
+template <int R, int W, int ROWS>
+static void emulate_warps(const ipk_img *src, ipk_img *out, int border)
+{
+    typedef med_sp<R, W> P;
+    static unsigned sorted[32][ROWS][P::S][P::NW];
+    for (int y = 0; y < src->height; y += ROWS)
+        for (int base = 0; base < src->width; base += 2 * W * 30) {
+            for (int lane = 0; lane < 32; lane++) lane_sorted<R, W, ROWS>(src, border, base, lane, y, sorted[lane]);
+            for (int lane = 1; lane <= 30; lane++)
+                for (int h = 0; h < ROWS; h++) {
+                    unsigned from_left[P::S][R], from_right[P::S][R], row[P::S][P::NW], words[W];
+                    memcpy(row, sorted[lane][h], sizeof row);
+                    for (int k = 0; k < P::S; k++)
+                        for (int i = 0; i < R; i++) {
+                            from_left[k][i] = med_sp_to_right<R, W>(sorted[lane - 1][h], k, i);
+                            from_right[k][i] = med_sp_to_left<R, W>(sorted[lane + 1][h], k, i);
+                        }
+                    med_sp_edges<R, W>(row, from_left, from_right);
+                    med_sp_row_from_sorted<R, W>(row, words);
+                    const int gx = base + 2 * W * (lane - 1);
+                    if (gx < src->width) store_raw_row<W>(out, gx, y + h, words);
+                }
+        }
+}
+
+typedef void (*emulate_fn)(const ipk_img *src, ipk_img *out, int border);
+
+/* The tiles of the variant kernels; radius 2 then radius 3. */
+static const struct {
+    int radius;
+    const char *tile;
+    emulate_fn run;
+} TILES[] = {
+    {2, "8x1", emulate_tiles<2, 4, 1>}, {2, "8x2", emulate_tiles<2, 4, 2>}, {2, "8x4", emulate_tiles<2, 4, 4>},
+    {2, "16x1", emulate_tiles<2, 8, 1>}, {2, "16x2", emulate_tiles<2, 8, 2>}, {3, "8x1", emulate_tiles<3, 4, 1>},
+    {3, "8x2", emulate_tiles<3, 4, 2>}, {3, "16x1", emulate_tiles<3, 8, 1>}, {3, "16x2", emulate_tiles<3, 8, 2>},
+    {2, "8x1 shfl", emulate_warps<2, 4, 1>}, {2, "16x1 shfl", emulate_warps<2, 8, 1>},
+    {2, "8x2 shfl", emulate_warps<2, 4, 2>}, {2, "16x2 shfl", emulate_warps<2, 8, 2>},
+    {3, "8x1 shfl", emulate_warps<3, 4, 1>}, {3, "16x1 shfl", emulate_warps<3, 8, 1>},
+    {3, "8x2 shfl", emulate_warps<3, 4, 2>}, {3, "16x2 shfl", emulate_warps<3, 8, 2>},
+};
+
+/* The u8 image through each variant tile of its radius against the CPU. */
+static void variant_cases(const ipk_img *src, const ipk_img *want, int radius, int border, int few_values)
+{
+    for (size_t v = 0; v < sizeof TILES / sizeof TILES[0]; v++) {
+        if (TILES[v].radius != radius) continue;
+        ipk_img got = tu_img_zeros(src->width, src->height, 1, IPK_U8, 5);
+        TILES[v].run(src, &got, border);
+        double diff = tu_max_diff(want, &got);
+        CHECK(diff == 0, "%dx%d tile %s r%d border %d few %d: max diff %g", src->width, src->height, TILES[v].tile,
+              radius, border, few_values, diff);
+        tu_img_free(&got);
+    }
+}
+
 /* few_values: pixels masked to a few levels (many ties); u16 keeps its high bits so that
  * both bytes of a lane matter. */
 static void image_case(int w, int h, ipk_dtype t, int radius, int border, int few_values, uint64_t seed)
@@ -181,6 +301,7 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
     else emulate<3>(&src, &got, border);
     double diff = tu_max_diff(&want, &got);
     CHECK(diff == 0, "%dx%d dtype %d r%d border %d few %d: max diff %g", w, h, (int)t, radius, border, few_values, diff);
+    if (t == IPK_U8) variant_cases(&src, &want, radius, border, few_values);
     tu_img_free(&src);
     tu_img_free(&want);
     tu_img_free(&got);
@@ -188,8 +309,8 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
 
 static void images(void)
 {
-    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {16, 3}, {17, 9},
-                                   {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}};
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {7, 5}, {8, 6}, {9, 3}, {16, 3}, {17, 9},
+                                   {23, 2}, {31, 4}, {37, 23}, {64, 17}, {101, 37}, {257, 11}, {487, 5}};
     uint64_t seed = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int r = 1; r <= 3; r++)
