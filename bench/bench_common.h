@@ -16,6 +16,7 @@
 #pragma weak ipk_median_gpu
 #pragma weak ipk_median_gpu_scratch
 #pragma weak ipk_median_gpu_path
+#pragma weak ipk_median_gpu_vec_variant
 #pragma weak ipk_mean_cpu
 #pragma weak ipk_mean_gpu
 #pragma weak ipk_mean_gpu_scratch
