@@ -92,11 +92,13 @@ static void warp_row(const ipk_img *src, int x0, int y, int border, uint32_t row
     for (int lane = 0; lane < WARP; lane++) {
         const int x = x0 + IPK_VEC_PX * lane;
         memset(rows[lane], 0, IPK_MVEC_ROW * sizeof rows[lane][0]);
-        for (int b = 0; b < IPK_VEC_PX; b++) rows[lane][b / 4] |= (uint32_t)px_u8(src, x + b, y, border) << (8 * (b % 4));
+        for (int b = 0; b < IPK_VEC_PX; b++)
+            rows[lane][b / 4] |= (uint32_t)px_u8(src, x + b, y, border) << (8 * (b % 4));
     }
     for (int lane = 0; lane < WARP; lane++) {
         const int x = x0 + IPK_VEC_PX * lane;
-        const uint32_t left = lane == 0 ? ipk_vec_edge(px_u8(src, x - 1, y, border), 1) : ipk_mvec_word(rows[lane - 1], 7);
+        const uint32_t left = lane == 0 ? ipk_vec_edge(px_u8(src, x - 1, y, border), 1)
+                                        : ipk_mvec_word(rows[lane - 1], 7);
         const uint32_t right = lane == WARP - 1 ? ipk_vec_edge(px_u8(src, x + IPK_VEC_PX, y, border), 0)
                                                 : ipk_mvec_word(rows[lane + 1], 0);
         rows[lane][IPK_MVEC_EDGE] = ipk_mvec_edge(left, right);
@@ -112,7 +114,8 @@ static void model_tile(const ipk_img *src, const ipk_img *dst, int border, int x
         const int x = x0 + IPK_VEC_PX * lane;
         for (int o = 0; o < tile_rows; o += paired ? 2 : 1) {
             uint32_t out[2][4];
-            if (paired) ipk_mvec_pair(rows[o][lane], rows[o + 1][lane], rows[o + 2][lane], rows[o + 3][lane], out[0], out[1]);
+            if (paired)
+                ipk_mvec_pair(rows[o][lane], rows[o + 1][lane], rows[o + 2][lane], rows[o + 3][lane], out[0], out[1]);
             else ipk_mvec_row(rows[o][lane], rows[o + 1][lane], rows[o + 2][lane], out[0]);
             for (int k = 0; k < (paired ? 2 : 1); k++)
                 for (int b = 0; b < IPK_VEC_PX && x + b < dst->width && y0 + o + k < dst->height; b++)
@@ -124,7 +127,8 @@ static void model_tile(const ipk_img *src, const ipk_img *dst, int border, int x
 static void model(const ipk_img *src, const ipk_img *dst, int border, int tile_rows, int paired)
 {
     for (int y0 = 0; y0 < src->height; y0 += tile_rows)
-        for (int x0 = 0; x0 < src->width; x0 += WARP * IPK_VEC_PX) model_tile(src, dst, border, x0, y0, tile_rows, paired);
+        for (int x0 = 0; x0 < src->width; x0 += WARP * IPK_VEC_PX)
+            model_tile(src, dst, border, x0, y0, tile_rows, paired);
 }
 
 static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 2, 2 }, { 3, 5 }, { 16, 3 }, { 17, 6 }, { 18, 4 },
@@ -156,8 +160,9 @@ static void images(tu_rng *rng)
                     ipk_img got = tu_img_zeros(w, h, 1, IPK_U8, 5);
                     memset(got.data, 0xa5, (size_t)got.stride * (size_t)h);   /* an unwritten pixel shows */
                     model(&src, &got, border, variants[v][0], variants[v][1]);
-                    CHECK(tu_max_diff(&got, &want) == 0, "%dx%d border %d image %d rows %d paired %d: lanes differ by %g",
-                          w, h, border, kind, variants[v][0], variants[v][1], tu_max_diff(&got, &want));
+                    CHECK(tu_max_diff(&got, &want) == 0,
+                          "%dx%d border %d image %d rows %d paired %d: lanes differ by %g", w, h, border, kind,
+                          variants[v][0], variants[v][1], tu_max_diff(&got, &want));
                     tu_img_free(&got);
                 }
                 tu_img_free(&src);
