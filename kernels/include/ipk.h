@@ -108,7 +108,8 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
  * every path; STRIP and REG give IPK_EINVAL. VEC forces the vec median (kernels/gpu/
  * median_vec_block.cuh: 16 columns x 2 rows a thread, every input row loaded before any
  * arithmetic, sorted columns in 16-bit lanes): 1-channel u8, radius 1, not shrink (IPK_EINVAL
- * otherwise); plain calls take it where MEDIAN_VEC_AUTO (median.cu) says (off). */
+ * otherwise; IPK_ERANGE past 524,280 rows, the grid's limit); plain calls take it where
+ * MEDIAN_VEC_AUTO (median.cu) says (off). */
 int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                         void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 /* The vec median (what IPK_GPU_VEC runs for median) in another of its instantiations, for the
