@@ -5,7 +5,9 @@
  *   per word (shared by the 2R+1 horizontal neighbours, and the 2R common rows by two
  *   vertical ones); then either (old) the rank rows pruned to the entries that can be the
  *   median and a forgetful selection, or (new, median_sep.cuh) the sorted columns merged in a
- *   tree shared by neighbouring outputs;
+ *   tree shared by neighbouring outputs; u8 3x3 also in the vec median (IPK_GPU_VEC,
+ *   median_vec_block.cuh: every input row loaded first, sorted columns shared by two
+ *   neighbouring outputs), which AUTO takes where MEDIAN_VEC_AUTO says;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2); the issue-14 version
@@ -487,7 +489,7 @@ static int med_vec_launch(const ipk_img *src, const ipk_img *dst, ipk_border bor
     const int b = (int)border;
     if (rows == 2 && min_blocks == 8 && !paired) return medvec_launch<2, 8, false>(src, dst, b, s);     /* 64 regs */
     if (rows == 2 && min_blocks == 10 && !paired) return medvec_launch<2, 10, false>(src, dst, b, s);   /* 48 */
-    if (rows == 4 && min_blocks == 6 && !paired) return medvec_launch<4, 6, false>(src, dst, b, s);     /* 78 */
+    if (rows == 4 && min_blocks == 7 && !paired) return medvec_launch<4, 7, false>(src, dst, b, s);     /* 72 */
     if (rows == 6 && min_blocks == 6 && !paired) return medvec_launch<6, 6, false>(src, dst, b, s);     /* 80 */
     if (rows == 2 && min_blocks == 6 && paired) return medvec_launch<2, 6, true>(src, dst, b, s);       /* 79 */
     return IPK_EINVAL;

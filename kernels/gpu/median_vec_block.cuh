@@ -10,14 +10,15 @@
  * row), and the warp's first and last lanes load the byte beyond their side, VEC_EDGE_AHEAD rows
  * before its use. Threads at the image's sides and unaligned rows gather their bytes through the
  * border (vec_load_rows). No shared memory; MINB blocks of 128 threads per SM bound the registers
- * (8: 64, 10: 48, 6: 80). */
+ * (8: 64, 10: 48, 7: 72, 6: 80). */
 #ifndef IPK_MEDIAN_VEC_BLOCK_CUH
 #define IPK_MEDIAN_VEC_BLOCK_CUH
 #include "vec_block.cuh"
 #include "median_vec.h"
 
 /* What IPK_GPU_VEC runs: output rows a thread, blocks per SM (8: at most 64 registers), rows paired
- * (1) or alone (0); median.cu lists the other instantiations, which the bench times beside it. */
+ * (1) or alone (0); one of the instantiations med_vec_launch (median.cu) lists, which the bench
+ * times side by side. */
 #define MEDVEC_ROWS 2
 #define MEDVEC_MINB 8
 #define MEDVEC_PAIRED 0

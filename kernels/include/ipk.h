@@ -115,7 +115,7 @@ int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_
 /* The vec median (what IPK_GPU_VEC runs for median) in another of its instantiations, for the
  * bench to compare: `rows` output rows a thread, `blocks_per_sm` resident blocks asked of ptxas,
  * output rows `paired` (sorting their two common rows once) or not. Taken: (2, 8, 0), which
- * IPK_GPU_VEC runs, (2, 10, 0), (4, 6, 0), (6, 6, 0) and (2, 6, 1); IPK_EINVAL for others and
+ * IPK_GPU_VEC runs, (2, 10, 0), (4, 7, 0), (6, 6, 0) and (2, 6, 1); IPK_EINVAL for others and
  * for what IPK_GPU_VEC refuses. */
 int ipk_median_gpu_vec_variant(const ipk_img *src, const ipk_img *dst, ipk_border border, int rows,
                                int blocks_per_sm, int paired, void *stream);

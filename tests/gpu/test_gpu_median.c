@@ -33,7 +33,7 @@ static ipk_img dev_alloc(const ipk_img *like, int pad, int shift, void **base)
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
 /* The vec median's instantiations (ipk_median_gpu_vec_variant): rows, blocks per SM, paired. */
-static const int VEC_VARIANTS[][3] = {{2, 8, 0}, {2, 10, 0}, {4, 6, 0}, {6, 6, 0}, {2, 6, 1}};
+static const int VEC_VARIANTS[][3] = {{2, 8, 0}, {2, 10, 0}, {4, 7, 0}, {6, 6, 0}, {2, 6, 1}};
 #define N_VEC_VARIANTS ((int)(sizeof VEC_VARIANTS / sizeof VEC_VARIANTS[0]))
 
 /* How a run calls the GPU: through ipk_median_gpu_path on `path`, or (variant >= 0) one of
