@@ -18,6 +18,7 @@
 #pragma weak ipk_median_gpu_path
 #pragma weak ipk_median_gpu_sep_variant
 #pragma weak ipk_median_gpu_sep_variant_name
+#pragma weak ipk_median_gpu_vec_variant
 #pragma weak ipk_mean_cpu
 #pragma weak ipk_mean_gpu
 #pragma weak ipk_mean_gpu_scratch

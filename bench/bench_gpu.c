@@ -35,8 +35,13 @@ typedef struct {
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
                                * median NET its new kernels; convolve and mean REG the register kernels,
-                               * VEC the vec kernel (3x3 integer); TILE the kernels before them */
+                               * VEC the vec kernel (3x3 integer; median 3x3); TILE the kernels before them */
+    int variant;              /* median VEC: 0 what the path runs, else MEDIAN_VEC_VARIANTS[variant - 1] */
 } op_spec;
+
+/* The vec median's other instantiations (ipk_median_gpu_vec_variant): rows a thread, blocks per SM,
+ * output rows paired; the first is what IPK_GPU_VEC runs (MEDVEC_* in median_vec_block.cuh). */
+static const int MEDIAN_VEC_VARIANTS[][3] = { { 2, 8, 0 }, { 2, 10, 0 }, { 4, 7, 0 }, { 6, 6, 0 }, { 2, 6, 1 } };
 
 typedef struct {
     char name[40];
@@ -76,72 +81,77 @@ static const ipk_entropy_params ENTROPY = { 2, 16, 16, 1.4426950408889634 };   /
 static const ipk_entropy_params ENTROPY_GRAY = { 2, 256, 16, 1.0 };
 
 static const op_spec OPS[] = {
-    { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12, IPK_GPU_AUTO },
-    { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_AUTO },
-    { "median 3x3 (networks: slower, not taken)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_NET },
-    { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO },
-    { "median 5x5 (old kernels)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_TILE },
-    { "median 5x5 (net, 8x1 tile, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
-    { "median 5x5 (net, 8x1 shfl, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
-    { "median 5x5 (net, 16x1 shfl, 64 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
-    { "median 5x5 (net, 8x2 shfl, 71 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET },
-    { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO },
-    { "median 7x7 (old kernels)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_TILE },
-    { "median 7x7 (net, 8x1 tile, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
-    { "median 7x7 (net, 8x1 shfl, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
-    { "median 7x7 (net, 8x1 shfl, 94 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
-    { "median 7x7 (net, 8x2 shfl, 121 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET },
-    { "median 15x15", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_AUTO },
-    { "median 15x15 (old kernels)", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_TILE },
-    { "median 17x17 (new, no NPP)", OP_MEDIAN, 8, NULL, 1, -1, IPK_GPU_NET },
-    { "median 51x51 (new, no NPP)", OP_MEDIAN, 25, NULL, 1, -1, IPK_GPU_NET },
-    { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO },
-    { "mean 3x3 (reg path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_REG },
-    { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE },
-    { "mean 3x3 (vec path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_VEC },
-    { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO },
-    { "mean 5x5 (reg path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_REG },
-    { "mean 5x5 (tile path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_TILE },
-    { "mean 5x5 (strip path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_STRIP },
-    { "mean 5x5 (vec path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_VEC },
-    { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_AUTO },
-    { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG },
-    { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE },
-    { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP },
-    { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO },
-    { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG },
-    { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE },
-    { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO },
-    { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG },
-    { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE },
-    { "convolve float 3x3 (vec path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_VEC },
-    { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO },
-    { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC },
-    { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO },
-    { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG },
-    { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE },
-    { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO },
-    { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG },
-    { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE },
-    { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO },
-    { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG },
-    { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE },
-    { "convolve gaussian3 (vec path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_VEC },
-    { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO },
-    { "convolve gaussian5 (reg path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_REG },
-    { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE },
-    { "convolve gaussian5 (vec path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_VEC },
-    { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO },
-    { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG },
-    { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE },
-    { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO },
-    { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG },
-    { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },
-    { "convolve sharpen3 (vec path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_VEC },
-    { "convolve disk7 (no target)", OP_CONV, 3, DISK7, 37, -1, IPK_GPU_AUTO },
-    { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO },
-    { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO },
-    { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6, IPK_GPU_AUTO },
+    { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
+    { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_AUTO, 0 },
+    { "median 3x3 (networks: slower, not taken)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_NET, 0 },
+    { "median 3x3 (vec path)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 0 },
+    { "median 3x3 (vec 2r x 10b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 2 },
+    { "median 3x3 (vec 4r x 7b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 3 },
+    { "median 3x3 (vec 6r x 6b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 4 },
+    { "median 3x3 (vec 2r x 6b pairs)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 5 },
+    { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO, 0 },
+    { "median 5x5 (old kernels)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_TILE, 0 },
+    { "median 5x5 (net, 8x1 tile, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
+    { "median 5x5 (net, 8x1 shfl, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
+    { "median 5x5 (net, 16x1 shfl, 64 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
+    { "median 5x5 (net, 8x2 shfl, 71 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
+    { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO, 0 },
+    { "median 7x7 (old kernels)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_TILE, 0 },
+    { "median 7x7 (net, 8x1 tile, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
+    { "median 7x7 (net, 8x1 shfl, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
+    { "median 7x7 (net, 8x1 shfl, 94 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
+    { "median 7x7 (net, 8x2 shfl, 121 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
+    { "median 15x15", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_AUTO, 0 },
+    { "median 15x15 (old kernels)", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_TILE, 0 },
+    { "median 17x17 (new, no NPP)", OP_MEDIAN, 8, NULL, 1, -1, IPK_GPU_NET, 0 },
+    { "median 51x51 (new, no NPP)", OP_MEDIAN, 25, NULL, 1, -1, IPK_GPU_NET, 0 },
+    { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO, 0 },
+    { "mean 3x3 (reg path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_REG, 0 },
+    { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE, 0 },
+    { "mean 3x3 (vec path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_VEC, 0 },
+    { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
+    { "mean 5x5 (reg path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_REG, 0 },
+    { "mean 5x5 (tile path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
+    { "mean 5x5 (strip path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_STRIP, 0 },
+    { "mean 5x5 (vec path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
+    { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
+    { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG, 0 },
+    { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
+    { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP, 0 },
+    { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
+    { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG, 0 },
+    { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
+    { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO, 0 },
+    { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
+    { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },
+    { "convolve float 3x3 (vec path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_VEC, 0 },
+    { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO, 0 },
+    { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC, 0 },
+    { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO, 0 },
+    { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG, 0 },
+    { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE, 0 },
+    { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO, 0 },
+    { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG, 0 },
+    { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE, 0 },
+    { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO, 0 },
+    { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG, 0 },
+    { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE, 0 },
+    { "convolve gaussian3 (vec path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_VEC, 0 },
+    { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO, 0 },
+    { "convolve gaussian5 (reg path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_REG, 0 },
+    { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE, 0 },
+    { "convolve gaussian5 (vec path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_VEC, 0 },
+    { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO, 0 },
+    { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG, 0 },
+    { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE, 0 },
+    { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO, 0 },
+    { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG, 0 },
+    { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE, 0 },
+    { "convolve sharpen3 (vec path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_VEC, 0 },
+    { "convolve disk7 (no target)", OP_CONV, 3, DISK7, 37, -1, IPK_GPU_AUTO, 0 },
+    { "histogram 256", OP_HIST, 0, NULL, 1, 0.035, IPK_GPU_AUTO, 0 },
+    { "transpose", OP_TRANSPOSE, 0, NULL, 1, 0.07, IPK_GPU_AUTO, 0 },
+    { "entropy 5x5 16 lv 16 bins", OP_ENTROPY, 2, NULL, 1, 0.6, IPK_GPU_AUTO, 0 },
 };
 #define N_OPS ((int)(sizeof OPS / sizeof *OPS))
 
@@ -211,7 +221,7 @@ static int gpu_op_built(const op_spec *op)
     case OP_GRAY: return ipk_grayscale_gpu != NULL;
     case OP_MEDIAN:
         if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
-        return ipk_median_gpu_path && ipk_median_gpu_scratch;
+        return ipk_median_gpu_path && ipk_median_gpu_scratch && (!op->variant || ipk_median_gpu_vec_variant);
     case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch;
     case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
     case OP_HIST: return ipk_histogram_gpu != NULL;
@@ -259,6 +269,10 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
     case OP_MEDIAN:
         if (sep_variant(op) != -1)
             return ipk_median_gpu_sep_variant(src, dst, op->radius, IPK_REPLICATE, stream, sep_variant(op));
+        if (op->variant > 0) {
+            const int *v = MEDIAN_VEC_VARIANTS[op->variant - 1];
+            return ipk_median_gpu_vec_variant(src, dst, IPK_REPLICATE, v[0], v[1], v[2], stream);
+        }
         return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
     case OP_MEAN: return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
     case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
@@ -577,7 +591,7 @@ static int enqueue_denoise(bench *b, const void *arg)
 
 /* Consumers of the fused rows that are not timed on their own in OPS. */
 static const op_spec FUSED_ONLY_OPS[] = {
-    { "entropy 5x5 u8 (entropy.pipe)", OP_ENTROPY_GRAY, 2, NULL, 1, -1, IPK_GPU_AUTO },
+    { "entropy 5x5 u8 (entropy.pipe)", OP_ENTROPY_GRAY, 2, NULL, 1, -1, IPK_GPU_AUTO, 0 },
 };
 
 static const op_spec *find_op(const char *name)

@@ -5,7 +5,9 @@
  *   per word (shared by the 2R+1 horizontal neighbours, and the 2R common rows by two
  *   vertical ones); then either (old) the rank rows pruned to the entries that can be the
  *   median and a forgetful selection, or (new, median_sep.cuh) the sorted columns merged in a
- *   tree shared by neighbouring outputs;
+ *   tree shared by neighbouring outputs; u8 3x3 also in the vec median (IPK_GPU_VEC,
+ *   median_vec_block.cuh: every input row loaded first, sorted columns shared by two
+ *   neighbouring outputs), which AUTO takes where MEDIAN_VEC_AUTO says;
  * - u8, any channel count, radius and border: each thread walks one column down with its
  *   window's coarse (16) and fine (256) histograms in shared memory (Huang), so a pixel costs
  *   O(radius) updates plus at most 32 bin reads, never O(radius^2); the issue-14 version
@@ -19,6 +21,11 @@
 #include "median_sep.cuh"
 #include "median_huang.cuh"
 #include "median_sep_var.cuh"
+#include "median_vec_block.cuh"
+
+/* 1: plain calls take the vec median (median_vec_block.cuh) for 1-channel u8 3x3, not shrink;
+ * 0: the packed kernel as before (IPK_GPU_VEC still runs it). Off until measured on the H100. */
+#define MEDIAN_VEC_AUTO 0
 
 #define MED_MAX_RADIUS 25
 #define MED_MAX_GRID_Y 65535
@@ -476,14 +483,48 @@ static int med_auto_is_net(const ipk_img *src, int radius, ipk_border border)
     return !(src->dtype == IPK_U8 && radius == 1);
 }
 
+/* The vec median's cases: 1-channel u8, radius 1, not shrink. */
+static int med_vec_case(const ipk_img *src, int radius, ipk_border border)
+{
+    return src->dtype == IPK_U8 && src->channels == 1 && radius == 1 && border != IPK_SHRINK;
+}
+
+/* The vec median's instantiations, all without spills at their register bound (sm_90, CUDA 13.0;
+ * blocks of 128 threads): rows a thread, blocks per SM, output rows paired. IPK_GPU_VEC runs the
+ * first; the others are there for the bench to compare (ipk_median_gpu_vec_variant). */
+static int med_vec_launch(const ipk_img *src, const ipk_img *dst, ipk_border border, int rows, int min_blocks,
+                          int paired, cudaStream_t s)
+{
+    const int b = (int)border;
+    if (rows == 2 && min_blocks == 8 && !paired) return medvec_launch<2, 8, false>(src, dst, b, s);     /* 64 regs */
+    if (rows == 2 && min_blocks == 10 && !paired) return medvec_launch<2, 10, false>(src, dst, b, s);   /* 48 */
+    if (rows == 4 && min_blocks == 7 && !paired) return medvec_launch<4, 7, false>(src, dst, b, s);     /* 72 */
+    if (rows == 6 && min_blocks == 6 && !paired) return medvec_launch<6, 6, false>(src, dst, b, s);     /* 80 */
+    if (rows == 2 && min_blocks == 6 && paired) return medvec_launch<2, 6, true>(src, dst, b, s);       /* 79 */
+    return IPK_EINVAL;
+}
+
+extern "C" int ipk_median_gpu_vec_variant(const ipk_img *src, const ipk_img *dst, ipk_border border, int rows,
+                                          int blocks_per_sm, int paired, void *stream)
+{
+    if (!med_args_ok(src, dst, 1, border) || !med_vec_case(src, 1, border)) return IPK_EINVAL;
+    if (src->width == 0 || src->height == 0) return IPK_OK;
+    return med_vec_launch(src, dst, border, rows, blocks_per_sm, paired, (cudaStream_t)stream);
+}
+
 extern "C" int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                                    void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch;
     (void)scratch_bytes;
     if (!med_args_ok(src, dst, radius, border)) return IPK_EINVAL;
-    if (path != IPK_GPU_AUTO && path != IPK_GPU_TILE && path != IPK_GPU_NET) return IPK_EINVAL;
+    if (path != IPK_GPU_AUTO && path != IPK_GPU_TILE && path != IPK_GPU_NET && path != IPK_GPU_VEC) return IPK_EINVAL;
+    if (path == IPK_GPU_VEC && !med_vec_case(src, radius, border)) return IPK_EINVAL;
     if (src->width == 0 || src->height == 0) return IPK_OK;
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && MEDIAN_VEC_AUTO && med_vec_case(src, radius, border))) {
+        const int rc = med_vec_launch(src, dst, border, MEDVEC_ROWS, MEDVEC_MINB, MEDVEC_PAIRED, (cudaStream_t)stream);
+        if (path == IPK_GPU_VEC || rc != IPK_ERANGE) return rc;   /* too tall for AUTO: the packed kernel */
+    }
     med_args a = {(const char *)src->data, (char *)dst->data, src->stride, dst->stride,
                   src->width, src->height, src->channels, radius, (int)border};
     cudaStream_t s = (cudaStream_t)stream;

@@ -124,6 +124,36 @@ __device__ __forceinline__ void vec_store_row(const uint32_t *acc, const ipk_vec
     sw_store(ipk_wrow<uint8_t>(dst, ds, y) + x, out, n, vec_out);
 }
 
+/* A thread of a radius-1 vec kernel (16 columns x ROWS rows): its lane, first column x and row y0,
+ * the column of its edge byte (the warp's first and last lanes; -1 on the others), whether its
+ * columns take 16-byte loads (fast) and whether its input rows all lie inside the image (rows_in). */
+struct vec_thread {
+    int lane, x, y0, xe;
+    bool fast, rows_in;
+};
+
+/* The first output row of the thread's warp. */
+template <int ROWS> __device__ __forceinline__ int vec_first_row()
+{
+    return (blockIdx.y * VEC_WARPS + threadIdx.y) * ROWS;
+}
+
+/* The rest of vec_thread, once the kernel knows that row y0 is in the image. */
+template <int ROWS>
+__device__ __forceinline__ vec_thread vec_thread_at(const uint8_t *src, ptrdiff_t ss, int width, int height,
+                                                    int border, int y0)
+{
+    vec_thread t;
+    t.lane = threadIdx.x;
+    t.x = (blockIdx.x * 32 + t.lane) * IPK_VEC_PX;
+    t.y0 = y0;
+    t.fast = t.x + IPK_VEC_PX <= width && ((uintptr_t)src % 16) == 0 && (ss % 16) == 0;
+    t.xe = t.lane == 0 ? ipk_border_index(t.x - 1, width, border)
+           : t.lane == 31 ? ipk_border_index(t.x + IPK_VEC_PX, width, border) : -1;
+    t.rows_in = t.y0 >= 1 && t.y0 + ROWS < height;
+    return t;
+}
+
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
  * the image gather their columns through the border for their neighbours and store nothing. */
 template <int MODE, int FIN, int ROWS>
@@ -131,16 +161,13 @@ __global__ void __launch_bounds__(32 * VEC_WARPS, VEC_MIN_BLOCKS)
     vec3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
                 int height, int border, const __grid_constant__ ipk_vec_plan vp)
 {
-    const int lane = threadIdx.x;
-    const int x = (blockIdx.x * 32 + lane) * IPK_VEC_PX;
-    const int y0 = (blockIdx.y * VEC_WARPS + threadIdx.y) * ROWS;
+    const int y0 = vec_first_row<ROWS>();
     if (y0 >= height) return;   /* the whole warp */
-    const bool fast = x + IPK_VEC_PX <= width && ((uintptr_t)src % 16) == 0 && (ss % 16) == 0;
-    const int xe = lane == 0 ? ipk_border_index(x - 1, width, border)
-                   : lane == 31 ? ipk_border_index(x + IPK_VEC_PX, width, border) : -1;
-    const bool rows_in = y0 >= 1 && y0 + ROWS < height;
+    const vec_thread t = vec_thread_at<ROWS>(src, ss, width, height, border, y0);
+    const int lane = t.lane, x = t.x, xe = t.xe;
+    const bool rows_in = t.rows_in;
     uint4 in[ROWS + 2];
-    vec_load_rows<ROWS, 1>(src, ss, width, height, border, x, y0, fast, rows_in, in);
+    vec_load_rows<ROWS, 1>(src, ss, width, height, border, x, y0, t.fast, rows_in, in);
     uint32_t edge[ROWS + 2];
     #pragma unroll
     for (int rr = 0; rr < 2 + VEC_EDGE_AHEAD; rr++)

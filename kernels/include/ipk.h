@@ -77,7 +77,7 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * or 7, u8 or f32 out, float weights or integer ones with sum|w| * 255 < 2^24; mean: radius 1
  * to 3 not shrink, and radius 4 to 15 on every border by running sums). Both return IPK_EINVAL
  * where they do not apply. TILE forces the kernels that served these cases before them. NET is
- * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP, REG and VEC).
+ * median's issue-14 kernels (convolve and mean refuse it; median refuses STRIP and REG).
  * VEC forces the vec kernel (kernels/gpu/vec_block.cuh: 16 columns x 1 to 6 rows a thread,
  * every input row loaded before any arithmetic, exact 16-bit lanes): 1-channel u8 in and out, mean
  * radius 1 or 2 and convolve 3x3 or 5x5 integer weights whose sums the lanes hold (sum |w| * 255
@@ -105,9 +105,20 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
  * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
  * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
  * load-add-store; u16: radix selection). Other u16 and all f32 take the radix selection on
- * every path; STRIP gives IPK_EINVAL. */
+ * every path; STRIP and REG give IPK_EINVAL. VEC forces the vec median (kernels/gpu/
+ * median_vec_block.cuh: 16 columns x 2 rows a thread, every input row loaded before any
+ * arithmetic, sorted columns in 16-bit lanes): 1-channel u8, radius 1, not shrink (IPK_EINVAL
+ * otherwise; IPK_ERANGE past 524,280 rows, the grid's limit); plain calls take it where
+ * MEDIAN_VEC_AUTO (median.cu) says (off). */
 int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                         void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
+/* The vec median (what IPK_GPU_VEC runs for median) in another of its instantiations, for the
+ * bench to compare: `rows` output rows a thread, `blocks_per_sm` resident blocks asked of ptxas,
+ * output rows `paired` (sorting their two common rows once) or not. Taken: (2, 8, 0), which
+ * IPK_GPU_VEC runs, (2, 10, 0), (4, 7, 0), (6, 6, 0) and (2, 6, 1); IPK_EINVAL for others and
+ * for what IPK_GPU_VEC refuses. */
+int ipk_median_gpu_vec_variant(const ipk_img *src, const ipk_img *dst, ipk_border border, int rows,
+                               int blocks_per_sm, int paired, void *stream);
 
 /* median, separable networks in one of their tile variants (for the bench and the tests, which
  * time and check them side by side; kernels/gpu/median_sep_var.cu): u8, 1 channel, radius 2 or

@@ -1,8 +1,9 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
  * sizes, device pitches that are not the width, and a few large images; u8 through both the
  * issue-14 kernels (IPK_GPU_NET, what AUTO runs but for 8-bit 3x3) and the ones before them
- * (IPK_GPU_TILE), and 1-channel u8 5x5 and 7x7 through every tile variant of the separable
- * networks (ipk_median_gpu_sep_variant) on the same images, and on misaligned base pointers. */
+ * (IPK_GPU_TILE); 1-channel u8 5x5 and 7x7 through every tile variant of the separable networks
+ * (ipk_median_gpu_sep_variant), and 1-channel u8 3x3 through the vec median (IPK_GPU_VEC and each
+ * of its instantiations), on the same images and on misaligned base pointers. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,33 +17,51 @@ static int cuda_ok(cudaError_t e, const char *what)
     return e == cudaSuccess;
 }
 
-/* A device image shaped like `like` with rows pad bytes longer than the data. */
-static ipk_img dev_alloc(const ipk_img *like, int pad)
+/* A device image shaped like `like` with rows pad bytes longer than the data, starting shift bytes
+ * into its allocation (*base, for cudaFree). */
+static ipk_img dev_alloc(const ipk_img *like, int pad, int shift, void **base)
 {
     ipk_img d = *like;
     d.stride = (ptrdiff_t)((size_t)like->width * like->channels * elem_bytes(like->dtype) + (size_t)pad);
     d.data = NULL;
-    if (!cuda_ok(cudaMalloc(&d.data, (size_t)d.stride * (size_t)(like->height ? like->height : 1)), "cudaMalloc"))
-        d.data = NULL;
+    *base = NULL;
+    if (cuda_ok(cudaMalloc(base, (size_t)d.stride * (size_t)(like->height ? like->height : 1) + (size_t)shift),
+                "cudaMalloc"))
+        d.data = (char *)*base + shift;
     return d;
 }
 
 static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->channels * elem_bytes(im->dtype); }
 
-/* The median on the device through `path`, or through tile variant `variant` when >= 0. */
-static int run_gpu(const ipk_img *dsrc, const ipk_img *ddst, int radius, ipk_border border, ipk_gpu_path path,
-                   int variant)
+/* The vec median's instantiations (ipk_median_gpu_vec_variant): rows, blocks per SM, paired. */
+static const int VEC_VARIANTS[][3] = {{2, 8, 0}, {2, 10, 0}, {4, 7, 0}, {6, 6, 0}, {2, 6, 1}};
+#define N_VEC_VARIANTS ((int)(sizeof VEC_VARIANTS / sizeof VEC_VARIANTS[0]))
+
+/* How a run calls the GPU: through ipk_median_gpu_path on `path`, one of VEC_VARIANTS (variant >= 0)
+ * or a tile variant of the separable networks (sep >= 0); shift: bytes the source's base pointer is
+ * off (the destination's: 16 - shift). */
+typedef struct {
+    ipk_gpu_path path;
+    int variant;
+    int shift;
+    int sep;
+} gpu_call;
+
+static int call_gpu(const ipk_img *dsrc, const ipk_img *ddst, int radius, ipk_border border, gpu_call call)
 {
-    if (variant >= 0) return ipk_median_gpu_sep_variant(dsrc, ddst, radius, border, NULL, variant);
+    if (call.sep >= 0) return ipk_median_gpu_sep_variant(dsrc, ddst, radius, border, NULL, call.sep);
+    if (call.variant >= 0) {
+        const int *v = VEC_VARIANTS[call.variant];
+        return ipk_median_gpu_vec_variant(dsrc, ddst, border, v[0], v[1], v[2], NULL);
+    }
     return ipk_median_gpu_path(dsrc, ddst, radius, border, NULL,
                                ipk_median_gpu_scratch(dsrc->width, dsrc->height, dsrc->channels, dsrc->dtype, radius),
-                               NULL, path);
+                               NULL, call.path);
 }
 
-/* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad.
- * variant >= 0: that tile variant of the separable networks instead of `path`. */
-static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
-                    ipk_gpu_path path, int variant)
+/* dev_pad < 0: rows 5 values longer than the data (not a multiple of 16 bytes); else that pad. */
+static int run_call(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
+                    gpu_call call)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
@@ -50,14 +69,17 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     if (dev_pad < 0) dev_pad = (int)elem_bytes(t) * 5;
     ipk_img src = tu_img_random(w, h, c, t, host_pad, &rng);
     ipk_img want = tu_img_zeros(w, h, c, t, 0), got = tu_img_zeros(w, h, c, t, host_pad);
-    ipk_img dsrc = dev_alloc(&src, dev_pad), ddst = dev_alloc(&src, dev_pad);
+    void *src_base, *dst_base;
+    const int dst_shift = call.shift ? 16 - call.shift : 0;
+    ipk_img dsrc = dev_alloc(&src, dev_pad, call.shift, &src_base);
+    ipk_img ddst = dev_alloc(&src, dev_pad, dst_shift, &dst_base);
     int ok = dsrc.data && ddst.data;
     ok = ok && cuda_ok(cudaMemcpy2D(dsrc.data, dsrc.stride, src.data, src.stride, row_bytes(&src), h,
                                     cudaMemcpyHostToDevice), "upload");
     ok = ok && cuda_ok(cudaMemset(ddst.data, 0xa5, (size_t)ddst.stride * h), "poison");
     if (ok) {
-        int rc = run_gpu(&dsrc, &ddst, radius, border, path, variant);
-        CHECK(rc == IPK_OK, "median path %d variant %d rc %d", (int)path, variant, rc);
+        int rc = call_gpu(&dsrc, &ddst, radius, border, call);
+        CHECK(rc == IPK_OK, "median gpu rc %d (path %d variant %d)", rc, (int)call.path, call.variant);
         ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
     }
     ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, row_bytes(&got), h,
@@ -66,16 +88,30 @@ static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d variant %d: max diff %g", w, h, c, (int)t, radius,
-              (int)border, (int)path, variant, diff);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d variant %d sep %d shift %d: max diff %g", w, h, c, (int)t,
+              radius, (int)border, (int)call.path, call.variant, call.sep, call.shift, diff);
         ok = diff == 0;
     }
-    cudaFree(dsrc.data);
-    cudaFree(ddst.data);
+    cudaFree(src_base);
+    cudaFree(dst_base);
     tu_img_free(&src);
     tu_img_free(&want);
     tu_img_free(&got);
     return ok;
+}
+
+/* `path`, or tile variant `sep` of the separable networks when >= 0. */
+static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
+                    ipk_gpu_path path, int sep)
+{
+    gpu_call call = {path, -1, 0, sep};
+    return run_call(w, h, c, t, radius, border, seed, dev_pad, call);
+}
+
+/* What IPK_GPU_VEC takes: 1-channel u8 3x3, not shrink. */
+static int vec_case(int c, ipk_dtype t, int radius, ipk_border border)
+{
+    return c == 1 && t == IPK_U8 && radius == 1 && border != IPK_SHRINK;
 }
 
 /* Whether the separable networks' tile variants take this case (u8, 1 channel, 5x5 or 7x7, not shrink). */
@@ -84,14 +120,15 @@ static int has_variants(int c, ipk_dtype t, int radius, ipk_border border)
     return t == IPK_U8 && c == 1 && (radius == 2 || radius == 3) && border != IPK_SHRINK;
 }
 
-/* u8 and u16 through both paths (they differ only there), and 8-bit 3x3 through the networks too; f32 through AUTO;
- * 1-channel u8 5x5 and 7x7 through every tile variant. */
+/* u8 and u16 through both paths (they differ only there), and 8-bit 3x3 through the networks and the
+ * vec median too; f32 through AUTO; 1-channel u8 5x5 and 7x7 through every tile variant. */
 static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
 {
     int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO, -1);
     if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE, -1) && ok;
     /* 8-bit 3x3: AUTO takes the tile kernel (faster there), so the networks are asked for by name */
     if (t == IPK_U8 && radius == 1) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, -1) && ok;
+    if (vec_case(c, t, radius, border)) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_VEC, -1) && ok;
     for (int v = 0; has_variants(c, t, radius, border) && ipk_median_gpu_sep_variant_name(radius, v); v++)
         ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, v) && ok;
     return ok;
@@ -147,6 +184,32 @@ static void packed_aligned(int quick)
                     pad = (16 - 2 * widths[i] % 16) % 16 + 16 * (int)(j % 2);
                     run_case_pad(widths[i], heights[j], 1, IPK_U16, r, (ipk_border)b, seed++, pad);
                 }
+}
+
+/* The vec median (IPK_GPU_VEC and every instantiation of it) on base pointers 1 to 15 bytes off
+ * 16 (the gathers), aligned ones with pitches a multiple of 16 (the 16-byte loads and stores), widths
+ * around the 16-pixel groups and the 512-pixel warps, heights odd and even around the thread tiles. */
+static void vec_paths(int quick)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 13}, {13, 1}, {2, 2}, {16, 3}, {17, 9}, {31, 4}, {37, 23},
+                                   {509, 7}, {512, 8}, {513, 5}, {1024, 13}, {1031, 33}};
+    uint64_t seed = 900;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += quick ? 2 : 1)
+        for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
+            for (int v = -1; v < N_VEC_VARIANTS; v++) {
+                const int w = sizes[i][0], h = sizes[i][1];
+                gpu_call call = {IPK_GPU_VEC, v, (int)((seed * 7) % 16), -1};
+                run_call(w, h, 1, IPK_U8, 1, (ipk_border)b, seed++, -1, call);
+                call.shift = 0;
+                run_call(w, h, 1, IPK_U8, 1, (ipk_border)b, seed++, (16 - w % 16) % 16 + 16 * (int)(i % 2), call);
+            }
+    for (int v = -1; v < N_VEC_VARIANTS && !quick; v++) {
+        gpu_call call = {IPK_GPU_VEC, v, 0, -1};
+        run_call(4097, 3001, 1, IPK_U8, 1, IPK_REFLECT101, 950 + v, -1, call);
+        run_call(4096, 2049, 1, IPK_U8, 1, IPK_ZERO, 960 + v, 0, call);
+        call.shift = 3;
+        run_call(4096, 2047, 1, IPK_U8, 1, IPK_REPLICATE, 970 + v, 0, call);
+    }
 }
 
 static void large(void)
@@ -242,6 +305,24 @@ static void bad_arguments(void)
           "strip path accepted");
     CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)7) == IPK_EINVAL,
           "unknown path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_REG) == IPK_EINVAL,
+          "reg path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 2, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec path: radius 2 accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_SHRINK, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec path: shrink accepted");
+    CHECK(ipk_median_gpu_vec_variant(&a, &b, IPK_REPLICATE, 3, 8, 0, NULL) == IPK_EINVAL,
+          "vec variant: 3 rows accepted");
+    CHECK(ipk_median_gpu_vec_variant(&a, &b, IPK_REPLICATE, 2, 7, 0, NULL) == IPK_EINVAL,
+          "vec variant: 7 blocks accepted");
+    CHECK(ipk_median_gpu_vec_variant(&a, &b, IPK_SHRINK, 2, 8, 0, NULL) == IPK_EINVAL, "vec variant: shrink accepted");
+    unsigned short wide[16];
+    ipk_img u = {wide, 8, 4, 2, 1, IPK_U16};
+    CHECK(ipk_median_gpu_path(&u, &u, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec path: u16 accepted");
+    ipk_img two = {buf, 4, 4, 16, 2, IPK_U8};
+    CHECK(ipk_median_gpu_path(&two, &two, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec path: 2 channels accepted");
     b.channels = 2;
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
     b.channels = 1;
@@ -251,8 +332,8 @@ static void bad_arguments(void)
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 1, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "variant at radius 1 accepted");
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_SHRINK, NULL, 0) == IPK_EINVAL, "variant with shrink accepted");
     CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_REPLICATE, NULL, 99) == IPK_EINVAL, "variant 99 accepted");
-    ipk_img wide = {buf, 8, 4, 4, 1, IPK_U16}, multi = {buf, 16, 4, 4, 4, IPK_U8};
-    CHECK(ipk_median_gpu_sep_variant(&wide, &wide, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "u16 variant accepted");
+    ipk_img wide16 = {buf, 8, 4, 4, 1, IPK_U16}, multi = {buf, 16, 4, 4, 4, IPK_U8};
+    CHECK(ipk_median_gpu_sep_variant(&wide16, &wide16, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "u16 variant accepted");
     CHECK(ipk_median_gpu_sep_variant(&multi, &multi, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "4 channels accepted");
     CHECK(ipk_median_gpu_sep_variant(&a, NULL, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "NULL dst accepted");
 }
@@ -273,6 +354,7 @@ int main(void)
     packed(quick);
     packed_aligned(quick);
     variants_misaligned();
+    vec_paths(quick);
     if (!quick) {
         large();
         variants_tall();
