@@ -17,7 +17,7 @@
 #include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 96, GRAPH_IMG = 1024 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 112, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -31,7 +31,7 @@ typedef struct {
     op_kind kind;
     int radius;               /* median, mean, entropy; convolve: a (2r+1)^2 kernel */
     const double *weights;    /* convolve: row-major, divided by `divisor` */
-    double divisor;
+    double divisor;           /* mean: 1, or 1 + v to time variant v of ipk_mean_gpu_runsum (path VEC) */
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
                                * median NET its new kernels; convolve and mean REG the register kernels,
@@ -96,9 +96,18 @@ static const op_spec OPS[] = {
     { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG },
     { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE },
     { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP },
+    { "mean 7x7 (vec path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_VEC },
     { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO },
     { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG },
     { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE },
+    { "mean 31x31 (vec path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC },
+    { "mean 31x31 (vec, bands >= 256 rows)", OP_MEAN, 15, NULL, 2, 0.12, IPK_GPU_VEC },
+    { "mean 31x31 (vec, 8 columns a lane)", OP_MEAN, 15, NULL, 3, 0.12, IPK_GPU_VEC },
+    { "mean 31x31 (vec, 4 rows in flight)", OP_MEAN, 15, NULL, 4, 0.12, IPK_GPU_VEC },
+    { "mean 15x15", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_AUTO },
+    { "mean 15x15 (vec path)", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_VEC },
+    { "mean 51x51", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_AUTO },
+    { "mean 51x51 (vec path)", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_VEC },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO },
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE },
@@ -181,7 +190,7 @@ static int gpu_op_built(const op_spec *op)
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu != NULL;
     case OP_MEDIAN: return ipk_median_gpu_path && ipk_median_gpu_scratch;
-    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch;
+    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (op->divisor == 1 || ipk_mean_gpu_runsum);
     case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
     case OP_HIST: return ipk_histogram_gpu != NULL;
     case OP_TRANSPOSE: return ipk_transpose_gpu != NULL;
@@ -226,7 +235,10 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu(src, dst, BT601, stream);
     case OP_MEDIAN: return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
-    case OP_MEAN: return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
+    case OP_MEAN:
+        if (op->divisor != 1)
+            return ipk_mean_gpu_runsum(src, dst, op->radius, IPK_REFLECT101, stream, (int)op->divisor - 1);
+        return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
     case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
     case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
     case OP_TRANSPOSE: return ipk_transpose_gpu(src, dst, stream);
