@@ -103,10 +103,19 @@ IPK_HD uint32_t ipk_rsum_dp2(uint32_t v, uint32_t b, uint32_t c)
 #endif
 }
 
-/* Inclusive prefix of the lane's c column sums (c / 2 pairs), two columns a step. */
-IPK_HD void ipk_rsum_prefix(const uint32_t *v, int c, uint32_t *p)
+/* Sum of the lane's c column sums (c / 2 pairs). */
+IPK_HD uint32_t ipk_rsum_total(const uint32_t *v, int c)
 {
-    uint32_t before = 0;
+    uint32_t total = 0;
+    IPK_UNROLL
+    for (int m = 0; m < c / 2; m++) total = ipk_rsum_dp2(v[m], 0x0101u, total);
+    return total;
+}
+
+/* Inclusive prefix of the lane's c column sums (c / 2 pairs) on top of `before` (the lanes to its
+ * left), two columns a step. */
+IPK_HD void ipk_rsum_prefix(const uint32_t *v, int c, uint32_t before, uint32_t *p)
+{
     IPK_UNROLL
     for (int m = 0; m < c / 2; m++) {
         p[2 * m] = ipk_rsum_dp2(v[m], 0x0001u, before);
@@ -115,14 +124,19 @@ IPK_HD void ipk_rsum_prefix(const uint32_t *v, int c, uint32_t *p)
     }
 }
 
-/* floor((s + n/2) / n) for a full window. */
-IPK_HD uint32_t ipk_rsum_full(const ipk_rsum_geom *g, uint32_t s)
+IPK_HD uint32_t ipk_rsum_mulhi(uint32_t a, uint32_t m)
 {
 #ifdef __CUDA_ARCH__
-    return __umulhi(s + g->n / 2, g->mul) >> g->shift;
+    return __umulhi(a, m);
 #else
-    return (uint32_t)(((uint64_t)(s + g->n / 2) * g->mul) >> 32) >> g->shift;
+    return (uint32_t)(((uint64_t)a * m) >> 32);
 #endif
+}
+
+/* floor((s + n/2) / n) for a full window (shift is 0 up to radius 34: a kernel may leave it out). */
+IPK_HD uint32_t ipk_rsum_full(const ipk_rsum_geom *g, uint32_t s)
+{
+    return ipk_rsum_mulhi(s + g->n / 2, g->mul) >> g->shift;
 }
 
 /* The shrink border's count of in-image positions among i - r .. i + r. */

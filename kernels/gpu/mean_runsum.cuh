@@ -71,26 +71,27 @@ struct rsum_lane {
     bool stores, vec_out;
 };
 
-/* Output row y from the lane's vertical sums v: prefix (lane, then warp by shuffles), written to
- * pbuf; lane k finishes columns k + 32 i into bytes; each storing lane writes its own C bytes. */
-template <int C, bool SHRINK>
+/* Output row y from the lane's vertical sums v: prefix (the lanes' totals scanned by shuffles, then
+ * the lane's own), written to pbuf; lane k finishes columns k + 32 i into bytes (SHIFTED: the
+ * divisor plan's shift may not be 0; shrink always takes it); each storing lane writes its own C
+ * bytes. */
+template <int C, bool SHRINK, bool SHIFTED>
 __device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom &g, const rsum_lane &l,
                                           uint32_t *pbuf, uint8_t *bbuf, uint8_t *__restrict__ dst, ptrdiff_t ds,
                                           int y)
 {
-    uint32_t p[C];
-    ipk_rsum_prefix(v, C, p);
-    uint32_t incl = p[C - 1];
+    const uint32_t total = ipk_rsum_total(v, C);
+    uint32_t incl = total;
     #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
         const uint32_t t = __shfl_up_sync(0xffffffffu, incl, d);
         if (l.lane >= d) incl += t;
     }
-    const uint32_t before = incl - p[C - 1];
+    uint32_t p[C];
+    ipk_rsum_prefix(v, C, incl - total, p);
     #pragma unroll
     for (int q = 0; q < C / 4; q++)
-        *(uint4 *)(pbuf + l.write_base + 4 * q) =
-            make_uint4(p[4 * q] + before, p[4 * q + 1] + before, p[4 * q + 2] + before, p[4 * q + 3] + before);
+        *(uint4 *)(pbuf + l.write_base + 4 * q) = make_uint4(p[4 * q], p[4 * q + 1], p[4 * q + 2], p[4 * q + 3]);
     __syncwarp();
     const int step = ipk_rsum_read_step(&g);
     const uint32_t span_y = SHRINK ? ipk_rsum_span(y, l.height, g.radius) : 0;
@@ -103,21 +104,26 @@ __device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom
             const bool inside = xc >= 0 && xc < l.width;
             q = ipk_rsum_finish(&g, s, inside ? ipk_rsum_span(xc, l.width, g.radius) * span_y : g.n);
         } else {
-            q = ipk_rsum_full(&g, s);
+            q = SHIFTED ? ipk_rsum_full(&g, s) : ipk_rsum_mulhi(s + g.n / 2, g.mul);
         }
         bbuf[l.lane + 32 * i] = (uint8_t)q;
     }
     __syncwarp();
     if (!l.stores) return;
     uint32_t o[C / 4];
-    #pragma unroll
-    for (int q = 0; q < C / 4; q++) o[q] = ((const uint32_t *)(bbuf + l.lane * C))[q];
+    if constexpr (C == 16) {
+        const uint4 b = *(const uint4 *)(bbuf + l.lane * C);
+        o[0] = b.x, o[1] = b.y, o[2] = b.z, o[3] = b.w;
+    } else {
+        const uint2 b = *(const uint2 *)(bbuf + l.lane * C);
+        o[0] = b.x, o[1] = b.y;
+    }
     rsum_store<C>(ipk_wrow<uint8_t>(dst, ds, y) + l.x, o, min(C, l.width - l.x), l.vec_out);
 }
 
 /* One warp: the band of output rows y0 .. y0 + band - 1 over its 32 C input columns. Input row
  * r of the walk (r = 0 is y0 - radius) enters at step r and leaves at step r + 2 radius + 1. */
-template <int C, int D, bool SHRINK>
+template <int C, int D, bool SHRINK, bool SHIFTED>
 __global__ void __launch_bounds__(32 * RSUM_WARPS)
     rsum_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
                 int height, int border, int band, const __grid_constant__ ipk_rsum_geom g)
@@ -168,7 +174,7 @@ __global__ void __launch_bounds__(32 * RSUM_WARPS)
             if (r < K - 1) continue;
             uint32_t *pbuf = wsm + par * g.pbuf_words;
             uint8_t *bbuf = (uint8_t *)(wsm + 2 * g.pbuf_words + par * 8 * C);
-            rsum_emit<C, SHRINK>(v, g, l, pbuf, bbuf, dst, ds, y0 + r - (K - 1));
+            rsum_emit<C, SHRINK, SHIFTED>(v, g, l, pbuf, bbuf, dst, ds, y0 + r - (K - 1));
             par ^= 1;
         }
     }
@@ -192,21 +198,22 @@ static int rsum_band(Kernel kernel, size_t smem, int width, int height, int out_
     return 1;
 }
 
-template <int C, int D, bool SHRINK>
+template <int C, int D, bool SHRINK, bool SHIFTED>
 static int rsum_launch_cfg(const ipk_img *src, const ipk_img *dst, const ipk_rsum_geom &g, int border, int min_band,
                            cudaStream_t s)
 {
     const size_t smem = (size_t)RSUM_WARPS * ipk_rsum_warp_words(&g) * sizeof(uint32_t);
-    if (smem > 48 * 1024 && cudaFuncSetAttribute(rsum_kernel<C, D, SHRINK>,
+    if (smem > 48 * 1024 && cudaFuncSetAttribute(rsum_kernel<C, D, SHRINK, SHIFTED>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
         return IPK_ECUDA;
     int band = 0;
-    if (!rsum_band(rsum_kernel<C, D, SHRINK>, smem, src->width, src->height, g.out_w, min_band, &band))
+    if (!rsum_band(rsum_kernel<C, D, SHRINK, SHIFTED>, smem, src->width, src->height, g.out_w, min_band, &band))
         return IPK_ECUDA;
     dim3 grid(ipk_div_up(ipk_div_up(src->width, g.out_w), RSUM_WARPS), ipk_div_up(src->height, band));
     dim3 block(32, RSUM_WARPS);
-    rsum_kernel<C, D, SHRINK><<<grid, block, smem, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
-                                                        dst->stride, src->width, src->height, border, band, g);
+    rsum_kernel<C, D, SHRINK, SHIFTED><<<grid, block, smem, s>>>((const uint8_t *)src->data, src->stride,
+                                                                 (uint8_t *)dst->data, dst->stride, src->width,
+                                                                 src->height, border, band, g);
     return ipk_launch_status();
 }
 
@@ -217,7 +224,8 @@ static int rsum_launch(const ipk_img *src, const ipk_img *dst, int radius, int b
 {
     ipk_rsum_geom g;
     if (!ipk_rsum_geom_init(&g, C, radius)) return IPK_EINVAL;
-    if (border == IPK_SHRINK) return rsum_launch_cfg<C, D, true>(src, dst, g, border, min_band, s);
-    return rsum_launch_cfg<C, D, false>(src, dst, g, border, min_band, s);
+    if (border == IPK_SHRINK) return rsum_launch_cfg<C, D, true, true>(src, dst, g, border, min_band, s);
+    return g.shift ? rsum_launch_cfg<C, D, false, true>(src, dst, g, border, min_band, s)
+                   : rsum_launch_cfg<C, D, false, false>(src, dst, g, border, min_band, s);
 }
 #endif

@@ -47,14 +47,16 @@ static void emit_row(warp_model *m, int y)
     uint32_t before = 0;
     for (int lane = 0; lane < WARP; lane++) {
         uint32_t p[16];
-        ipk_rsum_prefix(m->v[lane], c, p);
+        const uint32_t total = ipk_rsum_total(m->v[lane], c);
+        ipk_rsum_prefix(m->v[lane], c, before, p);
+        CHECK(p[c - 1] - before == total, "lane total %u against prefix %u", total, p[c - 1] - before);
         const int wb = ipk_rsum_addr(g, lane * c);
         CHECK(wb % 4 == 0 && wb + c <= g->pbuf_words, "write base %d of %d words", wb, g->pbuf_words);
         for (int i = 0; i < c; i++) {
-            m->pbuf[wb + i] = p[i] + before;
+            m->pbuf[wb + i] = p[i];
             m->written[wb + i] = 1;
         }
-        before += p[c - 1];
+        before += total;
     }
     const int step = ipk_rsum_read_step(g);
     const uint32_t span_y = ipk_rsum_span(y, m->src->height, r);
@@ -76,7 +78,7 @@ static void emit_row(warp_model *m, int y)
                 const int inside = xc >= 0 && xc < m->src->width;
                 q = ipk_rsum_finish(g, s, inside ? ipk_rsum_span(xc, m->src->width, r) * span_y : g->n);
             } else {
-                q = ipk_rsum_full(g, s);
+                q = g->shift ? ipk_rsum_full(g, s) : ipk_rsum_mulhi(s + g->n / 2, g->mul);
             }
             m->bbuf[j] = (uint8_t)q;
         }
