@@ -544,6 +544,7 @@ static int rsum_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     case 1: return rsum_launch<16, 8>(src, dst, radius, (int)border, 256, s);
     case 2: return rsum_launch<8, 8>(src, dst, radius, (int)border, 64, s);
     case 3: return rsum_launch<16, 4>(src, dst, radius, (int)border, 64, s);
+    case 4: return rsum_launch<16, 6>(src, dst, radius, (int)border, 64, s);
     }
     return IPK_EINVAL;
 }
