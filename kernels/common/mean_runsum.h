@@ -69,8 +69,9 @@ IPK_HD int ipk_rsum_addr(const ipk_rsum_geom *g, int a)
     return s / g->c * (g->c + IPK_RSUM_PAD) + s % g->c;
 }
 
-/* From column a to a + 32: 32 / c whole chunks. */
-IPK_HD int ipk_rsum_read_step(const ipk_rsum_geom *g) { return IPK_RSUM_WARP + IPK_RSUM_WARP / g->c * IPK_RSUM_PAD; }
+/* Words from column a to a + 32 (32 / c whole chunks); a kernel passes c as a constant, so that
+ * every read is its base plus an immediate. */
+IPK_HD int ipk_rsum_read_step(int c) { return IPK_RSUM_WARP + IPK_RSUM_WARP / c * IPK_RSUM_PAD; }
 
 /* First input column of lane `lane` of the warp whose outputs start at x_out. */
 IPK_HD int ipk_rsum_lane_x(const ipk_rsum_geom *g, int x_out, int lane) { return x_out - g->halo + lane * g->c; }

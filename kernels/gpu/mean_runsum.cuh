@@ -66,7 +66,7 @@ __device__ __forceinline__ void rsum_store(uint8_t *d, const uint32_t *o, int n,
 
 /* Where one output row's prefix and bytes go, and what the lane needs to finish and store it. */
 struct rsum_lane {
-    int lane, x, x_warp0, width, height, y_out_store;
+    int lane, x, x_warp0, width, height;
     int hi_base, lo_base, write_base;
     bool stores, vec_out;
 };
@@ -93,7 +93,7 @@ __device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom
     for (int q = 0; q < C / 4; q++)
         *(uint4 *)(pbuf + l.write_base + 4 * q) = make_uint4(p[4 * q], p[4 * q + 1], p[4 * q + 2], p[4 * q + 3]);
     __syncwarp();
-    const int step = ipk_rsum_read_step(&g);
+    const int step = ipk_rsum_read_step(C);
     const uint32_t span_y = SHRINK ? ipk_rsum_span(y, l.height, g.radius) : 0;
     #pragma unroll
     for (int i = 0; i < C; i++) {

@@ -58,7 +58,7 @@ static void emit_row(warp_model *m, int y)
         }
         before += total;
     }
-    const int step = ipk_rsum_read_step(g);
+    const int step = ipk_rsum_read_step(c);
     const uint32_t span_y = ipk_rsum_span(y, m->src->height, r);
     for (int lane = 0; lane < WARP; lane++) {
         const int hi = ipk_rsum_addr(g, lane + r), lo = ipk_rsum_addr(g, lane - r - 1);
