@@ -105,6 +105,7 @@ static const op_spec OPS[] = {
     { "mean 31x31 (vec, 8 columns a lane)", OP_MEAN, 15, NULL, 3, 0.12, IPK_GPU_VEC },
     { "mean 31x31 (vec, 4 rows in flight)", OP_MEAN, 15, NULL, 4, 0.12, IPK_GPU_VEC },
     { "mean 31x31 (vec, 6 rows in flight)", OP_MEAN, 15, NULL, 5, 0.12, IPK_GPU_VEC },
+    { "mean 31x31 (vec, own columns, 4 rows)", OP_MEAN, 15, NULL, 6, 0.12, IPK_GPU_VEC },
     { "mean 15x15", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_AUTO },
     { "mean 15x15 (vec path)", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_VEC },
     { "mean 51x51", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_AUTO },

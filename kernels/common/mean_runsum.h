@@ -6,8 +6,11 @@
  * as 16-bit pairs ((2r+1) * 255 fits for r <= 100): add the entering row, subtract the leaving
  * one. Per output row the lanes scan their sums into a prefix P over the warp's columns, write it
  * to shared memory, and lane k finishes the columns j = k + 32 i from P[j + r] - P[j - r - 1]
- * (consecutive lanes read consecutive words: no bank conflict, immediate offsets). A warp keeps
- * the outputs that see their whole window: halo columns each side, r + 1 rounded up to C. */
+ * (consecutive lanes read consecutive words, immediate offsets; chunks padded for 16-byte writes,
+ * which leaves a 2-way bank conflict on some reads), then bytes go through a byte buffer to each
+ * lane's own C columns. The `own` layout instead has each lane finish its own C columns from
+ * chunks c + 1 words apart (scalar writes and reads, free of conflicts, no byte buffer). A warp
+ * keeps the outputs that see their whole window: halo columns each side, r + 1 rounded up to C. */
 #ifndef IPK_MEAN_RUNSUM_H
 #define IPK_MEAN_RUNSUM_H
 #include <stdint.h>
@@ -22,6 +25,8 @@ typedef struct {
     int radius;
     int halo;          /* radius + 1 rounded up to c */
     int out_w;         /* output columns a warp: 32 c - 2 halo */
+    int own;           /* 1: each lane finishes its own c columns (below), 0: columns k + 32 i */
+    int stride;        /* words a chunk of c columns takes in a prefix buffer */
     int pbuf_words;    /* one prefix buffer in shared memory */
     uint32_t n;        /* the full window, (2r + 1)^2 */
     uint32_t mul;      /* floor((s + n/2) / n) == umulhi(s + n/2, mul) >> shift for every sum s */
@@ -45,28 +50,42 @@ IPK_HD int ipk_rsum_set_div(ipk_rsum_geom *g)
     return 0;
 }
 
-/* 0 when c or the radius is not one the kernel takes. */
-IPK_HD int ipk_rsum_geom_init(ipk_rsum_geom *g, int c, int radius)
+/* 0 when c or the radius is not one the kernel takes. own: the layout where each lane finishes its
+ * own columns, chunks c + 1 words apart (an odd stride: the lanes' scalar writes and reads fall on
+ * 32 banks), no byte buffer; else chunks c + IPK_RSUM_PAD apart (16-byte writes). */
+IPK_HD int ipk_rsum_geom_init(ipk_rsum_geom *g, int c, int radius, int own)
 {
     if ((c != 8 && c != 16) || radius < 1 || radius > IPK_RSUM_MAX_RADIUS) return 0;
     g->c = c;
     g->radius = radius;
     g->halo = (radius + 1 + c - 1) / c * c;
     g->out_w = IPK_RSUM_WARP * c - 2 * g->halo;
-    g->pbuf_words = (IPK_RSUM_WARP + 2 * g->halo / c) * (c + IPK_RSUM_PAD);
+    g->own = own != 0;
+    g->stride = c + (own ? 1 : IPK_RSUM_PAD);
+    g->pbuf_words = ((IPK_RSUM_WARP + 2 * g->halo / c) * g->stride + 3) / 4 * 4;
     g->n = (uint32_t)(2 * radius + 1) * (uint32_t)(2 * radius + 1);
     return g->out_w > 0 && ipk_rsum_set_div(g);
 }
 
-/* Words of shared memory a warp uses: two prefix buffers and two byte buffers of 32 c bytes. */
-IPK_HD int ipk_rsum_warp_words(const ipk_rsum_geom *g) { return 2 * g->pbuf_words + 2 * 8 * g->c; }
+/* Words of shared memory a warp uses: two prefix buffers and (not own) two byte buffers of 32 c
+ * bytes. */
+IPK_HD int ipk_rsum_warp_words(const ipk_rsum_geom *g) { return 2 * g->pbuf_words + (g->own ? 0 : 2 * 8 * g->c); }
 
 /* Word of column a (-halo <= a < 32 c + halo, warp-relative) in a prefix buffer: chunks of c
- * columns, IPK_RSUM_PAD words apart, halo / c chunks before column 0 for the reads left of it. */
+ * columns, `stride` words apart, halo / c chunks before column 0 for the reads left of it. */
 IPK_HD int ipk_rsum_addr(const ipk_rsum_geom *g, int a)
 {
     const int s = a + g->halo;
-    return s / g->c * (g->c + IPK_RSUM_PAD) + s % g->c;
+    return s / g->c * g->stride + s % g->c;
+}
+
+/* own: the word of column lane * c + off + i (i < c) is base + i, plus 1 from i = *split on (the
+ * columns cross into the next chunk there); off is r or -r - 1. */
+IPK_HD int ipk_rsum_own_base(const ipk_rsum_geom *g, int lane, int off, int *split)
+{
+    const int u = off + g->halo;
+    *split = g->c - u % g->c;
+    return lane * g->stride + u + u / g->c;
 }
 
 /* Words from column a to a + 32 (32 / c whole chunks); a kernel passes c as a constant, so that

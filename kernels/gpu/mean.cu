@@ -540,11 +540,12 @@ static int rsum_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, 
                             cudaStream_t s)
 {
     switch (v) {
-    case 0: return rsum_launch<16, 8>(src, dst, radius, (int)border, 64, s);
-    case 1: return rsum_launch<16, 8>(src, dst, radius, (int)border, 256, s);
-    case 2: return rsum_launch<8, 8>(src, dst, radius, (int)border, 64, s);
-    case 3: return rsum_launch<16, 4>(src, dst, radius, (int)border, 64, s);
-    case 4: return rsum_launch<16, 6>(src, dst, radius, (int)border, 64, s);
+    case 0: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 64, s);
+    case 1: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 256, s);
+    case 2: return rsum_launch<8, 8, false>(src, dst, radius, (int)border, 64, s);
+    case 3: return rsum_launch<16, 4, false>(src, dst, radius, (int)border, 64, s);
+    case 4: return rsum_launch<16, 6, false>(src, dst, radius, (int)border, 64, s);
+    case 5: return rsum_launch<16, 4, true>(src, dst, radius, (int)border, 64, s);
     }
     return IPK_EINVAL;
 }

@@ -4,9 +4,9 @@
  * test_mean_runsum checks on the host). A warp owns 32 C input columns and a band of rows; it
  * keeps D entering and D leaving rows in flight as 8- or 16-byte loads (the leaving row is read
  * again, 2r + 1 rows later, from L1 or L2). No __syncthreads: the warps of a block are
- * independent, each with two prefix buffers and two byte buffers, so one __syncwarp a buffer
- * orders a row's writes and reads. Lanes at the image's sides and unaligned rows gather their
- * bytes through the border out of line. */
+ * independent, each with two prefix buffers (and two byte buffers but in the own layout), so a
+ * __syncwarp orders a row's writes and reads. Lanes at the image's sides and unaligned rows
+ * gather their bytes through the border out of line. */
 #ifndef IPK_MEAN_RUNSUM_CUH
 #define IPK_MEAN_RUNSUM_CUH
 #include "gpu_common.cuh"
@@ -68,45 +68,58 @@ __device__ __forceinline__ void rsum_store(uint8_t *d, const uint32_t *o, int n,
 struct rsum_lane {
     int lane, x, x_warp0, width, height;
     int hi_base, lo_base, write_base;
+    int hi_split, lo_split;   /* own: where the reads cross into the next chunk */
     bool stores, vec_out;
 };
 
-/* Output row y from the lane's vertical sums v: prefix (the lanes' totals scanned by shuffles, then
- * the lane's own), written to pbuf; lane k finishes columns k + 32 i into bytes (SHIFTED: the
- * divisor plan's shift may not be 0; shrink always takes it); each storing lane writes its own C
+/* The full window's finish, or shrink's count at column xc of row y (span_y: the row's). */
+template <bool SHRINK, bool SHIFTED>
+__device__ __forceinline__ uint32_t rsum_finish(const ipk_rsum_geom &g, uint32_t s, int xc, int width,
+                                                uint32_t span_y)
+{
+    if (SHRINK) {
+        const bool inside = xc >= 0 && xc < width;
+        return ipk_rsum_finish(&g, s, inside ? ipk_rsum_span(xc, width, g.radius) * span_y : g.n);
+    }
+    return SHIFTED ? ipk_rsum_full(&g, s) : ipk_rsum_mulhi(s + g.n / 2, g.mul);
+}
+
+/* own: each lane finishes its own C columns from scalar reads (base + i, one word further from
+ * the split on) and stores them; no byte buffer, one __syncwarp a row. */
+template <int C, bool SHRINK, bool SHIFTED>
+__device__ __forceinline__ void rsum_finish_own(const ipk_rsum_geom &g, const rsum_lane &l, const uint32_t *pbuf,
+                                                uint8_t *__restrict__ dst, ptrdiff_t ds, int y)
+{
+    const uint32_t span_y = SHRINK ? ipk_rsum_span(y, l.height, g.radius) : 0;
+    uint32_t o[C / 4];
+    #pragma unroll
+    for (int w = 0; w < C / 4; w++) {
+        uint32_t word = 0;
+        #pragma unroll
+        for (int b = 0; b < 4; b++) {
+            const int i = 4 * w + b;
+            const uint32_t hi = pbuf[(i >= l.hi_split ? l.hi_base + 1 : l.hi_base) + i];
+            const uint32_t lo = pbuf[(i >= l.lo_split ? l.lo_base + 1 : l.lo_base) + i];
+            word |= rsum_finish<SHRINK, SHIFTED>(g, hi - lo, l.x + i, l.width, span_y) << (8 * b);
+        }
+        o[w] = word;
+    }
+    if (l.stores) rsum_store<C>(ipk_wrow<uint8_t>(dst, ds, y) + l.x, o, min(C, l.width - l.x), l.vec_out);
+}
+
+/* Lane k finishes columns k + 32 i into the byte buffer; each storing lane then writes its own C
  * bytes. */
 template <int C, bool SHRINK, bool SHIFTED>
-__device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom &g, const rsum_lane &l,
-                                          uint32_t *pbuf, uint8_t *bbuf, uint8_t *__restrict__ dst, ptrdiff_t ds,
-                                          int y)
+__device__ __forceinline__ void rsum_finish_cols(const ipk_rsum_geom &g, const rsum_lane &l, const uint32_t *pbuf,
+                                                 uint8_t *bbuf, uint8_t *__restrict__ dst, ptrdiff_t ds, int y)
 {
-    const uint32_t total = ipk_rsum_total(v, C);
-    uint32_t incl = total;
-    #pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        const uint32_t t = __shfl_up_sync(0xffffffffu, incl, d);
-        if (l.lane >= d) incl += t;
-    }
-    uint32_t p[C];
-    ipk_rsum_prefix(v, C, incl - total, p);
-    #pragma unroll
-    for (int q = 0; q < C / 4; q++)
-        *(uint4 *)(pbuf + l.write_base + 4 * q) = make_uint4(p[4 * q], p[4 * q + 1], p[4 * q + 2], p[4 * q + 3]);
-    __syncwarp();
     const int step = ipk_rsum_read_step(C);
     const uint32_t span_y = SHRINK ? ipk_rsum_span(y, l.height, g.radius) : 0;
     #pragma unroll
     for (int i = 0; i < C; i++) {
         const uint32_t s = pbuf[l.hi_base + i * step] - pbuf[l.lo_base + i * step];
-        uint32_t q;
-        if (SHRINK) {
-            const int xc = l.x_warp0 + l.lane + 32 * i;
-            const bool inside = xc >= 0 && xc < l.width;
-            q = ipk_rsum_finish(&g, s, inside ? ipk_rsum_span(xc, l.width, g.radius) * span_y : g.n);
-        } else {
-            q = SHIFTED ? ipk_rsum_full(&g, s) : ipk_rsum_mulhi(s + g.n / 2, g.mul);
-        }
-        bbuf[l.lane + 32 * i] = (uint8_t)q;
+        bbuf[l.lane + 32 * i] = (uint8_t)rsum_finish<SHRINK, SHIFTED>(g, s, l.x_warp0 + l.lane + 32 * i, l.width,
+                                                                     span_y);
     }
     __syncwarp();
     if (!l.stores) return;
@@ -121,9 +134,40 @@ __device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom
     rsum_store<C>(ipk_wrow<uint8_t>(dst, ds, y) + l.x, o, min(C, l.width - l.x), l.vec_out);
 }
 
+/* Output row y from the lane's vertical sums v: prefix (the lanes' totals scanned by shuffles, then
+ * the lane's own) into pbuf, then the finish of the layout (SHIFTED: the divisor plan's shift may
+ * not be 0; shrink always takes it). */
+template <int C, bool SHRINK, bool SHIFTED, bool OWN>
+__device__ __forceinline__ void rsum_emit(const uint32_t *v, const ipk_rsum_geom &g, const rsum_lane &l,
+                                          uint32_t *pbuf, uint8_t *bbuf, uint8_t *__restrict__ dst, ptrdiff_t ds,
+                                          int y)
+{
+    const uint32_t total = ipk_rsum_total(v, C);
+    uint32_t incl = total;
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const uint32_t t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (l.lane >= d) incl += t;
+    }
+    uint32_t p[C];
+    ipk_rsum_prefix(v, C, incl - total, p);
+    if constexpr (OWN) {
+        #pragma unroll
+        for (int i = 0; i < C; i++) pbuf[l.write_base + i] = p[i];
+        __syncwarp();
+        rsum_finish_own<C, SHRINK, SHIFTED>(g, l, pbuf, dst, ds, y);
+    } else {
+        #pragma unroll
+        for (int q = 0; q < C / 4; q++)
+            *(uint4 *)(pbuf + l.write_base + 4 * q) = make_uint4(p[4 * q], p[4 * q + 1], p[4 * q + 2], p[4 * q + 3]);
+        __syncwarp();
+        rsum_finish_cols<C, SHRINK, SHIFTED>(g, l, pbuf, bbuf, dst, ds, y);
+    }
+}
+
 /* One warp: the band of output rows y0 .. y0 + band - 1 over its 32 C input columns. Input row
  * r of the walk (r = 0 is y0 - radius) enters at step r and leaves at step r + 2 radius + 1. */
-template <int C, int D, bool SHRINK, bool SHIFTED>
+template <int C, int D, bool SHRINK, bool SHIFTED, bool OWN>
 __global__ void __launch_bounds__(32 * RSUM_WARPS)
     rsum_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
                 int height, int border, int band, const __grid_constant__ ipk_rsum_geom g)
@@ -139,8 +183,14 @@ __global__ void __launch_bounds__(32 * RSUM_WARPS)
     l.x = ipk_rsum_lane_x(&g, x_out, l.lane);
     l.width = width;
     l.height = height;
-    l.hi_base = ipk_rsum_addr(&g, l.lane + g.radius);
-    l.lo_base = ipk_rsum_addr(&g, l.lane - g.radius - 1);
+    if (OWN) {
+        l.hi_base = ipk_rsum_own_base(&g, l.lane, g.radius, &l.hi_split);
+        l.lo_base = ipk_rsum_own_base(&g, l.lane, -g.radius - 1, &l.lo_split);
+    } else {
+        l.hi_base = ipk_rsum_addr(&g, l.lane + g.radius);
+        l.lo_base = ipk_rsum_addr(&g, l.lane - g.radius - 1);
+        l.hi_split = l.lo_split = C;
+    }
     l.write_base = ipk_rsum_addr(&g, l.lane * C);
     l.stores = ipk_rsum_is_out(&g, l.lane * C) && l.x < width;
     l.vec_out = l.x + C <= width && ((uintptr_t)dst % C) == 0 && (ds % C) == 0;
@@ -174,7 +224,7 @@ __global__ void __launch_bounds__(32 * RSUM_WARPS)
             if (r < K - 1) continue;
             uint32_t *pbuf = wsm + par * g.pbuf_words;
             uint8_t *bbuf = (uint8_t *)(wsm + 2 * g.pbuf_words + par * 8 * C);
-            rsum_emit<C, SHRINK, SHIFTED>(v, g, l, pbuf, bbuf, dst, ds, y0 + r - (K - 1));
+            rsum_emit<C, SHRINK, SHIFTED, OWN>(v, g, l, pbuf, bbuf, dst, ds, y0 + r - (K - 1));
             par ^= 1;
         }
     }
@@ -198,34 +248,34 @@ static int rsum_band(Kernel kernel, size_t smem, int width, int height, int out_
     return 1;
 }
 
-template <int C, int D, bool SHRINK, bool SHIFTED>
+template <int C, int D, bool SHRINK, bool SHIFTED, bool OWN>
 static int rsum_launch_cfg(const ipk_img *src, const ipk_img *dst, const ipk_rsum_geom &g, int border, int min_band,
                            cudaStream_t s)
 {
     const size_t smem = (size_t)RSUM_WARPS * ipk_rsum_warp_words(&g) * sizeof(uint32_t);
-    if (smem > 48 * 1024 && cudaFuncSetAttribute(rsum_kernel<C, D, SHRINK, SHIFTED>,
+    if (smem > 48 * 1024 && cudaFuncSetAttribute(rsum_kernel<C, D, SHRINK, SHIFTED, OWN>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
         return IPK_ECUDA;
     int band = 0;
-    if (!rsum_band(rsum_kernel<C, D, SHRINK, SHIFTED>, smem, src->width, src->height, g.out_w, min_band, &band))
+    if (!rsum_band(rsum_kernel<C, D, SHRINK, SHIFTED, OWN>, smem, src->width, src->height, g.out_w, min_band, &band))
         return IPK_ECUDA;
     dim3 grid(ipk_div_up(ipk_div_up(src->width, g.out_w), RSUM_WARPS), ipk_div_up(src->height, band));
     dim3 block(32, RSUM_WARPS);
-    rsum_kernel<C, D, SHRINK, SHIFTED><<<grid, block, smem, s>>>((const uint8_t *)src->data, src->stride,
+    rsum_kernel<C, D, SHRINK, SHIFTED, OWN><<<grid, block, smem, s>>>((const uint8_t *)src->data, src->stride,
                                                                  (uint8_t *)dst->data, dst->stride, src->width,
                                                                  src->height, border, band, g);
     return ipk_launch_status();
 }
 
 /* C columns a lane, D rows in flight, at least min_band rows a warp (more where the device's
- * resident warps would otherwise sit idle). */
-template <int C, int D>
+ * resident warps would otherwise sit idle); OWN: each lane finishes its own columns. */
+template <int C, int D, bool OWN>
 static int rsum_launch(const ipk_img *src, const ipk_img *dst, int radius, int border, int min_band, cudaStream_t s)
 {
     ipk_rsum_geom g;
-    if (!ipk_rsum_geom_init(&g, C, radius)) return IPK_EINVAL;
-    if (border == IPK_SHRINK) return rsum_launch_cfg<C, D, true, true>(src, dst, g, border, min_band, s);
-    return g.shift ? rsum_launch_cfg<C, D, false, true>(src, dst, g, border, min_band, s)
-                   : rsum_launch_cfg<C, D, false, false>(src, dst, g, border, min_band, s);
+    if (!ipk_rsum_geom_init(&g, C, radius, OWN)) return IPK_EINVAL;
+    if (border == IPK_SHRINK) return rsum_launch_cfg<C, D, true, true, OWN>(src, dst, g, border, min_band, s);
+    return g.shift ? rsum_launch_cfg<C, D, false, true, OWN>(src, dst, g, border, min_band, s)
+                   : rsum_launch_cfg<C, D, false, false, OWN>(src, dst, g, border, min_band, s);
 }
 #endif

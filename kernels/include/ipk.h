@@ -108,8 +108,9 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
 /* bench_gpu only: the running-sum mean kernel (VEC at radius >= 3) in variant v. Each warp walks
  * a band of rows, as short as fills the device's resident warps but at least a floor: 0 is the one
  * VEC takes (16 columns a lane, 8 rows in flight, bands of at least 64 rows), 1 the same with
- * bands of at least 256, 2 8 columns a lane, 3 4 rows in flight, 4 6 rows in flight; others give
- * IPK_EINVAL. */
+ * bands of at least 256, 2 8 columns a lane, 3 4 rows in flight, 4 6 rows in flight, 5 4 rows in
+ * flight with each lane finishing its own columns (scalar shared-memory writes, no byte buffer);
+ * others give IPK_EINVAL. */
 int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
                         int variant);
 /* median: AUTO is NET (but for 8-bit 3x3, where TILE measured faster), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:

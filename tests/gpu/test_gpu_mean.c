@@ -175,12 +175,12 @@ static void check_rsum_path(int quick, cudaStream_t s, tu_rng *rng)
                 check_path(sizes[i][0], sizes[i][1], radii[ri], (ipk_border)b, k & 1, 0, IPK_GPU_VEC, s, rng);
                 check_path(sizes[i][0], sizes[i][1], radii[ri], (ipk_border)b, 1, 1 + k % 15, IPK_GPU_VEC, s, rng);
                 check_call(sizes[i][0], sizes[i][1], radii[ri], (ipk_border)b, k & 1, (k % 5) * 4, IPK_GPU_VEC,
-                           1 + k % 4, s, rng);
+                           1 + k % 5, s, rng);
             }
     for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
         check_path(quick ? 1031 : 8192, quick ? 301 : 2049, 15, (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
         check_path(quick ? 1031 : 4099, quick ? 301 : 1031, 3 + 11 * b, (ipk_border)b, 0, 8, IPK_GPU_VEC, s, rng);
-        for (int v = 1; v <= 4; v++)
+        for (int v = 1; v <= 5; v++)
             check_call(quick ? 1031 : 8192, quick ? 301 : 1025, 15, (ipk_border)b, 1, 0, IPK_GPU_VEC, v, s, rng);
     }
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), b = dev_alloc(64, 8, 1, IPK_U8, 1), c = dev_alloc(64, 8, 2, IPK_U8, 1);
@@ -188,7 +188,7 @@ static void check_rsum_path(int quick, cudaStream_t s, tu_rng *rng)
     CHECK(ipk_mean_gpu_path(&c, &c, 3, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels r=3 refused");
     CHECK(ipk_mean_gpu_path(&u, &u, 15, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 r=15 refused");
     CHECK(ipk_mean_gpu_path(&a, &b, 101, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 101 refused");
-    CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, 5) == IPK_EINVAL, "runsum: variant 5 refused");
+    CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, 6) == IPK_EINVAL, "runsum: variant 6 refused");
     CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, -1) == IPK_EINVAL, "runsum: variant -1 refused");
     CHECK(ipk_mean_gpu_runsum(&a, &b, 2, IPK_ZERO, s, 0) == IPK_EINVAL, "runsum: radius 2 refused");
     CHECK(ipk_mean_gpu_runsum(&c, &c, 15, IPK_ZERO, s, 0) == IPK_EINVAL, "runsum: 2 channels refused");
