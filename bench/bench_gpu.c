@@ -17,7 +17,7 @@
 #include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 96, GRAPH_IMG = 1024 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 160, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -36,7 +36,8 @@ typedef struct {
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
                                * median NET its new kernels; convolve and mean REG the register kernels,
                                * VEC the vec kernel (3x3 integer; median 3x3); TILE the kernels before them */
-    int variant;              /* median VEC: 0 what the path runs, else MEDIAN_VEC_VARIANTS[variant - 1] */
+    int variant;              /* 0: what the path runs; median VEC: MEDIAN_VEC_VARIANTS[variant - 1]; mean:
+                                 variant - 1 of ipk_mean_gpu_runsum */
 } op_spec;
 
 /* The vec median's other instantiations (ipk_median_gpu_vec_variant): rows a thread, blocks per SM,
@@ -118,9 +119,20 @@ static const op_spec OPS[] = {
     { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
     { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP, 0 },
+    { "mean 7x7 (vec path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
     { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
     { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
+    { "mean 31x31 (vec path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
+    { "mean 31x31 (vec, bands >= 256 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 2 },
+    { "mean 31x31 (vec, 8 columns a lane)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 3 },
+    { "mean 31x31 (vec, 4 rows in flight)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 4 },
+    { "mean 31x31 (vec, 6 rows in flight)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 5 },
+    { "mean 31x31 (vec, own columns, 4 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 6 },
+    { "mean 15x15", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_AUTO, 0 },
+    { "mean 15x15 (vec path)", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_VEC, 0 },
+    { "mean 51x51", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_AUTO, 0 },
+    { "mean 51x51 (vec path)", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_VEC, 0 },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },
@@ -222,7 +234,7 @@ static int gpu_op_built(const op_spec *op)
     case OP_MEDIAN:
         if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
         return ipk_median_gpu_path && ipk_median_gpu_scratch && (!op->variant || ipk_median_gpu_vec_variant);
-    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch;
+    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (!op->variant || ipk_mean_gpu_runsum);
     case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
     case OP_HIST: return ipk_histogram_gpu != NULL;
     case OP_TRANSPOSE: return ipk_transpose_gpu != NULL;
@@ -274,7 +286,10 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
             return ipk_median_gpu_vec_variant(src, dst, IPK_REPLICATE, v[0], v[1], v[2], stream);
         }
         return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
-    case OP_MEAN: return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
+    case OP_MEAN:
+        if (op->variant > 0)
+            return ipk_mean_gpu_runsum(src, dst, op->radius, IPK_REFLECT101, stream, op->variant - 1);
+        return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
     case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
     case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
     case OP_TRANSPOSE: return ipk_transpose_gpu(src, dst, stream);

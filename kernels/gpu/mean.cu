@@ -12,6 +12,7 @@
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
 #include "vec_block.cuh"
+#include "mean_runsum.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
  * to this; 0 gives those cases to the tile kernels. 0, from the H100's numbers: 0.135 against
@@ -26,6 +27,10 @@
 /* 1: plain calls take the vec kernel for 1-channel u8 of radius 2 too (every border); 0: the
  * tile kernels. 1: 0.070 against 0.110 ms at 8192x8192 on the H100. */
 #define MEAN_VEC5_AUTO 1
+/* 1: plain calls take the running-sum kernel (mean_runsum.cuh) for 1-channel u8 of radius 3 to
+ * 100 (every border); 0: the tile kernels. 0 until the H100 times it against the tile kernel
+ * (bench rows "mean 31x31 (vec path)" against "mean 31x31 (tile path)"). */
+#define MEAN_RSUM_AUTO 0
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16
@@ -530,6 +535,36 @@ static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, i
     return vec_launch<1, IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
 }
 
+/* Radius 3 to 100 on 1-channel u8 by the running-sum kernel in variant v (ipk.h). */
+static int rsum_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int v,
+                            cudaStream_t s)
+{
+    switch (v) {
+    case 0: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 64, s);
+    case 1: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 256, s);
+    case 2: return rsum_launch<8, 8, false>(src, dst, radius, (int)border, 64, s);
+    case 3: return rsum_launch<16, 4, false>(src, dst, radius, (int)border, 64, s);
+    case 4: return rsum_launch<16, 6, false>(src, dst, radius, (int)border, 64, s);
+    case 5: return rsum_launch<16, 4, true>(src, dst, radius, (int)border, 64, s);
+    }
+    return IPK_EINVAL;
+}
+
+static bool rsum_fits(const ipk_img *src, int radius)
+{
+    return src->dtype == IPK_U8 && src->channels == 1 && radius >= 3 && radius <= IPK_RSUM_MAX_RADIUS;
+}
+
+extern "C" int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
+                                   int variant)
+{
+    if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || src->dtype != dst->dtype ||
+        border < IPK_REPLICATE || border > IPK_SHRINK || !rsum_fits(src, radius))
+        return IPK_EINVAL;
+    if (ipk_img_empty(src)) return IPK_OK;
+    return rsum_mean_launch(src, dst, radius, border, variant, (cudaStream_t)stream);
+}
+
 extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                                  void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
@@ -544,7 +579,10 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
     const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2);
+    if (path == IPK_GPU_VEC && rsum_fits(src, radius)) return rsum_mean_launch(src, dst, radius, border, 0, s);
     if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
+    if (path == IPK_GPU_AUTO && MEAN_RSUM_AUTO && rsum_fits(src, radius))
+        return rsum_mean_launch(src, dst, radius, border, 0, s);
     const bool vec_auto = radius == 1 ? MEAN_VEC_AUTO : MEAN_VEC5_AUTO;
     if (path == IPK_GPU_AUTO && vec_auto && vec_fits) {
         const int rc = vec_mean_launch(src, dst, radius, border, s);

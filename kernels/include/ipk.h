@@ -88,7 +88,11 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * VEC also takes convolve 3x3 with float weights (not all whole numbers: the CPU's float path) on
  * 1-channel u8 input, u8 or f32 output, every border (kernels/gpu/vecf_block.cuh: 8 columns x 6 or
  * 8 rows a thread, bit-identical to the CPU); plain calls take it only where CONV_VECF_AUTO
- * (convolve.cu) says (on). */
+ * (convolve.cu) says (on).
+ * VEC also takes mean of radius 3 to 100 on 1-channel u8, every border, by running sums
+ * (kernels/gpu/mean_runsum.cuh: one pass down the image, vertical sums of 16 columns a lane in
+ * registers, horizontal ones from a prefix in shared memory, bit-identical to the CPU); plain calls
+ * take it only where MEAN_RSUM_AUTO (mean.cu) says (off until measured). */
 typedef enum {
     IPK_GPU_AUTO = 0,
     IPK_GPU_STRIP = 1,
@@ -101,6 +105,14 @@ int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
+/* bench_gpu only: the running-sum mean kernel (VEC at radius >= 3) in variant v. Each warp walks
+ * a band of rows, as short as fills the device's resident warps but at least a floor: 0 is the one
+ * VEC takes (16 columns a lane, 8 rows in flight, bands of at least 64 rows), 1 the same with
+ * bands of at least 256, 2 8 columns a lane, 3 4 rows in flight, 4 6 rows in flight, 5 4 rows in
+ * flight with each lane finishing its own columns (scalar shared-memory writes, no byte buffer);
+ * others give IPK_EINVAL. */
+int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
+                        int variant);
 /* median: AUTO is NET (but for 8-bit 3x3, where TILE measured faster), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
  * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
  * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
