@@ -35,7 +35,8 @@ typedef struct {
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
                                * median NET its new kernels; convolve and mean REG the register kernels,
-                               * VEC the vec kernel (3x3 integer); TILE the kernels before them */
+                               * VEC the vec kernels (3x3 and 5x5 integer, separable integer up to
+                               * 7x7, float 3x3); TILE the kernels before them */
 } op_spec;
 
 typedef struct {
@@ -122,6 +123,7 @@ static const op_spec OPS[] = {
     { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO },
     { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG },
     { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE },
+    { "convolve gaussian7 (vec path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_VEC },
     { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO },
     { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE },

@@ -22,6 +22,7 @@
 #include "reg_block.cuh"
 #include "vec_block.cuh"
 #include "vecf_block.cuh"
+#include "vecsep_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -35,6 +36,11 @@
  * takes (see conv_vecf_launch); 0: the tile kernels. 1: a float 3x3 0.088 against 0.139 ms, a
  * separable one 0.072 against 0.133, at 8192x8192 on the H100. */
 #define CONV_VECF_AUTO 1
+/* 1: plain calls take the separable vec kernel (vecsep_block.cuh) for the separable integer
+ * kernels of radius 1 to 3 it takes that the vec kernel does not (gaussian7 above all; see
+ * conv_vecsep_launch); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
+ * already runs every separable integer kernel apart. 0 until timed on the H100. */
+#define CONV_VECSEP_AUTO 0
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -463,6 +469,19 @@ static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return vecf3_launch<uint8_t>(src, dst, (int)p->border, vp, s);
 }
 
+/* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
+ * 3x3, 5x5 or 7x7 weights whose row sums fit 16 bits (conv_vecsep.h's planner), every border.
+ * *taken says whether it applies. */
+static int conv_vecsep_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                              int *taken)
+{
+    ipk_vecsep_plan vp;
+    *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
+             ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, dst->dtype == IPK_F32, &vp);
+    if (!*taken) return IPK_EINVAL;
+    return vecsep_launch(src, dst, (int)p->border, vp, s);
+}
+
 /* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
  * for the fast path's cases with K <= 7), else shared-memory halo tiles. */
 static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool reg, cudaStream_t s)
@@ -527,8 +546,14 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 5 ? CONV_VEC5_AUTO : CONV_VEC_AUTO))) {
         int taken = 0;
         const int rc = conv_vec_launch(src, dst, p, s, &taken);
-        if (path == IPK_GPU_VEC || (taken && rc != IPK_ERANGE)) return rc;
+        if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
     }
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECSEP_AUTO)) {
+        int taken = 0;
+        const int rc = conv_vecsep_launch(src, dst, p, s, &taken);
+        if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
+    }
+    if (path == IPK_GPU_VEC) return IPK_EINVAL;   /* no vec kernel takes it */
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
     const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;

@@ -35,22 +35,22 @@ static __device__ __noinline__ uint2 vecf_gather(const uint8_t *row, int x, int 
     return make_uint2(sw_gather4(row, x, width, border), sw_gather4(row, x + 4, width, border));
 }
 
-/* Every input row of the thread: in[rr] is row y0 - 1 + rr through the border. Inside the image,
- * one straight run of 8-byte loads; fast says whether the thread's columns allow them, rows_in
- * whether its rows are all inside. */
-template <int ROWS>
+/* Every input row of the thread: in[rr] is row y0 - R + rr through the border (R the radius).
+ * Inside the image, one straight run of 8-byte loads; fast says whether the thread's columns
+ * allow them, rows_in whether its rows are all inside. */
+template <int ROWS, int R>
 __device__ __forceinline__ void vecf_load_rows(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
                                                int border, int x, int y0, bool fast, bool rows_in, uint2 *in)
 {
     if (fast && rows_in) {
-        const uint8_t *row = src + (ptrdiff_t)(y0 - 1) * ss + x;
+        const uint8_t *row = src + (ptrdiff_t)(y0 - R) * ss + x;
         #pragma unroll
-        for (int rr = 0; rr < ROWS + 2; rr++, row += ss) in[rr] = __ldg((const uint2 *)row);
+        for (int rr = 0; rr < ROWS + 2 * R; rr++, row += ss) in[rr] = __ldg((const uint2 *)row);
         return;
     }
     #pragma unroll
-    for (int rr = 0; rr < ROWS + 2; rr++) {
-        const int yi = ipk_border_index(y0 - 1 + rr, height, border);
+    for (int rr = 0; rr < ROWS + 2 * R; rr++) {
+        const int yi = ipk_border_index(y0 - R + rr, height, border);
         in[rr] = make_uint2(0, 0);
         if (yi < 0) continue;
         const uint8_t *row = src + (ptrdiff_t)yi * ss;
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
                    : lane == 31 ? ipk_border_index(x + IPK_VECF_PX, width, border) : -1;
     const bool rows_in = y0 >= 1 && y0 + ROWS < height;
     uint2 in[ROWS + 2];
-    vecf_load_rows<ROWS>(src, ss, width, height, border, x, y0, fast, rows_in, in);
+    vecf_load_rows<ROWS, 1>(src, ss, width, height, border, x, y0, fast, rows_in, in);
     uint32_t edge[ROWS + 2];
     #pragma unroll
     for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
