@@ -17,7 +17,7 @@
 #include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 96, GRAPH_IMG = 1024 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 128, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -109,9 +109,11 @@ static const op_spec OPS[] = {
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO },
     { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG },
     { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE },
+    { "convolve float 5x5 (vec path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_VEC },
     { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO },
     { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG },
     { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE },
+    { "convolve float 7x7 (vec path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_VEC },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO },
     { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE },

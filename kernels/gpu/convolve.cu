@@ -23,6 +23,7 @@
 #include "vec_block.cuh"
 #include "vecf_block.cuh"
 #include "vecsep_block.cuh"
+#include "vecfr_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -41,6 +42,11 @@
  * conv_vecsep_launch); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
  * already runs every separable integer kernel apart. 0 until timed on the H100. */
 #define CONV_VECSEP_AUTO 0
+/* 1: plain calls take the float vec kernel at radius 2 and 3 (vecfr_block.cuh) for the float-weight
+ * 5x5 and 7x7 cases it takes (see conv_vecf_launch); 0: the tile kernels. Float convolves never
+ * fuse (core/src/fuse_window.c takes integer weights only), so fusion needs no change with it.
+ * 0 until timed on the H100. */
+#define CONV_VECFR_AUTO 0
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -456,17 +462,20 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
     return vp.p.k == 5 ? conv_vec_radius<2>(src, dst, b, vp, s) : conv_vec_radius<1>(src, dst, b, vp, s);
 }
 
-/* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
- * the float path (not all whole numbers), every border. *taken says whether it applies. */
+/* The float vec kernels: 1-channel u8 in, u8 or f32 out, 3x3 (vecf_block.cuh), 5x5 or 7x7
+ * (vecfr_block.cuh) weights that take the float path (not all whole numbers), every border.
+ * *taken says whether it applies. */
 static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
 {
     ipk_vecf_plan vp;
     *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
-             ipk_vecf_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &vp);
+             p->kw == p->kh && ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &vp);
     if (!*taken) return IPK_EINVAL;
-    if (dst->dtype == IPK_F32) return vecf3_launch<float>(src, dst, (int)p->border, vp, s);
-    return vecf3_launch<uint8_t>(src, dst, (int)p->border, vp, s);
+    const int b = (int)p->border;
+    if (dst->dtype == IPK_F32)
+        return vp.r == 1 ? vecf3_launch<float>(src, dst, b, vp, s) : vecfr_launch<float>(src, dst, b, vp, s);
+    return vp.r == 1 ? vecf3_launch<uint8_t>(src, dst, b, vp, s) : vecfr_launch<uint8_t>(src, dst, b, vp, s);
 }
 
 /* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
@@ -538,7 +547,7 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
     }
-    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECF_AUTO)) {
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 3 ? CONV_VECF_AUTO : CONV_VECFR_AUTO))) {
         int taken = 0;
         const int rc = conv_vecf_launch(src, dst, p, s, &taken);
         if (taken && !(path == IPK_GPU_AUTO && rc == IPK_ERANGE)) return rc;   /* too tall: the tiles */

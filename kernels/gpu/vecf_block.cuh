@@ -35,26 +35,31 @@ static __device__ __noinline__ uint2 vecf_gather(const uint8_t *row, int x, int 
     return make_uint2(sw_gather4(row, x, width, border), sw_gather4(row, x + 4, width, border));
 }
 
-/* Every input row of the thread: in[rr] is row y0 - R + rr through the border (R the radius).
- * Inside the image, one straight run of 8-byte loads; fast says whether the thread's columns
- * allow them, rows_in whether its rows are all inside. */
-template <int ROWS, int R>
+/* The bytes of a thread's word(s) through the border, out of line (vecf_gather, vecf_gather_word). */
+__device__ __forceinline__ void vecf_gather_into(uint2 &w, const uint8_t *row, int x, int width, int border);
+__device__ __forceinline__ void vecf_gather_into(uint32_t &w, const uint8_t *row, int x, int width, int border);
+
+/* Every input row of the thread: in[rr] is row y0 - R + rr through the border (R the radius), as
+ * 8-byte (uint2) or 4-byte (uint32_t) words. Inside the image, one straight run of loads; fast says
+ * whether the thread's columns allow them, rows_in whether its rows are all inside. */
+template <int ROWS, int R, typename W>
 __device__ __forceinline__ void vecf_load_rows(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
-                                               int border, int x, int y0, bool fast, bool rows_in, uint2 *in)
+                                               int border, int x, int y0, bool fast, bool rows_in, W *in)
 {
     if (fast && rows_in) {
         const uint8_t *row = src + (ptrdiff_t)(y0 - R) * ss + x;
         #pragma unroll
-        for (int rr = 0; rr < ROWS + 2 * R; rr++, row += ss) in[rr] = __ldg((const uint2 *)row);
+        for (int rr = 0; rr < ROWS + 2 * R; rr++, row += ss) in[rr] = __ldg((const W *)row);
         return;
     }
     #pragma unroll
     for (int rr = 0; rr < ROWS + 2 * R; rr++) {
         const int yi = ipk_border_index(y0 - R + rr, height, border);
-        in[rr] = make_uint2(0, 0);
+        in[rr] = W{};
         if (yi < 0) continue;
         const uint8_t *row = src + (ptrdiff_t)yi * ss;
-        in[rr] = fast ? __ldg((const uint2 *)(row + x)) : vecf_gather(row, x, width, border);
+        if (fast) in[rr] = __ldg((const W *)(row + x));
+        else vecf_gather_into(in[rr], row, x, width, border);
     }
 }
 
@@ -64,6 +69,35 @@ __device__ __forceinline__ uint32_t vecf_edge_byte(const uint8_t *__restrict__ s
 {
     const int yi = rows_in ? y : ipk_border_index(y, height, border);
     return xe >= 0 && yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
+}
+
+/* Bytes x .. x+3 of a row through the border: out of line, off the fast path's registers. */
+static __device__ __noinline__ uint32_t vecf_gather_word(const uint8_t *row, int x, int width, int border)
+{
+    return sw_gather4(row, x, width, border);
+}
+
+__device__ __forceinline__ void vecf_gather_into(uint2 &w, const uint8_t *row, int x, int width, int border)
+{
+    w = vecf_gather(row, x, width, border);
+}
+__device__ __forceinline__ void vecf_gather_into(uint32_t &w, const uint8_t *row, int x, int width, int border)
+{
+    w = vecf_gather_word(row, x, width, border);
+}
+
+/* The side word of row y from column xw on the warp's first and last lanes (the 4 bytes beyond
+ * their side: vecsep_block.cuh, vecfr_block.cuh); 0 on the other lanes and where the border drops
+ * the row. */
+__device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ src, ptrdiff_t ss, int width,
+                                                     int height, int border, int xw, int y, bool edge_lane,
+                                                     bool edge_fast, bool rows_in)
+{
+    if (!edge_lane) return 0;
+    const int yi = rows_in ? y : ipk_border_index(y, height, border);
+    if (yi < 0) return 0;
+    const uint8_t *row = src + (ptrdiff_t)yi * ss;
+    return edge_fast ? __ldg((const uint32_t *)(row + xw)) : vecf_gather_word(row, xw, width, border);
 }
 
 /* The outputs of one row: u8 as two words (8-byte store when whole and aligned), f32 as two

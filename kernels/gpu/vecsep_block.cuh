@@ -33,25 +33,6 @@ template <int R, int FIN, typename Out> struct vecsep_rows {
     static constexpr int value = R == 3 ? (dbl ? 2 : 6) : R == 2 ? (dbl ? 4 : 8) : sizeof(Out) == 4 ? 6 : 8;
 };
 
-/* Bytes x .. x+3 of a row through the border: out of line, off the fast path's registers. */
-static __device__ __noinline__ uint32_t vecsep_gather_word(const uint8_t *row, int x, int width, int border)
-{
-    return sw_gather4(row, x, width, border);
-}
-
-/* The side word of row y on the warp's first (bytes x-4 .. x-1) and last (x+8 .. x+11) lanes,
- * from column xw; 0 on the other lanes and where the border drops the row. */
-__device__ __forceinline__ uint32_t vecsep_edge_word(const uint8_t *__restrict__ src, ptrdiff_t ss, int width,
-                                                     int height, int border, int xw, int y, bool edge_lane,
-                                                     bool edge_fast, bool rows_in)
-{
-    if (!edge_lane) return 0;
-    const int yi = rows_in ? y : ipk_border_index(y, height, border);
-    if (yi < 0) return 0;
-    const uint8_t *row = src + (ptrdiff_t)yi * ss;
-    return edge_fast ? __ldg((const uint32_t *)(row + xw)) : vecsep_gather_word(row, xw, width, border);
-}
-
 /* One output row from the window of row sums: u8 as two words (an 8-byte store when whole and
  * aligned), f32 as two 16-byte stores when whole and aligned. */
 template <int R, int FIN>
@@ -107,7 +88,7 @@ __global__ void __launch_bounds__(32 * VECSEP_WARPS, VECSEP_MIN_BLOCKS)
     uint32_t edge[IN];
     #pragma unroll
     for (int rr = 0; rr < VECSEP_EDGE_AHEAD; rr++)
-        edge[rr] = vecsep_edge_word(src, ss, width, height, border, xw, y0 - R + rr, edge_lane, edge_fast, rows_in);
+        edge[rr] = vecf_edge_word(src, ss, width, height, border, xw, y0 - R + rr, edge_lane, edge_fast, rows_in);
 
     const int n = min(IPK_VECSEP_PX, width - x);
     const size_t align = IPK_VECSEP_PX * sizeof(Out) < 16 ? IPK_VECSEP_PX * sizeof(Out) : 16;
@@ -116,7 +97,7 @@ __global__ void __launch_bounds__(32 * VECSEP_WARPS, VECSEP_MIN_BLOCKS)
     #pragma unroll
     for (int rr = 0; rr < IN; rr++) {
         if (rr + VECSEP_EDGE_AHEAD < IN)
-            edge[rr + VECSEP_EDGE_AHEAD] = vecsep_edge_word(src, ss, width, height, border, xw,
+            edge[rr + VECSEP_EDGE_AHEAD] = vecf_edge_word(src, ss, width, height, border, xw,
                                                             y0 - R + rr + VECSEP_EDGE_AHEAD, edge_lane, edge_fast,
                                                             rows_in);
         const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr].y, 1), r = __shfl_down_sync(0xffffffffu, in[rr].x, 1);

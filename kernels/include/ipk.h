@@ -88,7 +88,8 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * VEC also takes convolve 3x3 with float weights (not all whole numbers: the CPU's float path) on
  * 1-channel u8 input, u8 or f32 output, every border (kernels/gpu/vecf_block.cuh: 8 columns x 6 or
  * 8 rows a thread, bit-identical to the CPU); plain calls take it only where CONV_VECF_AUTO
- * (convolve.cu) says (on).
+ * (convolve.cu) says (on). The same for float 5x5 and 7x7 (kernels/gpu/vecfr_block.cuh: 4 columns
+ * x 8 to 16 rows a thread); plain calls take it only where CONV_VECFR_AUTO (convolve.cu) says (off).
  * VEC also takes the separable integer convolves of radius 1 to 3 (3x3, 5x5, 7x7; the 7x7 binomial)
  * that the 16-bit vec kernel does not, on 1-channel u8 input, u8 or f32 output, every border:
  * factors of one sign each whose row sums fit 16 bits (kernels/gpu/vecsep_block.cuh: 8 columns x 2
