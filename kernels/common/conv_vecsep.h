@@ -19,6 +19,7 @@
 #include <string.h>
 #include "conv_round.h"
 #include "conv_separable.h"
+#include "conv_vecf.h"   /* ipk_vecf_pack4 */
 #include "swar_ops.h"
 
 #define IPK_VECSEP_PX 8
@@ -111,12 +112,6 @@ IPK_HD uint32_t ipk_vecsep_u8(const ipk_vecsep_plan *p, int fin, uint32_t s)
     if (fin == IPK_VECSEP_FIN_SHIFT) return (uint32_t)ipk_conv_clamp(ipk_conv_round_shift(p->rnd, t), 255);
     if (fin == IPK_VECSEP_FIN_ODD) return (uint32_t)ipk_conv_clamp(ipk_conv_round_odd(p->rnd, t), 255);
     return (uint32_t)ipk_conv_saturate(ipk_vecsep_value(p, s), 255.0);
-}
-
-/* The low bytes of four words into one word, first in the low byte. */
-IPK_HD uint32_t ipk_vecsep_pack4(const uint32_t *q)
-{
-    return ipk_swar_perm(ipk_swar_perm(q[0], q[1], 0x0040u), ipk_swar_perm(q[2], q[3], 0x0040u), 0x5410u);
 }
 
 /* The kernels the vecsep kernel takes, for u8 input: square, side 3, 5 or 7, whole weights that

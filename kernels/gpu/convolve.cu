@@ -13,7 +13,9 @@
  * K <= 7 may take the register-streaming kernel instead (reg_block.cuh; IPK_GPU_REG), which adds
  * the same float numbers in the same order and finishes them with the same functors; 3x3 integer
  * kernels whose sums fit 16 bits may take the vec kernel (vec_block.cuh; IPK_GPU_VEC), which
- * rounds with conv_swar.h as the strip kernel does. */
+ * rounds with conv_swar.h as the strip kernel does. IPK_GPU_VEC also reaches the separable vec
+ * kernel (vecsep_block.cuh: integer, radius 1 to 3, 32-bit column sums, conv_round.h's finish)
+ * and the float vec kernels (vecf_block.cuh 3x3, vecfr_block.cuh 5x5 and 7x7). */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"

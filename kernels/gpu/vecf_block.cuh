@@ -100,34 +100,47 @@ __device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ s
     return edge_fast ? __ldg((const uint32_t *)(row + xw)) : vecf_gather_word(row, xw, width, border);
 }
 
-/* The outputs of one row: u8 as two words (8-byte store when whole and aligned), f32 as two
- * 16-byte stores when whole and aligned. */
-template <int FIN>
-__device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+/* PX (4 or 8) outputs of a row: u8 from the low bytes of q as one 4- or 8-byte store when whole
+ * and aligned, f32 as 16-byte stores when whole and aligned (vecsep_block.cuh and vecfr_block.cuh
+ * use them too). */
+template <int PX>
+__device__ __forceinline__ void vecf_put(uint8_t *d, const uint32_t *q, int n, bool vec)
 {
-    uint32_t q[IPK_VECF_PX], w[2];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECF_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
-    w[0] = ipk_vecf_pack4(q);
-    w[1] = ipk_vecf_pack4(q + 4);
-    if (n == IPK_VECF_PX && vec) {
-        *(uint2 *)d = make_uint2(w[0], w[1]);
+    const uint32_t w0 = ipk_vecf_pack4(q), w1 = PX == 8 ? ipk_vecf_pack4(q + PX - 4) : 0u;
+    if (n == PX && vec) {
+        if (PX == 8) *(uint2 *)d = make_uint2(w0, w1);
+        else *(uint32_t *)d = w0;
         return;
     }
-    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w[0] : w[1]) >> (8 * (b & 3)));
+    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w0 : w1) >> (8 * (b & 3)));
 }
-template <int FIN>
-__device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+template <int PX>
+__device__ __forceinline__ void vecf_put(float *d, const float *o, int n, bool vec)
 {
-    float o[IPK_VECF_PX];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECF_PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
-    if (n == IPK_VECF_PX && vec) {
-        ((float4 *)d)[0] = make_float4(o[0], o[1], o[2], o[3]);
-        ((float4 *)d)[1] = make_float4(o[4], o[5], o[6], o[7]);
+    if (n == PX && vec) {
+        #pragma unroll
+        for (int i = 0; i < PX / 4; i++) ((float4 *)d)[i] = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
         return;
     }
     for (int j = 0; j < n; j++) d[j] = o[j];
+}
+
+/* The outputs of one row of PX pixels from their sums (see vecf_put). */
+template <int FIN, int PX>
+__device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    uint32_t q[PX];
+    #pragma unroll
+    for (int j = 0; j < PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
+    vecf_put<PX>(d, q, n, vec);
+}
+template <int FIN, int PX>
+__device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    float o[PX];
+    #pragma unroll
+    for (int j = 0; j < PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
+    vecf_put<PX>(d, o, n, vec);
 }
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
@@ -166,7 +179,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
         ipk_vecf_values(in[rr].x, in[rr].y, lane == 0 ? edge[rr] << 24 : l, lane == 31 ? edge[rr] : r, v);
         ipk_vecf_step(&p, MODE, v, rr, ROWS, older, newer, fresh);
         if (rr >= 2 && n > 0 && y0 + rr - 2 < height)
-            vecf_store<FIN>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
+            vecf_store<FIN, IPK_VECF_PX>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
         #pragma unroll
         for (int j = 0; j < IPK_VECF_PX; j++) {
             older[j] = newer[j];

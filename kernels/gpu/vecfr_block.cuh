@@ -29,34 +29,6 @@ template <int R, int MODE, int FIN, typename Out> struct vecfr_rows {
                                         : (MODE == IPK_VECF_SEP && FIN != IPK_VECF_FIN_DIV ? 12 : 8);
 };
 
-/* One output row of 4 pixels: u8 as one word (a 4-byte store when whole and aligned), f32 as one
- * 16-byte store when whole and aligned. */
-template <int FIN>
-__device__ __forceinline__ void vecfr_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
-{
-    uint32_t q[IPK_VECFR_PX];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECFR_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
-    const uint32_t w = ipk_vecf_pack4(q);
-    if (n == IPK_VECFR_PX && vec) {
-        *(uint32_t *)d = w;
-        return;
-    }
-    for (int b = 0; b < n; b++) d[b] = (uint8_t)(w >> (8 * b));
-}
-template <int FIN>
-__device__ __forceinline__ void vecfr_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
-{
-    float o[IPK_VECFR_PX];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECFR_PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
-    if (n == IPK_VECFR_PX && vec) {
-        *(float4 *)d = make_float4(o[0], o[1], o[2], o[3]);
-        return;
-    }
-    for (int j = 0; j < n; j++) d[j] = o[j];
-}
-
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
  * the image gather their columns through the border for their neighbours and store nothing. */
 template <int R, int MODE, int FIN, typename Out, int ROWS>
@@ -95,7 +67,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
         ipk_vecfr_values(lane == 0 ? edge[rr] : l, in[rr], lane == 31 ? edge[rr] : r, R, v);
         ipk_vecfr_step(&p, MODE, R, v, rr, ROWS, open);
         if (rr >= 2 * R && n > 0 && y0 + rr - 2 * R < height)
-            vecfr_store<FIN>(ipk_wrow<Out>(dst, ds, y0 + rr - 2 * R) + x, open + 2 * R * IPK_VECFR_PX, p, n, vec_out);
+            vecf_store<FIN, IPK_VECFR_PX>(ipk_wrow<Out>(dst, ds, y0 + rr - 2 * R) + x, open + 2 * R * IPK_VECFR_PX, p, n, vec_out);
         #pragma unroll
         for (int i = K * IPK_VECFR_PX - 1; i >= IPK_VECFR_PX; i--) open[i] = open[i - IPK_VECFR_PX];
     }

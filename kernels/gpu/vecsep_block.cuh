@@ -33,24 +33,14 @@ template <int R, int FIN, typename Out> struct vecsep_rows {
     static constexpr int value = R == 3 ? (dbl ? 2 : 6) : R == 2 ? (dbl ? 4 : 8) : sizeof(Out) == 4 ? 6 : 8;
 };
 
-/* One output row from the window of row sums: u8 as two words (an 8-byte store when whole and
- * aligned), f32 as two 16-byte stores when whole and aligned. */
+/* One output row from the window of row sums (stores as vecf_put). */
 template <int R, int FIN>
 __device__ __forceinline__ void vecsep_store(uint8_t *d, const uint32_t *win, const ipk_vecsep_plan &p, int n, bool vec)
 {
-    uint32_t q[IPK_VECSEP_PX], w[2];
+    uint32_t q[IPK_VECSEP_PX];
     #pragma unroll
-    for (int k = 0; k < IPK_VECSEP_PX; k++) {
-        const uint32_t sum = ipk_vecsep_vsum(win, p.col, R, k);
-        q[k] = ipk_vecsep_u8(&p, FIN, sum);
-    }
-    w[0] = ipk_vecsep_pack4(q);
-    w[1] = ipk_vecsep_pack4(q + 4);
-    if (n == IPK_VECSEP_PX && vec) {
-        *(uint2 *)d = make_uint2(w[0], w[1]);
-        return;
-    }
-    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w[0] : w[1]) >> (8 * (b & 3)));
+    for (int k = 0; k < IPK_VECSEP_PX; k++) q[k] = ipk_vecsep_u8(&p, FIN, ipk_vecsep_vsum(win, p.col, R, k));
+    vecf_put<IPK_VECSEP_PX>(d, q, n, vec);
 }
 template <int R, int FIN>
 __device__ __forceinline__ void vecsep_store(float *d, const uint32_t *win, const ipk_vecsep_plan &p, int n, bool vec)
@@ -58,12 +48,7 @@ __device__ __forceinline__ void vecsep_store(float *d, const uint32_t *win, cons
     float o[IPK_VECSEP_PX];
     #pragma unroll
     for (int k = 0; k < IPK_VECSEP_PX; k++) o[k] = (float)ipk_vecsep_value(&p, ipk_vecsep_vsum(win, p.col, R, k));
-    if (n == IPK_VECSEP_PX && vec) {
-        ((float4 *)d)[0] = make_float4(o[0], o[1], o[2], o[3]);
-        ((float4 *)d)[1] = make_float4(o[4], o[5], o[6], o[7]);
-        return;
-    }
-    for (int k = 0; k < n; k++) d[k] = o[k];
+    vecf_put<IPK_VECSEP_PX>(d, o, n, vec);
 }
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of

@@ -167,6 +167,26 @@ static void check_path(int w, int h, const kernel_case *k, ipk_border border, in
     tu_img_free(&cpu);
 }
 
+/* Each kernel of ks (but `skip`) on every size, the vec path: once 16-byte aligned or not, once from
+ * a base pointer off by 1 to 15 bytes, borders in turn; every f32_every-th case also to f32 (0: none). */
+static void check_vec_sizes(const kernel_case *ks, int n, int skip, const int (*sizes)[2], int n_sizes, int f32_every,
+                            int quick, cudaStream_t s, tu_rng *rng)
+{
+    int c = 0;
+    for (int ki = 0; ki < n; ki++) {
+        if (ki == skip) continue;
+        for (int i = 0; i < n_sizes; i++, c++) {
+            if (quick && c % 3) continue;
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
+                       rng);
+            if (f32_every && c % f32_every == 0)
+                check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, IPK_F32, &ks[ki], (ipk_border)((c + 2) % 4),
+                                c & 2, IPK_GPU_VEC, s, rng);
+        }
+    }
+}
+
 /* The strip kernel: every finish it has (shift in lanes, and per lane the shift, odd-divisor
  * and double roundings), separable and direct 3x3 and 5x5, separable 7x7, signed weights;
  * groups of 16 columns whole or cut, warps and 2048-column blocks whole or cut, bands of rows
@@ -248,16 +268,8 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 31, 7 },
                              { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 1021, 23 }, { 2053, 13 },
                              { 37, 1000 } };
-    int c = 0;
-    for (int ki = 0; ki < n; ki++) {
-        if (ki == 2) continue;   /* gaussian5: check_vec5_path */
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
-            if (quick && c % 3) continue;
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
-                       rng);
-        }
-    }
+    /* gaussian5 (ks[2]): check_vec5_path */
+    check_vec_sizes(ks, n, 2, sizes, (int)(sizeof sizes / sizeof sizes[0]), 0, quick, s, rng);
     for (int ki = 0; ki < 4; ki++)   /* box3, gaussian3, sharpen: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             if (ki != 2)
@@ -327,14 +339,7 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 2 }, { 3, 4 }, { 15, 5 }, { 16, 16 }, { 17, 5 },
                              { 18, 3 }, { 31, 7 }, { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 514, 13 },
                              { 1021, 23 }, { 2053, 13 }, { 37, 1000 } };
-    int c = 0;
-    for (int ki = 0; ki < n; ki++)
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
-            if (quick && c % 3) continue;
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
-                       rng);
-        }
+    check_vec_sizes(ks, n, -1, sizes, (int)(sizeof sizes / sizeof sizes[0]), 0, quick, s, rng);
     const int large[] = { 0, 2, n - 5 };   /* gaussian5, box5 /16 +3, laplacian of gaussian5 */
     for (int li = 0; li < 3; li++)
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
@@ -392,17 +397,7 @@ static void check_vecsep_path(int quick, cudaStream_t s, tu_rng *rng)
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 7, 4 }, { 8, 8 }, { 9, 5 }, { 31, 7 },
                              { 97, 25 }, { 255, 37 }, { 256, 19 }, { 257, 3 }, { 263, 13 }, { 1021, 23 },
                              { 2053, 13 }, { 37, 1000 } };
-    int c = 0;
-    for (int ki = 0; ki < n; ki++)
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
-            if (quick && c % 3) continue;
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
-                       rng);
-            if (c % 4 == 0)
-                check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, IPK_F32, &ks[ki], (ipk_border)((c + 2) % 4),
-                                c & 2, IPK_GPU_VEC, s, rng);
-        }
+    check_vec_sizes(ks, n, -1, sizes, (int)(sizeof sizes / sizeof sizes[0]), 4, quick, s, rng);
     for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {   /* gaussian7, /4095, negated: large images */
         check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
         check_path(quick ? 1031 : 4099, quick ? 67 : 517, &ks[2 + b % 3], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);

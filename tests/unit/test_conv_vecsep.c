@@ -34,8 +34,8 @@ static void store(const ipk_img *dst, const ipk_vecsep_plan *p, int x, int y, co
 {
     uint32_t q[IPK_VECSEP_PX], w[2];
     for (int k = 0; k < IPK_VECSEP_PX; k++) q[k] = ipk_vecsep_u8(p, p->fin, ipk_vecsep_vsum(win, p->col, p->r, k));
-    w[0] = ipk_vecsep_pack4(q);
-    w[1] = ipk_vecsep_pack4(q + 4);
+    w[0] = ipk_vecf_pack4(q);
+    w[1] = ipk_vecf_pack4(q + 4);
     for (int k = 0; k < IPK_VECSEP_PX && x + k < dst->width; k++) {
         if (dst->dtype == IPK_F32) {
             const float v = (float)ipk_vecsep_value(p, ipk_vecsep_vsum(win, p->col, p->r, k));
