@@ -571,6 +571,31 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || auto_reg), s);
 }
 
+/* Timing hook (bench_gpu's "(vec path, N rows)" rows): the vec path with other rows a thread, so that
+ * one run times them beside the defaults. shape 1: gaussian7-like kernels (vecsep, radius 3, SHIFT
+ * finish, u8 out) 4 rows instead of 6; float 5x5 direct (finish ONE, u8 out) 8 instead of 16; float 7x7
+ * direct 4 instead of 8. Other cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows or
+ * vecfr_rows. */
+extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
+                                          void *stream, int shape)
+{
+    if (!conv_args_ok(src, dst, p) || shape != 1 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 || src->channels != 1)
+        return IPK_EINVAL;
+    if (ipk_img_empty(src)) return IPK_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    const int b = (int)p->border;
+    ipk_vecsep_plan sp;
+    if (ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, 0, &sp) && sp.r == 3 &&
+        sp.fin == IPK_VECSEP_FIN_SHIFT)
+        return vecsep_launch_rows<3, IPK_VECSEP_FIN_SHIFT, uint8_t, 4>(src, dst, b, sp, s);
+    ipk_vecf_plan fp;
+    if (p->kw != p->kh || !ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &fp) ||
+        fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE || fp.r < 2)
+        return IPK_EINVAL;
+    return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)
+                     : vecfr_launch_rows<3, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 4>(src, dst, b, fp, s);
+}
+
 extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                 void *scratch, size_t scratch_bytes, void *stream)
 {

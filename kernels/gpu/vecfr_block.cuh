@@ -73,10 +73,11 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     }
 }
 
-template <int R, int MODE, int FIN, typename Out>
-static int vecfr_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+/* The kernel with ROWS rows a thread (vecfr_launch_one: vecfr_rows; ipk_convolve_gpu_vec_shape: others). */
+template <int R, int MODE, int FIN, typename Out, int ROWS>
+static int vecfr_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
+                             cudaStream_t s)
 {
-    constexpr int ROWS = vecfr_rows<R, MODE, FIN, Out>::value;
     dim3 block(32, VECF_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECFR_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
@@ -84,6 +85,12 @@ static int vecfr_launch_one(const ipk_img *src, const ipk_img *dst, int border, 
                                                                  (Out *)dst->data, dst->stride, src->width,
                                                                  src->height, border, p);
     return ipk_launch_status();
+}
+
+template <int R, int MODE, int FIN, typename Out>
+static int vecfr_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    return vecfr_launch_rows<R, MODE, FIN, Out, vecfr_rows<R, MODE, FIN, Out>::value>(src, dst, border, p, s);
 }
 
 template <int R, int MODE, typename Out>

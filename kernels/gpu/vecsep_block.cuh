@@ -95,11 +95,11 @@ __global__ void __launch_bounds__(32 * VECSEP_WARPS, VECSEP_MIN_BLOCKS)
     }
 }
 
-template <int R, int FIN, typename Out>
-static int vecsep_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecsep_plan &p,
-                             cudaStream_t s)
+/* The kernel with ROWS rows a thread (vecsep_launch_one: vecsep_rows; ipk_convolve_gpu_vec_shape: others). */
+template <int R, int FIN, typename Out, int ROWS>
+static int vecsep_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecsep_plan &p,
+                              cudaStream_t s)
 {
-    constexpr int ROWS = vecsep_rows<R, FIN, Out>::value;
     dim3 block(32, VECSEP_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECSEP_PX), ipk_div_up(src->height, (long long)ROWS * VECSEP_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
@@ -107,6 +107,13 @@ static int vecsep_launch_one(const ipk_img *src, const ipk_img *dst, int border,
                                                             (Out *)dst->data, dst->stride, src->width, src->height,
                                                             border, p);
     return ipk_launch_status();
+}
+
+template <int R, int FIN, typename Out>
+static int vecsep_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecsep_plan &p,
+                             cudaStream_t s)
+{
+    return vecsep_launch_rows<R, FIN, Out, vecsep_rows<R, FIN, Out>::value>(src, dst, border, p, s);
 }
 
 template <int R>

@@ -134,8 +134,11 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
         }
 }
 
+/* A path value of this test only: ipk_convolve_gpu_vec_shape's shape 1 (bench_gpu's VEC_SHAPE(1)). */
+#define VEC_SHAPE1 ((ipk_gpu_path)16)
+
 /* One path of ipk_convolve_gpu_path against the CPU, 1-channel u8; shift > 0 views both images
- * from byte `shift` of a wider one, so that no row is 16-byte aligned. */
+ * from byte `shift` of a wider one, so that no row is 16-byte aligned. VEC_SHAPE1: the shape hook. */
 static void check_path(int w, int h, const kernel_case *k, ipk_border border, int aligned16, int shift,
                        ipk_gpu_path path, cudaStream_t s, tu_rng *rng)
 {
@@ -153,7 +156,9 @@ static void check_path(int w, int h, const kernel_case *k, ipk_border border, in
     dsrc.data = (uint8_t *)dwide.data + shift;
     ddst.data = (uint8_t *)ddst_wide.data + shift;
     dsrc.width = ddst.width = w;
-    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path), "ipk_convolve_gpu_path")) {
+    const int rc = path >= VEC_SHAPE1 ? ipk_convolve_gpu_vec_shape(&dsrc, &ddst, &p, s, (int)path / VEC_SHAPE1)
+                                      : ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path);
+    if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
         ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
         got.data = (uint8_t *)got_wide.data + shift;
         got.width = w;
@@ -404,6 +409,10 @@ static void check_vecsep_path(int quick, cudaStream_t s, tu_rng *rng)
         check_case_path(quick ? 517 : 2053, quick ? 31 : 301, 1, IPK_U8, IPK_F32, &ks[b * 3], (ipk_border)b, 1,
                         IPK_GPU_VEC, s, rng);
     }
+    for (int i = 0; i < 6; i++)   /* the 4-row shape of gaussian7 (ipk_convolve_gpu_vec_shape) */
+        check_path(sizes[3 * i][0], sizes[3 * i][1], &ks[i % 2], (ipk_border)(i % 4), 1, i % 2 ? 3 + i : 0,
+                   VEC_SHAPE1, s, rng);
+    check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], IPK_REFLECT101, 1, 0, VEC_SHAPE1, s, rng);
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
     static double wide_row[9], mixed[9];
     static const double wr[3] = { 1, 256, 1 }, mr[3] = { 1, -2, 1 };
@@ -414,6 +423,9 @@ static void check_vecsep_path(int quick, cudaStream_t s, tu_rng *rng)
     ipk_conv_params g7u = { ks[0].w, 7, 7, 4096, 0, IPK_ZERO }, wide = { wide_row, 3, 3, 4096, 0, IPK_ZERO };
     ipk_conv_params mix = { mixed, 3, 3, 1, 128, IPK_ZERO };
     CHECK(ipk_convolve_gpu_path(&u, &u, &g7u, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vecsep: u16 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &mix, s, 1) == IPK_EINVAL,
+          "vec shape 1: a kernel it has no shape for refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &g7u, s, 2) == IPK_EINVAL, "vec shape 2 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &wide, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
           "vecsep: row sums past 16 bits refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &mix, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,

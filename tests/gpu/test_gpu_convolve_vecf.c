@@ -29,9 +29,9 @@ static int same_bits(const ipk_img *a, const ipk_img *b)
 }
 
 /* IPK_GPU_VEC against the CPU; shift > 0 views both images from element `shift` of wider ones,
- * so that no row is 8-byte aligned. */
+ * so that no row is 8-byte aligned. shape > 0: ipk_convolve_gpu_vec_shape's shape instead. */
 static void check_vecf(int w, int h, const float_case *k, ipk_border border, ipk_dtype out, int aligned16, int shift,
-                       cudaStream_t s, tu_rng *rng)
+                       int shape, cudaStream_t s, tu_rng *rng)
 {
     ipk_img wide = tu_img_u8_extremes(w + shift, h, rng), src = wide;
     src.data = (uint8_t *)wide.data + shift;
@@ -44,7 +44,9 @@ static void check_vecf(int w, int h, const float_case *k, ipk_border border, ipk
     dsrc.data = (uint8_t *)dwide.data + shift;
     dout.data = (uint8_t *)dout_wide.data + (size_t)shift * esize(out);
     dsrc.width = dout.width = w;
-    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_VEC), "ipk_convolve_gpu_path")) {
+    const int rc = shape ? ipk_convolve_gpu_vec_shape(&dsrc, &dout, &p, s, shape)
+                         : ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_VEC);
+    if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
         ipk_img got_wide = dev_download(&dout_wide), got = got_wide;
         got.data = (uint8_t *)got_wide.data + (size_t)shift * esize(out);
         got.width = w;
@@ -171,14 +173,14 @@ int main(void)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 3) continue;
             const ipk_dtype out = c % 2 ? IPK_F32 : IPK_U8, other = c % 2 ? IPK_U8 : IPK_F32;
-            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, s, &rng);
-            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, s, &rng);
+            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, 0, s, &rng);
+            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, 0, s, &rng);
         }
     for (int ki = 0; ki < 4; ki++)   /* FLOAT3 and the separable ones: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             for (int o = 0; o < 2; o++)
                 check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, o ? IPK_F32 : IPK_U8, 1,
-                           0, s, &rng);
+                           0, 0, s, &rng);
     static float_case kr[24];
     const int nr = make_cases_r(kr, 16, &rng);
     const int sizes_r[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 4, 17 }, { 5, 9 }, { 7, 40 }, { 31, 7 },
@@ -188,13 +190,16 @@ int main(void)
         for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i++, c++) {
             if (quick && c % 3) continue;
             const ipk_dtype out = c % 2 ? IPK_F32 : IPK_U8, other = c % 2 ? IPK_U8 : IPK_F32;
-            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, s, &rng);
-            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, s, &rng);
+            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, 0, s, &rng);
+            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, 0, s, &rng);
         }
     for (int ki = 0; ki < 4; ki++)   /* FLOAT5, FLOAT7, two separable: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             check_vecf(quick ? 1031 : 4099, quick ? 67 : 517, &kr[ki], (ipk_border)b, (b + ki) % 2 ? IPK_F32 : IPK_U8,
-                       1, 0, s, &rng);
+                       1, 0, 0, s, &rng);
+    for (int ki = 0; ki < 2; ki++)   /* FLOAT5 and FLOAT7 in the other shape (ipk_convolve_gpu_vec_shape) */
+        for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i += 2)
+            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)(i % 4), IPK_U8, 1, (int)i % 3, 1, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();
