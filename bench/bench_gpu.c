@@ -109,6 +109,7 @@ static const op_spec OPS[] = {
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE },
     { "convolve float 3x3 (vec path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_VEC },
+    { "convolve float 3x3 (vec, 10 rows)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(1) },
     { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO },
     { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC },
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO },

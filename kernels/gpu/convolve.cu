@@ -573,9 +573,9 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
 
 /* Timing hook (bench_gpu's "(vec path, N rows)" rows): the vec path with other rows a thread, so that
  * one run times them beside the defaults. shape 1: gaussian7-like kernels (vecsep, radius 3, SHIFT
- * finish, u8 out) 4 rows instead of 6; float 5x5 direct (finish ONE, u8 out) 8 instead of 16; float 7x7
- * direct 4 instead of 8. Other cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows or
- * vecfr_rows. */
+ * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
+ * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Other cases and shapes: IPK_EINVAL. The
+ * winner goes into vecsep_rows, vecf_rows or vecfr_rows. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
@@ -590,8 +590,9 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
         return vecsep_launch_rows<3, IPK_VECSEP_FIN_SHIFT, uint8_t, 4>(src, dst, b, sp, s);
     ipk_vecf_plan fp;
     if (p->kw != p->kh || !ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &fp) ||
-        fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE || fp.r < 2)
+        fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE)
         return IPK_EINVAL;
+    if (fp.r == 1) return vecf3_launch_rows<IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 10>(src, dst, b, fp, s);
     return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)
                      : vecfr_launch_rows<3, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 4>(src, dst, b, fp, s);
 }

@@ -188,16 +188,23 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     }
 }
 
-template <int MODE, int FIN, typename Out>
-static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+/* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others). */
+template <int MODE, int FIN, typename Out, int ROWS>
+static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
+                             cudaStream_t s)
 {
-    constexpr int ROWS = vecf_rows<MODE, FIN, Out>::value;
     dim3 block(32, VECF_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     vecf3_kernel<MODE, FIN, Out, ROWS><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (Out *)dst->data,
                                                               dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
+}
+
+template <int MODE, int FIN, typename Out>
+static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    return vecf3_launch_rows<MODE, FIN, Out, vecf_rows<MODE, FIN, Out>::value>(src, dst, border, p, s);
 }
 
 template <int MODE, typename Out>

@@ -197,9 +197,10 @@ int main(void)
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             check_vecf(quick ? 1031 : 4099, quick ? 67 : 517, &kr[ki], (ipk_border)b, (b + ki) % 2 ? IPK_F32 : IPK_U8,
                        1, 0, 0, s, &rng);
-    for (int ki = 0; ki < 2; ki++)   /* FLOAT5 and FLOAT7 in the other shape (ipk_convolve_gpu_vec_shape) */
+    for (int ki = 0; ki < 3; ki++)   /* FLOAT3, FLOAT5, FLOAT7 in the other shape (ipk_convolve_gpu_vec_shape) */
         for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i += 2)
-            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)(i % 4), IPK_U8, 1, (int)i % 3, 1, s, &rng);
+            check_vecf(sizes_r[i][0], sizes_r[i][1], ki ? &kr[ki - 1] : &ks[0], (ipk_border)(i % 4), IPK_U8, 1,
+                       (int)i % 3, 1, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();
