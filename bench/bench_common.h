@@ -28,6 +28,7 @@
 #pragma weak ipk_convolve_gpu
 #pragma weak ipk_convolve_gpu_scratch
 #pragma weak ipk_convolve_gpu_path
+#pragma weak ipk_convolve_gpu_vec_shape
 #pragma weak ipk_entropy_cpu
 #pragma weak ipk_entropy_gpu
 #pragma weak ipk_entropy_gpu_scratch

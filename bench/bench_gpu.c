@@ -26,6 +26,10 @@ static const int32_t BT601[3] = { 9798, 19235, 3735 };
  * consumer of the fused rows only. */
 typedef enum { OP_GRAY, OP_MEDIAN, OP_MEAN, OP_CONV, OP_HIST, OP_TRANSPOSE, OP_ENTROPY, OP_ENTROPY_GRAY } op_kind;
 
+/* A path value of these rows only: the convolve vec path with another shape (rows a thread), through
+ * ipk_convolve_gpu_vec_shape; shape n is VEC_SHAPE(n), n >= 1. */
+#define VEC_SHAPE(n) ((ipk_gpu_path)(16 * (n)))
+
 typedef struct {
     const char *name;
     op_kind kind;
@@ -35,7 +39,9 @@ typedef struct {
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
                                * median NET its new kernels; convolve and mean REG the register kernels,
-                               * VEC the vec kernel (3x3 integer; median 3x3); TILE the kernels before them */
+                               * VEC the vec kernels (3x3 and 5x5 integer, separable integer up to
+                               * 7x7, float up to 7x7), VEC_SHAPE(n) them with other rows a thread;
+                               * TILE the kernels before them */
     int variant;              /* 0: what the path runs; median VEC: MEDIAN_VEC_VARIANTS[variant - 1]; mean:
                                  variant - 1 of ipk_mean_gpu_runsum */
 } op_spec;
@@ -137,14 +143,19 @@ static const op_spec OPS[] = {
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },
     { "convolve float 3x3 (vec path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_VEC, 0 },
+    { "convolve float 3x3 (vec, 10 rows)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(1), 0 },
     { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC, 0 },
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO, 0 },
     { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG, 0 },
     { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE, 0 },
+    { "convolve float 5x5 (vec path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_VEC, 0 },
+    { "convolve float 5x5 (vec, 8 rows)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(1), 0 },
     { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO, 0 },
     { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG, 0 },
     { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE, 0 },
+    { "convolve float 7x7 (vec path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_VEC, 0 },
+    { "convolve float 7x7 (vec, 4 rows)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(1), 0 },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG, 0 },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE, 0 },
@@ -156,6 +167,8 @@ static const op_spec OPS[] = {
     { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO, 0 },
     { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG, 0 },
     { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE, 0 },
+    { "convolve gaussian7 (vec path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_VEC, 0 },
+    { "convolve gaussian7 (vec, 4 rows)", OP_CONV, 3, GAUSS7, 4096, 0.15, VEC_SHAPE(1), 0 },
     { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE, 0 },
@@ -235,7 +248,8 @@ static int gpu_op_built(const op_spec *op)
         if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
         return ipk_median_gpu_path && ipk_median_gpu_scratch && (!op->variant || ipk_median_gpu_vec_variant);
     case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (!op->variant || ipk_mean_gpu_runsum);
-    case OP_CONV: return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch;
+    case OP_CONV:
+        return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch && (op->path < VEC_SHAPE(1) || ipk_convolve_gpu_vec_shape);
     case OP_HIST: return ipk_histogram_gpu != NULL;
     case OP_TRANSPOSE: return ipk_transpose_gpu != NULL;
     case OP_ENTROPY:
@@ -290,7 +304,10 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
         if (op->variant > 0)
             return ipk_mean_gpu_runsum(src, dst, op->radius, IPK_REFLECT101, stream, op->variant - 1);
         return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
-    case OP_CONV: return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
+    case OP_CONV:
+        if (op->path >= VEC_SHAPE(1))
+            return ipk_convolve_gpu_vec_shape(src, dst, &p, stream, (int)op->path / VEC_SHAPE(1));
+        return ipk_convolve_gpu_path(src, dst, &p, scratch, scratch_bytes, stream, op->path);
     case OP_HIST: return ipk_histogram_gpu(src, 256, counts, stream);
     case OP_TRANSPOSE: return ipk_transpose_gpu(src, dst, stream);
     case OP_ENTROPY: return ipk_entropy_gpu(src, dst, &ENTROPY, scratch, scratch_bytes, stream);

@@ -6,6 +6,7 @@
  * multiply-add: a separable kernel (ipk_conv_split_float) as the row pass h = r0*v(x-1) + r1*v(x) +
  * r2*v(x+1), then the column pass over h, ky ascending; any other as the nine taps, kx ascending
  * inside ky ascending; then acc / divisor + offset in float, rintf and saturation for u8.
+ * Radius 2 and 3 (ipk_vecfr_*) are the same operations over 5 or 7 taps a row and rows.
  * One departure: each sum starts with its first product, where the CPU starts from 0.0f + it.
  * 0.0f + p is p except for p = -0 (it gives +0), so the sums can differ only in the sign of a zero
  * (the CPU's is never -0: a round-to-nearest sum is -0 only when both terms are). A u8 output cannot
@@ -31,10 +32,12 @@ enum { IPK_VECF_SEP = 0, IPK_VECF_DIRECT };
  * the exact quotient rounded once); DIV: v = acc / divisor + offset. */
 enum { IPK_VECF_FIN_ONE = 0, IPK_VECF_FIN_MUL, IPK_VECF_FIN_DIV };
 
+#define IPK_VECF_MAXR 3
 typedef struct {
-    float w[9];         /* DIRECT: the taps, row-major; SEP: row factors w[0..2], column factors w[3..5] */
+    float w[49];        /* DIRECT: the k x k taps, row-major; SEP: row factors w[0..k-1], column factors w[k..2k-1] */
     float inv, div, off;
     int mode, fin;
+    int r;              /* radius: 1 (k = 3, the 3x3 kernel), 2 or 3 (the radius kernel below) */
 } ipk_vecf_plan;
 
 IPK_HD float ipk_vecf_mul(float a, float b)
@@ -167,20 +170,84 @@ static inline int ipk_vecf_pow2(float d, float *inv)
     return fabsf(*inv) >= 1.17549435e-38f;
 }
 
-/* The CPU's float path for a 3x3 on u8 input (its weights not all whole numbers, else the integer
- * path applies): 1 with the plan, 0 when the kernel does not apply. */
-static inline int ipk_vecf_plan_conv(const double *w, int kw, int kh, double divisor, double offset, ipk_vecf_plan *p)
+/* The CPU's float path for a k x k on u8 input, k = 3, 5 or 7 (its weights not all whole numbers,
+ * else the integer path applies): 1 with the plan, 0 when the kernel does not apply. */
+static inline int ipk_vecf_plan_conv_k(const double *w, int k, double divisor, double offset, ipk_vecf_plan *p)
 {
     memset(p, 0, sizeof *p);
-    if (kw != 3 || kh != 3 || ipk_conv_weights_integral(w, 9)) return 0;
-    float col[3], row[3];
-    p->mode = ipk_conv_split_float(w, 3, 3, col, row) ? IPK_VECF_SEP : IPK_VECF_DIRECT;
-    for (int i = 0; i < 9; i++) p->w[i] = p->mode == IPK_VECF_SEP ? (i < 3 ? row[i] : i < 6 ? col[i - 3] : 0.0f)
+    if ((k != 3 && k != 5 && k != 7) || ipk_conv_weights_integral(w, k * k)) return 0;
+    float col[2 * IPK_VECF_MAXR + 1], row[2 * IPK_VECF_MAXR + 1];
+    p->r = k / 2;
+    p->mode = ipk_conv_split_float(w, k, k, col, row) ? IPK_VECF_SEP : IPK_VECF_DIRECT;
+    for (int i = 0; i < k * k; i++) p->w[i] = p->mode == IPK_VECF_SEP ? (i < k ? row[i] : i < 2 * k ? col[i - k] : 0.0f)
                                                     : (float)w[i];
     p->div = (float)divisor;
     p->off = (float)offset;
     if (p->div == 1.0f && p->off == 0.0f) p->fin = IPK_VECF_FIN_ONE;
     else p->fin = ipk_vecf_pow2(p->div, &p->inv) ? IPK_VECF_FIN_MUL : IPK_VECF_FIN_DIV;
     return 1;
+}
+
+/* The 3x3 kernel's plan (kw = kh = 3 only). */
+static inline int ipk_vecf_plan_conv(const double *w, int kw, int kh, double divisor, double offset, ipk_vecf_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    return kw == 3 && kh == 3 && ipk_vecf_plan_conv_k(w, 3, divisor, offset, p);
+}
+
+/* Radius 2 and 3 (5x5, 7x7): a thread owns IPK_VECFR_PX pixels x .. x+3 of a row, one loaded word;
+ * `left` holds bytes x-4 .. x-1 (the left neighbour's word, or the warp's first lane's own load
+ * through the border), `right` bytes x+4 .. x+7. Fewer columns than the 3x3 kernel's 8, so that the
+ * 2r + 1 open sums of each column fit the registers. */
+#define IPK_VECFR_PX 4
+
+/* The 4 + 2r values of a row the thread's outputs read: column x - r first. */
+IPK_HD void ipk_vecfr_values(uint32_t left, uint32_t mid, uint32_t right, int r, float *v)
+{
+    IPK_UNROLL
+    for (int i = 0; i < IPK_VECFR_PX + 2 * IPK_VECF_MAXR; i++) {
+        if (i >= IPK_VECFR_PX + 2 * r) break;
+        const int c = i - r;
+        v[i] = c < 0 ? ipk_vecf_byte(left, c + 4) : c < 4 ? ipk_vecf_byte(mid, c) : ipk_vecf_byte(right, c - 4);
+    }
+}
+
+/* acc[j] (+)= c[0]*v[j] + c[1]*v[j+1] + .. + c[2r]*v[j+2r], one term at a time, kx ascending;
+ * first: acc starts with c[0]*v[j] (the first-term rule above). */
+IPK_HD void ipk_vecfr_taps(float *acc, const float *v, const float *c, int r, int first)
+{
+    IPK_UNROLL
+    for (int j = 0; j < IPK_VECFR_PX; j++) {
+        float a = ipk_vecf_mul(c[0], v[j]);
+        if (!first) a = ipk_vecf_add(acc[j], a);
+        IPK_UNROLL
+        for (int kx = 1; kx <= 2 * r; kx++) a = ipk_vecf_add(a, ipk_vecf_mul(c[kx], v[j + kx]));
+        acc[j] = a;
+    }
+}
+
+/* Input row rr of a thread's ROWS outputs (row y0 - r + rr) into the open sums: open + ky * PX is
+ * output rr - ky (ky = 0 .. 2r; each exists only for 0 <= output < rows); output rr - 2r is complete
+ * after the call, output rr starts here. The caller then moves every open sum down one place. */
+IPK_HD void ipk_vecfr_step(const ipk_vecf_plan *p, int mode, int r, const float *v, int rr, int rows, float *open)
+{
+    const int k = 2 * r + 1;
+    if (mode == IPK_VECF_SEP) {
+        float h[IPK_VECFR_PX];
+        ipk_vecfr_taps(h, v, p->w, r, 1);
+        IPK_UNROLL
+        for (int ky = 0; ky <= 2 * IPK_VECF_MAXR; ky++)
+            if (ky < k && rr - ky >= 0 && rr - ky < rows) {
+                IPK_UNROLL
+                for (int j = 0; j < IPK_VECFR_PX; j++) {
+                    const float t = ipk_vecf_mul(p->w[k + ky], h[j]);
+                    open[ky * IPK_VECFR_PX + j] = ky == 0 ? t : ipk_vecf_add(open[ky * IPK_VECFR_PX + j], t);
+                }
+            }
+        return;
+    }
+    IPK_UNROLL
+    for (int ky = 0; ky <= 2 * IPK_VECF_MAXR; ky++)
+        if (ky < k && rr - ky >= 0 && rr - ky < rows) ipk_vecfr_taps(open + ky * IPK_VECFR_PX, v, p->w + ky * k, r, ky == 0);
 }
 #endif

@@ -13,7 +13,9 @@
  * K <= 7 may take the register-streaming kernel instead (reg_block.cuh; IPK_GPU_REG), which adds
  * the same float numbers in the same order and finishes them with the same functors; 3x3 integer
  * kernels whose sums fit 16 bits may take the vec kernel (vec_block.cuh; IPK_GPU_VEC), which
- * rounds with conv_swar.h as the strip kernel does. */
+ * rounds with conv_swar.h as the strip kernel does. IPK_GPU_VEC also reaches the separable vec
+ * kernel (vecsep_block.cuh: integer, radius 1 to 3, 32-bit column sums, conv_round.h's finish)
+ * and the float vec kernels (vecf_block.cuh 3x3, vecfr_block.cuh 5x5 and 7x7). */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
@@ -22,6 +24,8 @@
 #include "reg_block.cuh"
 #include "vec_block.cuh"
 #include "vecf_block.cuh"
+#include "vecsep_block.cuh"
+#include "vecfr_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -35,6 +39,16 @@
  * takes (see conv_vecf_launch); 0: the tile kernels. 1: a float 3x3 0.088 against 0.139 ms, a
  * separable one 0.072 against 0.133, at 8192x8192 on the H100. */
 #define CONV_VECF_AUTO 1
+/* 1: plain calls take the separable vec kernel (vecsep_block.cuh) for the separable integer
+ * kernels of radius 1 to 3 it takes that the vec kernel does not (gaussian7 above all; see
+ * conv_vecsep_launch); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
+ * already runs every separable integer kernel apart. 0 until timed on the H100. */
+#define CONV_VECSEP_AUTO 0
+/* 1: plain calls take the float vec kernel at radius 2 and 3 (vecfr_block.cuh) for the float-weight
+ * 5x5 and 7x7 cases it takes (see conv_vecf_launch); 0: the tile kernels. Float convolves never
+ * fuse (core/src/fuse_window.c takes integer weights only), so fusion needs no change with it.
+ * 0 until timed on the H100. */
+#define CONV_VECFR_AUTO 0
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -450,17 +464,33 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
     return vp.p.k == 5 ? conv_vec_radius<2>(src, dst, b, vp, s) : conv_vec_radius<1>(src, dst, b, vp, s);
 }
 
-/* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
- * the float path (not all whole numbers), every border. *taken says whether it applies. */
+/* The float vec kernels: 1-channel u8 in, u8 or f32 out, 3x3 (vecf_block.cuh), 5x5 or 7x7
+ * (vecfr_block.cuh) weights that take the float path (not all whole numbers), every border.
+ * *taken says whether it applies. */
 static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
 {
     ipk_vecf_plan vp;
     *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
-             ipk_vecf_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &vp);
+             p->kw == p->kh && ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &vp);
     if (!*taken) return IPK_EINVAL;
-    if (dst->dtype == IPK_F32) return vecf3_launch<float>(src, dst, (int)p->border, vp, s);
-    return vecf3_launch<uint8_t>(src, dst, (int)p->border, vp, s);
+    const int b = (int)p->border;
+    if (dst->dtype == IPK_F32)
+        return vp.r == 1 ? vecf3_launch<float>(src, dst, b, vp, s) : vecfr_launch<float>(src, dst, b, vp, s);
+    return vp.r == 1 ? vecf3_launch<uint8_t>(src, dst, b, vp, s) : vecfr_launch<uint8_t>(src, dst, b, vp, s);
+}
+
+/* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
+ * 3x3, 5x5 or 7x7 weights whose row sums fit 16 bits (conv_vecsep.h's planner), every border.
+ * *taken says whether it applies. */
+static int conv_vecsep_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                              int *taken)
+{
+    ipk_vecsep_plan vp;
+    *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
+             ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, dst->dtype == IPK_F32, &vp);
+    if (!*taken) return IPK_EINVAL;
+    return vecsep_launch(src, dst, (int)p->border, vp, s);
 }
 
 /* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
@@ -519,7 +549,7 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
     }
-    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECF_AUTO)) {
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 3 ? CONV_VECF_AUTO : CONV_VECFR_AUTO))) {
         int taken = 0;
         const int rc = conv_vecf_launch(src, dst, p, s, &taken);
         if (taken && !(path == IPK_GPU_AUTO && rc == IPK_ERANGE)) return rc;   /* too tall: the tiles */
@@ -527,12 +557,44 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
     if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 5 ? CONV_VEC5_AUTO : CONV_VEC_AUTO))) {
         int taken = 0;
         const int rc = conv_vec_launch(src, dst, p, s, &taken);
-        if (path == IPK_GPU_VEC || (taken && rc != IPK_ERANGE)) return rc;
+        if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
     }
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECSEP_AUTO)) {
+        int taken = 0;
+        const int rc = conv_vecsep_launch(src, dst, p, s, &taken);
+        if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
+    }
+    if (path == IPK_GPU_VEC) return IPK_EINVAL;   /* no vec kernel takes it */
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
     const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;
     return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || auto_reg), s);
+}
+
+/* Timing hook (bench_gpu's "(vec path, N rows)" rows): the vec path with other rows a thread, so that
+ * one run times them beside the defaults. shape 1: gaussian7-like kernels (vecsep, radius 3, SHIFT
+ * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
+ * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Other cases and shapes: IPK_EINVAL. The
+ * winner goes into vecsep_rows, vecf_rows or vecfr_rows. */
+extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
+                                          void *stream, int shape)
+{
+    if (!conv_args_ok(src, dst, p) || shape != 1 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 || src->channels != 1)
+        return IPK_EINVAL;
+    if (ipk_img_empty(src)) return IPK_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    const int b = (int)p->border;
+    ipk_vecsep_plan sp;
+    if (ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, 0, &sp) && sp.r == 3 &&
+        sp.fin == IPK_VECSEP_FIN_SHIFT)
+        return vecsep_launch_rows<3, IPK_VECSEP_FIN_SHIFT, uint8_t, 4>(src, dst, b, sp, s);
+    ipk_vecf_plan fp;
+    if (p->kw != p->kh || !ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &fp) ||
+        fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE)
+        return IPK_EINVAL;
+    if (fp.r == 1) return vecf3_launch_rows<IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 10>(src, dst, b, fp, s);
+    return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)
+                     : vecfr_launch_rows<3, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 4>(src, dst, b, fp, s);
 }
 
 extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,

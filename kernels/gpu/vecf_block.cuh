@@ -35,26 +35,31 @@ static __device__ __noinline__ uint2 vecf_gather(const uint8_t *row, int x, int 
     return make_uint2(sw_gather4(row, x, width, border), sw_gather4(row, x + 4, width, border));
 }
 
-/* Every input row of the thread: in[rr] is row y0 - 1 + rr through the border. Inside the image,
- * one straight run of 8-byte loads; fast says whether the thread's columns allow them, rows_in
- * whether its rows are all inside. */
-template <int ROWS>
+/* The bytes of a thread's word(s) through the border, out of line (vecf_gather, vecf_gather_word). */
+__device__ __forceinline__ void vecf_gather_into(uint2 &w, const uint8_t *row, int x, int width, int border);
+__device__ __forceinline__ void vecf_gather_into(uint32_t &w, const uint8_t *row, int x, int width, int border);
+
+/* Every input row of the thread: in[rr] is row y0 - R + rr through the border (R the radius), as
+ * 8-byte (uint2) or 4-byte (uint32_t) words. Inside the image, one straight run of loads; fast says
+ * whether the thread's columns allow them, rows_in whether its rows are all inside. */
+template <int ROWS, int R, typename W>
 __device__ __forceinline__ void vecf_load_rows(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
-                                               int border, int x, int y0, bool fast, bool rows_in, uint2 *in)
+                                               int border, int x, int y0, bool fast, bool rows_in, W *in)
 {
     if (fast && rows_in) {
-        const uint8_t *row = src + (ptrdiff_t)(y0 - 1) * ss + x;
+        const uint8_t *row = src + (ptrdiff_t)(y0 - R) * ss + x;
         #pragma unroll
-        for (int rr = 0; rr < ROWS + 2; rr++, row += ss) in[rr] = __ldg((const uint2 *)row);
+        for (int rr = 0; rr < ROWS + 2 * R; rr++, row += ss) in[rr] = __ldg((const W *)row);
         return;
     }
     #pragma unroll
-    for (int rr = 0; rr < ROWS + 2; rr++) {
-        const int yi = ipk_border_index(y0 - 1 + rr, height, border);
-        in[rr] = make_uint2(0, 0);
+    for (int rr = 0; rr < ROWS + 2 * R; rr++) {
+        const int yi = ipk_border_index(y0 - R + rr, height, border);
+        in[rr] = W{};
         if (yi < 0) continue;
         const uint8_t *row = src + (ptrdiff_t)yi * ss;
-        in[rr] = fast ? __ldg((const uint2 *)(row + x)) : vecf_gather(row, x, width, border);
+        if (fast) in[rr] = __ldg((const W *)(row + x));
+        else vecf_gather_into(in[rr], row, x, width, border);
     }
 }
 
@@ -66,34 +71,76 @@ __device__ __forceinline__ uint32_t vecf_edge_byte(const uint8_t *__restrict__ s
     return xe >= 0 && yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
 }
 
-/* The outputs of one row: u8 as two words (8-byte store when whole and aligned), f32 as two
- * 16-byte stores when whole and aligned. */
-template <int FIN>
-__device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+/* Bytes x .. x+3 of a row through the border: out of line, off the fast path's registers. */
+static __device__ __noinline__ uint32_t vecf_gather_word(const uint8_t *row, int x, int width, int border)
 {
-    uint32_t q[IPK_VECF_PX], w[2];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECF_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
-    w[0] = ipk_vecf_pack4(q);
-    w[1] = ipk_vecf_pack4(q + 4);
-    if (n == IPK_VECF_PX && vec) {
-        *(uint2 *)d = make_uint2(w[0], w[1]);
+    return sw_gather4(row, x, width, border);
+}
+
+__device__ __forceinline__ void vecf_gather_into(uint2 &w, const uint8_t *row, int x, int width, int border)
+{
+    w = vecf_gather(row, x, width, border);
+}
+__device__ __forceinline__ void vecf_gather_into(uint32_t &w, const uint8_t *row, int x, int width, int border)
+{
+    w = vecf_gather_word(row, x, width, border);
+}
+
+/* The side word of row y from column xw on the warp's first and last lanes (the 4 bytes beyond
+ * their side: vecsep_block.cuh, vecfr_block.cuh); 0 on the other lanes and where the border drops
+ * the row. */
+__device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ src, ptrdiff_t ss, int width,
+                                                     int height, int border, int xw, int y, bool edge_lane,
+                                                     bool edge_fast, bool rows_in)
+{
+    if (!edge_lane) return 0;
+    const int yi = rows_in ? y : ipk_border_index(y, height, border);
+    if (yi < 0) return 0;
+    const uint8_t *row = src + (ptrdiff_t)yi * ss;
+    return edge_fast ? __ldg((const uint32_t *)(row + xw)) : vecf_gather_word(row, xw, width, border);
+}
+
+/* PX (4 or 8) outputs of a row: u8 from the low bytes of q as one 4- or 8-byte store when whole
+ * and aligned, f32 as 16-byte stores when whole and aligned (vecsep_block.cuh and vecfr_block.cuh
+ * use them too). */
+template <int PX>
+__device__ __forceinline__ void vecf_put(uint8_t *d, const uint32_t *q, int n, bool vec)
+{
+    const uint32_t w0 = ipk_vecf_pack4(q), w1 = PX == 8 ? ipk_vecf_pack4(q + PX - 4) : 0u;
+    if (n == PX && vec) {
+        if (PX == 8) *(uint2 *)d = make_uint2(w0, w1);
+        else *(uint32_t *)d = w0;
         return;
     }
-    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w[0] : w[1]) >> (8 * (b & 3)));
+    for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w0 : w1) >> (8 * (b & 3)));
 }
-template <int FIN>
-__device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+template <int PX>
+__device__ __forceinline__ void vecf_put(float *d, const float *o, int n, bool vec)
 {
-    float o[IPK_VECF_PX];
-    #pragma unroll
-    for (int j = 0; j < IPK_VECF_PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
-    if (n == IPK_VECF_PX && vec) {
-        ((float4 *)d)[0] = make_float4(o[0], o[1], o[2], o[3]);
-        ((float4 *)d)[1] = make_float4(o[4], o[5], o[6], o[7]);
+    if (n == PX && vec) {
+        #pragma unroll
+        for (int i = 0; i < PX / 4; i++) ((float4 *)d)[i] = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
         return;
     }
     for (int j = 0; j < n; j++) d[j] = o[j];
+}
+
+/* The outputs of one row of PX pixels from their sums (see vecf_put). */
+template <int FIN, int PX>
+__device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    uint32_t q[PX];
+    #pragma unroll
+    for (int j = 0; j < PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
+    vecf_put<PX>(d, q, n, vec);
+}
+template <int FIN, int PX>
+__device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
+{
+    float o[PX];
+    #pragma unroll
+    for (int j = 0; j < PX; j++) o[j] = ipk_vecf_value(&p, FIN, 1, acc[j]);
+    vecf_put<PX>(d, o, n, vec);
 }
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
@@ -112,7 +159,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
                    : lane == 31 ? ipk_border_index(x + IPK_VECF_PX, width, border) : -1;
     const bool rows_in = y0 >= 1 && y0 + ROWS < height;
     uint2 in[ROWS + 2];
-    vecf_load_rows<ROWS>(src, ss, width, height, border, x, y0, fast, rows_in, in);
+    vecf_load_rows<ROWS, 1>(src, ss, width, height, border, x, y0, fast, rows_in, in);
     uint32_t edge[ROWS + 2];
     #pragma unroll
     for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
@@ -132,7 +179,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
         ipk_vecf_values(in[rr].x, in[rr].y, lane == 0 ? edge[rr] << 24 : l, lane == 31 ? edge[rr] : r, v);
         ipk_vecf_step(&p, MODE, v, rr, ROWS, older, newer, fresh);
         if (rr >= 2 && n > 0 && y0 + rr - 2 < height)
-            vecf_store<FIN>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
+            vecf_store<FIN, IPK_VECF_PX>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
         #pragma unroll
         for (int j = 0; j < IPK_VECF_PX; j++) {
             older[j] = newer[j];
@@ -141,16 +188,23 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     }
 }
 
-template <int MODE, int FIN, typename Out>
-static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+/* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others). */
+template <int MODE, int FIN, typename Out, int ROWS>
+static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
+                             cudaStream_t s)
 {
-    constexpr int ROWS = vecf_rows<MODE, FIN, Out>::value;
     dim3 block(32, VECF_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     vecf3_kernel<MODE, FIN, Out, ROWS><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (Out *)dst->data,
                                                               dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
+}
+
+template <int MODE, int FIN, typename Out>
+static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
+{
+    return vecf3_launch_rows<MODE, FIN, Out, vecf_rows<MODE, FIN, Out>::value>(src, dst, border, p, s);
 }
 
 template <int MODE, typename Out>

@@ -88,7 +88,13 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * VEC also takes convolve 3x3 with float weights (not all whole numbers: the CPU's float path) on
  * 1-channel u8 input, u8 or f32 output, every border (kernels/gpu/vecf_block.cuh: 8 columns x 6 or
  * 8 rows a thread, bit-identical to the CPU); plain calls take it only where CONV_VECF_AUTO
- * (convolve.cu) says (on).
+ * (convolve.cu) says (on). The same for float 5x5 and 7x7 (kernels/gpu/vecfr_block.cuh: 4 columns
+ * x 8 to 16 rows a thread); plain calls take it only where CONV_VECFR_AUTO (convolve.cu) says (off).
+ * VEC also takes the separable integer convolves of radius 1 to 3 (3x3, 5x5, 7x7; the 7x7 binomial)
+ * that the 16-bit vec kernel does not, on 1-channel u8 input, u8 or f32 output, every border:
+ * factors of one sign each whose row sums fit 16 bits (kernels/gpu/vecsep_block.cuh: 8 columns x 2
+ * to 8 rows a thread, row pass in 16-bit lanes, column pass in 32 bits, the CPU's finish); plain
+ * calls take it only where CONV_VECSEP_AUTO (convolve.cu) says (off).
  * VEC also takes mean of radius 3 to 100 on 1-channel u8, every border, by running sums
  * (kernels/gpu/mean_runsum.cuh: one pass down the image, vertical sums of 16 columns a lane in
  * registers, horizontal ones from a prefix in shared memory, bit-identical to the CPU); plain calls
@@ -103,6 +109,10 @@ typedef enum {
 } ipk_gpu_path;
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
+/* Timing hook for bench_gpu, not for applications: the convolve vec path with another number of
+ * rows a thread (shape 1; see convolve.cu), so that one run times it beside the default. */
+int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, void *stream,
+                               int shape);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 /* bench_gpu only: the running-sum mean kernel (VEC at radius >= 3) in variant v. Each warp walks

@@ -2,7 +2,8 @@
  * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
  * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
  * output same and f32, odd sizes and pitches; the strip, tile, register and vec paths of
- * ipk_convolve_gpu_path one by one. */
+ * ipk_convolve_gpu_path one by one (the vec path's 3x3 and 5x5 16-bit kernels and its separable
+ * kernel of radius 1 to 3). */
 #include <math.h>
 #include <stdlib.h>
 #include "gpu_testutil.h"
@@ -133,8 +134,11 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
         }
 }
 
+/* A path value of this test only: ipk_convolve_gpu_vec_shape's shape 1 (bench_gpu's VEC_SHAPE(1)). */
+#define VEC_SHAPE1 ((ipk_gpu_path)16)
+
 /* One path of ipk_convolve_gpu_path against the CPU, 1-channel u8; shift > 0 views both images
- * from byte `shift` of a wider one, so that no row is 16-byte aligned. */
+ * from byte `shift` of a wider one, so that no row is 16-byte aligned. VEC_SHAPE1: the shape hook. */
 static void check_path(int w, int h, const kernel_case *k, ipk_border border, int aligned16, int shift,
                        ipk_gpu_path path, cudaStream_t s, tu_rng *rng)
 {
@@ -152,7 +156,9 @@ static void check_path(int w, int h, const kernel_case *k, ipk_border border, in
     dsrc.data = (uint8_t *)dwide.data + shift;
     ddst.data = (uint8_t *)ddst_wide.data + shift;
     dsrc.width = ddst.width = w;
-    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path), "ipk_convolve_gpu_path")) {
+    const int rc = path >= VEC_SHAPE1 ? ipk_convolve_gpu_vec_shape(&dsrc, &ddst, &p, s, (int)path / VEC_SHAPE1)
+                                      : ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path);
+    if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
         ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
         got.data = (uint8_t *)got_wide.data + shift;
         got.width = w;
@@ -164,6 +170,26 @@ static void check_path(int w, int h, const kernel_case *k, ipk_border border, in
     dev_free(&ddst_wide);
     tu_img_free(&wide);
     tu_img_free(&cpu);
+}
+
+/* Each kernel of ks (but `skip`) on every size, the vec path: once 16-byte aligned or not, once from
+ * a base pointer off by 1 to 15 bytes, borders in turn; every f32_every-th case also to f32 (0: none). */
+static void check_vec_sizes(const kernel_case *ks, int n, int skip, const int (*sizes)[2], int n_sizes, int f32_every,
+                            int quick, cudaStream_t s, tu_rng *rng)
+{
+    int c = 0;
+    for (int ki = 0; ki < n; ki++) {
+        if (ki == skip) continue;
+        for (int i = 0; i < n_sizes; i++, c++) {
+            if (quick && c % 3) continue;
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
+                       rng);
+            if (f32_every && c % f32_every == 0)
+                check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, IPK_F32, &ks[ki], (ipk_border)((c + 2) % 4),
+                                c & 2, IPK_GPU_VEC, s, rng);
+        }
+    }
 }
 
 /* The strip kernel: every finish it has (shift in lanes, and per lane the shift, odd-divisor
@@ -247,16 +273,8 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 15, 4 }, { 16, 16 }, { 17, 5 }, { 31, 7 },
                              { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 1021, 23 }, { 2053, 13 },
                              { 37, 1000 } };
-    int c = 0;
-    for (int ki = 0; ki < n; ki++) {
-        if (ki == 2) continue;   /* gaussian5: check_vec5_path */
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
-            if (quick && c % 3) continue;
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
-                       rng);
-        }
-    }
+    /* gaussian5 (ks[2]): check_vec5_path */
+    check_vec_sizes(ks, n, 2, sizes, (int)(sizeof sizes / sizeof sizes[0]), 0, quick, s, rng);
     for (int ki = 0; ki < 4; ki++)   /* box3, gaussian3, sharpen: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             if (ki != 2)
@@ -266,11 +284,13 @@ static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, 
     ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO };
     ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights" */
     static const double frac[9] = { 0.5, 1, 0.5, 1, 2, 1, 0.5, 1, 0.5 };
-    static const double over[9] = { 29, 29, 29, 29, 29, 29, 29, 29, 29 };
+    static const double over[9] = { 29, 29, 29, 29, 30, 29, 29, 29, 29 };   /* not separable */
     ipk_conv_params fr = { frac, 3, 3, 8, 0, IPK_ZERO }, ov = { over, 3, 3, 256, 0, IPK_ZERO };
     ipk_conv_params row3 = { ks[0].w, 3, 1, 3, 0, IPK_ZERO };
     CHECK(ipk_convolve_gpu_path(&a, &a, &row3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 3x1 refused");
-    CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: f32 output refused");
+    ipk_conv_params sh = { ks[3].w, 3, 3, 1, 0, IPK_ZERO };   /* sharpen: not separable */
+    CHECK(ipk_convolve_gpu_path(&a, &f, &sh, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
+          "vec: f32 output of a direct integer kernel refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 refused");
     CHECK(ipk_convolve_gpu_path(&two, &two, &g3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &fr, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
@@ -324,14 +344,7 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 2 }, { 3, 4 }, { 15, 5 }, { 16, 16 }, { 17, 5 },
                              { 18, 3 }, { 31, 7 }, { 97, 25 }, { 511, 37 }, { 512, 19 }, { 513, 3 }, { 514, 13 },
                              { 1021, 23 }, { 2053, 13 }, { 37, 1000 } };
-    int c = 0;
-    for (int ki = 0; ki < n; ki++)
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
-            if (quick && c % 3) continue;
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_VEC, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 15, IPK_GPU_VEC, s,
-                       rng);
-        }
+    check_vec_sizes(ks, n, -1, sizes, (int)(sizeof sizes / sizeof sizes[0]), 0, quick, s, rng);
     const int large[] = { 0, 2, n - 5 };   /* gaussian5, box5 /16 +3, laplacian of gaussian5 */
     for (int li = 0; li < 3; li++)
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
@@ -341,14 +354,84 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     static double g7[49], over[25];
     static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
     for (int i = 0; i < 49; i++) g7[i] = b7[i / 7] * b7[i % 7];
-    for (int i = 0; i < 25; i++) over[i] = 11;
+    for (int i = 0; i < 25; i++) over[i] = i == 12 ? 12 : 11;   /* not separable */
     ipk_conv_params k7 = { g7, 7, 7, 4096, 0, IPK_ZERO }, ov = { over, 5, 5, 256, 0, IPK_ZERO };
+    ipk_img f = dev_alloc(64, 8, 1, IPK_F32, 1);
+    g7[24] += 1;   /* not separable: no vec kernel takes it (check_vecsep_path has gaussian7 itself) */
     ipk_conv_params k53 = { ks[0].w, 5, 3, 64, 0, IPK_ZERO }, frac = { named[9].w, 5, 5, 1, 0.25, IPK_ZERO };
-    CHECK(ipk_convolve_gpu_path(&a, &a, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: gaussian7 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &f, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 to f32 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &k53, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x3 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 past 16 bits refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &frac, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 fractional refused");
     dev_free(&a);
+    dev_free(&f);
+}
+
+/* The separable vec kernel (vecsep_block.cuh): gaussian7 and the separable integer kernels of radius
+ * 1 to 3 past the 16-bit lanes, with every finish (SHIFT, ODD, DOUBLE; each its own rows a thread),
+ * negated kernels, offsets; u8 output on 8-column groups, 256-column warps and row groups whole or
+ * cut, 1xN and Nx1, prime widths, rows not 8-byte aligned (base pointers off by 1 to 15 bytes,
+ * pitches that are not the width), every border; f32 output; what it refuses. */
+static void check_vecsep_path(int quick, cudaStream_t s, tu_rng *rng)
+{
+    static kernel_case ks[16];
+    static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 }, nb7[7] = { -1, -6, -15, -20, -15, -6, -1 };
+    static const double b5[5] = { 1, 4, 6, 4, 1 }, w3[3] = { 40, 100, 40 }, ones7[7] = { 1, 1, 1, 1, 1, 1, 1 };
+    static const double sk7[7] = { 0, 3, 0, 9, 1, 0, 2 }, c5[5] = { 300, 7, 0, 1, 90 };
+    static const struct { const char *name; int k; const double *col, *row; double divisor, offset; } sep[] = {
+        { "gaussian7 /4096", 7, b7, b7, 4096, 0 },
+        { "gaussian7 /-4096 +200", 7, b7, b7, -4096, 200 },
+        { "gaussian7 /4095", 7, b7, b7, 4095, 0 },
+        { "gaussian7 /1000 +3", 7, b7, b7, 1000, 3 },
+        { "negated gaussian7 /-4096", 7, nb7, b7, -4096, 0 },
+        { "negated gaussian7 /4096 +255", 7, b7, nb7, 4096, 255 },
+        { "box7 /49", 7, ones7, ones7, 49, 0 },
+        { "skew x binomial /1024 -1", 7, sk7, b7, 1024, -1 },
+        { "gaussian5 x 300 /76800", 5, c5, b5, 76800, 0 },
+        { "5x5 /255 +7", 5, c5, b5, 255, 7 },
+        { "wide 3x3 /32400", 3, w3, w3, 32400, 0 },
+        { "wide 3x3 /32768", 3, w3, w3, 32768, 0 },
+        { "wide 3x3 /9 -4", 3, w3, w3, 9, -4 },
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof sep / sizeof sep[0]; i++) {
+        ks[n] = (kernel_case){ sep[i].name, sep[i].k, sep[i].k, { 0 }, sep[i].divisor, sep[i].offset };
+        outer(&ks[n++], sep[i].col, sep[i].row);
+    }
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 7, 4 }, { 8, 8 }, { 9, 5 }, { 31, 7 },
+                             { 97, 25 }, { 255, 37 }, { 256, 19 }, { 257, 3 }, { 263, 13 }, { 1021, 23 },
+                             { 2053, 13 }, { 37, 1000 } };
+    check_vec_sizes(ks, n, -1, sizes, (int)(sizeof sizes / sizeof sizes[0]), 4, quick, s, rng);
+    for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {   /* gaussian7, /4095, negated: large images */
+        check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
+        check_path(quick ? 1031 : 4099, quick ? 67 : 517, &ks[2 + b % 3], (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
+        check_case_path(quick ? 517 : 2053, quick ? 31 : 301, 1, IPK_U8, IPK_F32, &ks[b * 3], (ipk_border)b, 1,
+                        IPK_GPU_VEC, s, rng);
+    }
+    for (int i = 0; i < 6; i++)   /* the 4-row shape of gaussian7 (ipk_convolve_gpu_vec_shape) */
+        check_path(sizes[3 * i][0], sizes[3 * i][1], &ks[i % 2], (ipk_border)(i % 4), 1, i % 2 ? 3 + i : 0,
+                   VEC_SHAPE1, s, rng);
+    check_path(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], IPK_REFLECT101, 1, 0, VEC_SHAPE1, s, rng);
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
+    static double wide_row[9], mixed[9];
+    static const double wr[3] = { 1, 256, 1 }, mr[3] = { 1, -2, 1 };
+    for (int i = 0; i < 9; i++) {
+        wide_row[i] = w3[i / 3] / 20 * wr[i % 3];
+        mixed[i] = 20 * b7[i / 3] * mr[i % 3];   /* past the 16-bit vec kernel's lanes */
+    }
+    ipk_conv_params g7u = { ks[0].w, 7, 7, 4096, 0, IPK_ZERO }, wide = { wide_row, 3, 3, 4096, 0, IPK_ZERO };
+    ipk_conv_params mix = { mixed, 3, 3, 1, 128, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&u, &u, &g7u, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vecsep: u16 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &mix, s, 1) == IPK_EINVAL,
+          "vec shape 1: a kernel it has no shape for refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &g7u, s, 2) == IPK_EINVAL, "vec shape 2 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &wide, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
+          "vecsep: row sums past 16 bits refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &mix, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL,
+          "vecsep: a signed row factor refused");
+    dev_free(&a);
+    dev_free(&u);
 }
 
 int main(void)
@@ -377,6 +460,7 @@ int main(void)
     check_strip_paths(ks, quick, s, &rng);
     check_vec_path(ks, quick, s, &rng);
     check_vec5_path(ks, quick, s, &rng);
+    check_vecsep_path(quick, s, &rng);
     for (int ki = 0; ki < 3; ki++)
         check_case(quick ? 131 : 1031, quick ? 67 : 701, 1, IPK_U8, IPK_U8, &ks[ki], IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 31 : 301, 1, IPK_U8, IPK_U8, &ks[9], IPK_REPLICATE, 1, s, &rng);

@@ -4,7 +4,9 @@
  * among them -0.0), negative weights and divisors, bench_gpu's FLOAT3, random kernels with fixed
  * seeds; 8-column groups, 256-column warps and row groups whole or cut, 1x1, 1xN, Nx1, prime widths
  * and 2053, 16-byte rows or not (pitches that are not the width, base pointers off by 1 to 7 bytes),
- * every border; and the cases it refuses. */
+ * every border; and the cases it refuses. The same for the 5x5 and 7x7 kernel (vecfr_block.cuh): bench_gpu's
+ * FLOAT5 and FLOAT7, random direct and separable kernels, 4-column groups, 128-column warps and row groups
+ * of 8 to 16 whole or cut. */
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_testutil.h"
@@ -12,8 +14,9 @@
 
 typedef struct {
     const char *name;
-    double w[9];
+    double w[49];
     double divisor, offset;
+    int k;   /* side: 3, 5 or 7 */
 } float_case;
 
 /* Whether the rows of two images hold the same bytes (f32: the same bits). */
@@ -26,27 +29,29 @@ static int same_bits(const ipk_img *a, const ipk_img *b)
 }
 
 /* IPK_GPU_VEC against the CPU; shift > 0 views both images from element `shift` of wider ones,
- * so that no row is 8-byte aligned. */
+ * so that no row is 8-byte aligned. shape > 0: ipk_convolve_gpu_vec_shape's shape instead. */
 static void check_vecf(int w, int h, const float_case *k, ipk_border border, ipk_dtype out, int aligned16, int shift,
-                       cudaStream_t s, tu_rng *rng)
+                       int shape, cudaStream_t s, tu_rng *rng)
 {
     ipk_img wide = tu_img_u8_extremes(w + shift, h, rng), src = wide;
     src.data = (uint8_t *)wide.data + shift;
     src.width = w;
     ipk_img cpu = tu_img_zeros(w, h, 1, out, 5 * (int)esize(out));
-    ipk_conv_params p = { k->w, 3, 3, k->divisor, k->offset, border };
+    ipk_conv_params p = { k->w, k->k, k->k, k->divisor, k->offset, border };
     CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
     ipk_img dwide = dev_upload(&wide, aligned16), dout_wide = dev_alloc(w + shift, h, 1, out, aligned16);
     ipk_img dsrc = dwide, dout = dout_wide;
     dsrc.data = (uint8_t *)dwide.data + shift;
     dout.data = (uint8_t *)dout_wide.data + (size_t)shift * esize(out);
     dsrc.width = dout.width = w;
-    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_VEC), "ipk_convolve_gpu_path")) {
+    const int rc = shape ? ipk_convolve_gpu_vec_shape(&dsrc, &dout, &p, s, shape)
+                         : ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_VEC);
+    if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
         ipk_img got_wide = dev_download(&dout_wide), got = got_wide;
         got.data = (uint8_t *)got_wide.data + (size_t)shift * esize(out);
         got.width = w;
-        CHECK(same_bits(&got, &cpu), "vec float %s %dx%d border=%d out=%d aligned=%d shift=%d: max diff %g", k->name, w,
-              h, (int)border, (int)out, aligned16, shift, tu_max_diff(&got, &cpu));
+        CHECK(same_bits(&got, &cpu), "vec float %dx%d %s %dx%d border=%d out=%d aligned=%d shift=%d: max diff %g", k->k,
+              k->k, k->name, w, h, (int)border, (int)out, aligned16, shift, tu_max_diff(&got, &cpu));
         tu_img_free(&got_wide);
     }
     dev_free(&dwide);
@@ -59,15 +64,15 @@ static void check_vecf(int w, int h, const float_case *k, ipk_border border, ipk
 static int make_cases(float_case *ks, int n_random, tu_rng *rng)
 {
     static const float_case named[] = {
-        { "FLOAT3", { 0 }, 1, 0 },   /* bench_gpu's, filled below */
-        { "fractional gaussian", { 0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, 0.0625 }, 1, 0 },
-        { "half box /2 +0.5", { 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5 }, 2, 0.5 },
-        { "negative separable /-4 +7.25", { -0.3, 0.6, -0.9, 0.1, -0.2, 0.3, -0.5, 1.0, -1.5 }, -4, 7.25 },
-        { "sharpen-ish /3", { 0, -0.7, 0, -0.7, 3.9, -0.7, 0, -0.7, 0 }, 3, 0 },
-        { "all negative, offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, 1, -0.0 },
-        { "all negative /-2, offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, -2, -0.0 },
-        { "negative separable /0.3, offset -0.0", { -0.5, -1, -0.5, -1, -2, -1, -0.5, -1, -0.5 }, 0.3, -0.0 },
-        { "tiny divisor", { 0.11, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.91 }, 1e-3, -100 },
+        { "FLOAT3", { 0 }, 1, 0, 3 },   /* bench_gpu's, filled below */
+        { "fractional gaussian", { 0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, 0.0625 }, 1, 0, 3 },
+        { "half box /2 +0.5", { 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5 }, 2, 0.5, 3 },
+        { "negative separable /-4 +7.25", { -0.3, 0.6, -0.9, 0.1, -0.2, 0.3, -0.5, 1.0, -1.5 }, -4, 7.25, 3 },
+        { "sharpen-ish /3", { 0, -0.7, 0, -0.7, 3.9, -0.7, 0, -0.7, 0 }, 3, 0, 3 },
+        { "all negative, offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, 1, -0.0, 3 },
+        { "all negative /-2, offset -0.0", { -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9 }, -2, -0.0, 3 },
+        { "negative separable /0.3, offset -0.0", { -0.5, -1, -0.5, -1, -2, -1, -0.5, -1, -0.5 }, 0.3, -0.0, 3 },
+        { "tiny divisor", { 0.11, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.91 }, 1e-3, -100, 3 },
     };
     const int n_named = (int)(sizeof named / sizeof named[0]);
     memcpy(ks, named, sizeof named);
@@ -77,6 +82,7 @@ static int make_cases(float_case *ks, int n_random, tu_rng *rng)
     static const double divisors[] = { 1, 2, -0.5, 3, 0.7, -9 }, offsets[] = { 0, 128, -3.5, 0.25 };
     for (int t = 0; t < n_random; t++) {
         float_case *k = &ks[n_named + t];
+        k->k = 3;
         k->name = t % 3 == 0 ? "random separable" : "random direct";
         double col[3], row[3];
         for (int i = 0; i < 3; i++) {
@@ -91,15 +97,49 @@ static int make_cases(float_case *ks, int n_random, tu_rng *rng)
     return n_named + n_random;
 }
 
+/* 5x5 and 7x7: bench_gpu's FLOAT5 and FLOAT7, then random direct and separable kernels (signed) with
+ * random finishes, offsets -0.0 among them. */
+static int make_cases_r(float_case *ks, int n_random, tu_rng *rng)
+{
+    static const double divisors[] = { 1, 2, -0.5, 3, 0.7, -9 }, offsets[] = { 0, 128, -3.5, -0.0 };
+    int n = 0;
+    for (int k = 5; k <= 7; k += 2) {
+        float_case *c = &ks[n++];
+        *c = (float_case){ k == 5 ? "FLOAT5" : "FLOAT7", { 0 }, 1, 0, k };
+        double sum = 0;
+        for (int i = 0; i < k * k; i++) sum += c->w[i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
+        for (int i = 0; i < k * k; i++) c->w[i] /= sum;
+    }
+    for (int t = 0; t < n_random; t++) {
+        float_case *c = &ks[n++];
+        const int k = t % 2 ? 7 : 5;
+        *c = (float_case){ t % 4 < 2 ? "random separable" : "random direct", { 0 }, divisors[tu_next(rng) % 6],
+                           offsets[tu_next(rng) % 4], k };
+        double col[7], row[7];
+        for (int i = 0; i < k; i++) {
+            col[i] = (double)(tu_next(rng) % 2001) / 1000.0 - 1.0;
+            row[i] = (double)(tu_next(rng) % 2001) / 997.0 - 1.0;
+        }
+        for (int i = 0; i < k * k; i++)
+            c->w[i] = t % 4 < 2 ? col[i / k] * row[i % k] : (double)(tu_next(rng) % 2001) / 613.0 - 1.6;
+    }
+    return n;
+}
+
 static void check_refusals(const float_case *k, cudaStream_t s)
 {
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
     ipk_img u = dev_alloc(64, 8, 1, IPK_U16, 1), two = dev_alloc(64, 8, 2, IPK_U8, 1);
-    static double w5[25];
+    static double w5[25], w9[81];
     for (int i = 0; i < 25; i++) w5[i] = 0.04 + 0.001 * i;
+    for (int i = 0; i < 81; i++) w9[i] = 0.01 + 0.001 * i;
     ipk_conv_params p3 = { k->w, 3, 3, 1, 0, IPK_ZERO }, p5 = { w5, 5, 5, 1, 0, IPK_ZERO };
+    ipk_conv_params p9 = { w9, 9, 9, 1, 0, IPK_ZERO }, p53 = { w5, 5, 3, 1, 0, IPK_ZERO };
     ipk_conv_params row3 = { k->w, 3, 1, 1, 0, IPK_ZERO }, col3 = { k->w, 1, 3, 1, 0, IPK_ZERO };
-    CHECK(ipk_convolve_gpu_path(&a, &a, &p5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 5x5 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &p9, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 9x9 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &p53, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 5x3 refused");
+    CHECK(ipk_convolve_gpu_path(&u, &u, &p5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 5x5 on u16 refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &p5, NULL, 0, s, IPK_GPU_VEC) == IPK_OK, "vec: float 5x5 on u8 taken");
     CHECK(ipk_convolve_gpu_path(&a, &a, &row3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 3x1 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &col3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float 1x3 refused");
     CHECK(ipk_convolve_gpu_path(&u, &u, &p3, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: float on u16 refused");
@@ -133,14 +173,34 @@ int main(void)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 3) continue;
             const ipk_dtype out = c % 2 ? IPK_F32 : IPK_U8, other = c % 2 ? IPK_U8 : IPK_F32;
-            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, s, &rng);
-            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, s, &rng);
+            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, 0, s, &rng);
+            check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, 0, s, &rng);
         }
     for (int ki = 0; ki < 4; ki++)   /* FLOAT3 and the separable ones: every border on a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
             for (int o = 0; o < 2; o++)
                 check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[ki], (ipk_border)b, o ? IPK_F32 : IPK_U8, 1,
-                           0, s, &rng);
+                           0, 0, s, &rng);
+    static float_case kr[24];
+    const int nr = make_cases_r(kr, 16, &rng);
+    const int sizes_r[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 4, 17 }, { 5, 9 }, { 7, 40 }, { 31, 7 },
+                               { 97, 25 }, { 127, 13 }, { 128, 11 }, { 129, 3 }, { 1021, 23 }, { 2053, 13 },
+                               { 37, 1000 } };
+    for (int ki = 0; ki < nr; ki++)
+        for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i++, c++) {
+            if (quick && c % 3) continue;
+            const ipk_dtype out = c % 2 ? IPK_F32 : IPK_U8, other = c % 2 ? IPK_U8 : IPK_F32;
+            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)(c % 4), out, c / 2 % 2, 0, 0, s, &rng);
+            check_vecf(sizes_r[i][0], sizes_r[i][1], &kr[ki], (ipk_border)((c + 1) % 4), other, 1, 1 + c % 7, 0, s, &rng);
+        }
+    for (int ki = 0; ki < 4; ki++)   /* FLOAT5, FLOAT7, two separable: every border on a large image */
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+            check_vecf(quick ? 1031 : 4099, quick ? 67 : 517, &kr[ki], (ipk_border)b, (b + ki) % 2 ? IPK_F32 : IPK_U8,
+                       1, 0, 0, s, &rng);
+    for (int ki = 0; ki < 3; ki++)   /* FLOAT3, FLOAT5, FLOAT7 in the other shape (ipk_convolve_gpu_vec_shape) */
+        for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i += 2)
+            check_vecf(sizes_r[i][0], sizes_r[i][1], ki ? &kr[ki - 1] : &ks[0], (ipk_border)(i % 4), IPK_U8, 1,
+                       (int)i % 3, 1, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();

@@ -5,7 +5,8 @@
  * of a zero counts), for separable and direct kernels, every finish kind, negative weights and
  * divisors, offsets (-0.0 among them), every border, u8 and f32 output, widths around the 8-pixel
  * groups and 256-pixel warps, and images with runs of 0 and 255. Also which kernels the planner
- * takes and which mode and finish it picks. */
+ * takes and which mode and finish it picks. The radius 2 and 3 kernel (ipk_vecfr_*: 5x5 and 7x7,
+ * warps of 32 threads x 4 pixels, 8 to 16 rows a thread, 2r + 1 open sums) the same way. */
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
@@ -190,6 +191,133 @@ static void check_refusals(void)
     CHECK(!ipk_vecf_plan_conv(frac, 1, 3, 1, 0, &p), "1x3 refused");
 }
 
+/* Radius 2 and 3: bytes x-4 .. x+7 of row y through the border, as the words a thread and its
+ * neighbours (or its own side loads) hold. */
+static uint32_t word4(const ipk_img *src, int x, int y, int border)
+{
+    uint32_t w = 0;
+    for (int b = 0; b < 4; b++) w |= px_u8(src, x + b, y, border) << (8 * b);
+    return w;
+}
+
+static void store_r(const ipk_img *dst, const ipk_vecf_plan *p, int x, int y, const float *acc)
+{
+    uint32_t q[IPK_VECFR_PX];
+    for (int j = 0; j < IPK_VECFR_PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(p, p->fin, 0, acc[j]));
+    const uint32_t w = ipk_vecf_pack4(q);
+    for (int j = 0; j < IPK_VECFR_PX && x + j < dst->width; j++) {
+        if (dst->dtype == IPK_F32) {
+            const float v = ipk_vecf_value(p, p->fin, 1, acc[j]);
+            memcpy(tu_px(dst, x + j, y, 0), &v, sizeof v);
+        } else {
+            *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)(w >> (8 * j));
+        }
+    }
+}
+
+#define MAX_ROWS_R 16
+#define MAX_IN_R (MAX_ROWS_R + 2 * IPK_VECF_MAXR)
+#define MAX_K (2 * IPK_VECF_MAXR + 1)
+
+/* One warp's rows output rows from y0 at radius 2 or 3, as vecfr_kernel computes them. */
+static void model_warp_r(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows, int x0,
+                         int y0)
+{
+    static uint32_t mid[MAX_IN_R][WARP], edge[MAX_IN_R][WARP];
+    static float open[WARP][MAX_K * IPK_VECFR_PX];
+    const int r = p->r, k = 2 * r + 1;
+    for (int rr = 0; rr < rows + 2 * r; rr++)
+        for (int lane = 0; lane < WARP; lane++) {
+            const int x = x0 + IPK_VECFR_PX * lane, y = y0 - r + rr;
+            mid[rr][lane] = word4(src, x, y, border);
+            edge[rr][lane] = lane == 0 ? word4(src, x - 4, y, border)
+                             : lane == WARP - 1 ? word4(src, x + IPK_VECFR_PX, y, border) : 0;
+        }
+    for (int rr = 0; rr < rows + 2 * r; rr++)
+        for (int lane = 0; lane < WARP; lane++) {
+            const int x = x0 + IPK_VECFR_PX * lane;
+            const uint32_t left = lane == 0 ? edge[rr][lane] : mid[rr][lane - 1];
+            const uint32_t right = lane == WARP - 1 ? edge[rr][lane] : mid[rr][lane + 1];
+            float v[IPK_VECFR_PX + 2 * IPK_VECF_MAXR];
+            ipk_vecfr_values(left, mid[rr][lane], right, r, v);
+            ipk_vecfr_step(p, p->mode, r, v, rr, rows, open[lane]);
+            if (rr >= 2 * r && x < src->width && y0 + rr - 2 * r < src->height)
+                store_r(dst, p, x, y0 + rr - 2 * r, open[lane] + 2 * r * IPK_VECFR_PX);
+            memmove(open[lane] + IPK_VECFR_PX, open[lane], (size_t)(k - 1) * IPK_VECFR_PX * sizeof(float));
+        }
+}
+
+static const int SIZES_R[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 3, 3 }, { 4, 5 }, { 5, 2 }, { 37, 35 },
+                                  { 127, 7 }, { 128, 3 }, { 129, 17 }, { 131, 4 }, { 1031, 3 } };
+
+static void check_r_against_cpu(const char *name, const double *w, int k, double divisor, double offset, int mode,
+                                tu_rng *rng)
+{
+    ipk_vecf_plan p;
+    const int ok = ipk_vecf_plan_conv_k(w, k, divisor, offset, &p);
+    CHECK(ok == (mode >= 0), "%s: planner %s", name, ok ? "took it" : "refused it");
+    if (!ok || mode < 0) return;
+    CHECK(p.mode == mode && p.r == k / 2, "%s: mode %d r %d, expected %d %d", name, p.mode, p.r, mode, k / 2);
+    static const int ROWS[] = { 8, 12, 16 };
+    for (size_t s = 0; s < sizeof SIZES_R / sizeof SIZES_R[0]; s++)
+        for (int border = 0; border < 4; border++) {
+            const ipk_dtype out = (s + border) % 2 ? IPK_F32 : IPK_U8;
+            const int rows = ROWS[(s + border) % 3];
+            ipk_img src = tu_img_u8_extremes(SIZES_R[s][0], SIZES_R[s][1], rng);
+            ipk_img want = tu_img_zeros(src.width, src.height, 1, out, 0);
+            ipk_img got = tu_img_zeros(src.width, src.height, 1, out, 4);
+            ipk_conv_params cp = { w, k, k, divisor, offset, (ipk_border)border };
+            CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", name);
+            for (int y0 = 0; y0 < src.height; y0 += rows)
+                for (int x0 = 0; x0 < src.width; x0 += WARP * IPK_VECFR_PX)
+                    model_warp_r(&src, &got, &p, border, rows, x0, y0);
+            CHECK(same_bits(&got, &want), "%s %dx%d mode %d fin %d %dx%d border %d out %d rows %d: differs by %g",
+                  name, k, k, p.mode, p.fin, src.width, src.height, border, (int)out, rows, tu_max_diff(&got, &want));
+            tu_img_free(&src);
+            tu_img_free(&want);
+            tu_img_free(&got);
+        }
+}
+
+/* bench_gpu's FLOAT5 and FLOAT7, direct and separable random kernels, every finish, -0.0 offsets,
+ * large weights; and what the radius planner refuses. */
+static void check_radius(tu_rng *rng)
+{
+    static const double divisors[] = { 1, 2, -0.5, 3, 0.7, -9, 1e-3 }, offsets[] = { 0, 128, -3.5, 0.25, -0.0 };
+    double w[49];
+    for (int k = 5; k <= 7; k += 2) {
+        double sum = 0;
+        for (int i = 0; i < k * k; i++) sum += w[i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
+        for (int i = 0; i < k * k; i++) w[i] /= sum;
+        check_r_against_cpu(k == 5 ? "bench FLOAT5" : "bench FLOAT7", w, k, 1, 0, IPK_VECF_DIRECT, rng);
+        for (int i = 0; i < k * k; i++) w[i] = -0.01 * (i + 1);
+        check_r_against_cpu("all negative, offset -0.0", w, k, -2, -0.0, IPK_VECF_DIRECT, rng);
+        for (int i = 0; i < k * k; i++) w[i] = i % 3 ? 1e30 * (i % 5 - 2) : 0.5;
+        check_r_against_cpu("large weights", w, k, 1e28, 100, IPK_VECF_DIRECT, rng);
+        for (int t = 0; t < 8; t++) {
+            double col[7], row[7];
+            for (int i = 0; i < k; i++) {
+                col[i] = (double)(tu_next(rng) % 2001) / 1000.0 - 1.0;
+                row[i] = (double)(tu_next(rng) % 2001) / 997.0 - 1.0;
+            }
+            for (int i = 0; i < k * k; i++)
+                w[i] = t % 2 ? col[i / k] * row[i % k] : (double)(tu_next(rng) % 2001) / 613.0 - 1.6;
+            const double d = divisors[tu_next(rng) % 7], o = offsets[tu_next(rng) % 5];
+            ipk_vecf_plan p;
+            const int mode = ipk_vecf_plan_conv_k(w, k, d, o, &p) ? p.mode : -1;
+            CHECK(mode == (t % 2 ? IPK_VECF_SEP : IPK_VECF_DIRECT), "random %dx%d %d: mode %d", k, k, t, mode);
+            check_r_against_cpu(t % 2 ? "random separable" : "random direct", w, k, d, o, mode, rng);
+        }
+    }
+    for (int i = 0; i < 49; i++) w[i] = i % 4;
+    ipk_vecf_plan p;
+    CHECK(!ipk_vecf_plan_conv_k(w, 5, 1, 0, &p), "integer 5x5 refused (the integer path)");
+    CHECK(!ipk_vecf_plan_conv_k(w, 9, 1, 0.5, &p), "9x9 refused");
+    w[3] = 0.5;
+    CHECK(!ipk_vecf_plan_conv(w, 5, 5, 1, 0, &p), "the 3x3 planner refuses 5x5");
+    CHECK(ipk_vecf_plan_conv_k(w, 7, 1, 0, &p) && p.r == 3, "fractional 7x7 taken at radius 3");
+}
+
 int main(void)
 {
     tu_rng rng;
@@ -202,5 +330,6 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], &rng);
     check_random(&rng);
     check_refusals();
+    check_radius(&rng);
     return tu_finish();
 }
