@@ -46,8 +46,8 @@ typedef struct {
                                  variant - 1 of ipk_mean_gpu_runsum */
 } op_spec;
 
-/* The vec median's other instantiations (ipk_median_gpu_vec_variant): rows a thread, blocks per SM,
- * output rows paired; the first is what IPK_GPU_VEC runs (MEDVEC_* in median_vec_block.cuh). */
+/* The vec median's instantiations (ipk_median_gpu_vec_variant): rows a thread, blocks per SM,
+ * output rows paired; IPK_GPU_VEC runs the one MEDVEC_* in median_vec_block.cuh names (4, 7, 0). */
 static const int MEDIAN_VEC_VARIANTS[][3] = { { 2, 8, 0 }, { 2, 10, 0 }, { 4, 7, 0 }, { 6, 6, 0 }, { 2, 6, 1 } };
 
 typedef struct {
@@ -91,9 +91,10 @@ static const op_spec OPS[] = {
     { "grayscale RGB->gray", OP_GRAY, 0, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
     { "median 3x3", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_AUTO, 0 },
     { "median 3x3 (networks: slower, not taken)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_NET, 0 },
+    { "median 3x3 (packed, before the vec)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_TILE, 0 },
     { "median 3x3 (vec path)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 0 },
     { "median 3x3 (vec 2r x 10b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 2 },
-    { "median 3x3 (vec 4r x 7b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 3 },
+    { "median 3x3 (vec 2r x 8b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 1 },
     { "median 3x3 (vec 6r x 6b)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 4 },
     { "median 3x3 (vec 2r x 6b pairs)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 5 },
     { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO, 0 },

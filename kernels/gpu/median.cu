@@ -24,8 +24,9 @@
 #include "median_vec_block.cuh"
 
 /* 1: plain calls take the vec median (median_vec_block.cuh) for 1-channel u8 3x3, not shrink;
- * 0: the packed kernel as before (IPK_GPU_VEC still runs it). Off until measured on the H100. */
-#define MEDIAN_VEC_AUTO 0
+ * 0: the packed kernel as before (IPK_GPU_VEC still runs it). On: 0.067 ms against the packed
+ * kernel's 0.159 on the H100 at 8192x8192 (bench/RESULTS.md, 2026-11-25). */
+#define MEDIAN_VEC_AUTO 1
 
 #define MED_MAX_RADIUS 25
 #define MED_MAX_GRID_Y 65535
@@ -455,10 +456,11 @@ static int med_launch_sep_r(const med_args *a, int wide, cudaStream_t s)
 }
 
 /* What u8 5x5 and 7x7 run: -1 med_sep_kernel, k >= 0 the k-th tile variant of that radius in
- * median_sep_var.cu (the bench's "median 5x5 (net, ...)" rows, in order); flipped after timing
- * them on the H100. */
-#define MED_SEP_VARIANT_R2 -1
-#define MED_SEP_VARIANT_R3 -1
+ * median_sep_var.cu (the bench's "median 5x5 (net, ...)" rows, in order). 3, the 8x2 shuffle
+ * tiles, timed fastest on the H100 (2026-11-25): 0.203 ms against 0.472 at 5x5, 0.442 against
+ * 1.098 at 7x7; 16-bit images keep med_sep_kernel. */
+#define MED_SEP_VARIANT_R2 3
+#define MED_SEP_VARIANT_R3 3
 
 static int med_launch_sep(const med_args *a, int wide, cudaStream_t s)
 {

@@ -16,11 +16,12 @@
 #include "vec_block.cuh"
 #include "median_vec.h"
 
-/* What IPK_GPU_VEC runs: output rows a thread, blocks per SM (8: at most 64 registers), rows paired
+/* What IPK_GPU_VEC runs: output rows a thread, blocks per SM (7: at most 72 registers), rows paired
  * (1) or alone (0); one of the instantiations med_vec_launch (median.cu) lists, which the bench
- * times side by side. */
-#define MEDVEC_ROWS 2
-#define MEDVEC_MINB 8
+ * times side by side. 4 rows at 7 blocks and 6 at 6 timed fastest on the H100 (0.0667 and 0.0666
+ * ms against 0.0697 for 2 rows at 8, 2026-11-25). */
+#define MEDVEC_ROWS 4
+#define MEDVEC_MINB 7
 #define MEDVEC_PAIRED 0
 
 /* A row as median_vec.h takes it: the loaded bytes and the edge word, from the neighbouring lanes'

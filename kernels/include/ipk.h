@@ -123,15 +123,16 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
  * others give IPK_EINVAL. */
 int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
                         int variant);
-/* median: AUTO is NET (but for 8-bit 3x3, where TILE measured faster), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
+/* median: AUTO is VEC for 1-channel u8 3x3 (not shrink) and NET for the rest (but for other 8-bit
+ * 3x3, where TILE measured faster; 1-channel u8 5x5 and 7x7 run NET's 8x2 shuffle tiles), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
  * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
  * shared-memory atomics); TILE the kernels before them (u8: packed rank rows, Huang by
  * load-add-store; u16: radix selection). Other u16 and all f32 take the radix selection on
  * every path; STRIP and REG give IPK_EINVAL. VEC forces the vec median (kernels/gpu/
- * median_vec_block.cuh: 16 columns x 2 rows a thread, every input row loaded before any
+ * median_vec_block.cuh: 16 columns x 4 rows a thread, every input row loaded before any
  * arithmetic, sorted columns in 16-bit lanes): 1-channel u8, radius 1, not shrink (IPK_EINVAL
- * otherwise; IPK_ERANGE past 524,280 rows, the grid's limit); plain calls take it where
- * MEDIAN_VEC_AUTO (median.cu) says (off). */
+ * otherwise; IPK_ERANGE past 1,048,560 rows, the grid's limit); plain calls take it where
+ * MEDIAN_VEC_AUTO (median.cu) says (on), and the packed kernel past that height. */
 int ipk_median_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                         void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 /* The vec median (what IPK_GPU_VEC runs for median) in another of its instantiations, for the
