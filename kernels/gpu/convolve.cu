@@ -39,16 +39,25 @@
  * takes (see conv_vecf_launch); 0: the tile kernels. 1: a float 3x3 0.088 against 0.139 ms, a
  * separable one 0.072 against 0.133, at 8192x8192 on the H100. */
 #define CONV_VECF_AUTO 1
-/* 1: plain calls take the separable vec kernel (vecsep_block.cuh) for the separable integer
- * kernels of radius 1 to 3 it takes that the vec kernel does not (gaussian7 above all; see
- * conv_vecsep_launch); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
- * already runs every separable integer kernel apart. 0 until timed on the H100. */
-#define CONV_VECSEP_AUTO 0
+/* 1: plain calls take the separable vec kernel (vecsep_block.cuh) for the separable integer 7x7
+ * kernels with u8 output it takes (gaussian7 above all; see conv_vecsep_launch and
+ * conv_vecsep_auto); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
+ * already runs every separable integer kernel apart. 1: gaussian7 0.149 against 0.161 ms at
+ * 8192x8192 on the H100; its 3x3 and 5x5 cases and f32 outputs are not timed, so AUTO leaves them
+ * to the tiles. */
+#define CONV_VECSEP_AUTO 1
 /* 1: plain calls take the float vec kernel at radius 2 and 3 (vecfr_block.cuh) for the float-weight
  * 5x5 and 7x7 cases it takes (see conv_vecf_launch); 0: the tile kernels. Float convolves never
  * fuse (core/src/fuse_window.c takes integer weights only), so fusion needs no change with it.
- * 0 until timed on the H100. */
+ * 0: on the H100 it took 0.251 (16 rows) and 0.230 (8 rows) ms at 5x5 against the tiles' 0.228,
+ * 0.396 and 0.379 at 7x7 against 0.372 (2026-11-25). */
 #define CONV_VECFR_AUTO 0
+
+/* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
+static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
+{
+    return CONV_VECSEP_AUTO && p->kw == 7 && p->kh == 7 && dst->dtype == IPK_U8;
+}
 
 #define CONV_TW 32
 #define CONV_TH 32
@@ -559,7 +568,7 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         const int rc = conv_vec_launch(src, dst, p, s, &taken);
         if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
     }
-    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECSEP_AUTO)) {
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && conv_vecsep_auto(dst, p))) {
         int taken = 0;
         const int rc = conv_vecsep_launch(src, dst, p, s, &taken);
         if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;

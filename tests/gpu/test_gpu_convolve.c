@@ -358,12 +358,14 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     ipk_conv_params k7 = { g7, 7, 7, 4096, 0, IPK_ZERO }, ov = { over, 5, 5, 256, 0, IPK_ZERO };
     ipk_img f = dev_alloc(64, 8, 1, IPK_F32, 1);
     g7[24] += 1;   /* not separable: no vec kernel takes it (check_vecsep_path has gaussian7 itself) */
-    ipk_conv_params k53 = { ks[0].w, 5, 3, 64, 0, IPK_ZERO }, frac = { named[9].w, 5, 5, 1, 0.25, IPK_ZERO };
+    static double frac9w[81];
+    for (int i = 0; i < 81; i++) frac9w[i] = 0.5 + 0.01 * i;   /* float 5x5 and 7x7 are the vecfr kernel's now */
+    ipk_conv_params k53 = { ks[0].w, 5, 3, 64, 0, IPK_ZERO }, frac = { frac9w, 9, 9, 1, 0.25, IPK_ZERO };
     CHECK(ipk_convolve_gpu_path(&a, &a, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 refused");
     CHECK(ipk_convolve_gpu_path(&a, &f, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 to f32 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &k53, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x3 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 past 16 bits refused");
-    CHECK(ipk_convolve_gpu_path(&a, &a, &frac, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 fractional refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &frac, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 9x9 fractional refused");
     dev_free(&a);
     dev_free(&f);
 }
