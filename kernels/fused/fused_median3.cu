@@ -14,9 +14,10 @@
 
 #define IPF_ROWS 4
 #define IPF_WARPS 4
-/* Blocks of 128 threads per SM: 5 (at most 102 registers) keeps every chain unspilled with all
- * its raw rows in flight (sm_90, CUDA 13.0: 88 to 95 registers for 1 to 4 channels); at 6 (80)
- * some spilled a few bytes, at 7 (72, the vec median's) all did. */
+/* Blocks of 128 threads per SM: 5 (at most 102 registers) keeps every chain unspilled (sm_90,
+ * CUDA 13.0: 89 to 95 registers for 1 to 4 channels); at 6 (80) some spilled a few bytes, at 7
+ * (72, the vec median's) all did. ptxas issues a 1-channel thread's 6 loads first, but those of
+ * 3 or 4 channels about two rows ahead of the chain, whatever the bound. */
 #define IPF_MINB 5
 
 /* Pixels as 4 little-endian words of bytes (the layout median_vec.h takes). */
@@ -103,14 +104,18 @@ __device__ __forceinline__ void ipf_row(uint4 q, unsigned edge_px, int lane, uin
     row[IPK_MVEC_EDGE] = ipk_mvec_edge(lane == 0 ? edge_px << 16 : l, lane == 31 ? edge_px : r);
 }
 
-/* The n (1..16) bytes of out at column x of row: one 16-byte store where whole and aligned. */
+/* The n (1..16) bytes of out at column x of row: one 16-byte store where whole and aligned. The
+ * byte loop is unrolled so that out stays in registers (indexed by a variable, it went through
+ * local memory on every row). */
 __device__ __forceinline__ void ipf_store(unsigned char *row, int x, int n, const uint32_t *out)
 {
     if (n == 16 && ((size_t)(row + x) & 15) == 0) {
         *(uint4 *)(row + x) = make_uint4(out[0], out[1], out[2], out[3]);
         return;
     }
-    for (int j = 0; j < n; j++) row[x + j] = (unsigned char)(out[j >> 2] >> (8 * (j & 3)));
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+        if (j < n) row[x + j] = (unsigned char)(out[j >> 2] >> (8 * (j & 3)));
 }
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of the
