@@ -4,11 +4,11 @@
  * never writes the gray one. The layout is the vec median's (kernels/gpu/median_vec_block.cuh),
  * whose lane arithmetic (kernels/common/median_vec.h) it runs: a thread makes 16 columns x
  * IPF_ROWS rows, a warp 512 columns, a block IPF_WARPS warps stacked down the image (fuse.c's
- * launch shape). A thread issues all its input rows' 16-byte loads first, then runs the chain on
- * each row's 16 pixels and packs them as the loaded bytes of the gray image would be; the columns
- * each side come from the neighbouring lanes by shuffles, and the warp's first and last lanes run
- * the chain on their edge pixel through the border. A median only selects, so the result is the
- * unfused chain's bit for bit. Compiled by NVRTC. */
+ * launch shape). A thread issues its input rows' 16-byte loads first (IPF_MINB says how far ptxas
+ * takes that), then runs the chain on each row's 16 pixels and packs them as the loaded bytes of
+ * the gray image would be; the columns each side come from the neighbouring lanes by shuffles,
+ * and the warp's first and last lanes run the chain on their edge pixel through the border. A
+ * median only selects, so the result is the unfused chain's bit for bit. Compiled by NVRTC. */
 #include "fused_load.cuh"
 #include "median_vec.h"
 
