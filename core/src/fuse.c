@@ -172,6 +172,7 @@ typedef struct { unsigned block_x, block_y, tile_w, tile_h, max_blocks; } launch
 
 static launch_shape shape_of(fuse_kind kind)
 {
+    /* fused_median3.cu: 16 columns x IPF_ROWS (4) rows a thread, IPF_WARPS (4) warps stacked */
     if (kind == FUSE_MEDIAN3) return (launch_shape){ 32, 4, 16 * 32, 4 * 4, 0 };
     /* fused_load.cuh's IPF_TW by the window kernels' IPF_TH */
     if (kind == FUSE_MEAN || kind == FUSE_CONVOLVE) return (launch_shape){ 256, 1, 128, 64, 0 };

@@ -36,7 +36,7 @@ size_t fuse_counter_count(const plan *p, const fuse_group *g);
 /* The "a+b+c" names of the group's stages, for messages. */
 void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len);
 
-/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_packed.cuh,
+/* The headers fused sources include (kernels/common/border.h, swar_ops.h, median_vec.h,
  * conv_round.h, entropy_fast.cuh, kernels/fused/fused_pixels.cuh, fused_load.cuh), embedded. */
 #define FUSE_MAX_HEADERS 16
 int fuse_header_count(void);   /* at most FUSE_MAX_HEADERS */

@@ -12,14 +12,21 @@
  * m and 4+m have two of their three columns in common (words m and 4+m), so the max, min and
  * the order of the mids of those two are taken once for both. Min/max per output word (2 pixels):
  * columns 9 x 5 / 8 = 5.6 with the pair's sort shared (ipk_mvec_pair), 9 x 6 / 8 = 6.75 a row
- * alone (ipk_mvec_row, fewer registers); outputs 10: 15.6 or 16.75. */
+ * alone (ipk_mvec_row, fewer registers); outputs 10: 15.6 or 16.75.
+ * No system header under NVRTC: the fused median (kernels/fused/fused_median3.cu) includes it. */
 #ifndef IPK_MEDIAN_VEC_H
 #define IPK_MEDIAN_VEC_H
-#include "conv_vec.h"
+#ifdef __CUDACC_RTC__
+typedef unsigned int uint32_t;
+#else
+#include <stdint.h>
+#endif
+#include "swar_ops.h"
 
 /* A row as the thread holds it: its 16 bytes as loaded (4 words, little-endian) and the edge word. */
 #define IPK_MVEC_ROW 5
 #define IPK_MVEC_EDGE 4
+#define IPK_MVEC_EDGE_COL 8   /* ipk_mvec_word's index of the edge word (conv_vec.h's IPK_VEC_EDGE) */
 
 /* Split word i of a row (conv_vec.h's ipk_vec_split, one word at a time, so that a row's words
  * are made where they are used and the loaded bytes are all a thread keeps). */
@@ -121,7 +128,7 @@ IPK_HD ipk_mvec_col ipk_mvec_column(const uint32_t *r0, const uint32_t *r1, cons
 /* Output row y (4 words) from rows y-1, y, y+1 (r0, r1, r2) alone. */
 IPK_HD void ipk_mvec_row(const uint32_t *r0, const uint32_t *r1, const uint32_t *r2, uint32_t *out)
 {
-    const ipk_mvec_col edge = ipk_mvec_column(r0, r1, r2, IPK_VEC_EDGE);
+    const ipk_mvec_col edge = ipk_mvec_column(r0, r1, r2, IPK_MVEC_EDGE_COL);
     ipk_mvec_col prev = edge, even = ipk_mvec_column(r0, r1, r2, 0);
     IPK_UNROLL
     for (int m = 0; m < 4; m++) {
@@ -138,7 +145,7 @@ IPK_HD void ipk_mvec_row(const uint32_t *r0, const uint32_t *r1, const uint32_t 
 IPK_HD void ipk_mvec_pair(const uint32_t *r0, const uint32_t *r1, const uint32_t *r2, const uint32_t *r3,
                           uint32_t *top, uint32_t *bottom)
 {
-    const ipk_mvec_col2 edge = ipk_mvec_columns(r0, r1, r2, r3, IPK_VEC_EDGE);
+    const ipk_mvec_col2 edge = ipk_mvec_columns(r0, r1, r2, r3, IPK_MVEC_EDGE_COL);
     ipk_mvec_col2 prev = edge, even = ipk_mvec_columns(r0, r1, r2, r3, 0);
     IPK_UNROLL
     for (int m = 0; m < 4; m++) {

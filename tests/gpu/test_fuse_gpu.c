@@ -1,11 +1,12 @@
 /* Run-time fusion and CUDA graphs on the GPU, through the executor: every fused group of the
  * in-tree stages (and the test plugin pointinv) against the same chain unfused, byte for byte
  * (median 3x3, mean of radius 1 to 16 and integer convolve up to 31x31 as consumers),
- * on odd sizes (1x1, 1xN, Nx1, prime widths), host inputs, device inputs with strides that are not
- * the width (unaligned rows), and zero-copy; graphs replayed on new pixels against plain runs;
- * the disk cache compiled once, then reused, and missed when a source changes. Entropy's outputs
- * (f32 or u8) are compared byte for byte too: the fused kernel runs the unfused one's code; a fused
- * histogram's CSV against the unfused one's and against counts made here. */
+ * on odd sizes (1x1, 1xN, Nx1, prime widths, widths around the fused median's threads and warps),
+ * host inputs, device inputs with strides that are not the width (unaligned rows), and zero-copy;
+ * graphs replayed on new pixels against plain runs; the disk cache compiled once, then reused,
+ * and missed when a source changes. Entropy's outputs (f32 or u8) are compared byte for byte too:
+ * the fused kernel runs the unfused one's code; a fused histogram's CSV against the unfused one's
+ * and against counts made here. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,31 @@ static void test_fused_against_unfused(void)
             for (int c = 1; c <= 4; c++) {
                 if ((strncmp(chains[i], "grayscale", 9) && c == 2) || !size_wanted(s) || !channels_wanted(c)) continue;
                 compare_one(chains[i], sizes[s][0], sizes[s][1], c, seed++, plain, fused, zerocopy);
+            }
+    exec_destroy(plain);
+    exec_destroy(fused);
+    exec_destroy(zerocopy);
+}
+
+/* The fused median's layout (kernels/fused/fused_median3.cu): 16 columns a thread, 512 a warp, 4
+ * rows a thread and 16 a block. Widths around those (the warps' edge pixels, lanes right of the
+ * image, a last warp with one lane inside), heights that are multiples of the rows and not (the
+ * last rows read inside or through the border), every border, 1 to 4 channels into the chain. */
+static void test_fused_median_layout(void)
+{
+    static const char *const median_chains[] = { "grayscale | median", "grayscale | pointinv | median border=zero",
+                                                  "pointinv | grayscale | median border=reflect101" };
+    static const int shapes[][2] = { { 15, 6 }, { 16, 4 }, { 17, 3 }, { 31, 2 }, { 48, 16 }, { 511, 5 },
+                                     { 512, 17 }, { 513, 15 }, { 528, 9 }, { 1024, 32 }, { 1041, 7 } };
+    exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *fused = make_ctx(EXEC_COPY, 0, 1, 1);
+    exec_ctx *zerocopy = make_ctx(EXEC_ZEROCOPY, 0, 1, 0);
+    uint64_t seed = 500;
+    for (size_t i = 0; plain && fused && zerocopy && i < sizeof median_chains / sizeof *median_chains; i++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int c = 1; c <= 4; c++) {
+                if ((strncmp(median_chains[i], "grayscale", 9) && c == 2) || (quick && (s % 3 || !channels_wanted(c))))
+                    continue;
+                compare_one(median_chains[i], shapes[s][0], shapes[s][1], c, seed++, plain, fused, zerocopy);
             }
     exec_destroy(plain);
     exec_destroy(fused);
@@ -399,6 +425,7 @@ int main(void)
     snprintf(xdg, sizeof xdg, "%s/fuse-gpu-cache-main", tu_tmpdir());
     setenv("XDG_CACHE_HOME", xdg, 1);
     test_fused_against_unfused();
+    test_fused_median_layout();
     test_large_convolve();
     test_fused_histogram();
     test_graph_replay();
