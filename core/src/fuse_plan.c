@@ -235,7 +235,7 @@ static void append_entropy(text_buf *t, const plan_step *st)
     const ip_value *v = st->args.values;
     const int radius = (int)v[0].i, bins = (int)v[2].i, f32 = st->out.dtype == IP_F32;
     const int nmax = (2 * radius + 1) * (2 * radius + 1);
-    long long t_n[(2 * FUSE_ENTROPY_MAX_RADIUS + 1) * (2 * FUSE_ENTROPY_MAX_RADIUS + 1) + 1];
+    int64_t t_n[(2 * FUSE_ENTROPY_MAX_RADIUS + 1) * (2 * FUSE_ENTROPY_MAX_RADIUS + 1) + 1];
     double inv_n[sizeof t_n / sizeof *t_n];
     char line[160];
     ipk_entropy_host_tables(t_n, inv_n, nmax);
@@ -248,7 +248,7 @@ static void append_entropy(text_buf *t, const plan_step *st)
     snprintf(line, sizeof line, "__device__ const long long ip_ent_t_n[%d] = {", nmax + 1);
     append(t, line);
     for (int n = 0; n <= nmax; n++) {
-        snprintf(line, sizeof line, "%s%lldLL", n ? ", " : " ", t_n[n]);
+        snprintf(line, sizeof line, "%s%lldLL", n ? ", " : " ", (long long)t_n[n]);
         append(t, line);
     }
     snprintf(line, sizeof line, " };\n__device__ const double ip_ent_inv_n[%d] = {", nmax + 1);

@@ -1,9 +1,10 @@
-/* The entropy kernels' host-side constants, in one place for the CPU kernel's expressions (glibc's
- * log): the GPU kernel uploads these tables, and the run-time fused kernel (core/src/fuse_plan.c)
+/* The entropy kernels' host-side constants, in one place (glibc's log): the CPU kernel uses them, the
+ * GPU kernel uploads these tables, and the run-time fused kernel (core/src/fuse_plan.c)
  * writes the same values into its source, so both match the CPU bit for bit. Plain C or CUDA host. */
 #ifndef IPK_ENTROPY_TABLES_H
 #define IPK_ENTROPY_TABLES_H
 #include <math.h>
+#include <stdint.h>
 
 #define IPK_ENTROPY_FIX_SCALE 1099511627776.0   /* 2^40, as the CPU kernel */
 
@@ -11,7 +12,7 @@
 #define IPK_ENTROPY_LOG_SCALES { 1.0, 1.4426950408889634, 0.43429448190325176 }
 
 /* T(n) = llround(n ln n 2^40) and 1 / (n 2^40), n = 0..nmax (both 0 at n = 0). */
-static inline void ipk_entropy_host_tables(long long *t_n, double *inv_n, int nmax)
+static inline void ipk_entropy_host_tables(int64_t *t_n, double *inv_n, int nmax)
 {
     t_n[0] = 0;
     inv_n[0] = 0;

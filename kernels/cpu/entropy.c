@@ -2,13 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ipk.h"
+#include "entropy_tables.h"
 #include "pixels.h"
 #include "threads.h"
 
 /* sum n_i log n_i is kept in 64-bit fixed point (2^-40 units): integer updates are exact,
  * so the sum never drifts as the window slides and cannot depend on the path taken to a
  * pixel; (2R+1)^2 log (2R+1)^2 < 2^15 leaves ample headroom. */
-#define ENT_FIX_SCALE 1099511627776.0   /* 2^40 */
 
 typedef struct {
     int width, height, radius, bins;
@@ -89,19 +89,13 @@ static int ent_ctx_init(ent_ctx *c, const ipk_img *src, const ipk_img *dst, cons
     c->bin_of = malloc(sizeof *c->bin_of * (size_t)nvalues);
     if (!c->delta || !c->t_n || !c->inv_n || !c->bin_of) return IPK_ENOMEM;
 
-    c->t_n[0] = 0;
-    c->inv_n[0] = 0;
-    for (int n = 1; n <= nmax; n++) {
-        c->t_n[n] = llround((double)n * log((double)n) * ENT_FIX_SCALE);
-        c->delta[n - 1] = c->t_n[n] - c->t_n[n - 1];
-        c->inv_n[n] = 1.0 / ((double)n * ENT_FIX_SCALE);
-    }
+    ipk_entropy_host_tables(c->t_n, c->inv_n, nmax);
+    for (int n = 1; n <= nmax; n++) c->delta[n - 1] = c->t_n[n] - c->t_n[n - 1];
     for (int v = 0; v < nvalues; v++)
         c->bin_of[v] = (uint16_t)((int64_t)v * p->bins / p->levels);
 
     c->out_u8 = dst->dtype == IPK_U8;
-    double hmax = log((double)(p->bins < nmax ? p->bins : nmax));
-    c->out_scale = c->out_u8 ? (hmax > 0 ? 255.0 / hmax : 0.0) : p->log_scale;
+    c->out_scale = ipk_entropy_out_scale(p->radius, p->bins, c->out_u8, p->log_scale);
     return IPK_OK;
 }
 

@@ -322,7 +322,7 @@ static int ent_upload_tables(const ent_args *a, const ent_plan *pl, const ipk_en
     const int side = 2 * p->radius + 1, nmax = side * side;
     char *host = (char *)calloc(1, pl->table_bytes);
     if (!host) return IPK_ENOMEM;
-    ipk_entropy_host_tables((long long *)host, (double *)(host + ((const char *)a->inv_n - (const char *)a->t_n)), nmax);
+    ipk_entropy_host_tables((int64_t *)host, (double *)(host + ((const char *)a->inv_n - (const char *)a->t_n)), nmax);
     cudaError_t e = cudaMemcpyAsync((void *)a->t_n, host, pl->table_bytes, cudaMemcpyHostToDevice, s);
     free(host);
     return e == cudaSuccess ? IPK_OK : IPK_ECUDA;
