@@ -1195,6 +1195,52 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
     return CLI_OK;
 }
 
+/* One image's output temporary (io_options.on_temp): a signal that ends the run removes it, as a
+ * finished or failed write does; a signal handler can only reach a global. */
+static char live_temp[4096];
+static volatile sig_atomic_t live_temp_set;
+
+static void on_output_temp(void *user, const char *tmp_path, int made)
+{
+    (void)user;
+    live_temp_set = 0;
+    size_t len = strlen(tmp_path);
+    if (made && len < sizeof live_temp) {
+        memcpy(live_temp, tmp_path, len + 1);
+        live_temp_set = 1;
+    }
+}
+
+static void on_ending_signal(int sig)
+{
+    if (live_temp_set) unlink(live_temp);
+    raise(sig);   /* SA_RESETHAND: the default action, which ends the process as before */
+}
+
+/* A signal ignored on entry (nohup, a script's background job) stays ignored. */
+static void catch_ending_signal(int sig, const struct sigaction *sa)
+{
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, NULL);
+}
+
+/* One image: the output's temporary is removed if Ctrl-C or a TERM or HUP ends the run. */
+static int run_one_image(const cli_options *o, plan *p, const char *in_path, const char *out_path)
+{
+    cli_options one = *o;
+    one.io.on_temp = on_output_temp;
+    one.io.on_temp_user = NULL;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_ending_signal;
+    sa.sa_flags = (int)SA_RESETHAND;
+    catch_ending_signal(SIGINT, &sa);
+    catch_ending_signal(SIGTERM, &sa);
+    catch_ending_signal(SIGHUP, &sa);
+    return process_image(&one, p, in_path, out_path);
+}
+
 static int cmd_run(const cli_options *o)
 {
     int need = o->expr ? 2 : 3;
@@ -1230,7 +1276,7 @@ static int cmd_run(const cli_options *o)
         gpu_prefer_eager_loading();
         if (!is_batch) {
             rc = check_gpu_build(o);
-            if (rc == CLI_OK) rc = process_image(o, &p, in_path, out_path);
+            if (rc == CLI_OK) rc = run_one_image(o, &p, in_path, out_path);
         } else if ((rc = choose_folder_device(o, &p, in_path, out_path, &dev)) == CLI_OK) {
             rc = cmd_batch(o, &p, dev, in_path, out_path);
         }

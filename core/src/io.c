@@ -34,6 +34,8 @@ void io_default_options(io_options *opt)
     opt->autorotate = 0;
     opt->tiff_bigtiff_above = 0;
     opt->stream_hold_bytes = 0;
+    opt->on_temp = NULL;
+    opt->on_temp_user = NULL;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -371,7 +373,15 @@ static int encode(io_format fmt, int fd, const ip_image *img, const io_options *
 /* Fills the open temporary file; owns fd (always closes it). */
 typedef int (*fill_fn)(int fd, const void *ctx, char *err, size_t errlen);
 
-static int write_atomically(const char *path, fill_fn fill, const void *ctx, char *err, size_t errlen)
+static void temp_told(const io_options *opt, const char *tmp_path, int made)
+{
+    if (opt && opt->on_temp) opt->on_temp(opt->on_temp_user, tmp_path, made);
+}
+
+void io_temp_done(const io_options *opt, const char *tmp_path) { temp_told(opt, tmp_path, 0); }
+
+static int write_atomically(const char *path, const io_options *opt, fill_fn fill, const void *ctx, char *err,
+                            size_t errlen)
 {
     char *tmp = temp_template(path);
     if (!tmp) {
@@ -387,6 +397,7 @@ static int write_atomically(const char *path, fill_fn fill, const void *ctx, cha
         free(tmp);
         return IP_EIO;
     }
+    temp_told(opt, tmp, 1);
     if (fchmod(fd, default_file_mode()) != 0) {
         snprintf(err, errlen, "cannot set the output's permissions: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
@@ -399,11 +410,12 @@ static int write_atomically(const char *path, fill_fn fill, const void *ctx, cha
         rc = IP_EIO;
     }
     if (rc) unlink(tmp);
+    temp_told(opt, tmp, 0);
     free(tmp);
     return rc;
 }
 
-int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t errlen)
+int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *fd, char *err, size_t errlen)
 {
     char why[128];
     *tmp_path = temp_template(path);
@@ -413,7 +425,10 @@ int io_temp_open(const char *path, char **tmp_path, int *fd, char *err, size_t e
         return IP_EINVAL;
     }
     *fd = mkstemp(*tmp_path);
-    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) return IP_OK;
+    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) {
+        temp_told(opt, *tmp_path, 1);
+        return IP_OK;
+    }
     snprintf(err, errlen, "cannot create a file in the output folder: %s", io_strerror(errno, why, sizeof why));
     if (*fd >= 0) {
         close(*fd);
@@ -449,7 +464,7 @@ int io_write(const char *path, const ip_image *img, const io_options *opt, char 
     if (!rc) rc = valid_options(opt, err, errlen);
     if (rc) return rc;
     encode_job job = { fmt, img, opt };
-    return write_atomically(path, fill_encoded, &job, err, errlen);
+    return write_atomically(path, opt, fill_encoded, &job, err, errlen);
 }
 
 typedef struct {
@@ -471,8 +486,9 @@ static int fill_bytes(int fd, const void *ctx, char *err, size_t errlen)
     return io_fclose_checked(f, err, errlen);
 }
 
-int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, char *err, size_t errlen)
+int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, const io_options *opt, char *err,
+                   size_t errlen)
 {
     byte_span span = { bytes, len };
-    return write_atomically(path, fill_bytes, &span, err, errlen);
+    return write_atomically(path, opt, fill_bytes, &span, err, errlen);
 }

@@ -54,6 +54,11 @@ typedef struct {
     /* Streamed PNG and JPEG output: hold about this much at most (fewer bands compressed at once;
      * at least one). 0: two bands a thread. */
     uint64_t stream_hold_bytes;
+    /* Told the output's temporary file (made 1) when io_write, io_write_bytes or a streamed writer
+     * creates it, and again (made 0) once it is renamed into place or removed, so that a caller
+     * can remove it if a signal ends the process in between. NULL: not told. */
+    void (*on_temp)(void *user, const char *tmp_path, int made);
+    void *on_temp_user;
 } io_options;
 
 void io_default_options(io_options *opt);
@@ -99,6 +104,8 @@ int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t er
 /* Encodes to path by writing a temporary file in the same folder and renaming it;
  * on any failure no file at path (nor the temporary) is left. */
 int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen);
-/* Writes already-encoded file bytes (a GPU-encoded JPEG) to path the same way as io_write. */
-int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, char *err, size_t errlen);
+/* Writes already-encoded file bytes (a GPU-encoded JPEG) to path the same way as io_write; opt
+ * (may be NULL) for its on_temp only. */
+int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, const io_options *opt, char *err,
+                   size_t errlen);
 #endif

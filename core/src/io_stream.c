@@ -23,6 +23,7 @@ struct io_stream_writer {
     void *codec;
     const io_stream_write_ops *ops;
     int rows_written, height;
+    io_options told;   /* only on_temp and on_temp_user: told when the temporary is gone */
 };
 
 int io_stream_reads(io_format fmt) { return fmt == IO_FMT_TIFF || fmt == IO_FMT_PNG || fmt == IO_FMT_JPEG; }
@@ -159,6 +160,7 @@ void io_stream_close(io_stream_reader *r)
 
 static void writer_free(io_stream_writer *w)
 {
+    if (w->tmp) io_temp_done(&w->told, w->tmp);
     free(w->path);
     free(w->tmp);
     free(w);
@@ -185,8 +187,12 @@ int io_stream_create(const char *path, const ip_shape *shape, const io_options *
     }
     memcpy(w->path, path, len);
     w->height = shape->height;
+    if (opt) {
+        w->told.on_temp = opt->on_temp;
+        w->told.on_temp_user = opt->on_temp_user;
+    }
     int fd;
-    rc = io_temp_open(path, &w->tmp, &fd, err, errlen);
+    rc = io_temp_open(path, &w->told, &w->tmp, &fd, err, errlen);
     if (rc == IP_OK) {
         rc = create_codec(fmt, fd, shape, opt, &w->codec, &w->ops, err, errlen);   /* owns fd */
         if (rc != IP_OK) unlink(w->tmp);

@@ -101,7 +101,7 @@ int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, con
         bytes = tagged;
         len = tagged_len;
     }
-    if (rc == IP_OK) rc = io_write_bytes(path, bytes, len, err, errlen);
+    if (rc == IP_OK) rc = io_write_bytes(path, bytes, len, opt, err, errlen);
     free(bytes);
     return rc;
 }

@@ -143,4 +143,30 @@ says "plugin fails at run" "stage 'failing' (line 1) failed: deliberate failure 
 absent "plugin failure output" f.png
 no_temporaries "plugin failure" .
 
+# A signal during the write of one image (TERM, HUP; Ctrl-C's INT runs the same handler but a
+# script's background job ignores it): the output's temporary goes with the process, whole-image
+# and streamed alike, and the exit is the signal's.
+$PY -c "import cv2, numpy as np; cv2.imwrite('noise.tif', np.random.default_rng(7).integers(0, 256, size=(4096, 4096, 3), dtype=np.uint8))"
+interrupt_write() {   # signal, --stream mode
+  local dir="sig_$1_$2" pid seen=0 code
+  mkdir -p "$dir"
+  "$B" run -q --device cpu --stream "$2" -e "mean radius=1" noise.tif "$dir/out.png" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 1000); do
+    if ls -A "$dir" | grep -q '^\.imgpipe-tmp-'; then seen=1; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  kill -"$1" "$pid" 2>/dev/null
+  wait "$pid"
+  code=$?
+  [ "$seen" = 1 ] && ok || bad "$1, --stream $2: the temporary output never appeared (the write ended first?)"
+  [ "$code" -eq $((128 + $(kill -l "$1"))) ] && ok || bad "$1, --stream $2: exit $code, wanted the signal's"
+  no_temporaries "$1 during the write, --stream $2" "$dir"
+  absent "$1 during the write, --stream $2" "$dir/out.png"
+}
+interrupt_write TERM off
+interrupt_write TERM on
+interrupt_write HUP off
+
 finish

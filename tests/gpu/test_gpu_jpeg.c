@@ -192,7 +192,7 @@ static void encode_one(int w, int h, int c, int quality)
     CHECK(rc == IP_OK && bytes && len > 0, "encode %dx%dx%d q%d: %s", w, h, c, quality, err);
     if (rc == IP_OK) {
         const char *path = tmp_path("gpu-encoded.jpg");
-        CHECK(io_write_bytes(path, bytes, len, err, sizeof err) == IP_OK, "io_write_bytes: %s", err);
+        CHECK(io_write_bytes(path, bytes, len, NULL, err, sizeof err) == IP_OK, "io_write_bytes: %s", err);
         jpeg_layout L;
         CHECK(jpeg_layout_read(bytes, len, &L, err, sizeof err) == IP_OK, "encoded layout: %s", err);
         int full_chroma = c == 1 || quality >= 90;

@@ -24,18 +24,18 @@ int main(void)
     tu_seed(&rng, 3);
     for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)tu_next(&rng);
     const char *path = tio_path("encoded.jpg");
-    CHECK(io_write_bytes(path, bytes, sizeof bytes, err, sizeof err) == IP_OK, "%s", err);
+    CHECK(io_write_bytes(path, bytes, sizeof bytes, NULL, err, sizeof err) == IP_OK, "%s", err);
     size_t size = 0;
     unsigned char *back = tio_slurp(path, &size);
     CHECK(back && size == sizeof bytes && !memcmp(back, bytes, size), "read back %zu bytes", size);
     free(back);
     /* Replacing an existing file, with fewer bytes. */
-    CHECK(io_write_bytes(path, bytes, 10, err, sizeof err) == IP_OK, "%s", err);
+    CHECK(io_write_bytes(path, bytes, 10, NULL, err, sizeof err) == IP_OK, "%s", err);
     back = tio_slurp(path, &size);
     CHECK(back && size == 10 && !memcmp(back, bytes, 10), "rewritten: %zu bytes", size);
     free(back);
-    CHECK(io_write_bytes(tio_path(""), bytes, 10, err, sizeof err) == IP_EINVAL, "folder path accepted");
-    CHECK(io_write_bytes("/nonexistent-dir/x.jpg", bytes, 10, err, sizeof err) == IP_EIO && strstr(err, "cannot create"),
+    CHECK(io_write_bytes(tio_path(""), bytes, 10, NULL, err, sizeof err) == IP_EINVAL, "folder path accepted");
+    CHECK(io_write_bytes("/nonexistent-dir/x.jpg", bytes, 10, NULL, err, sizeof err) == IP_EIO && strstr(err, "cannot create"),
           "missing folder: %s", err);
     CHECK(temporaries_left(tu_tmpdir()) == 0, "temporary files left in %s", tu_tmpdir());
     return tu_finish();
