@@ -6,13 +6,7 @@
 #include <time.h>
 #include "band_internal.h"
 #include "image.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "mono_clock.h"
 
 band_window band_window_whole(int height) { return (band_window){ 0, height, 0, height }; }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "image.h"
+#include "mono_clock.h"
 
 /* A worker's job: a window of input rows (packed, host) in, its chunk of output rows out. */
 typedef struct {
@@ -86,13 +87,6 @@ static int run_job(crew *c, worker_arg *a, worker *w)
         rc = band_segment_push(w->seg, &rows, y, &sink, w->err, sizeof w->err);
     }
     return rc;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void *worker_main(void *arg)

@@ -14,6 +14,7 @@
 #include "gpu.h"
 #include "jpeg_route.h"
 #include "meta.h"
+#include "mono_clock.h"
 
 typedef struct {
     batch_entry *items;
@@ -39,13 +40,6 @@ typedef struct {
     double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
     int jobs;
 } batch_shared;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static char *join(const char *a, const char *b)
 {

@@ -8,15 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "batch_mpi_internal.h"
+#include "mono_clock.h"
 
 #define DEFAULT_SILENCE_S 60.0
 
-double batch_mpi_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+double batch_mpi_now(void) { return now_s(); }
 
 void batch_mpi_nap(double seconds)
 {

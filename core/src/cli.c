@@ -32,6 +32,7 @@
 #include "stream_budget.h"
 #include "stage_class.h"
 #include "startup.h"
+#include "mono_clock.h"
 
 #ifndef IMGPIPE_VERSION
 #define IMGPIPE_VERSION "0.0.0"
@@ -559,13 +560,6 @@ static void announce(const one_run *r)
     } else {
         say(r->o, "device: CPU, %d threads%s%s%s", cpu_threads(r->o), r->why[0] ? " (" : "", r->why, r->why[0] ? ")" : "");
     }
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 typedef struct {

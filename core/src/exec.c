@@ -9,6 +9,7 @@
 #include "gpu.h"
 #include "image.h"
 #include "stage_class.h"
+#include "mono_clock.h"
 
 /* Device rows are padded to this many bytes so every row starts aligned for wide loads. */
 #define EXEC_PITCH_ALIGN 256
@@ -86,13 +87,6 @@ static int buf_reserve(grow_buf *b, size_t bytes, mem_kind kind, char *err, size
     }
     if (rc == IP_OK) b->bytes = bytes;
     return rc;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static size_t packed_bytes(const ip_shape *s) { return img_row_bytes(s) * (size_t)s->height; }

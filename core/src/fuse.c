@@ -9,6 +9,7 @@
 #include "fuse_cache.h"
 #include "gpu.h"
 #include "nvrtc_lib.h"
+#include "mono_clock.h"
 
 /* Kernels stay loaded for the context's life, one per chain and channel count: the GPU test's
  * chains alone passed 32. Past this, a new group runs unfused and the run's notes say why. */
@@ -33,13 +34,6 @@ struct fuser {
     loaded_kernel kernels[FUSE_MAX_KERNELS];
     int n_kernels;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void compiler_close(fuse_compiler *c)
 {

@@ -7,6 +7,7 @@
 #include "image.h"
 #include "io_limits.h"
 #include "jpeg_layout.h"
+#include "mono_clock.h"
 
 int jpeg_gpu_buffer_alloc(void *user, int index, size_t bytes, void **dev, char *err, size_t errlen)
 {
@@ -32,13 +33,6 @@ void jpeg_gpu_buffer_free(jpeg_gpu_buffer *buf)
 #include <dlfcn.h>
 #include <nvjpeg.h>
 #include <time.h>
-
-static double gpu_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Every nvJPEG function used; resolved from the library into the object's table. */
 #define NVJPEG_FUNCTIONS(X)                                                                          \
@@ -214,10 +208,10 @@ static void create_encoder(jpeg_gpu *g)
 {
     if (g->encoder_tried) return;
     g->encoder_tried = 1;
-    double t0 = gpu_now_ms();
+    double t0 = now_ms();
     nvjpegStatus_t s = g->api.nvjpegEncoderStateCreate(g->handle, &g->enc_state, g->stream);
     if (!s) s = g->api.nvjpegEncoderParamsCreate(g->handle, &g->enc_params, g->stream);
-    g->times.encoder_ms = gpu_now_ms() - t0;
+    g->times.encoder_ms = now_ms() - t0;
     if (!s) return;
     nvj_fail(s, "encoder unavailable", g->enc_why, sizeof g->enc_why);
     if (g->enc_state) g->api.nvjpegEncoderStateDestroy(g->enc_state);
@@ -228,7 +222,7 @@ static void create_encoder(jpeg_gpu *g)
 static int create_decoder_state(jpeg_gpu *g, char *err, size_t errlen)
 {
     if (g->decoder_ready) return IP_OK;
-    double t0 = gpu_now_ms();
+    double t0 = now_ms();
     const nvjpeg_api *a = &g->api;
     nvjpegStatus_t s = a->nvjpegJpegStateCreate(g->handle, &g->batch_state);
     if (!s) s = a->nvjpegJpegStreamCreate(g->handle, &g->parsed);
@@ -237,15 +231,15 @@ static int create_decoder_state(jpeg_gpu *g, char *err, size_t errlen)
     /* Without the engine every file takes the CUDA decoder: pay for it with the state. */
     if (!rc && !g->hardware) rc = create_cuda_decoder(g, err, errlen);
     g->decoder_ready = rc == IP_OK;
-    g->times.decoder_ms = gpu_now_ms() - t0;
+    g->times.decoder_ms = now_ms() - t0;
     return rc;
 }
 
 static int create_objects(jpeg_gpu *g, unsigned uses, char *err, size_t errlen)
 {
-    double t0 = gpu_now_ms();
+    double t0 = now_ms();
     int rc = create_handle(g, err, errlen);
-    g->times.handle_ms = gpu_now_ms() - t0;
+    g->times.handle_ms = now_ms() - t0;
     if (!rc && (uses & JPEG_GPU_DECODE)) rc = create_decoder_state(g, err, errlen);
     if (!rc && (uses & JPEG_GPU_ENCODE)) create_encoder(g);
     return rc;
@@ -266,11 +260,11 @@ int jpeg_gpu_open_for(jpeg_gpu **out, int device, void *stream, unsigned uses, c
     }
     g->device = device;
     g->stream = (cudaStream_t)stream;
-    double t0 = gpu_now_ms();
+    double t0 = now_ms();
     int rc = gpu_select(device, err, errlen);
     if (!rc) rc = (g->lib = open_library(err, errlen)) ? IP_OK : IP_EUNSUPPORTED;
     if (!rc) rc = resolve_functions(g, err, errlen);
-    g->times.library_ms = gpu_now_ms() - t0;
+    g->times.library_ms = now_ms() - t0;
     if (!rc) rc = create_objects(g, uses, err, errlen);
     if (rc) {
         jpeg_gpu_close(g);

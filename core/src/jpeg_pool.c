@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "gpu.h"
+#include "mono_clock.h"
 
 typedef struct request {
     jpeg_gpu_item item;
@@ -40,13 +41,6 @@ struct jpeg_pool {
     pthread_mutex_t lock;
     pthread_cond_t changed;     /* a handle opened or a batch finished */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void *open_on_thread(void *arg)
 {

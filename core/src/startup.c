@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "gpu.h"
+#include "mono_clock.h"
 
 struct startup {
     pthread_t thread;
@@ -17,13 +18,6 @@ struct startup {
     char err[512];
     double began_ms, took_ms;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void *start_gpu(void *arg)
 {

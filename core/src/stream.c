@@ -6,13 +6,7 @@
 #include <time.h>
 #include "image.h"
 #include "stream_overlap.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "mono_clock.h"
 
 static int image_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
 {
