@@ -48,15 +48,6 @@ typedef struct {
     uint32_t mean_n, mean_mul;
 } ipk_swar_plan;
 
-IPK_HD uint32_t ipk_swar_umulhi(uint32_t a, uint32_t b)
-{
-#ifdef __CUDA_ARCH__
-    return __umulhi(a, b);
-#else
-    return (uint32_t)(((uint64_t)a * b) >> 32);
-#endif
-}
-
 /* X(o) for o in [-r, 13+r] from the six words: even pixels of each word (b0, b2), odd ones
  * (b1, b3), and the offsets 2 and 3 of a word as a byte permutation of two neighbours. */
 IPK_HD void ipk_swar_lanes(const uint32_t *words, int r, uint32_t *x)

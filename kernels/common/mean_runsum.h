@@ -144,19 +144,10 @@ IPK_HD void ipk_rsum_prefix(const uint32_t *v, int c, uint32_t before, uint32_t 
     }
 }
 
-IPK_HD uint32_t ipk_rsum_mulhi(uint32_t a, uint32_t m)
-{
-#ifdef __CUDA_ARCH__
-    return __umulhi(a, m);
-#else
-    return (uint32_t)(((uint64_t)a * m) >> 32);
-#endif
-}
-
 /* floor((s + n/2) / n) for a full window (shift is 0 up to radius 34: a kernel may leave it out). */
 IPK_HD uint32_t ipk_rsum_full(const ipk_rsum_geom *g, uint32_t s)
 {
-    return ipk_rsum_mulhi(s + g->n / 2, g->mul) >> g->shift;
+    return ipk_swar_umulhi(s + g->n / 2, g->mul) >> g->shift;
 }
 
 /* The shrink border's count of in-image positions among i - r .. i + r. */

@@ -22,6 +22,16 @@ IPK_HD unsigned ipk_swar_perm(unsigned x, unsigned y, unsigned s)
 #endif
 }
 
+/* The high 32 bits of a * b (the divisions by a constant of the mean finishes). */
+IPK_HD unsigned ipk_swar_umulhi(unsigned a, unsigned b)
+{
+#ifdef __CUDA_ARCH__
+    return __umulhi(a, b);
+#else
+    return (unsigned)(((unsigned long long)a * b) >> 32);
+#endif
+}
+
 IPK_HD unsigned ipk_swar_max2(unsigned a, unsigned b)
 {
 #ifdef __CUDA_ARCH__

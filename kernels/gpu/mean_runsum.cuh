@@ -81,7 +81,7 @@ __device__ __forceinline__ uint32_t rsum_finish(const ipk_rsum_geom &g, uint32_t
         const bool inside = xc >= 0 && xc < width;
         return ipk_rsum_finish(&g, s, inside ? ipk_rsum_span(xc, width, g.radius) * span_y : g.n);
     }
-    return SHIFTED ? ipk_rsum_full(&g, s) : ipk_rsum_mulhi(s + g.n / 2, g.mul);
+    return SHIFTED ? ipk_rsum_full(&g, s) : ipk_swar_umulhi(s + g.n / 2, g.mul);
 }
 
 /* own: each lane finishes its own C columns from scalar reads (base + i, one word further from

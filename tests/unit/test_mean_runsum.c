@@ -55,7 +55,7 @@ static uint32_t finish(const warp_model *m, uint32_t s, int xc, uint32_t span_y)
         const int inside = xc >= 0 && xc < m->src->width;
         return ipk_rsum_finish(g, s, inside ? ipk_rsum_span(xc, m->src->width, g->radius) * span_y : g->n);
     }
-    return g->shift ? ipk_rsum_full(g, s) : ipk_rsum_mulhi(s + g->n / 2, g->mul);
+    return g->shift ? ipk_rsum_full(g, s) : ipk_swar_umulhi(s + g->n / 2, g->mul);
 }
 
 /* own: each storing lane reads its columns' words at base + i (one further from the split on). */
