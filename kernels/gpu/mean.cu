@@ -13,6 +13,7 @@
 #include "reg_block.cuh"
 #include "vec_block.cuh"
 #include "mean_runsum.cuh"
+#include "mean_band.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
  * to this; 0 gives those cases to the tile kernels. 0, from the H100's numbers: 0.135 against
@@ -31,6 +32,9 @@
  * 100 (every border); 0: the tile kernels. 0 until the H100 times it against the tile kernel
  * (bench rows "mean 31x31 (vec path)" against "mean 31x31 (tile path)"). */
 #define MEAN_RSUM_AUTO 0
+/* 1: plain calls take the band kernel (mean_band.cuh) where it fits (1-channel u8, radius 3 to 15,
+ * not shrink, 16-byte rows); 0: the tile kernels. */
+#define MEAN_BAND_AUTO 1
 
 #define MEAN_TILE_H 64
 #define MEAN_SEG 16
@@ -250,11 +254,12 @@ struct rs_div {
 template <bool SHRINK>
 __global__ void __launch_bounds__(RS_THREADS, 5)
     rs_mean_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int radius,
-                   int border, rs_div div)
+                   int border, rs_div div, int right_tile0)
 {
     __shared__ uint32_t tile[RS_ROWS_MAX * RS_TWORDS];
     __shared__ uint32_t hs[RS_ROWS_MAX * RS_HWORDS];
-    const int x0 = blockIdx.x * RS_TW, y0 = blockIdx.y * RS_TH, rows = RS_TH + 2 * radius;
+    const int tile_x = right_tile0 && blockIdx.x ? right_tile0 - 1 + (int)blockIdx.x : (int)blockIdx.x;
+    const int x0 = tile_x * RS_TW, y0 = blockIdx.y * RS_TH, rows = RS_TH + 2 * radius;
     rs_load_tile(src, ss, width, height, border, x0, y0, radius, tile);
     __syncthreads();
 
@@ -305,21 +310,25 @@ __global__ void __launch_bounds__(RS_THREADS, 5)
     }
 }
 
-static int rs_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
+/* right_tile0 = 0: every tile; else only the first tile and those from right_tile0 on (the band
+ * kernel makes the columns between). */
+static int rs_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int right_tile0,
+                          cudaStream_t s)
 {
     rs_div div;
     div.n = (uint32_t)((2 * radius + 1) * (2 * radius + 1));
     div.mul = (uint32_t)(((1ull << 32) + div.n - 1) / div.n);
-    dim3 grid(ipk_div_up(src->width, RS_TW), ipk_div_up(src->height, RS_TH));
+    const int tiles_x = (int)ipk_div_up(src->width, RS_TW);
+    dim3 grid(right_tile0 ? 1 + tiles_x - right_tile0 : tiles_x, ipk_div_up(src->height, RS_TH));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     const uint8_t *sp = (const uint8_t *)src->data;
     uint8_t *dp = (uint8_t *)dst->data;
     if (border == IPK_SHRINK)
         rs_mean_kernel<true><<<grid, RS_THREADS, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
-                                                         radius, (int)border, div);
+                                                         radius, (int)border, div, right_tile0);
     else
         rs_mean_kernel<false><<<grid, RS_THREADS, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
-                                                          radius, (int)border, div);
+                                                          radius, (int)border, div, right_tile0);
     return ipk_launch_status();
 }
 
@@ -519,7 +528,7 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     if (src->dtype == IPK_U8 && src->channels == 1 && radius == 1 && border != IPK_SHRINK)
         return st_mean_launch(src, dst, border, s);
     if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= RS_MAXR)
-        return rs_mean_launch(src, dst, radius, border, s);
+        return rs_mean_launch(src, dst, radius, border, 0, s);
     if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, s);
     if (src->dtype == IPK_U16) return mean_launch<uint16_t>(src, dst, radius, border, s);
     return mean_launch<float>(src, dst, radius, border, s);
@@ -550,6 +559,17 @@ static int rsum_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return IPK_EINVAL;
 }
 
+/* The band kernel between the first tile and the last ones, which the tile kernel makes; min_band:
+ * the fewest rows a band walks. */
+static int band_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int min_band,
+                            cudaStream_t s)
+{
+    int x_begin = 0, x_end = 0;
+    ipk_mband_span(src->width, &x_begin, &x_end);
+    const int rc = rs_mean_launch(src, dst, radius, border, x_end / RS_TW, s);
+    return rc != IPK_OK ? rc : mband_launch(src, dst, radius, (int)border, min_band, s);
+}
+
 static bool rsum_fits(const ipk_img *src, int radius)
 {
     return src->dtype == IPK_U8 && src->channels == 1 && radius >= 3 && radius <= IPK_RSUM_MAX_RADIUS;
@@ -559,9 +579,14 @@ extern "C" int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int r
                                    int variant)
 {
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || src->dtype != dst->dtype ||
-        border < IPK_REPLICATE || border > IPK_SHRINK || !rsum_fits(src, radius))
+        border < IPK_REPLICATE || border > IPK_SHRINK || !rsum_fits(src, radius) || variant < 0 || variant > 8)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
+    if (variant >= 6) {
+        static const int min_band[] = { 0, 64, 128 };
+        if (!mband_fits(src, dst, radius, (int)border)) return IPK_EINVAL;
+        return band_mean_launch(src, dst, radius, border, min_band[variant - 6], (cudaStream_t)stream);
+    }
     return rsum_mean_launch(src, dst, radius, border, variant, (cudaStream_t)stream);
 }
 
@@ -579,6 +604,8 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
                             border != IPK_SHRINK;
     if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
     const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2);
+    if ((path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && MEAN_BAND_AUTO)) && mband_fits(src, dst, radius, (int)border))
+        return band_mean_launch(src, dst, radius, border, 0, s);
     if (path == IPK_GPU_VEC && rsum_fits(src, radius)) return rsum_mean_launch(src, dst, radius, border, 0, s);
     if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
     if (path == IPK_GPU_AUTO && MEAN_RSUM_AUTO && rsum_fits(src, radius))

@@ -95,10 +95,13 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * factors of one sign each whose row sums fit 16 bits (kernels/gpu/vecsep_block.cuh: 8 columns x 2
  * to 8 rows a thread, row pass in 16-bit lanes, column pass in 32 bits, the CPU's finish); plain
  * calls take it only where CONV_VECSEP_AUTO (convolve.cu) says (off).
- * VEC also takes mean of radius 3 to 100 on 1-channel u8, every border, by running sums
- * (kernels/gpu/mean_runsum.cuh: one pass down the image, vertical sums of 16 columns a lane in
- * registers, horizontal ones from a prefix in shared memory, bit-identical to the CPU); plain calls
- * take it only where MEAN_RSUM_AUTO (mean.cu) says (off until measured). */
+ * VEC also takes mean of radius 3 to 15 on 1-channel u8 (not shrink, 16-byte rows, width at least
+ * 272) by the band kernel (kernels/gpu/mean_band.cuh: each thread walks a band of rows down 32
+ * columns with their vertical sums in registers; the tile kernel makes the columns near the sides),
+ * which plain calls take where MEAN_BAND_AUTO (mean.cu) says; and the other mean of radius 3 to 100
+ * on 1-channel u8, every border, by running sums (kernels/gpu/mean_runsum.cuh: one pass down the
+ * image, vertical sums of 16 columns a lane in registers, horizontal ones from a prefix in shared
+ * memory), which plain calls take only where MEAN_RSUM_AUTO says (off: slower than the tiles). */
 typedef enum {
     IPK_GPU_AUTO = 0,
     IPK_GPU_STRIP = 1,
@@ -120,7 +123,8 @@ int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_bo
  * VEC takes (16 columns a lane, 8 rows in flight, bands of at least 64 rows), 1 the same with
  * bands of at least 256, 2 8 columns a lane, 3 4 rows in flight, 4 6 rows in flight, 5 4 rows in
  * flight with each lane finishing its own columns (scalar shared-memory writes, no byte buffer);
- * others give IPK_EINVAL. */
+ * 6 to 8 the band kernel (where VEC takes it, else IPK_EINVAL) with bands of at least 0, 64 and 128
+ * rows; others give IPK_EINVAL. */
 int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
                         int variant);
 /* median: AUTO is VEC for 1-channel u8 3x3 (not shrink) and NET for the rest (but for other 8-bit

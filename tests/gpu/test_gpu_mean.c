@@ -188,7 +188,7 @@ static void check_rsum_path(int quick, cudaStream_t s, tu_rng *rng)
     CHECK(ipk_mean_gpu_path(&c, &c, 3, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 2 channels r=3 refused");
     CHECK(ipk_mean_gpu_path(&u, &u, 15, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 r=15 refused");
     CHECK(ipk_mean_gpu_path(&a, &b, 101, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 101 refused");
-    CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, 6) == IPK_EINVAL, "runsum: variant 6 refused");
+    CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, 9) == IPK_EINVAL, "runsum: variant 9 refused");
     CHECK(ipk_mean_gpu_runsum(&a, &b, 15, IPK_ZERO, s, -1) == IPK_EINVAL, "runsum: variant -1 refused");
     CHECK(ipk_mean_gpu_runsum(&a, &b, 2, IPK_ZERO, s, 0) == IPK_EINVAL, "runsum: radius 2 refused");
     CHECK(ipk_mean_gpu_runsum(&c, &c, 15, IPK_ZERO, s, 0) == IPK_EINVAL, "runsum: 2 channels refused");
@@ -200,6 +200,36 @@ static void check_rsum_path(int quick, cudaStream_t s, tu_rng *rng)
 }
 
 /* The CPU reference is itself checked at a few pixels by a direct window sum. */
+/* The band kernel (VEC and AUTO at radius 3 to 15, not shrink, 16-byte rows, width >= 272) with
+ * the tile kernel on the columns near the sides: the narrowest widths it takes and odd ones, rows
+ * fewer than the window, bands cut by the bottom, every border it takes, its three band floors;
+ * unaligned rows and shrink go elsewhere and must still be right; what it refuses. */
+static void check_band_path(int quick, cudaStream_t s, tu_rng *rng)
+{
+    const int sizes[][2] = { { 272, 1 }, { 273, 2 }, { 300, 31 }, { 400, 33 }, { 401, 70 }, { 527, 9 },
+                             { 1031, 130 }, { 4099, 17 } };
+    int k = 0;
+    for (int r = 3; r <= 15; r++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++, k++) {
+                if (quick && k % 3) continue;
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 0, IPK_GPU_VEC, s, rng);
+                check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 0, IPK_GPU_AUTO, s, rng);
+                if (b != IPK_SHRINK)
+                    check_call(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 0, IPK_GPU_VEC, 6 + k % 3, s, rng);
+                if (k % 4 == 0) check_path(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 1 + k % 15, IPK_GPU_AUTO, s, rng);
+            }
+    for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
+        for (int v = 6; v <= 8; v++)
+            check_call(quick ? 2053 : 8192, quick ? 301 : 2049, 15, (ipk_border)b, 1, 0, IPK_GPU_VEC, v, s, rng);
+    ipk_img a = dev_alloc(300, 8, 1, IPK_U8, 1), n = dev_alloc(271, 8, 1, IPK_U8, 1);
+    CHECK(ipk_mean_gpu_runsum(&a, &a, 15, IPK_SHRINK, s, 6) == IPK_EINVAL, "band: shrink refused");
+    CHECK(ipk_mean_gpu_runsum(&n, &n, 15, IPK_ZERO, s, 7) == IPK_EINVAL, "band: 271 columns refused");
+    CHECK(ipk_mean_gpu_runsum(&a, &a, 16, IPK_ZERO, s, 8) == IPK_EINVAL, "band: radius 16 refused");
+    dev_free(&a);
+    dev_free(&n);
+}
+
 static void check_reference_u8(tu_rng *rng)
 {
     ipk_img src = tu_img_random(9, 7, 1, IPK_U8, 3, rng), cpu = tu_img_zeros(9, 7, 1, IPK_U8, 0);
@@ -261,6 +291,7 @@ int main(void)
     check_strip_paths(quick, s, &rng);
     check_vec_path(quick, s, &rng);
     check_rsum_path(quick, s, &rng);
+    check_band_path(quick, s, &rng);
 
     ipk_img a = dev_alloc(8, 8, 1, IPK_U8, 1), b = dev_alloc(8, 8, 1, IPK_U16, 1);
     CHECK(ipk_mean_gpu(&a, &b, 1, IPK_ZERO, NULL, 0, s) == IPK_EINVAL, "dtype mismatch refused");
