@@ -23,7 +23,7 @@
 #pragma weak ipk_mean_gpu
 #pragma weak ipk_mean_gpu_scratch
 #pragma weak ipk_mean_gpu_path
-#pragma weak ipk_mean_gpu_runsum
+#pragma weak ipk_mean_gpu_band
 #pragma weak ipk_convolve_cpu
 #pragma weak ipk_convolve_gpu
 #pragma weak ipk_convolve_gpu_scratch

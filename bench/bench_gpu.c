@@ -43,7 +43,7 @@ typedef struct {
                                * 7x7, float up to 7x7), VEC_SHAPE(n) them with other rows a thread;
                                * TILE the kernels before them */
     int variant;              /* 0: what the path runs; median VEC: MEDIAN_VEC_VARIANTS[variant - 1]; mean:
-                                 variant - 1 of ipk_mean_gpu_runsum */
+                                 variant - 1 of ipk_mean_gpu_band */
 } op_spec;
 
 /* The vec median's instantiations (ipk_median_gpu_vec_variant): rows a thread, blocks per SM,
@@ -131,18 +131,11 @@ static const op_spec OPS[] = {
     { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
     { "mean 31x31 (vec path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
-    { "mean 31x31 (running sums)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 1 },
-    { "mean 31x31 (vec, bands >= 256 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 2 },
-    { "mean 31x31 (vec, 8 columns a lane)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 3 },
-    { "mean 31x31 (vec, 4 rows in flight)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 4 },
-    { "mean 31x31 (vec, 6 rows in flight)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 5 },
-    { "mean 31x31 (vec, own columns, 4 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 6 },
-    { "mean 31x31 (band, bands >= 64 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 8 },
-    { "mean 31x31 (band, bands >= 128 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 9 },
+    { "mean 31x31 (band, bands >= 64 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 2 },
+    { "mean 31x31 (band, bands >= 128 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 3 },
     { "mean 15x15", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_AUTO, 0 },
     { "mean 15x15 (vec path)", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_VEC, 0 },
     { "mean 51x51", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_AUTO, 0 },
-    { "mean 51x51 (vec path)", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_VEC, 0 },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },
@@ -251,7 +244,7 @@ static int gpu_op_built(const op_spec *op)
     case OP_MEDIAN:
         if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
         return ipk_median_gpu_path && ipk_median_gpu_scratch && (!op->variant || ipk_median_gpu_vec_variant);
-    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (!op->variant || ipk_mean_gpu_runsum);
+    case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (!op->variant || ipk_mean_gpu_band);
     case OP_CONV:
         return ipk_convolve_gpu_path && ipk_convolve_gpu_scratch && (op->path < VEC_SHAPE(1) || ipk_convolve_gpu_vec_shape);
     case OP_HIST: return ipk_histogram_gpu != NULL;
@@ -306,7 +299,7 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
         return ipk_median_gpu_path(src, dst, op->radius, IPK_REPLICATE, scratch, scratch_bytes, stream, op->path);
     case OP_MEAN:
         if (op->variant > 0)
-            return ipk_mean_gpu_runsum(src, dst, op->radius, IPK_REFLECT101, stream, op->variant - 1);
+            return ipk_mean_gpu_band(src, dst, op->radius, IPK_REFLECT101, stream, op->variant - 1);
         return ipk_mean_gpu_path(src, dst, op->radius, IPK_REFLECT101, scratch, scratch_bytes, stream, op->path);
     case OP_CONV:
         if (op->path >= VEC_SHAPE(1))

@@ -12,7 +12,6 @@
 #include "swar_strip.cuh"
 #include "reg_block.cuh"
 #include "vec_block.cuh"
-#include "mean_runsum.cuh"
 #include "mean_band.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
@@ -28,12 +27,9 @@
 /* 1: plain calls take the vec kernel for 1-channel u8 of radius 2 too (every border); 0: the
  * tile kernels. 1: 0.070 against 0.110 ms at 8192x8192 on the H100. */
 #define MEAN_VEC5_AUTO 1
-/* 1: plain calls take the running-sum kernel (mean_runsum.cuh) for 1-channel u8 of radius 3 to
- * 100 (every border); 0: the tile kernels. 0 until the H100 times it against the tile kernel
- * (bench rows "mean 31x31 (vec path)" against "mean 31x31 (tile path)"). */
-#define MEAN_RSUM_AUTO 0
 /* 1: plain calls take the band kernel (mean_band.cuh) where it fits (1-channel u8, radius 3 to 15,
- * not shrink, 16-byte rows); 0: the tile kernels. */
+ * not shrink, 16-byte rows); 0: the tile kernels. 1: 0.109 against 0.163 ms at 31x31, 0.098
+ * against 0.114 at 7x7 on the H100. */
 #define MEAN_BAND_AUTO 1
 
 #define MEAN_TILE_H 64
@@ -544,21 +540,6 @@ static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, i
     return vec_launch<1, IPK_VEC_UNIT, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, vp, s);
 }
 
-/* Radius 3 to 100 on 1-channel u8 by the running-sum kernel in variant v (ipk.h). */
-static int rsum_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int v,
-                            cudaStream_t s)
-{
-    switch (v) {
-    case 0: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 64, s);
-    case 1: return rsum_launch<16, 8, false>(src, dst, radius, (int)border, 256, s);
-    case 2: return rsum_launch<8, 8, false>(src, dst, radius, (int)border, 64, s);
-    case 3: return rsum_launch<16, 4, false>(src, dst, radius, (int)border, 64, s);
-    case 4: return rsum_launch<16, 6, false>(src, dst, radius, (int)border, 64, s);
-    case 5: return rsum_launch<16, 4, true>(src, dst, radius, (int)border, 64, s);
-    }
-    return IPK_EINVAL;
-}
-
 /* The band kernel between the first tile and the last ones, which the tile kernel makes; min_band:
  * the fewest rows a band walks. */
 static int band_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int min_band,
@@ -570,24 +551,16 @@ static int band_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return rc != IPK_OK ? rc : mband_launch(src, dst, radius, (int)border, min_band, s);
 }
 
-static bool rsum_fits(const ipk_img *src, int radius)
+extern "C" int ipk_mean_gpu_band(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
+                                 int variant)
 {
-    return src->dtype == IPK_U8 && src->channels == 1 && radius >= 3 && radius <= IPK_RSUM_MAX_RADIUS;
-}
-
-extern "C" int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
-                                   int variant)
-{
+    static const int min_band[] = { 0, 64, 128 };
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || src->dtype != dst->dtype ||
-        border < IPK_REPLICATE || border > IPK_SHRINK || !rsum_fits(src, radius) || variant < 0 || variant > 8)
+        border < IPK_REPLICATE || border > IPK_SHRINK || variant < 0 || variant > 2 ||
+        !mband_fits(src, dst, radius, (int)border))
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
-    if (variant >= 6) {
-        static const int min_band[] = { 0, 64, 128 };
-        if (!mband_fits(src, dst, radius, (int)border)) return IPK_EINVAL;
-        return band_mean_launch(src, dst, radius, border, min_band[variant - 6], (cudaStream_t)stream);
-    }
-    return rsum_mean_launch(src, dst, radius, border, variant, (cudaStream_t)stream);
+    return band_mean_launch(src, dst, radius, border, min_band[variant], (cudaStream_t)stream);
 }
 
 extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
@@ -606,10 +579,7 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
     const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2);
     if ((path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && MEAN_BAND_AUTO)) && mband_fits(src, dst, radius, (int)border))
         return band_mean_launch(src, dst, radius, border, 0, s);
-    if (path == IPK_GPU_VEC && rsum_fits(src, radius)) return rsum_mean_launch(src, dst, radius, border, 0, s);
     if (path == IPK_GPU_VEC) return vec_fits ? vec_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
-    if (path == IPK_GPU_AUTO && MEAN_RSUM_AUTO && rsum_fits(src, radius))
-        return rsum_mean_launch(src, dst, radius, border, 0, s);
     const bool vec_auto = radius == 1 ? MEAN_VEC_AUTO : MEAN_VEC5_AUTO;
     if (path == IPK_GPU_AUTO && vec_auto && vec_fits) {
         const int rc = vec_mean_launch(src, dst, radius, border, s);

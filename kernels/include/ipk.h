@@ -98,10 +98,7 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * VEC also takes mean of radius 3 to 15 on 1-channel u8 (not shrink, 16-byte rows, width at least
  * 272) by the band kernel (kernels/gpu/mean_band.cuh: each thread walks a band of rows down 32
  * columns with their vertical sums in registers; the tile kernel makes the columns near the sides),
- * which plain calls take where MEAN_BAND_AUTO (mean.cu) says; and the other mean of radius 3 to 100
- * on 1-channel u8, every border, by running sums (kernels/gpu/mean_runsum.cuh: one pass down the
- * image, vertical sums of 16 columns a lane in registers, horizontal ones from a prefix in shared
- * memory), which plain calls take only where MEAN_RSUM_AUTO says (off: slower than the tiles). */
+ * which plain calls take where MEAN_BAND_AUTO (mean.cu) says. */
 typedef enum {
     IPK_GPU_AUTO = 0,
     IPK_GPU_STRIP = 1,
@@ -118,15 +115,11 @@ int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk
                                int shape);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
-/* bench_gpu only: the running-sum mean kernel (VEC at radius >= 3) in variant v. Each warp walks
- * a band of rows, as short as fills the device's resident warps but at least a floor: 0 is the one
- * VEC takes (16 columns a lane, 8 rows in flight, bands of at least 64 rows), 1 the same with
- * bands of at least 256, 2 8 columns a lane, 3 4 rows in flight, 4 6 rows in flight, 5 4 rows in
- * flight with each lane finishing its own columns (scalar shared-memory writes, no byte buffer);
- * 6 to 8 the band kernel (where VEC takes it, else IPK_EINVAL) with bands of at least 0, 64 and 128
- * rows; others give IPK_EINVAL. */
-int ipk_mean_gpu_runsum(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
-                        int variant);
+/* bench_gpu only: the band mean kernel (what VEC takes at radius 3 to 15) with bands of at least
+ * 0 (as short as fill the device's resident blocks), 64 or 128 rows for variant 0, 1 or 2; others,
+ * and images the kernel does not take, give IPK_EINVAL. */
+int ipk_mean_gpu_band(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,
+                      int variant);
 /* median: AUTO is VEC for 1-channel u8 3x3 (not shrink) and NET for the rest (but for other 8-bit
  * 3x3, where TILE measured faster; 1-channel u8 5x5 and 7x7 run NET's 8x2 shuffle tiles), the issue-14 kernels (u8 and u16, 1 channel, radius 1-3, not shrink:
  * separable networks shared by neighbouring outputs; other u8: Huang histograms updated by
