@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "stage_class.h"
 
@@ -36,10 +37,18 @@ static int add_problem(registry *r, const char *path, const char *reason)
     return IP_OK;
 }
 
+/* One folder under two spellings ("plugins", "plugins/", "./lib/../lib/plugins", a link to it). */
+static int same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 static int add_dir(registry *r, const char *dir)
 {
     for (int i = 0; i < r->n_dirs; i++)
-        if (strcmp(r->dirs[i], dir) == 0) return IP_OK;
+        if (same_dir(r->dirs[i], dir)) return IP_OK;
     char **grown = realloc(r->dirs, (size_t)(r->n_dirs + 1) * sizeof *grown);
     if (!grown) return IP_ENOMEM;
     r->dirs = grown;
@@ -113,6 +122,13 @@ static int add_plugin(registry *r, const ip_stage *stage, void *handle, const ch
     return IP_OK;
 }
 
+static int handle_loaded(const registry *r, const void *handle)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->plugins[i].handle == handle) return 1;
+    return 0;
+}
+
 static int load_one(registry *r, const char *path)
 {
     /* Never unmapped, even after dlclose: a plugin's OpenMP (or own) threads outlive its last
@@ -122,6 +138,10 @@ static int load_one(registry *r, const char *path)
     if (!handle) {
         const char *why = dlerror();
         return add_problem(r, path, why ? why : "cannot be opened");
+    }
+    if (handle_loaded(r, handle)) {   /* the same file by another name (a link): one plugin */
+        dlclose(handle);
+        return IP_OK;
     }
     dlerror();
     void *sym = dlsym(handle, "imgpipe_stage");

@@ -1,6 +1,10 @@
-/* Plugin discovery: search order, refused plugins (ABI, missing symbol, duplicates). */
+/* Plugin discovery: search order, refused plugins (ABI, missing symbol, duplicates), one folder
+ * or one file under two names. */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "registry.h"
 #include "stage_class.h"
 #include "testutil.h"
@@ -59,6 +63,34 @@ static void test_search_order(void)
     registry_free(&r);
 }
 
+/* The default folder named again another way, and a plugin reached through a link beside its
+ * file, load once and refuse nothing; two different files of one stage name are still refused. */
+static void test_same_plugin_twice(void)
+{
+    registry r;
+    char err[256], again[600], list[1300];
+    snprintf(again, sizeof again, "%s/../good/./", dirs[0]);
+    CHECK(registry_load(&r, again, NULL, dirs[0], err, sizeof err) == IP_OK, "%s", err);
+    CHECK(r.n_dirs == 1 && r.n_problems == 0 && registry_find(&r, "invert"), "folder twice: %d folders, %d problems",
+          r.n_dirs, r.n_problems);
+    registry_free(&r);
+
+    char tmp[] = "/tmp/imgpipe-reg-XXXXXX", link_path[600], target[600];
+    CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
+    snprintf(link_path, sizeof link_path, "%s/another-name.so", tmp);
+    snprintf(target, sizeof target, "%s/invert.so", dirs[0]);
+    CHECK(symlink(target, link_path) == 0, "symlink %s", link_path);
+    snprintf(list, sizeof list, "%s:%s", dirs[0], tmp);
+    CHECK(registry_load(&r, list, NULL, NULL, err, sizeof err) == IP_OK, "%s", err);
+    CHECK(r.n_problems == 0 && registry_find(&r, "invert"), "linked plugin: %d problems", r.n_problems);
+    int inverts = 0;
+    for (int i = 0; i < r.n; i++) inverts += strcmp(r.plugins[i].stage->name, "invert") == 0;
+    CHECK(inverts == 1, "invert registered %d times", inverts);
+    registry_free(&r);
+    unlink(link_path);
+    rmdir(tmp);
+}
+
 /* A descriptor built before stage classes (struct_size ends at destroy) loads and is global; a
  * reduction without its functions is refused; the in-tree stages declare their classes. */
 static void test_classes(void)
@@ -104,6 +136,7 @@ int main(void)
     test_good_plugin();
     test_refusals();
     test_search_order();
+    test_same_plugin_twice();
     test_classes();
     return tu_finish();
 }
