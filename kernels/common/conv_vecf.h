@@ -81,14 +81,27 @@ IPK_HD float ipk_vecf_byte(uint32_t word, int k)
 #endif
 }
 
+/* ipk_vecf_byte of byte 0 or 3 (k), on the GPU one I2F.U8 with a byte select: an instruction less
+ * than the magic number's two, on the slower conversion pipe (the I2F kernels of vecf_block.cuh). */
+IPK_HD float ipk_vecf_byte_i2f(uint32_t word, int k)
+{
+#ifdef __CUDA_ARCH__
+    return __uint2float_rn(k == 0 ? word & 0xffu : word >> 24);
+#else
+    return ipk_vecf_byte(word, k);
+#endif
+}
+
 /* The thread's own 8 values of a row into v[1] .. v[8] of the 10 its outputs read (v[0] is column
- * x-1, v[9] column x+8: the neighbours' v[8] and v[1], or the edge byte's value, set by the caller). */
-IPK_HD void ipk_vecf_values(uint32_t lo, uint32_t hi, float *v)
+ * x-1, v[9] column x+8: the neighbours' v[8] and v[1], or the edge byte's value, set by the caller);
+ * i2f: bytes 0 and 3 of each word by ipk_vecf_byte_i2f. */
+IPK_HD void ipk_vecf_values(uint32_t lo, uint32_t hi, int i2f, float *v)
 {
     IPK_UNROLL
     for (int k = 0; k < 4; k++) {
-        v[1 + k] = ipk_vecf_byte(lo, k);
-        v[5 + k] = ipk_vecf_byte(hi, k);
+        const int by_i2f = i2f && (k == 0 || k == 3);
+        v[1 + k] = by_i2f ? ipk_vecf_byte_i2f(lo, k) : ipk_vecf_byte(lo, k);
+        v[5 + k] = by_i2f ? ipk_vecf_byte_i2f(hi, k) : ipk_vecf_byte(hi, k);
     }
 }
 

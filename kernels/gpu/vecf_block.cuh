@@ -24,6 +24,10 @@
  * size has) take the narrow finish, 9 instructions for 4 pixels instead of 15; 0: the clamp of each
  * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it. */
 #define VECF_NARROW_AUTO 0
+/* 1: bytes 0 and 3 of each word become floats by one I2F each (the conversion pipe) instead of the
+ * magic number's PRMT and FADD; 0: every byte by the magic number. bench_gpu's "(vec, narrow, I2F)"
+ * row times it with the narrow finish, against "(vec, narrow finish)". */
+#define VECF_I2F_AUTO 0
 
 /* Output rows a thread makes: the most (of 8, 6) with which ptxas keeps the instantiation at 64
  * registers without spilling (sm_90, CUDA 13.0; unbounded, 8 rows take 70-72 and 6 rows 65-72).
@@ -164,8 +168,9 @@ __device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
  * the image gather their columns through the border for their neighbours and store nothing.
- * NARROW: p.narrow holds, and u8 outputs take the narrow finish (see vecf_store). */
-template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false>
+ * NARROW: p.narrow holds, and u8 outputs take the narrow finish (see vecf_store). I2F: half the
+ * bytes become floats by I2F (ipk_vecf_values). */
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, bool I2F = false>
 __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     vecf3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, Out *__restrict__ dst, ptrdiff_t ds, int width,
                  int height, int border, const __grid_constant__ ipk_vecf_plan p)
@@ -199,8 +204,9 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
             edge_at += ss;
         }
         float v[IPK_VECF_PX + 2];
-        ipk_vecf_values(in[rr].x, in[rr].y, v);
-        const float e = ipk_vecf_byte(edge[rr], 0);   /* the only side value of lanes 0 and 31 */
+        ipk_vecf_values(in[rr].x, in[rr].y, I2F, v);
+        /* the only side value of lanes 0 and 31 */
+        const float e = I2F ? ipk_vecf_byte_i2f(edge[rr], 0) : ipk_vecf_byte(edge[rr], 0);
         const float l = __shfl_up_sync(0xffffffffu, v[IPK_VECF_PX], 1), r = __shfl_down_sync(0xffffffffu, v[1], 1);
         v[0] = lane == 0 ? e : l;
         v[IPK_VECF_PX + 1] = lane == 31 ? e : r;
@@ -219,7 +225,7 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
 
 /* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others);
  * NARROW only with a narrow plan. */
-template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false>
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, bool I2F = false>
 static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
                              cudaStream_t s)
 {
@@ -227,7 +233,7 @@ static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border,
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     if (NARROW && !p.narrow) return IPK_EINVAL;
-    vecf3_kernel<MODE, FIN, Out, ROWS, NARROW><<<grid, block, 0, s>>>(
+    vecf3_kernel<MODE, FIN, Out, ROWS, NARROW, I2F><<<grid, block, 0, s>>>(
         (const uint8_t *)src->data, src->stride, (Out *)dst->data, dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
@@ -236,8 +242,9 @@ template <int MODE, int FIN, typename Out>
 static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
 {
     constexpr int rows = vecf_rows<MODE, FIN, Out>::value;
-    if (VECF_NARROW_AUTO && p.narrow) return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1>(src, dst, border, p, s);
-    return vecf3_launch_rows<MODE, FIN, Out, rows>(src, dst, border, p, s);
+    if (VECF_NARROW_AUTO && p.narrow)
+        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, VECF_I2F_AUTO>(src, dst, border, p, s);
+    return vecf3_launch_rows<MODE, FIN, Out, rows, false, VECF_I2F_AUTO>(src, dst, border, p, s);
 }
 
 template <int MODE, typename Out>

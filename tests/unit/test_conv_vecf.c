@@ -91,7 +91,7 @@ static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_pl
         }
     static float v[WARP][IPK_VECF_PX + 2];
     for (int rr = 0; rr < rows + 2; rr++) {
-        for (int lane = 0; lane < WARP; lane++) ipk_vecf_values(lo[rr][lane], hi[rr][lane], v[lane]);
+        for (int lane = 0; lane < WARP; lane++) ipk_vecf_values(lo[rr][lane], hi[rr][lane], rr % 2, v[lane]);
         for (int lane = 0; lane < WARP; lane++) {   /* the shuffles of the neighbours' values */
             const float e = ipk_vecf_byte(edge[rr][lane], 0);
             v[lane][0] = lane == 0 ? e : v[lane - 1][IPK_VECF_PX];
