@@ -24,10 +24,11 @@
  * size has) take the narrow finish, 9 instructions for 4 pixels instead of 15; 0: the clamp of each
  * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it. */
 #define VECF_NARROW_AUTO 0
-/* 1: bytes 0 and 3 of each word become floats by one I2F each (the conversion pipe) instead of the
- * magic number's PRMT and FADD; 0: every byte by the magic number. bench_gpu's "(vec, narrow, I2F)"
- * row times it with the narrow finish, against "(vec, narrow finish)". */
-#define VECF_I2F_AUTO 0
+/* How plain calls make floats of the bytes (conv_vecf.h's IPK_VECF_CVT_*: MAGIC 2 instructions a
+ * byte, I2F 1.5 of which 0.5 on the conversion pipe, HALF 1.5 with no conversion pipe); HALF falls
+ * back to MAGIC for plans that are not scaled. bench_gpu's "(vec, narrow, I2F)" and "(vec, narrow,
+ * HALF)" rows time them with the narrow finish, against "(vec, narrow finish)". */
+#define VECF_CVT_AUTO IPK_VECF_CVT_MAGIC
 
 /* Output rows a thread makes: the most (of 8, 6) with which ptxas keeps the instantiation at 64
  * registers without spilling (sm_90, CUDA 13.0; unbounded, 8 rows take 70-72 and 6 rows 65-72).
@@ -168,9 +169,9 @@ __device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
  * the image gather their columns through the border for their neighbours and store nothing.
- * NARROW: p.narrow holds, and u8 outputs take the narrow finish (see vecf_store). I2F: half the
- * bytes become floats by I2F (ipk_vecf_values). */
-template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, bool I2F = false>
+ * NARROW: p.narrow holds, and u8 outputs take the narrow finish (see vecf_store). CVT: how bytes
+ * become floats (IPK_VECF_CVT_*; HALF only where p.scaled holds). */
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, int CVT = IPK_VECF_CVT_MAGIC>
 __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     vecf3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, Out *__restrict__ dst, ptrdiff_t ds, int width,
                  int height, int border, const __grid_constant__ ipk_vecf_plan p)
@@ -204,13 +205,13 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
             edge_at += ss;
         }
         float v[IPK_VECF_PX + 2];
-        ipk_vecf_values(in[rr].x, in[rr].y, I2F, v);
-        /* the only side value of lanes 0 and 31 */
-        const float e = I2F ? ipk_vecf_byte_i2f(edge[rr], 0) : ipk_vecf_byte(edge[rr], 0);
+        ipk_vecf_values(in[rr].x, in[rr].y, CVT, v);
+        /* the only side value of lanes 0 and 31 (a byte: already the halves HALF wants) */
+        const float e = CVT == IPK_VECF_CVT_HALF ? ipk_vecf_half(edge[rr], 0) : ipk_vecf_byte_cvt(edge[rr], 0, CVT);
         const float l = __shfl_up_sync(0xffffffffu, v[IPK_VECF_PX], 1), r = __shfl_down_sync(0xffffffffu, v[1], 1);
         v[0] = lane == 0 ? e : l;
         v[IPK_VECF_PX + 1] = lane == 31 ? e : r;
-        ipk_vecf_step(&p, MODE, v, rr, ROWS, older, newer, fresh);
+        ipk_vecf_step(&p, MODE, CVT == IPK_VECF_CVT_HALF, v, rr, ROWS, older, newer, fresh);
         if (rr >= 2) {
             if (n > 0 && y0 + rr - 2 < height) vecf_store<FIN, IPK_VECF_PX, NARROW>(drow, older, p, n, vec_out);
             drow = ipk_wrow<Out>(drow, ds, 1);
@@ -224,16 +225,16 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
 }
 
 /* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others);
- * NARROW only with a narrow plan. */
-template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, bool I2F = false>
+ * NARROW only with a narrow plan, CVT HALF only with a scaled one. */
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, int CVT = IPK_VECF_CVT_MAGIC>
 static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
                              cudaStream_t s)
 {
     dim3 block(32, VECF_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    if (NARROW && !p.narrow) return IPK_EINVAL;
-    vecf3_kernel<MODE, FIN, Out, ROWS, NARROW, I2F><<<grid, block, 0, s>>>(
+    if ((NARROW && !p.narrow) || (CVT == IPK_VECF_CVT_HALF && !p.scaled)) return IPK_EINVAL;
+    vecf3_kernel<MODE, FIN, Out, ROWS, NARROW, CVT><<<grid, block, 0, s>>>(
         (const uint8_t *)src->data, src->stride, (Out *)dst->data, dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
@@ -242,9 +243,11 @@ template <int MODE, int FIN, typename Out>
 static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
 {
     constexpr int rows = vecf_rows<MODE, FIN, Out>::value;
-    if (VECF_NARROW_AUTO && p.narrow)
-        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, VECF_I2F_AUTO>(src, dst, border, p, s);
-    return vecf3_launch_rows<MODE, FIN, Out, rows, false, VECF_I2F_AUTO>(src, dst, border, p, s);
+    const bool half = VECF_CVT_AUTO == IPK_VECF_CVT_HALF;
+    if (VECF_NARROW_AUTO && p.narrow && (!half || p.scaled))
+        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, VECF_CVT_AUTO>(src, dst, border, p, s);
+    if (!half || p.scaled) return vecf3_launch_rows<MODE, FIN, Out, rows, false, VECF_CVT_AUTO>(src, dst, border, p, s);
+    return vecf3_launch_rows<MODE, FIN, Out, rows>(src, dst, border, p, s);
 }
 
 template <int MODE, typename Out>

@@ -37,6 +37,8 @@ static const vecf_case CASES[] = {
       IPK_VECF_FIN_DIV },
     { "large weights", { 1e30, -2.5e30, 1e30, 0.5, 1, 0.5, -1e30, 2.5e30, -1e30 }, 1e28, 100, IPK_VECF_SEP,
       IPK_VECF_FIN_DIV },
+    { "subnormal weights", { 1e-40, -3e-41, 2e-40, 5e-41, 1e-40, -2e-40, 3e-40, 0, 1e-41 }, 1e-39, 0.5,
+      IPK_VECF_DIRECT, IPK_VECF_FIN_DIV },
     { "integer weights", { 1, 2, 1, 2, 4, 2, 1, 2, 1 }, 16, 0, -1, 0 },
 };
 
@@ -78,7 +80,7 @@ static void store(const ipk_img *dst, const ipk_vecf_plan *p, int fin, int narro
 
 /* One warp's ROWS output rows from y0, as the kernel computes them. */
 static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows,
-                       int narrow, int x0, int y0)
+                       int narrow, int cvt, int x0, int y0)
 {
     static uint32_t lo[MAX_ROWS + 2][WARP], hi[MAX_ROWS + 2][WARP], edge[MAX_ROWS + 2][WARP];
     static float open[3][WARP][IPK_VECF_PX];   /* older, newer, fresh */
@@ -91,15 +93,17 @@ static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_pl
         }
     static float v[WARP][IPK_VECF_PX + 2];
     for (int rr = 0; rr < rows + 2; rr++) {
-        for (int lane = 0; lane < WARP; lane++) ipk_vecf_values(lo[rr][lane], hi[rr][lane], rr % 2, v[lane]);
+        for (int lane = 0; lane < WARP; lane++) ipk_vecf_values(lo[rr][lane], hi[rr][lane], cvt, v[lane]);
         for (int lane = 0; lane < WARP; lane++) {   /* the shuffles of the neighbours' values */
-            const float e = ipk_vecf_byte(edge[rr][lane], 0);
+            const float e = cvt == IPK_VECF_CVT_HALF ? ipk_vecf_half(edge[rr][lane], 0)
+                                                     : ipk_vecf_byte_cvt(edge[rr][lane], 0, cvt);
             v[lane][0] = lane == 0 ? e : v[lane - 1][IPK_VECF_PX];
             v[lane][IPK_VECF_PX + 1] = lane == WARP - 1 ? e : v[lane + 1][1];
         }
         for (int lane = 0; lane < WARP; lane++) {
             const int x = x0 + IPK_VECF_PX * lane;
-            ipk_vecf_step(p, p->mode, v[lane], rr, rows, open[0][lane], open[1][lane], open[2][lane]);
+            ipk_vecf_step(p, p->mode, cvt == IPK_VECF_CVT_HALF, v[lane], rr, rows, open[0][lane], open[1][lane],
+                          open[2][lane]);
             if (rr >= 2 && x < src->width && y0 + rr - 2 < src->height)
                 store(dst, p, p->fin, narrow, x, y0 + rr - 2, open[0][lane]);
             memcpy(open[0][lane], open[1][lane], sizeof open[0][lane]);
@@ -108,11 +112,12 @@ static void model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_pl
     }
 }
 
-static void model(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows, int narrow)
+static void model(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows, int narrow,
+                  int cvt)
 {
     for (int y0 = 0; y0 < src->height; y0 += rows)
         for (int x0 = 0; x0 < src->width; x0 += WARP * IPK_VECF_PX)
-            model_warp(src, dst, p, border, rows, narrow, x0, y0);
+            model_warp(src, dst, p, border, rows, narrow, cvt, x0, y0);
 }
 
 /* Whether two images hold the same bytes in every row (f32: the same bits, -0 apart from +0). */
@@ -140,13 +145,14 @@ static void check_against_cpu(const char *name, const ipk_vecf_plan *p, const do
             ipk_img got = tu_img_zeros(src.width, src.height, 1, out, 4);
             ipk_conv_params cp = { w, 3, 3, divisor, offset, (ipk_border)border };
             CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", name);
-            for (int narrow = 0; narrow <= p->narrow; narrow++) {
-                model(&src, &got, p, border, rows, narrow);
-                CHECK(same_bits(&got, &want),
-                      "%s mode %d fin %d narrow %d %dx%d border %d out %d rows %d: differs from the CPU by %g", name,
-                      p->mode, p->fin, narrow, src.width, src.height, border, (int)out, rows,
-                      tu_max_diff(&got, &want));
-            }
+            for (int narrow = 0; narrow <= p->narrow; narrow++)
+                for (int cvt = IPK_VECF_CVT_MAGIC; cvt <= (p->scaled ? IPK_VECF_CVT_HALF : IPK_VECF_CVT_I2F); cvt++) {
+                    model(&src, &got, p, border, rows, narrow, cvt);
+                    CHECK(same_bits(&got, &want),
+                          "%s mode %d fin %d narrow %d cvt %d %dx%d border %d out %d rows %d: differs from the CPU by %g",
+                          name, p->mode, p->fin, narrow, cvt, src.width, src.height, border, (int)out, rows,
+                          tu_max_diff(&got, &want));
+                }
             tu_img_free(&src);
             tu_img_free(&want);
             tu_img_free(&got);
@@ -287,6 +293,7 @@ static void check_narrow_plans(const vecf_case *cases, int n_cases, tu_rng *rng)
         if (!ipk_vecf_plan_conv(cases[i].w, 3, 3, cases[i].divisor, cases[i].offset, &p)) continue;
         const int want = strcmp(cases[i].name, "large weights") && strcmp(cases[i].name, "tiny divisor");
         CHECK(p.narrow == want, "%s: narrow %d", cases[i].name, p.narrow);
+        CHECK(p.scaled, "%s: not scaled", cases[i].name);
         CHECK(worst_value(&p) <= ipk_vecf_value_bound(&p), "%s: worst %g beyond the bound %g", cases[i].name,
               worst_value(&p), ipk_vecf_value_bound(&p));
     }
@@ -302,6 +309,16 @@ static void check_narrow_plans(const vecf_case *cases, int n_cases, tu_rng *rng)
         narrow += p.narrow;
     }
     CHECK(narrow >= 50 && narrow <= 150, "random plans: %d of 200 narrow", narrow);
+    static const double huge[9] = { 0.5, 2e31, 0.5, 1, 1, 1, 0.5, 1, 0.5 }, sep[9] = { 2e31, 4e31, 2e31, 2, 4, 2,
+                                                                                       1e-31, 2e-31, 1e-31 };
+    ipk_vecf_plan p;
+    CHECK(ipk_vecf_plan_conv(huge, 3, 3, 1, 0, &p) && !p.scaled && !p.narrow, "|w| >= 2^103: not scaled");
+    CHECK(ipk_vecf_plan_conv(sep, 3, 3, 1, 0, &p) && p.mode == IPK_VECF_SEP, "separable huge x tiny: SEP");
+    CHECK(p.scaled == (fabsf(p.w[0]) < 0x1p103f && fabsf(p.w[1]) < 0x1p103f && fabsf(p.w[2]) < 0x1p103f),
+          "separable: scaled %d with row factors %g %g %g", p.scaled, p.w[0], p.w[1], p.w[2]);
+    for (int i = 0; i < 9; i++)
+        CHECK(p.ws[i] == (p.scaled && i < 3 ? p.w[i] * 0x1p24f : p.scaled ? p.w[i] : p.ws[i]),
+              "separable: ws[%d] %g against w %g", i, p.ws[i], p.w[i]);
 }
 
 static void check_refusals(void)
