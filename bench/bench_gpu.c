@@ -149,6 +149,7 @@ static const op_spec OPS[] = {
     { "convolve float 3x3 (vec, narrow, 10 rows)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(3), 0 },
     { "convolve float 3x3 (vec, narrow, I2F)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(4), 0 },
     { "convolve float 3x3 (vec, narrow, HALF)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(5), 0 },
+    { "convolve float 3x3 (vec, narrow, HALF, 10 rows)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(6), 0 },
     { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC, 0 },
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO, 0 },

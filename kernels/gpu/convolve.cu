@@ -585,12 +585,13 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
  * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
- * I2F and the HALF conversions (5: a scaled plan). Other cases and shapes: IPK_EINVAL. The winner
- * goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO and VECF_CVT_AUTO. */
+ * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan). Other cases and
+ * shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
+ * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
-    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 5 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
+    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 6 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
         src->channels != 1)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
@@ -609,6 +610,7 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
     if (fp.r == 1 && shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);
     if (fp.r == 1 && shape == 4) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_I2F>(src, dst, b, fp, s);
     if (fp.r == 1 && shape == 5) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
+    if (fp.r == 1 && shape == 6) return vecf3_launch_rows<d, one, uint8_t, 10, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
     if (fp.r == 1) return vecf3_launch_rows<d, one, uint8_t, 10>(src, dst, b, fp, s);
     if (shape != 1) return IPK_EINVAL;
     return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)

@@ -243,10 +243,12 @@ template <int MODE, int FIN, typename Out>
 static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
 {
     constexpr int rows = vecf_rows<MODE, FIN, Out>::value;
-    const bool half = VECF_CVT_AUTO == IPK_VECF_CVT_HALF;
-    if (VECF_NARROW_AUTO && p.narrow && (!half || p.scaled))
-        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, VECF_CVT_AUTO>(src, dst, border, p, s);
-    if (!half || p.scaled) return vecf3_launch_rows<MODE, FIN, Out, rows, false, VECF_CVT_AUTO>(src, dst, border, p, s);
+    /* f32 outputs keep MAGIC for HALF: untimed, and the separable true-division one spilled 8 bytes */
+    constexpr int cvt = VECF_CVT_AUTO == IPK_VECF_CVT_HALF && sizeof(Out) != 1 ? IPK_VECF_CVT_MAGIC : VECF_CVT_AUTO;
+    const bool cvt_ok = cvt != IPK_VECF_CVT_HALF || p.scaled;
+    if (VECF_NARROW_AUTO && p.narrow && cvt_ok)
+        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, cvt>(src, dst, border, p, s);
+    if (cvt_ok) return vecf3_launch_rows<MODE, FIN, Out, rows, false, cvt>(src, dst, border, p, s);
     return vecf3_launch_rows<MODE, FIN, Out, rows>(src, dst, border, p, s);
 }
 

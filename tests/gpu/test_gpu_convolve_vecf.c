@@ -6,7 +6,7 @@
  * and 2053, 16-byte rows or not (pitches that are not the width, base pointers off by 1 to 7 bytes),
  * every border; and the cases it refuses. The same for the 5x5 and 7x7 kernel (vecfr_block.cuh): bench_gpu's
  * FLOAT5 and FLOAT7, random direct and separable kernels, 4-column groups, 128-column warps and row groups
- * of 8 to 16 whole or cut. The 3x3 kernel's narrow finish (ipk_convolve_gpu_vec_shape 2, 3; 4, 5: I2F, HALF) on
+ * of 8 to 16 whole or cut. The 3x3 kernel's narrow finish (ipk_convolve_gpu_vec_shape 2 to 6) on
  * every size, border and misalignment above, and the plans it refuses. */
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +157,8 @@ static void check_refusals(const float_case *k, cudaStream_t s)
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 3) == IPK_EINVAL, "shape 3: large float 3x3 refused");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 4) == IPK_EINVAL, "shape 4: large float 3x3 refused");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 5) == IPK_EINVAL, "shape 5: large float 3x3 refused");
-    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p3, s, 6) == IPK_EINVAL, "shape 6 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 6) == IPK_EINVAL, "shape 6: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p3, s, 7) == IPK_EINVAL, "shape 7 refused");
     cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     dev_free(&a);
     dev_free(&f);
@@ -213,11 +214,12 @@ int main(void)
                        (int)i % 3, 1, s, &rng);
     for (int ki = 0; ki < n; ki += 5)   /* FLOAT3, "all negative, offset -0.0": shapes 2 to 4 */
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            for (int shape = 2; shape <= 5; shape++)
+            for (int shape = 2; shape <= 6; shape++)
                 check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((i + (size_t)shape) % 4), IPK_U8,
                            (int)i % 2, (int)(i + (size_t)shape) % 8, shape, s, &rng);
     for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
-        check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], (ipk_border)b, IPK_U8, 1, 0, 2 + b, s, &rng);
+        for (int shape = 2; shape <= 6; shape++)
+            check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], (ipk_border)b, IPK_U8, 1, 0, shape, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();
