@@ -12,9 +12,9 @@
  * (the CPU's is never -0: a round-to-nearest sum is -0 only when both terms are). A u8 output cannot
  * see it; the f32 finish adds +0.0f first, which turns -0 into +0 as the CPU has it.
  *
- * A thread owns 8 pixels x .. x+7 of a row, loaded as two words (lo, hi); column x-1 comes in byte
- * 3 of `left` (the left neighbour's hi, or the edge byte on a warp's first lane), column x+8 in
- * byte 0 of `right` (the right neighbour's lo, or the edge byte on its last lane). */
+ * A thread owns 8 pixels x .. x+7 of a row, loaded as two words (lo, hi); the value of column x-1
+ * is the left neighbour's last (or the edge byte's on a warp's first lane), that of column x+8 the
+ * right neighbour's first (or the edge byte's on its last lane). */
 #ifndef IPK_CONV_VECF_H
 #define IPK_CONV_VECF_H
 #include <math.h>
@@ -22,6 +22,9 @@
 #include <string.h>
 #include "conv_separable.h"
 #include "swar_ops.h"
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
 
 #define IPK_VECF_PX 8
 
@@ -38,7 +41,20 @@ typedef struct {
     float inv, div, off;
     int mode, fin;
     int r;              /* radius: 1 (k = 3, the 3x3 kernel), 2 or 3 (the radius kernel below) */
+    int narrow;         /* every u8 input gives |v| <= IPK_VECF_NARROW_MAX (ipk_vecf_narrow_pack4 applies) */
+    int scaled;         /* r = 1 and ws holds the weights below (IPK_VECF_CVT_HALF applies) */
+    float ws[9];        /* r = 1: w with the factors that multiply input values times 2^24 (DIRECT: all nine,
+                           SEP: the row factors w[0..2]), for values that come as b x 2^-24 */
 } ipk_vecf_plan;
+
+/* How the 3x3 kernel makes floats of the bytes: MAGIC, each as 2^23 + b built in the bits less 2^23
+ * (PRMT and FADD); I2F, bytes 0 and 3 of a word by one I2F.U8 each (the conversion pipe), the
+ * others as MAGIC; HALF, two bytes into the low bytes of a word's halves by one PRMT, each half
+ * (the f16 subnormal b x 2^-24) to float by one HADD2.F32, which the plan's ws undo exactly. */
+enum { IPK_VECF_CVT_MAGIC = 0, IPK_VECF_CVT_I2F, IPK_VECF_CVT_HALF };
+
+/* rint(v) of a narrow plan's values fits a signed 16-bit lane (2^15 less room for the rounding). */
+#define IPK_VECF_NARROW_MAX 32000.0
 
 IPK_HD float ipk_vecf_mul(float a, float b)
 {
@@ -77,16 +93,58 @@ IPK_HD float ipk_vecf_byte(uint32_t word, int k)
 #endif
 }
 
-/* The 10 values of a row the thread's 8 outputs read: column x-1 first. */
-IPK_HD void ipk_vecf_values(uint32_t lo, uint32_t hi, uint32_t left, uint32_t right, float *v)
+/* ipk_vecf_byte of byte 0 or 3 (k), on the GPU one I2F.U8 with a byte select (IPK_VECF_CVT_I2F). */
+IPK_HD float ipk_vecf_byte_i2f(uint32_t word, int k)
 {
-    v[0] = ipk_vecf_byte(left, 3);
+#ifdef __CUDA_ARCH__
+    return __uint2float_rn(k == 0 ? word & 0xffu : word >> 24);
+#else
+    return ipk_vecf_byte(word, k);
+#endif
+}
+
+/* The low byte b of half h (0: bits 0..15, 1: 16..31) of a word whose halves are below 256, as
+ * the f16 subnormal it is, b x 2^-24: exact in float, one HADD2.F32 (IPK_VECF_CVT_HALF). */
+IPK_HD float ipk_vecf_half(uint32_t halves, int h)
+{
+#ifdef __CUDA_ARCH__
+    const __half2 x = *(const __half2 *)&halves;
+    return h ? __high2float(x) : __low2float(x);
+#else
+    return (float)((halves >> (16 * h)) & 0xffu) * 0x1p-24f;
+#endif
+}
+
+/* One byte conversion of kind cvt (see IPK_VECF_CVT_*) of byte k of word. */
+IPK_HD float ipk_vecf_byte_cvt(uint32_t word, int k, int cvt)
+{
+    if (cvt == IPK_VECF_CVT_HALF) return ipk_vecf_half(ipk_swar_perm(word, 0u, 0x4040u | (unsigned)k), 0);
+    if (cvt == IPK_VECF_CVT_I2F && (k == 0 || k == 3)) return ipk_vecf_byte_i2f(word, k);
+    return ipk_vecf_byte(word, k);
+}
+
+/* The thread's own 8 values of a row into v[1] .. v[8] of the 10 its outputs read (v[0] is column
+ * x-1, v[9] column x+8: the neighbours' v[8] and v[1], or the edge byte's value, set by the caller);
+ * i2f: bytes 0 and 3 of each word by ipk_vecf_byte_i2f. */
+IPK_HD void ipk_vecf_values(uint32_t lo, uint32_t hi, int cvt, float *v)
+{
+    if (cvt == IPK_VECF_CVT_HALF) {   /* bytes 0 and 2, then 1 and 3, of each word share a PRMT */
+        const uint32_t w[2] = { lo, hi };
+        IPK_UNROLL
+        for (int i = 0; i < 2; i++) {
+            const uint32_t even = ipk_swar_perm(w[i], 0u, 0x4240u), odd = ipk_swar_perm(w[i], 0u, 0x4341u);
+            v[1 + 4 * i] = ipk_vecf_half(even, 0);
+            v[2 + 4 * i] = ipk_vecf_half(odd, 0);
+            v[3 + 4 * i] = ipk_vecf_half(even, 1);
+            v[4 + 4 * i] = ipk_vecf_half(odd, 1);
+        }
+        return;
+    }
     IPK_UNROLL
     for (int k = 0; k < 4; k++) {
-        v[1 + k] = ipk_vecf_byte(lo, k);
-        v[5 + k] = ipk_vecf_byte(hi, k);
+        v[1 + k] = ipk_vecf_byte_cvt(lo, k, cvt);
+        v[5 + k] = ipk_vecf_byte_cvt(hi, k, cvt);
     }
-    v[9] = ipk_vecf_byte(right, 0);
 }
 
 /* acc[j] (+)= c0*v[j] + c1*v[j+1] + c2*v[j+2], one term at a time; first: acc starts with c0*v[j]. */
@@ -113,21 +171,23 @@ IPK_HD void ipk_vecf_col(float *acc, const float *h, float c, int first)
 
 /* Input row rr of a thread's ROWS outputs (row y0 - 1 + rr) into the open sums: older is output
  * rr - 2 (this row is its last: complete after the call), newer output rr - 1, fresh output rr
- * (started here). Each exists only for 0 <= output < rows. */
-IPK_HD void ipk_vecf_step(const ipk_vecf_plan *p, int mode, const float *v, int rr, int rows, float *older,
-                          float *newer, float *fresh)
+ * (started here). Each exists only for 0 <= output < rows. scaled: the values are b x 2^-24 (HALF)
+ * and the products take p->ws, so that each is the same float as p->w's with b. */
+IPK_HD void ipk_vecf_step(const ipk_vecf_plan *p, int mode, int scaled, const float *v, int rr, int rows,
+                          float *older, float *newer, float *fresh)
 {
+    const float *w = scaled ? p->ws : p->w;
     if (mode == IPK_VECF_SEP) {
         float h[IPK_VECF_PX];
-        ipk_vecf_taps(h, v, p->w[0], p->w[1], p->w[2], 1);
-        if (rr >= 2) ipk_vecf_col(older, h, p->w[5], 0);
-        if (rr >= 1 && rr - 1 < rows) ipk_vecf_col(newer, h, p->w[4], 0);
-        if (rr < rows) ipk_vecf_col(fresh, h, p->w[3], 1);
+        ipk_vecf_taps(h, v, w[0], w[1], w[2], 1);
+        if (rr >= 2) ipk_vecf_col(older, h, w[5], 0);
+        if (rr >= 1 && rr - 1 < rows) ipk_vecf_col(newer, h, w[4], 0);
+        if (rr < rows) ipk_vecf_col(fresh, h, w[3], 1);
         return;
     }
-    if (rr >= 2) ipk_vecf_taps(older, v, p->w[6], p->w[7], p->w[8], 0);
-    if (rr >= 1 && rr - 1 < rows) ipk_vecf_taps(newer, v, p->w[3], p->w[4], p->w[5], 0);
-    if (rr < rows) ipk_vecf_taps(fresh, v, p->w[0], p->w[1], p->w[2], 1);
+    if (rr >= 2) ipk_vecf_taps(older, v, w[6], w[7], w[8], 0);
+    if (rr >= 1 && rr - 1 < rows) ipk_vecf_taps(newer, v, w[3], w[4], w[5], 0);
+    if (rr < rows) ipk_vecf_taps(fresh, v, w[0], w[1], w[2], 1);
 }
 
 /* The output value of a sum (see the finish kinds above); f32: for an f32 output (-0 to +0 first). */
@@ -139,20 +199,53 @@ IPK_HD float ipk_vecf_value(const ipk_vecf_plan *p, int fin, int f32, float acc)
     return ipk_vecf_add(ipk_vecf_div(a, p->div), p->off);
 }
 
+IPK_HD uint32_t ipk_vecf_bits(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
 /* rintf(v) saturated to 0..255, NaN to 0, in the low byte (the rest is not zero): v + 1.5 * 2^23
  * rounds v half to even into the low mantissa bits for |v| < 2^22; larger |v| lands beyond the
  * clamp on the right side; fmaxf takes the other operand for a NaN. As rb_rint_u8. */
 IPK_HD uint32_t ipk_vecf_rint_u8(float v)
 {
     const float c = 12582912.0f;
-    const float t = fminf(fmaxf(ipk_vecf_add(v, c), c), c + 255.0f);
+    return ipk_vecf_bits(fminf(fmaxf(ipk_vecf_add(v, c), c), c + 255.0f));
+}
+
+/* Each signed 16-bit lane of h clamped to 0..255 (one VIMNMX.S16x2.RELU on sm_90). */
+IPK_HD uint32_t ipk_vecf_clamp_u8x2(uint32_t h)
+{
 #ifdef __CUDA_ARCH__
-    return __float_as_uint(t);
+    return __vimin_s16x2_relu(h, 0x00ff00ffu);
 #else
-    uint32_t u;
-    memcpy(&u, &t, sizeof u);
-    return u;
+    uint32_t r = 0;
+    for (int i = 0; i < 2; i++) {
+        int lane = (int)((h >> (16 * i)) & 0xffffu);
+        if (lane >= 0x8000) lane -= 0x10000;
+        r |= (uint32_t)(lane < 0 ? 0 : lane > 255 ? 255 : lane) << (16 * i);
+    }
+    return r;
 #endif
+}
+
+/* ipk_vecf_pack4 of ipk_vecf_rint_u8 of four values of a narrow plan (|v| <= IPK_VECF_NARROW_MAX, so
+ * never NaN), in 9 instructions instead of 15: v + 1.5 * 2^23 leaves rint(v) in its low 16 bits as
+ * a two's complement number, two such halves share a word and are clamped at once, then the low
+ * byte of each half is packed. */
+IPK_HD uint32_t ipk_vecf_narrow_pack4(const float *v)
+{
+    uint32_t t[4];
+    for (int j = 0; j < 4; j++) t[j] = ipk_vecf_bits(ipk_vecf_add(v[j], 12582912.0f));
+    const uint32_t lo = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[0], t[1], 0x5410u));
+    const uint32_t hi = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[2], t[3], 0x5410u));
+    return ipk_swar_perm(lo, hi, 0x6420u);
 }
 
 /* The low bytes of four words into one word, first in the low byte. */
@@ -170,6 +263,41 @@ static inline int ipk_vecf_pow2(float d, float *inv)
     return fabsf(*inv) >= 1.17549435e-38f;
 }
 
+/* An upper bound of |v| over every u8 input: sum |w| x 255 through the finish, each step widened
+ * by 1.001, far more than its roundings (at most 2 x 49 + 3 of 2^-24 each) can add; inf or NaN
+ * when a weight is. */
+static inline double ipk_vecf_value_bound(const ipk_vecf_plan *p)
+{
+    const int k = 2 * p->r + 1;
+    const double slack = 1.001;
+    double a = 0.0, b = 0.0;
+    if (p->mode == IPK_VECF_SEP) {
+        for (int i = 0; i < k; i++) {
+            a += fabs(p->w[i]);
+            b += fabs(p->w[k + i]);
+        }
+        a = 255.0 * a * slack * b * slack;
+    } else {
+        for (int i = 0; i < k * k; i++) a += fabs(p->w[i]);
+        a = 255.0 * a * slack;
+    }
+    if (p->fin == IPK_VECF_FIN_MUL) a = a * fabs(p->inv) * slack;
+    if (p->fin == IPK_VECF_FIN_DIV) a = a / fabs(p->div) * slack;
+    return (a + fabs(p->off)) * slack;
+}
+
+/* ws of a 3x3 plan: c x 2^24 is exact unless it overflows, and then (c x 2^24) x (b x 2^-24) is the
+ * product c x b itself, rounded once as c * b is. 1 when no factor overflows (|c| < 2^103). */
+static inline int ipk_vecf_scale(ipk_vecf_plan *p)
+{
+    for (int i = 0; i < 9; i++) {
+        const int by_value = p->mode == IPK_VECF_DIRECT || i < 3;
+        if (by_value && !(fabsf(p->w[i]) < 0x1p103f)) return 0;
+        p->ws[i] = by_value ? p->w[i] * 0x1p24f : p->w[i];
+    }
+    return 1;
+}
+
 /* The CPU's float path for a k x k on u8 input, k = 3, 5 or 7 (its weights not all whole numbers,
  * else the integer path applies): 1 with the plan, 0 when the kernel does not apply. */
 static inline int ipk_vecf_plan_conv_k(const double *w, int k, double divisor, double offset, ipk_vecf_plan *p)
@@ -185,6 +313,8 @@ static inline int ipk_vecf_plan_conv_k(const double *w, int k, double divisor, d
     p->off = (float)offset;
     if (p->div == 1.0f && p->off == 0.0f) p->fin = IPK_VECF_FIN_ONE;
     else p->fin = ipk_vecf_pow2(p->div, &p->inv) ? IPK_VECF_FIN_MUL : IPK_VECF_FIN_DIV;
+    p->narrow = ipk_vecf_value_bound(p) <= IPK_VECF_NARROW_MAX;
+    p->scaled = p->r == 1 && ipk_vecf_scale(p);
     return 1;
 }
 

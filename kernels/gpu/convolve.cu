@@ -583,25 +583,36 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
 /* Timing hook (bench_gpu's "(vec path, N rows)" rows): the vec path with other rows a thread, so that
  * one run times them beside the defaults. shape 1: gaussian7-like kernels (vecsep, radius 3, SHIFT
  * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
- * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Other cases and shapes: IPK_EINVAL. The
- * winner goes into vecsep_rows, vecf_rows or vecfr_rows. */
+ * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
+ * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
+ * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan). Other cases and
+ * shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
+ * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
-    if (!conv_args_ok(src, dst, p) || shape != 1 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 || src->channels != 1)
+    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 6 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
+        src->channels != 1)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
     const int b = (int)p->border;
     ipk_vecsep_plan sp;
-    if (ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, 0, &sp) && sp.r == 3 &&
+    if (shape == 1 && ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, 0, &sp) && sp.r == 3 &&
         sp.fin == IPK_VECSEP_FIN_SHIFT)
         return vecsep_launch_rows<3, IPK_VECSEP_FIN_SHIFT, uint8_t, 4>(src, dst, b, sp, s);
     ipk_vecf_plan fp;
     if (p->kw != p->kh || !ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &fp) ||
         fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE)
         return IPK_EINVAL;
-    if (fp.r == 1) return vecf3_launch_rows<IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 10>(src, dst, b, fp, s);
+    const int d = IPK_VECF_DIRECT, one = IPK_VECF_FIN_ONE;
+    if (fp.r == 1 && shape == 2) return vecf3_launch_rows<d, one, uint8_t, 8, true>(src, dst, b, fp, s);
+    if (fp.r == 1 && shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);
+    if (fp.r == 1 && shape == 4) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_I2F>(src, dst, b, fp, s);
+    if (fp.r == 1 && shape == 5) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
+    if (fp.r == 1 && shape == 6) return vecf3_launch_rows<d, one, uint8_t, 10, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
+    if (fp.r == 1) return vecf3_launch_rows<d, one, uint8_t, 10>(src, dst, b, fp, s);
+    if (shape != 1) return IPK_EINVAL;
     return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)
                      : vecfr_launch_rows<3, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 4>(src, dst, b, fp, s);
 }

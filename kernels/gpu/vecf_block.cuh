@@ -7,8 +7,8 @@
  * warps stacked down the image. A thread first issues all of its ROWS + 2 input rows as 8-byte
  * loads, before any arithmetic; then it streams them down, converting each row once and adding it
  * into the three outputs still open, in float registers. The columns on each side come from the
- * neighbouring lanes' words by shuffles, and a warp's first and last lanes load the byte beyond
- * their side, VECF_EDGE_AHEAD rows before its use. Threads at the image's sides and unaligned rows
+ * neighbouring lanes' converted values by shuffles, and a warp's first and last lanes load the byte
+ * beyond their side, VECF_EDGE_AHEAD rows before its use. Threads at the image's sides and unaligned rows
  * gather their bytes through the border instead. No shared memory; ptxas is held to 64 registers
  * so that 8 blocks (32 warps) stay resident on each SM. */
 #ifndef IPK_VECF_BLOCK_CUH
@@ -20,6 +20,15 @@
 #define VECF_WARPS 4
 #define VECF_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */
 #define VECF_EDGE_AHEAD 2
+/* 1: u8 outputs of narrow plans (conv_vecf.h: |v| bounded, as any kernel with weights of moderate
+ * size has) take the narrow finish, 9 instructions for 4 pixels instead of 15; 0: the clamp of each
+ * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it. */
+#define VECF_NARROW_AUTO 0
+/* How plain calls make floats of the bytes (conv_vecf.h's IPK_VECF_CVT_*: MAGIC 2 instructions a
+ * byte, I2F 1.5 of which 0.5 on the conversion pipe, HALF 1.5 with no conversion pipe); HALF falls
+ * back to MAGIC for plans that are not scaled. bench_gpu's "(vec, narrow, I2F)" and "(vec, narrow,
+ * HALF)" rows time them with the narrow finish, against "(vec, narrow finish)". */
+#define VECF_CVT_AUTO IPK_VECF_CVT_MAGIC
 
 /* Output rows a thread makes: the most (of 8, 6) with which ptxas keeps the instantiation at 64
  * registers without spilling (sm_90, CUDA 13.0; unbounded, 8 rows take 70-72 and 6 rows 65-72).
@@ -63,12 +72,15 @@ __device__ __forceinline__ void vecf_load_rows(const uint8_t *__restrict__ src, 
     }
 }
 
-/* The byte at column xe of row y (0 when xe < 0 or the border drops the row). */
+/* The byte at column xe of row y (0 when xe < 0 or the border drops the row); at, its address when
+ * rows_in: the caller steps it down the rows, which costs less than the row's address each time. */
 __device__ __forceinline__ uint32_t vecf_edge_byte(const uint8_t *__restrict__ src, ptrdiff_t ss, int height,
-                                                   int border, int xe, int y, bool rows_in)
+                                                   int border, int xe, int y, bool rows_in, const uint8_t *at)
 {
-    const int yi = rows_in ? y : ipk_border_index(y, height, border);
-    return xe >= 0 && yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
+    if (xe < 0) return 0u;
+    if (rows_in) return __ldg(at);
+    const int yi = ipk_border_index(y, height, border);
+    return yi >= 0 ? (uint32_t)__ldg(src + (ptrdiff_t)yi * ss + xe) : 0u;
 }
 
 /* Bytes x .. x+3 of a row through the border: out of line, off the fast path's registers. */
@@ -104,15 +116,19 @@ __device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ s
  * and aligned, f32 as 16-byte stores when whole and aligned (vecsep_block.cuh and vecfr_block.cuh
  * use them too). */
 template <int PX>
-__device__ __forceinline__ void vecf_put(uint8_t *d, const uint32_t *q, int n, bool vec)
+__device__ __forceinline__ void vecf_put_words(uint8_t *d, uint32_t w0, uint32_t w1, int n, bool vec)
 {
-    const uint32_t w0 = ipk_vecf_pack4(q), w1 = PX == 8 ? ipk_vecf_pack4(q + PX - 4) : 0u;
     if (n == PX && vec) {
         if (PX == 8) *(uint2 *)d = make_uint2(w0, w1);
         else *(uint32_t *)d = w0;
         return;
     }
     for (int b = 0; b < n; b++) d[b] = (uint8_t)((b < 4 ? w0 : w1) >> (8 * (b & 3)));
+}
+template <int PX>
+__device__ __forceinline__ void vecf_put(uint8_t *d, const uint32_t *q, int n, bool vec)
+{
+    vecf_put_words<PX>(d, ipk_vecf_pack4(q), PX == 8 ? ipk_vecf_pack4(q + PX - 4) : 0u, n, vec);
 }
 template <int PX>
 __device__ __forceinline__ void vecf_put(float *d, const float *o, int n, bool vec)
@@ -125,16 +141,24 @@ __device__ __forceinline__ void vecf_put(float *d, const float *o, int n, bool v
     for (int j = 0; j < n; j++) d[j] = o[j];
 }
 
-/* The outputs of one row of PX pixels from their sums (see vecf_put). */
-template <int FIN, int PX>
+/* The outputs of one row of PX pixels from their sums (see vecf_put); NARROW: p is a narrow plan,
+ * whose u8 finish takes ipk_vecf_narrow_pack4's shorter way (f32 outputs ignore it). */
+template <int FIN, int PX, bool NARROW = false>
 __device__ __forceinline__ void vecf_store(uint8_t *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
 {
-    uint32_t q[PX];
+    float v[PX];
     #pragma unroll
-    for (int j = 0; j < PX; j++) q[j] = ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc[j]));
-    vecf_put<PX>(d, q, n, vec);
+    for (int j = 0; j < PX; j++) v[j] = ipk_vecf_value(&p, FIN, 0, acc[j]);
+    if (NARROW) {
+        vecf_put_words<PX>(d, ipk_vecf_narrow_pack4(v), PX == 8 ? ipk_vecf_narrow_pack4(v + PX - 4) : 0u, n, vec);
+    } else {
+        uint32_t q[PX];
+        #pragma unroll
+        for (int j = 0; j < PX; j++) q[j] = ipk_vecf_rint_u8(v[j]);
+        vecf_put<PX>(d, q, n, vec);
+    }
 }
-template <int FIN, int PX>
+template <int FIN, int PX, bool NARROW = false>
 __device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk_vecf_plan &p, int n, bool vec)
 {
     float o[PX];
@@ -144,8 +168,10 @@ __device__ __forceinline__ void vecf_store(float *d, const float *acc, const ipk
 }
 
 /* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of
- * the image gather their columns through the border for their neighbours and store nothing. */
-template <int MODE, int FIN, typename Out, int ROWS>
+ * the image gather their columns through the border for their neighbours and store nothing.
+ * NARROW: p.narrow holds, and u8 outputs take the narrow finish (see vecf_store). CVT: how bytes
+ * become floats (IPK_VECF_CVT_*; HALF only where p.scaled holds). */
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, int CVT = IPK_VECF_CVT_MAGIC>
 __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     vecf3_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, Out *__restrict__ dst, ptrdiff_t ds, int width,
                  int height, int border, const __grid_constant__ ipk_vecf_plan p)
@@ -161,25 +187,35 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     uint2 in[ROWS + 2];
     vecf_load_rows<ROWS, 1>(src, ss, width, height, border, x, y0, fast, rows_in, in);
     uint32_t edge[ROWS + 2];
+    const uint8_t *edge_at = src + (ptrdiff_t)(y0 - 1) * ss + xe;
     #pragma unroll
-    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
-        edge[rr] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in);
+    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++, edge_at += ss)
+        edge[rr] = vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr, rows_in, edge_at);
 
     const int n = min(IPK_VECF_PX, width - x);
     const size_t align = IPK_VECF_PX * sizeof(Out) < 16 ? IPK_VECF_PX * sizeof(Out) : 16;
     const bool vec_out = ((uintptr_t)dst % align) == 0 && (ds % align) == 0;
     float older[IPK_VECF_PX], newer[IPK_VECF_PX], fresh[IPK_VECF_PX];
+    Out *drow = ipk_wrow<Out>(dst, ds, y0) + x;   /* stepped down a row a store, as edge_at */
     #pragma unroll
     for (int rr = 0; rr < ROWS + 2; rr++) {
-        if (rr + VECF_EDGE_AHEAD < ROWS + 2)
+        if (rr + VECF_EDGE_AHEAD < ROWS + 2) {
             edge[rr + VECF_EDGE_AHEAD] =
-                vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr + VECF_EDGE_AHEAD, rows_in);
-        const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr].y, 1), r = __shfl_down_sync(0xffffffffu, in[rr].x, 1);
+                vecf_edge_byte(src, ss, height, border, xe, y0 - 1 + rr + VECF_EDGE_AHEAD, rows_in, edge_at);
+            edge_at += ss;
+        }
         float v[IPK_VECF_PX + 2];
-        ipk_vecf_values(in[rr].x, in[rr].y, lane == 0 ? edge[rr] << 24 : l, lane == 31 ? edge[rr] : r, v);
-        ipk_vecf_step(&p, MODE, v, rr, ROWS, older, newer, fresh);
-        if (rr >= 2 && n > 0 && y0 + rr - 2 < height)
-            vecf_store<FIN, IPK_VECF_PX>(ipk_wrow<Out>(dst, ds, y0 + rr - 2) + x, older, p, n, vec_out);
+        ipk_vecf_values(in[rr].x, in[rr].y, CVT, v);
+        /* the only side value of lanes 0 and 31 (a byte: already the halves HALF wants) */
+        const float e = CVT == IPK_VECF_CVT_HALF ? ipk_vecf_half(edge[rr], 0) : ipk_vecf_byte_cvt(edge[rr], 0, CVT);
+        const float l = __shfl_up_sync(0xffffffffu, v[IPK_VECF_PX], 1), r = __shfl_down_sync(0xffffffffu, v[1], 1);
+        v[0] = lane == 0 ? e : l;
+        v[IPK_VECF_PX + 1] = lane == 31 ? e : r;
+        ipk_vecf_step(&p, MODE, CVT == IPK_VECF_CVT_HALF, v, rr, ROWS, older, newer, fresh);
+        if (rr >= 2) {
+            if (n > 0 && y0 + rr - 2 < height) vecf_store<FIN, IPK_VECF_PX, NARROW>(drow, older, p, n, vec_out);
+            drow = ipk_wrow<Out>(drow, ds, 1);
+        }
         #pragma unroll
         for (int j = 0; j < IPK_VECF_PX; j++) {
             older[j] = newer[j];
@@ -188,23 +224,32 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, VECF_MIN_BLOCKS)
     }
 }
 
-/* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others). */
-template <int MODE, int FIN, typename Out, int ROWS>
+/* The kernel with ROWS rows a thread (vecf3_launch_one: vecf_rows; ipk_convolve_gpu_vec_shape: others);
+ * NARROW only with a narrow plan, CVT HALF only with a scaled one. */
+template <int MODE, int FIN, typename Out, int ROWS, bool NARROW = false, int CVT = IPK_VECF_CVT_MAGIC>
 static int vecf3_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
                              cudaStream_t s)
 {
     dim3 block(32, VECF_WARPS);
     dim3 grid(ipk_div_up(src->width, 32 * IPK_VECF_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    vecf3_kernel<MODE, FIN, Out, ROWS><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (Out *)dst->data,
-                                                              dst->stride, src->width, src->height, border, p);
+    if ((NARROW && !p.narrow) || (CVT == IPK_VECF_CVT_HALF && !p.scaled)) return IPK_EINVAL;
+    vecf3_kernel<MODE, FIN, Out, ROWS, NARROW, CVT><<<grid, block, 0, s>>>(
+        (const uint8_t *)src->data, src->stride, (Out *)dst->data, dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
 
 template <int MODE, int FIN, typename Out>
 static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
 {
-    return vecf3_launch_rows<MODE, FIN, Out, vecf_rows<MODE, FIN, Out>::value>(src, dst, border, p, s);
+    constexpr int rows = vecf_rows<MODE, FIN, Out>::value;
+    /* f32 outputs keep MAGIC for HALF: untimed, and the separable true-division one spilled 8 bytes */
+    constexpr int cvt = VECF_CVT_AUTO == IPK_VECF_CVT_HALF && sizeof(Out) != 1 ? IPK_VECF_CVT_MAGIC : VECF_CVT_AUTO;
+    const bool cvt_ok = cvt != IPK_VECF_CVT_HALF || p.scaled;
+    if (VECF_NARROW_AUTO && p.narrow && cvt_ok)
+        return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, cvt>(src, dst, border, p, s);
+    if (cvt_ok) return vecf3_launch_rows<MODE, FIN, Out, rows, false, cvt>(src, dst, border, p, s);
+    return vecf3_launch_rows<MODE, FIN, Out, rows>(src, dst, border, p, s);
 }
 
 template <int MODE, typename Out>

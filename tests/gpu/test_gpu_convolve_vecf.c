@@ -6,7 +6,8 @@
  * and 2053, 16-byte rows or not (pitches that are not the width, base pointers off by 1 to 7 bytes),
  * every border; and the cases it refuses. The same for the 5x5 and 7x7 kernel (vecfr_block.cuh): bench_gpu's
  * FLOAT5 and FLOAT7, random direct and separable kernels, 4-column groups, 128-column warps and row groups
- * of 8 to 16 whole or cut. */
+ * of 8 to 16 whole or cut. The 3x3 kernel's narrow finish (ipk_convolve_gpu_vec_shape 2 to 6) on
+ * every size, border and misalignment above, and the plans it refuses. */
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_testutil.h"
@@ -148,6 +149,16 @@ static void check_refusals(const float_case *k, cudaStream_t s)
           "vec: float on 2 channels refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &p3, NULL, 0, s, IPK_GPU_VEC) == IPK_OK, "vec: float 3x3 on u8 taken");
     CHECK(ipk_convolve_gpu_path(&a, &f, &p3, NULL, 0, s, IPK_GPU_VEC) == IPK_OK, "vec: float 3x3 to f32 taken");
+    static double big[9];   /* direct, divisor 1: the 10-row shape takes it, the narrow finish does not */
+    for (int i = 0; i < 9; i++) big[i] = k->w[i] * 1000.0 + 0.5;
+    ipk_conv_params pbig = { big, 3, 3, 1, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 1) == IPK_OK, "shape 1: large float 3x3 taken");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 2) == IPK_EINVAL, "shape 2: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 3) == IPK_EINVAL, "shape 3: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 4) == IPK_EINVAL, "shape 4: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 5) == IPK_EINVAL, "shape 5: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 6) == IPK_EINVAL, "shape 6: large float 3x3 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p3, s, 7) == IPK_EINVAL, "shape 7 refused");
     cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     dev_free(&a);
     dev_free(&f);
@@ -201,6 +212,14 @@ int main(void)
         for (size_t i = 0; i < sizeof sizes_r / sizeof sizes_r[0]; i += 2)
             check_vecf(sizes_r[i][0], sizes_r[i][1], ki ? &kr[ki - 1] : &ks[0], (ipk_border)(i % 4), IPK_U8, 1,
                        (int)i % 3, 1, s, &rng);
+    for (int ki = 0; ki < n; ki += 5)   /* FLOAT3, "all negative, offset -0.0": shapes 2 to 4 */
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (int shape = 2; shape <= 6; shape++)
+                check_vecf(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((i + (size_t)shape) % 4), IPK_U8,
+                           (int)i % 2, (int)(i + (size_t)shape) % 8, shape, s, &rng);
+    for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
+        for (int shape = 2; shape <= 6; shape++)
+            check_vecf(quick ? 1031 : 8192, quick ? 67 : 1031, &ks[0], (ipk_border)b, IPK_U8, 1, 0, shape, s, &rng);
     check_refusals(&ks[0], s);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();
