@@ -22,13 +22,15 @@
 #define VECF_EDGE_AHEAD 2
 /* 1: u8 outputs of narrow plans (conv_vecf.h: |v| bounded, as any kernel with weights of moderate
  * size has) take the narrow finish, 9 instructions for 4 pixels instead of 15; 0: the clamp of each
- * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it. */
-#define VECF_NARROW_AUTO 0
+ * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it.
+ * 1: float 3x3 0.0801 against 0.0859 ms on the H100. */
+#define VECF_NARROW_AUTO 1
 /* How plain calls make floats of the bytes (conv_vecf.h's IPK_VECF_CVT_*: MAGIC 2 instructions a
  * byte, I2F 1.5 of which 0.5 on the conversion pipe, HALF 1.5 with no conversion pipe); HALF falls
  * back to MAGIC for plans that are not scaled. bench_gpu's "(vec, narrow, I2F)" and "(vec, narrow,
- * HALF)" rows time them with the narrow finish, against "(vec, narrow finish)". */
-#define VECF_CVT_AUTO IPK_VECF_CVT_MAGIC
+ * HALF)" rows time them with the narrow finish, against "(vec, narrow finish)". I2F: 0.0763 ms
+ * against HALF's 0.0787 and MAGIC's 0.0801 on the H100. */
+#define VECF_CVT_AUTO IPK_VECF_CVT_I2F
 
 /* Output rows a thread makes: the most (of 8, 6) with which ptxas keeps the instantiation at 64
  * registers without spilling (sm_90, CUDA 13.0; unbounded, 8 rows take 70-72 and 6 rows 65-72).
@@ -243,8 +245,9 @@ template <int MODE, int FIN, typename Out>
 static int vecf3_launch_one(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p, cudaStream_t s)
 {
     constexpr int rows = vecf_rows<MODE, FIN, Out>::value;
-    /* f32 outputs keep MAGIC for HALF: untimed, and the separable true-division one spilled 8 bytes */
-    constexpr int cvt = VECF_CVT_AUTO == IPK_VECF_CVT_HALF && sizeof(Out) != 1 ? IPK_VECF_CVT_MAGIC : VECF_CVT_AUTO;
+    /* f32 outputs keep MAGIC: untimed, and the separable true-division one spilled 8 bytes with
+     * HALF and 4 with I2F */
+    constexpr int cvt = sizeof(Out) != 1 ? IPK_VECF_CVT_MAGIC : VECF_CVT_AUTO;
     const bool cvt_ok = cvt != IPK_VECF_CVT_HALF || p.scaled;
     if (VECF_NARROW_AUTO && p.narrow && cvt_ok)
         return vecf3_launch_rows<MODE, FIN, Out, rows, sizeof(Out) == 1, cvt>(src, dst, border, p, s);
