@@ -136,6 +136,8 @@ static const op_spec OPS[] = {
     { "mean 15x15", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_AUTO, 0 },
     { "mean 15x15 (vec path)", OP_MEAN, 7, NULL, 1, -1, IPK_GPU_VEC, 0 },
     { "mean 51x51", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_AUTO, 0 },
+    { "mean 51x51 (tile path)", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_TILE, 0 },
+    { "mean 63x63", OP_MEAN, 31, NULL, 1, -1, IPK_GPU_AUTO, 0 },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },

@@ -27,7 +27,7 @@
 /* 1: plain calls take the vec kernel for 1-channel u8 of radius 2 too (every border); 0: the
  * tile kernels. 1: 0.070 against 0.110 ms at 8192x8192 on the H100. */
 #define MEAN_VEC5_AUTO 1
-/* 1: plain calls take the band kernel (mean_band.cuh) where it fits (1-channel u8, radius 3 to 15,
+/* 1: plain calls take the band kernel (mean_band.cuh) where it fits (1-channel u8, radius 3 to 31,
  * not shrink, 16-byte rows); 0: the tile kernels. 1: 0.109 against 0.163 ms at 31x31, 0.098
  * against 0.114 at 7x7 on the H100. */
 #define MEAN_BAND_AUTO 1
@@ -78,9 +78,10 @@ template <> __device__ __forceinline__ float mean_round<float>(double sum, uint3
     return (float)(sum / (double)n);
 }
 
+/* right_tile0 = 0: tile blockIdx.x; else the first left_tiles tiles, then those from right_tile0 on. */
 template <typename T>
 __global__ void mean_kernel(const void *src, ptrdiff_t ss, void *dst, ptrdiff_t ds, int width, int height,
-                            int channels, int radius, int border)
+                            int channels, int radius, int border, int left_tiles, int right_tile0)
 {
     typedef typename mean_acc<T>::sum S;
     typedef typename mean_acc<T>::stored H;
@@ -88,7 +89,9 @@ __global__ void mean_kernel(const void *src, ptrdiff_t ss, void *dst, ptrdiff_t 
     H *hs = (H *)mean_smem;
     const int V = blockDim.x / MEAN_VSEGS;               /* values per tile row */
     const int rows = MEAN_TILE_H + 2 * radius;
-    const int px_first = blockIdx.x * (V / channels);
+    const int tile_x = right_tile0 && (int)blockIdx.x >= left_tiles ? right_tile0 + (int)blockIdx.x - left_tiles
+                                                                    : (int)blockIdx.x;
+    const int px_first = tile_x * (V / channels);
     const int y0 = blockIdx.y * MEAN_TILE_H;
 
     const int items_per_row = V / MEAN_SEG;              /* segments: (group, channel) pairs */
@@ -353,19 +356,24 @@ static size_t mean_smem_bytes(int radius, int channels)
     return (size_t)(MEAN_TILE_H + 2 * radius) * (size_t)mean_values_per_tile(channels) * 4;
 }
 
+/* right_tile0 = 0: every tile; else (1 channel) the tiles of the first IPK_MBAND_EDGE columns and
+ * those from right_tile0 on (the band kernel makes the columns between). */
 template <typename T>
-static int mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
+static int mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, int right_tile0,
+                       cudaStream_t s)
 {
-    const int V = mean_values_per_tile(src->channels);
+    const int V = mean_values_per_tile(src->channels), left_tiles = IPK_MBAND_EDGE / V;
     const size_t smem = mean_smem_bytes(radius, src->channels);
     if (smem > 48 * 1024 &&
         cudaFuncSetAttribute(mean_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
         return IPK_ECUDA;
     const long long values = (long long)src->width * src->channels;
-    dim3 grid(ipk_div_up(values, V), ipk_div_up(src->height, MEAN_TILE_H));
+    const int tiles = (int)ipk_div_up(values, V);
+    dim3 grid(right_tile0 ? left_tiles + tiles - right_tile0 : tiles, ipk_div_up(src->height, MEAN_TILE_H));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
     mean_kernel<T><<<grid, V * MEAN_VSEGS, smem, s>>>(src->data, src->stride, dst->data, dst->stride, src->width,
-                                                     src->height, src->channels, radius, (int)border);
+                                                     src->height, src->channels, radius, (int)border, left_tiles,
+                                                     right_tile0);
     return ipk_launch_status();
 }
 
@@ -525,9 +533,9 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
         return st_mean_launch(src, dst, border, s);
     if (src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= RS_MAXR)
         return rs_mean_launch(src, dst, radius, border, 0, s);
-    if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, s);
-    if (src->dtype == IPK_U16) return mean_launch<uint16_t>(src, dst, radius, border, s);
-    return mean_launch<float>(src, dst, radius, border, s);
+    if (src->dtype == IPK_U8) return mean_launch<uint8_t>(src, dst, radius, border, 0, s);
+    if (src->dtype == IPK_U16) return mean_launch<uint16_t>(src, dst, radius, border, 0, s);
+    return mean_launch<float>(src, dst, radius, border, 0, s);
 }
 
 /* Radius 1 or 2 on 1-channel u8 by the vec kernel: floor((S + n/2) / n) as the plan of conv_vec.h,
@@ -546,8 +554,10 @@ static int band_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, 
                             cudaStream_t s)
 {
     int x_begin = 0, x_end = 0;
-    ipk_mband_span(src->width, &x_begin, &x_end);
-    const int rc = rs_mean_launch(src, dst, radius, border, x_end / RS_TW, s);
+    ipk_mband_span(src->width, ipk_mband_halo(radius), &x_begin, &x_end);
+    const int rc = radius <= RS_MAXR ? rs_mean_launch(src, dst, radius, border, x_end / RS_TW, s)
+                                     : mean_launch<uint8_t>(src, dst, radius, border, x_end / mean_values_per_tile(1),
+                                                            s);
     return rc != IPK_OK ? rc : mband_launch(src, dst, radius, (int)border, min_band, s);
 }
 

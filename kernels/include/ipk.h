@@ -95,10 +95,10 @@ size_t ipk_convolve_gpu_scratch(int width, int height, int channels, ipk_dtype d
  * factors of one sign each whose row sums fit 16 bits (kernels/gpu/vecsep_block.cuh: 8 columns x 2
  * to 8 rows a thread, row pass in 16-bit lanes, column pass in 32 bits, the CPU's finish); plain
  * calls take it only where CONV_VECSEP_AUTO (convolve.cu) says (off).
- * VEC also takes mean of radius 3 to 15 on 1-channel u8 (not shrink, 16-byte rows, width at least
- * 272) by the band kernel (kernels/gpu/mean_band.cuh: each thread walks a band of rows down 32
- * columns with their vertical sums in registers; the tile kernel makes the columns near the sides),
- * which plain calls take where MEAN_BAND_AUTO (mean.cu) says. */
+ * VEC also takes mean of radius 3 to 31 on 1-channel u8 (not shrink, 16-byte rows, width at least
+ * 272, or 288 past radius 15) by the band kernel (kernels/gpu/mean_band.cuh: each thread walks a
+ * band of rows down 32 columns with their vertical sums in registers; the tile kernels make the
+ * columns near the sides), which plain calls take where MEAN_BAND_AUTO (mean.cu) says. */
 typedef enum {
     IPK_GPU_AUTO = 0,
     IPK_GPU_STRIP = 1,
@@ -115,7 +115,7 @@ int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk
                                int shape);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,
                       void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
-/* bench_gpu only: the band mean kernel (what VEC takes at radius 3 to 15) with bands of at least
+/* bench_gpu only: the band mean kernel (what VEC takes at radius 3 to 31) with bands of at least
  * 0 (as short as fill the device's resident blocks), 64 or 128 rows for variant 0, 1 or 2; others,
  * and images the kernel does not take, give IPK_EINVAL. */
 int ipk_mean_gpu_band(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, void *stream,

@@ -1,7 +1,7 @@
 /* GPU mean against the CPU kernel: bit-identical for u8/u16, 1e-5 for f32, for radii
  * 1, 2, 3, 7, 15 (and 40: over 48 KB of shared memory), every border, dtype and channel count,
  * odd sizes (windows wider than the image included) and pitches; the strip, tile, register and
- * vec (radius 1 and 2; the band kernel at 3 to 15) paths of ipk_mean_gpu_path one by one. */
+ * vec (radius 1 and 2; the band kernel at 3 to 31) paths of ipk_mean_gpu_path one by one. */
 #include <stdlib.h>
 #include "gpu_testutil.h"
 #include "ipk.h"
@@ -156,16 +156,16 @@ static void check_vec_path(int quick, cudaStream_t s, tu_rng *rng)
     dev_free(&f);
 }
 
-/* The band kernel (VEC and AUTO at radius 3 to 15, not shrink, 16-byte rows, width >= 272) with
- * the tile kernel on the columns near the sides: the narrowest widths it takes and odd ones, rows
+/* The band kernel (VEC and AUTO at radius 3 to 31, not shrink, 16-byte rows, width >= 272, or 288
+ * past radius 15) with the tile kernels on the columns near the sides: the narrowest widths it takes and odd ones, rows
  * fewer than the window, bands cut by the bottom, every border it takes, its three band floors;
  * AUTO with unaligned rows or shrink goes elsewhere and must still be right; what VEC refuses. */
 static void check_band_path(int quick, cudaStream_t s, tu_rng *rng)
 {
-    const int sizes[][2] = { { 272, 1 }, { 273, 2 }, { 300, 31 }, { 400, 33 }, { 401, 70 }, { 527, 9 },
-                             { 1031, 130 }, { 4099, 17 } };
+    const int sizes[][2] = { { 272, 1 }, { 273, 2 }, { 288, 5 }, { 300, 31 }, { 400, 33 }, { 401, 70 },
+                             { 527, 9 }, { 1031, 130 }, { 4099, 17 } };
     int k = 0;
-    for (int r = 3; r <= 15; r++)
+    for (int r = 3; r <= 31; r += r < 16 ? 1 : 3)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
             for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++, k++) {
                 if (quick && k % 3) continue;
@@ -177,24 +177,31 @@ static void check_band_path(int quick, cudaStream_t s, tu_rng *rng)
                 check_call(sizes[i][0], sizes[i][1], r, (ipk_border)b, 1, 0, IPK_GPU_VEC, k % 3, s, rng);
             }
     for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
-        for (int v = 0; v <= 2; v++)
+        for (int v = 0; v <= 2; v++) {
             check_call(quick ? 2053 : 8192, quick ? 301 : 2049, 15, (ipk_border)b, 1, 0, IPK_GPU_VEC, v, s, rng);
+            check_call(quick ? 2053 : 8192, quick ? 301 : 1031, 16 + 15 * (v % 2), (ipk_border)b, 1, 0, IPK_GPU_VEC, v,
+                       s, rng);
+        }
     ipk_img a = dev_alloc(300, 8, 1, IPK_U8, 1), n = dev_alloc(271, 8, 1, IPK_U8, 1), c = dev_alloc(300, 8, 2, IPK_U8, 1);
+    ipk_img m = dev_alloc(287, 8, 1, IPK_U8, 1);
     ipk_img u = dev_alloc(300, 8, 1, IPK_U16, 1);
     CHECK(ipk_mean_gpu_band(&a, &a, 15, IPK_SHRINK, s, 0) == IPK_EINVAL, "band: shrink refused");
     CHECK(ipk_mean_gpu_band(&n, &n, 15, IPK_ZERO, s, 1) == IPK_EINVAL, "band: 271 columns refused");
-    CHECK(ipk_mean_gpu_band(&a, &a, 16, IPK_ZERO, s, 2) == IPK_EINVAL, "band: radius 16 refused");
+    CHECK(ipk_mean_gpu_band(&a, &a, 32, IPK_ZERO, s, 2) == IPK_EINVAL, "band: radius 32 refused");
+    CHECK(ipk_mean_gpu_band(&m, &m, 16, IPK_ZERO, s, 0) == IPK_EINVAL, "band: 287 columns at radius 16 refused");
+    CHECK(ipk_mean_gpu_band(&m, &m, 15, IPK_ZERO, s, 0) == IPK_OK, "band: 287 columns at radius 15 taken");
     CHECK(ipk_mean_gpu_band(&a, &a, 2, IPK_ZERO, s, 0) == IPK_EINVAL, "band: radius 2 refused");
     CHECK(ipk_mean_gpu_band(&a, &a, 15, IPK_ZERO, s, 3) == IPK_EINVAL, "band: variant 3 refused");
     CHECK(ipk_mean_gpu_band(&a, &a, 15, IPK_ZERO, s, -1) == IPK_EINVAL, "band: variant -1 refused");
     CHECK(ipk_mean_gpu_band(&c, &c, 15, IPK_ZERO, s, 0) == IPK_EINVAL, "band: 2 channels refused");
     CHECK(ipk_mean_gpu_band(&a, &u, 15, IPK_ZERO, s, 0) == IPK_EINVAL, "band: dtype mismatch refused");
-    CHECK(ipk_mean_gpu_path(&a, &a, 16, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 16 refused");
+    CHECK(ipk_mean_gpu_path(&a, &a, 32, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: radius 32 refused");
     CHECK(ipk_mean_gpu_path(&u, &u, 15, IPK_ZERO, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: u16 r=15 refused");
     dev_free(&a);
     dev_free(&n);
     dev_free(&c);
     dev_free(&u);
+    dev_free(&m);
 }
 
 static void check_reference_u8(tu_rng *rng)

@@ -1,24 +1,26 @@
 /* The band mean kernel's thread arithmetic (kernels/common/mean_band.h) run on the host as
  * kernels/gpu/mean_band.cuh runs it: threads of 32 output columns over ipk_mband_span's columns,
- * walking bands of rows with their 64 columns' vertical sums in 16-bit pairs. Against the CPU mean,
- * bit for bit, on those columns: radius 1 to 15, the borders the kernel takes, the narrowest
- * widths it takes and odd ones, heights smaller than the window, bands shorter than it, pitches
- * that are not the width; runs of 0 and 255 drive the sums to their extremes. Columns outside the
- * span must stay as they were (the tile kernel makes them). Also the span and the rounding. */
+ * walking bands of rows with their 64 or 96 columns' vertical sums in 16-bit pairs. Against the
+ * CPU mean, bit for bit, on those columns: radius 1 to 31 (both halos), the borders the kernel
+ * takes, the narrowest widths it takes and odd ones, heights smaller than the window, bands
+ * shorter than it, pitches that are not the width; runs of 0 and 255 drive the sums to their
+ * extremes. Columns outside the span must stay as they were (the tile kernels make them). Also the
+ * span and the rounding. */
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
 #include "border.h"
 #include "mean_band.h"
 
-/* The thread's 64 bytes of input row y through the vertical border, as its 16-byte loads read them. */
-static void load_row(const ipk_img *src, int border, int x0, int y, uint32_t *w)
+/* The thread's words of input row y at halo h through the vertical border, as its 16-byte loads
+ * read them. */
+static void load_row(const ipk_img *src, int border, int x0, int y, int h, uint32_t *w)
 {
-    memset(w, 0, IPK_MBAND_WORDS * sizeof *w);
+    memset(w, 0, IPK_MBAND_WORDS_MAX * sizeof *w);
     const int yi = ipk_border_index(y, src->height, border);
     if (yi < 0) return;
-    const uint8_t *row = (const uint8_t *)src->data + (ptrdiff_t)yi * src->stride + x0 - IPK_MBAND_HALO;
-    memcpy(w, row, IPK_MBAND_WORDS * sizeof *w);
+    const uint8_t *row = (const uint8_t *)src->data + (ptrdiff_t)yi * src->stride + x0 - h;
+    memcpy(w, row, (size_t)ipk_mband_words(h) * sizeof *w);
 }
 
 /* One thread: step s enters row y0 - r + s, takes out the row 2r + 1 before it, emits from s = 2r. */
@@ -26,17 +28,18 @@ static void run_thread(const ipk_img *src, ipk_img *dst, int border, int r, int 
 {
     const int k = 2 * r + 1, rows = band < src->height - y0 ? band : src->height - y0, steps = rows + 2 * r;
     const uint32_t mul = ipk_mband_mul(r);
-    uint32_t vp[IPK_MBAND_PAIRS];
+    const int h = ipk_mband_halo(r);
+    uint32_t vp[IPK_MBAND_PAIRS_MAX];
     memset(vp, 0, sizeof vp);
     for (int s = 0; s < steps; s++) {
-        uint32_t enter[IPK_MBAND_WORDS], leave[IPK_MBAND_WORDS];
+        uint32_t enter[IPK_MBAND_WORDS_MAX], leave[IPK_MBAND_WORDS_MAX];
         memset(leave, 0, sizeof leave);
-        load_row(src, border, x0, y0 - r + s, enter);
-        if (s >= k) load_row(src, border, x0, y0 - r + s - k, leave);
-        ipk_mband_vstep(vp, enter, leave);
+        load_row(src, border, x0, y0 - r + s, h, enter);
+        if (s >= k) load_row(src, border, x0, y0 - r + s - k, h, leave);
+        ipk_mband_vstep(vp, enter, leave, ipk_mband_words(h));
         if (s < 2 * r) continue;
         uint32_t out[IPK_MBAND_OUT / 4];
-        ipk_mband_row(vp, r, mul, out);
+        ipk_mband_row(vp, r, h, mul, out);
         memcpy((uint8_t *)dst->data + (ptrdiff_t)(y0 + s - 2 * r) * dst->stride + x0, out, sizeof out);
     }
 }
@@ -52,7 +55,7 @@ static void fill_runs(ipk_img *src, tu_rng *rng)
 static void check_case(int w, int h, int pad, int radius, int border, int band, tu_rng *rng)
 {
     int x_begin = 0, x_end = 0;
-    CHECK(ipk_mband_span(w, &x_begin, &x_end), "width %d has band columns", w);
+    CHECK(ipk_mband_span(w, ipk_mband_halo(radius), &x_begin, &x_end), "width %d r=%d has band columns", w, radius);
     ipk_img src = tu_img_random(w, h, 1, IPK_U8, pad, rng);
     fill_runs(&src, rng);
     ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 3), got = tu_img_zeros(w, h, 1, IPK_U8, 5);
@@ -74,19 +77,22 @@ static void check_case(int w, int h, int pad, int radius, int border, int band, 
     tu_img_free(&got);
 }
 
-/* Band columns start at the first tile's end and stop 16 or more columns short of the right side,
- * on a tile boundary; narrower images have none. */
+/* Band columns start at the first 128 and stop h or more columns short of the right side, on a
+ * multiple of 128; narrower images have none. */
 static void check_span(void)
 {
     int b = 0, e = 0;
-    CHECK(!ipk_mband_span(271, &b, &e), "271 columns: none");
-    CHECK(ipk_mband_span(272, &b, &e) && b == 128 && e == 256, "272 columns: [%d, %d)", b, e);
-    CHECK(ipk_mband_span(8192, &b, &e) && b == 128 && e == 8064, "8192 columns: [%d, %d)", b, e);
-    CHECK(ipk_mband_span(8208, &b, &e) && e == 8192, "8208 columns: end %d", e);
-    for (int w = 1; w < 3000; w++)
-        if (ipk_mband_span(w, &b, &e))
-            CHECK(b == 128 && e % 128 == 0 && e + IPK_MBAND_HALO <= w && e + IPK_MBAND_HALO + 128 > w,
-                  "width %d: [%d, %d)", w, b, e);
+    CHECK(!ipk_mband_span(271, 16, &b, &e), "271 columns: none");
+    CHECK(ipk_mband_span(272, 16, &b, &e) && b == 128 && e == 256, "272 columns: [%d, %d)", b, e);
+    CHECK(!ipk_mband_span(287, 32, &b, &e), "287 columns, halo 32: none");
+    CHECK(ipk_mband_span(288, 32, &b, &e) && b == 128 && e == 256, "288 columns, halo 32: [%d, %d)", b, e);
+    CHECK(ipk_mband_span(8192, 16, &b, &e) && b == 128 && e == 8064, "8192 columns: [%d, %d)", b, e);
+    CHECK(ipk_mband_span(8208, 16, &b, &e) && e == 8192, "8208 columns: end %d", e);
+    CHECK(ipk_mband_halo(15) == 16 && ipk_mband_halo(16) == 32 && ipk_mband_halo(31) == 32, "halos");
+    for (int h = 16; h <= 32; h += 16)
+        for (int w = 1; w < 3000; w++)
+            if (ipk_mband_span(w, h, &b, &e))
+                CHECK(b == 128 && e % 128 == 0 && e + h <= w && e + h + 128 > w, "width %d halo %d: [%d, %d)", w, h, b, e);
 }
 
 /* umulhi(s + n/2, mul) = floor((s + n/2) / n) for every window sum s at every radius. */
@@ -106,7 +112,7 @@ int main(void)
     tu_seed(&rng, 0x6d62616e);
     check_span();
     check_rounding();
-    const int sizes[][2] = { { 272, 1 }, { 272, 2 }, { 300, 5 }, { 383, 31 }, { 400, 33 }, { 401, 40 },
+    const int sizes[][2] = { { 288, 1 }, { 288, 2 }, { 300, 5 }, { 383, 31 }, { 416, 33 }, { 417, 40 },
                              { 527, 64 }, { 1031, 17 }, { 2053, 9 } };
     const int bands[] = { 1, 7, 32, 64, 1000 };
     int k = 0;
@@ -114,7 +120,10 @@ int main(void)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, k++)
             for (int border = IPK_REPLICATE; border <= IPK_ZERO; border++)
                 check_case(sizes[i][0], sizes[i][1], 16 * (k % 3), r, border, bands[(k + border) % 5], &rng);
+    check_case(272, 3, 0, 15, IPK_ZERO, 2, &rng);
     check_case(700, 300, 0, 15, IPK_REFLECT101, 64, &rng);
     check_case(700, 300, 48, 15, IPK_REPLICATE, 29, &rng);
+    check_case(700, 300, 16, 31, IPK_REFLECT101, 64, &rng);
+    check_case(800, 200, 0, 25, IPK_REPLICATE, 37, &rng);
     return tu_finish();
 }
