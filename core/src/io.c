@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IO_TMP_PREFIX ".imgpipe-tmp-"
@@ -317,7 +319,7 @@ int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t er
     return IP_EINVAL;
 }
 
-/* mkstemp makes 0600 files; give the output the mode a plain fopen would have. */
+/* Temporaries are made 0600; give the output the mode a plain fopen would have. */
 static mode_t default_file_mode(void)
 {
     unsigned mask = 022;
@@ -331,7 +333,7 @@ static mode_t default_file_mode(void)
     return (mode_t)(0666 & ~mask);
 }
 
-/* Builds "<dir>/.imgpipe-tmp-<basename>-XXXXXX" next to path; NULL when path names no file. */
+/* Builds "<dir>/.imgpipe-tmp-<basename>-<pid>-XXXXXX" next to path; NULL when path names no file. */
 static char *temp_template(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -340,11 +342,49 @@ static char *temp_template(const char *path)
     size_t base_len = strlen(base);
     if (base_len == 0 || !strcmp(base, ".") || !strcmp(base, "..")) return NULL;
     if (base_len > IO_TMP_BASE_MAX) base_len = IO_TMP_BASE_MAX;
-    size_t len = dir_len + strlen(IO_TMP_PREFIX) + base_len + strlen("-XXXXXX") + 1;
+    size_t len = dir_len + strlen(IO_TMP_PREFIX) + base_len + 22 + strlen("-XXXXXX") + 1;
     char *tmpl = malloc(len);
     if (tmpl)
-        snprintf(tmpl, len, "%.*s" IO_TMP_PREFIX "%.*s-XXXXXX", (int)dir_len, path, (int)base_len, base);
+        snprintf(tmpl, len, "%.*s" IO_TMP_PREFIX "%.*s-%ld-XXXXXX", (int)dir_len, path, (int)base_len, base,
+                 (long)getpid());
     return tmpl;
+}
+
+/* The template's trailing XXXXXX from seed. */
+static void temp_fill(char *tmpl, uint64_t seed)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    char *x = tmpl + strlen(tmpl) - 6;
+    for (int i = 0; i < 6; i++, seed /= 36) x[i] = letters[seed % 36];
+}
+
+static void temp_told(const io_options *opt, const char *tmp_path, int made)
+{
+    if (opt && opt->on_temp) opt->on_temp(opt->on_temp_user, tmp_path, made);
+}
+
+/* Creates the temporary tmpl names (XXXXXX filled in), mode 0600; -1 with errno on failure. opt's
+ * on_temp hears the name before the file exists, so that a signal handler removing what it heard
+ * of cannot miss a file that is there (mkstemp would tell it only after). The name holds the
+ * process id: one already taken can only be a dead run's leftover, so it is no loss if a signal
+ * then removes it. */
+static int temp_create(char *tmpl, const io_options *opt)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)tmpl;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        temp_fill(tmpl, seed >> 16);
+        temp_told(opt, tmpl, 1);
+        int fd = open(tmpl, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) return fd;
+        int why = errno;
+        temp_told(opt, tmpl, 0);
+        errno = why;
+        if (why != EEXIST) return -1;
+    }
+    return -1;
 }
 
 static int check_source(const ip_image *img, char *err, size_t errlen)
@@ -373,11 +413,6 @@ static int encode(io_format fmt, int fd, const ip_image *img, const io_options *
 /* Fills the open temporary file; owns fd (always closes it). */
 typedef int (*fill_fn)(int fd, const void *ctx, char *err, size_t errlen);
 
-static void temp_told(const io_options *opt, const char *tmp_path, int made)
-{
-    if (opt && opt->on_temp) opt->on_temp(opt->on_temp_user, tmp_path, made);
-}
-
 void io_temp_done(const io_options *opt, const char *tmp_path) { temp_told(opt, tmp_path, 0); }
 
 static int write_atomically(const char *path, const io_options *opt, fill_fn fill, const void *ctx, char *err,
@@ -390,14 +425,13 @@ static int write_atomically(const char *path, const io_options *opt, fill_fn fil
     }
     char why[128];
     int rc = IP_OK;
-    int fd = mkstemp(tmp);
+    int fd = temp_create(tmp, opt);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create a file in the output folder: %s",
                  io_strerror(errno, why, sizeof why));
         free(tmp);
         return IP_EIO;
     }
-    temp_told(opt, tmp, 1);
     if (fchmod(fd, default_file_mode()) != 0) {
         snprintf(err, errlen, "cannot set the output's permissions: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
@@ -424,15 +458,13 @@ int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *
         snprintf(err, errlen, "output path names a folder, not a file");
         return IP_EINVAL;
     }
-    *fd = mkstemp(*tmp_path);
-    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) {
-        temp_told(opt, *tmp_path, 1);
-        return IP_OK;
-    }
+    *fd = temp_create(*tmp_path, opt);
+    if (*fd >= 0 && fchmod(*fd, default_file_mode()) == 0) return IP_OK;
     snprintf(err, errlen, "cannot create a file in the output folder: %s", io_strerror(errno, why, sizeof why));
     if (*fd >= 0) {
         close(*fd);
         unlink(*tmp_path);
+        temp_told(opt, *tmp_path, 0);
     }
     free(*tmp_path);
     *tmp_path = NULL;
