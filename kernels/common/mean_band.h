@@ -106,7 +106,8 @@ IPK_HD void ipk_mband_row(const uint32_t *vp, int r, int h, uint32_t mul, uint32
     m[0] = ipk_swar_umulhi(hb + half, mul);
     IPK_UNROLL
     for (int i = 1; i < IPK_MBAND_OUT; i += 2) {
-        const uint32_t d = ipk_mband_pair(vp, i + h + r) + IPK_MBAND_BIAS * 0x10001u - ipk_mband_pair(vp, i + h - 1 - r);
+        const uint32_t enter = ipk_mband_pair(vp, i + h + r), leave = ipk_mband_pair(vp, i + h - 1 - r);
+        const uint32_t d = enter + IPK_MBAND_BIAS * 0x10001u - leave;
         hb += d & 0xffffu;
         m[i] = ipk_swar_umulhi(hb + half - IPK_MBAND_BIAS * (uint32_t)i, mul);
         if (i + 1 < IPK_MBAND_OUT) {

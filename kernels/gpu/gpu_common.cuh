@@ -40,6 +40,20 @@ static inline int ipk_same_shape(const ipk_img *a, const ipk_img *b)
     return a->width == b->width && a->height == b->height && a->channels == b->channels;
 }
 
+/* Blocks of `threads` threads of `kernel` (no dynamic shared memory) the current device holds at
+ * once; false when CUDA cannot say. */
+template <typename Kernel>
+static bool ipk_resident_blocks(Kernel kernel, int threads, long long *blocks)
+{
+    int dev = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess)
+        return false;
+    *blocks = (long long)sms * per_sm;
+    return true;
+}
+
 static inline int ipk_aligned(const void *p, ptrdiff_t stride, unsigned align)
 {
     return ((uintptr_t)p % align) == 0 && ((uintptr_t)stride % align) == 0;

@@ -85,12 +85,9 @@ __global__ void __launch_bounds__(MBAND_THREADS)
  * rows of priming), at least min_band and few enough for the grid. */
 static int mband_band(const void *kernel, int blocks_x, int height, int min_band, int *band)
 {
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, MBAND_THREADS, 0) != cudaSuccess)
-        return 0;
-    const long long bands = (long long)sms * per_sm / blocks_x > 1 ? (long long)sms * per_sm / blocks_x : 1;
+    long long resident = 0;
+    if (!ipk_resident_blocks(kernel, MBAND_THREADS, &resident)) return 0;
+    const long long bands = resident / blocks_x > 1 ? resident / blocks_x : 1;
     *band = (int)ipk_div_up(height, bands);
     if (*band < min_band) *band = min_band;
     if (*band < (int)ipk_div_up(height, IPK_MAX_GRID_Y)) *band = (int)ipk_div_up(height, IPK_MAX_GRID_Y);
@@ -156,8 +153,8 @@ static bool mband_fits(const ipk_img *src, const ipk_img *dst, int radius, int b
 {
     int x_begin = 0, x_end = 0;
     return src->dtype == IPK_U8 && src->channels == 1 && radius >= 3 && radius <= IPK_MBAND_MAXR &&
-           border != IPK_SHRINK && ((uintptr_t)src->data % 16) == 0 && (src->stride % 16) == 0 &&
-           ((uintptr_t)dst->data % 16) == 0 && (dst->stride % 16) == 0 &&
+           border != IPK_SHRINK && ipk_aligned(src->data, src->stride, 16) &&
+           ipk_aligned(dst->data, dst->stride, 16) &&
            ipk_mband_span(src->width, ipk_mband_halo(radius), &x_begin, &x_end);
 }
 #endif

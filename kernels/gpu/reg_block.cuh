@@ -96,13 +96,7 @@ __global__ void __launch_bounds__(RG_BX, RG_MIN_BLOCKS(K))
 template <typename Kernel>
 static bool rg_resident_slots(Kernel kernel, long long *slots)
 {
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, RG_BX, 0) != cudaSuccess)
-        return false;
-    *slots = (long long)sms * per_sm;
-    return true;
+    return ipk_resident_blocks(kernel, RG_BX, slots);
 }
 
 template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>

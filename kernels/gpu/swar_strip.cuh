@@ -186,13 +186,10 @@ __global__ void __launch_bounds__(SW_BX)
 template <int K, bool SEP, int FIN>
 static int sw_launch_fin(const ipk_img *src, const ipk_img *dst, int border, const ipk_swar_plan &p, cudaStream_t s)
 {
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sw_kernel<K, SEP, FIN>, SW_BX, 0) != cudaSuccess)
-        return IPK_ECUDA;
+    long long resident = 0;
+    if (!ipk_resident_blocks(sw_kernel<K, SEP, FIN>, SW_BX, &resident)) return IPK_ECUDA;
     const long long gx = ipk_div_up(src->width, (long long)SW_BX * SW_PX);
-    long long bands = (long long)sms * (per_sm > 0 ? per_sm : 1) / gx;
+    long long bands = (resident > 0 ? resident : 1) / gx;
     const long long most = (src->height + SW_MIN_BAND - 1) / SW_MIN_BAND;
     bands = bands < 1 ? 1 : bands > most ? most : bands;
     const int band = (int)((src->height + bands - 1) / bands);
