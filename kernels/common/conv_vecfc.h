@@ -8,7 +8,8 @@
  * bound E of the exact sum, known from the weights alone (ipk_vecfc_certify): so when the fused
  * value v is farther than E from every half-integer, the CPU's value rounds to the same integer
  * as v, and so does its saturation (both monotone). The rest, about 2E of the pixels (0.1 to 1%
- * for weights that sum to about 1), are marked uncertain and recomputed in the CPU's order. */
+ * for weights that sum to about 1), are marked uncertain and recomputed in the CPU's order (the
+ * kernel recomputes the four pixels of a thread's row when one of them is). */
 #ifndef IPK_CONV_VECFC_H
 #define IPK_CONV_VECFC_H
 #include <math.h>
@@ -80,12 +81,29 @@ static inline int ipk_vecfc_certify(ipk_vecf_plan *p)
     return 1;
 }
 
+/* A thread owns IPK_VECFC_PX pixels x .. x+7 of a row, loaded as two words (lo, hi); `left` holds
+ * bytes x-4 .. x-1 (the left neighbour's hi, or the warp's first lane's own load through the
+ * border), `right` bytes x+8 .. x+11. */
+#define IPK_VECFC_PX 8
+
+/* The 8 + 2r values of a row the thread's outputs read: column x - r first. */
+IPK_HD void ipk_vecfc_values(uint32_t left, uint32_t lo, uint32_t hi, uint32_t right, int r, float *v)
+{
+    IPK_UNROLL
+    for (int i = 0; i < IPK_VECFC_PX + 2 * IPK_VECF_MAXR; i++) {
+        if (i >= IPK_VECFC_PX + 2 * r) break;
+        const int c = i - r;
+        v[i] = c < 0 ? ipk_vecf_byte(left, c + 4) : c < 4 ? ipk_vecf_byte(lo, c) : c < 8 ? ipk_vecf_byte(hi, c - 4)
+                                                                                       : ipk_vecf_byte(right, c - 8);
+    }
+}
+
 /* acc[j] (+)= c[0]*v[j] + .. + c[2r]*v[j+2r], one fused multiply-add a tap in the CPU's order;
  * first: acc starts with the rounded product c[0]*v[j]. */
 IPK_HD void ipk_vecfc_taps(float *acc, const float *v, const float *c, int r, int first)
 {
     IPK_UNROLL
-    for (int j = 0; j < IPK_VECFR_PX; j++) {
+    for (int j = 0; j < IPK_VECFC_PX; j++) {
         float a = first ? ipk_vecf_mul(c[0], v[j]) : ipk_vecfc_fma(c[0], v[j], acc[j]);
         IPK_UNROLL
         for (int kx = 1; kx <= 2 * r; kx++) a = ipk_vecfc_fma(c[kx], v[j + kx], a);
@@ -93,29 +111,37 @@ IPK_HD void ipk_vecfc_taps(float *acc, const float *v, const float *c, int r, in
     }
 }
 
-/* Input row rr of a thread's ROWS outputs into the open sums, as ipk_vecfr_step's direct mode. */
+/* Input row rr of a thread's ROWS outputs (row y0 - r + rr) into the open sums: open + ky * PX is
+ * output rr - ky (ky = 0 .. 2r, each only for 0 <= output < rows); output rr - 2r is complete after
+ * the call. The caller then moves every open sum down one place. */
 IPK_HD void ipk_vecfc_step(const ipk_vecf_plan *p, int r, const float *v, int rr, int rows, float *open)
 {
     const int k = 2 * r + 1;
     IPK_UNROLL
     for (int ky = 0; ky <= 2 * IPK_VECF_MAXR; ky++)
-        if (ky < k && rr - ky >= 0 && rr - ky < rows) ipk_vecfc_taps(open + ky * IPK_VECFR_PX, v, p->w + ky * k, r, ky == 0);
+        if (ky < k && rr - ky >= 0 && rr - ky < rows) ipk_vecfc_taps(open + ky * IPK_VECFC_PX, v, p->w + ky * k, r, ky == 0);
+}
+
+/* Whether the CPU's value for a fused sum is certain to round to the fused value's integer (see
+ * above); *shifted gets the bits of v + 1.5 x 2^23, which hold that integer (ipk_vecf_narrow_pack_bits4). */
+IPK_HD int ipk_vecfc_certain(const ipk_vecf_plan *p, int fin, float acc, uint32_t *shifted)
+{
+    const float c = 12582912.0f;
+    const float v = fin == IPK_VECF_FIN_ONE ? acc : ipk_vecfc_fma(acc, p->cert_inv, p->off);
+    const float s = ipk_vecf_add(v, c), nearest = ipk_vecf_add(s, -c);
+    *shifted = ipk_vecf_bits(s);
+    return fabsf(ipk_vecf_add(v, -nearest)) < p->cert_thr;
 }
 
 /* The u8 outputs of four fused sums, packed (first in the low byte), as ipk_vecf_narrow_pack4;
- * *uncertain gets bit j set when pixel j is not certain (see above) and must be recomputed. */
-IPK_HD uint32_t ipk_vecfc_finish4(const ipk_vecf_plan *p, int fin, const float *acc, uint32_t *uncertain)
+ * *uncertain: 1 when any of the four is not certain (the kernel then recomputes all four). */
+IPK_HD uint32_t ipk_vecfc_finish4(const ipk_vecf_plan *p, int fin, const float *acc, int *uncertain)
 {
-    const float c = 12582912.0f;
-    uint32_t t[4], bad = 0;
+    uint32_t t[4];
+    int all = 1;
     IPK_UNROLL
-    for (int j = 0; j < 4; j++) {
-        const float v = fin == IPK_VECF_FIN_ONE ? acc[j] : ipk_vecfc_fma(acc[j], p->cert_inv, p->off);
-        const float shifted = ipk_vecf_add(v, c), nearest = ipk_vecf_add(shifted, -c);
-        bad |= (uint32_t)(fabsf(ipk_vecf_add(v, -nearest)) >= p->cert_thr) << j;
-        t[j] = ipk_vecf_bits(shifted);
-    }
-    *uncertain = bad;
+    for (int j = 0; j < 4; j++) all &= ipk_vecfc_certain(p, fin, acc[j], &t[j]);
+    *uncertain = !all;
     return ipk_vecf_narrow_pack_bits4(t);
 }
 #endif

@@ -610,8 +610,8 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
  * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified 5x5
- * with 8 rows instead of 16 and 7x7 with 4 instead of 8; 8: 24 and 16 rows at up to 96 registers (5
- * blocks an SM instead of 8); 7 and 8 a plan with a certificate. Other cases and
+ * and 7x7 with 8 rows instead of 16 and 12; 8: 20 and 16 rows at up to 168 registers (3 blocks an
+ * SM instead of 4); 7 and 8 a plan with a certificate. Other cases and
  * shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
  * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
@@ -635,8 +635,8 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
     if (shape >= 7) {
         if (fp.r == 1 || !ipk_vecfc_certify(&fp)) return IPK_EINVAL;
         if (shape == 7)
-            return fp.r == 2 ? vecfc_launch_rows<2, one, 8>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 4>(src, dst, b, fp, s);
-        return fp.r == 2 ? vecfc_launch_rows<2, one, 24, 5>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 16, 5>(src, dst, b, fp, s);
+            return fp.r == 2 ? vecfc_launch_rows<2, one, 8>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 8>(src, dst, b, fp, s);
+        return fp.r == 2 ? vecfc_launch_rows<2, one, 20, 3>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 16, 3>(src, dst, b, fp, s);
     }
     if (fp.r == 1 && shape == 2) return vecf3_launch_rows<d, one, uint8_t, 8, true>(src, dst, b, fp, s);
     if (fp.r == 1 && shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);

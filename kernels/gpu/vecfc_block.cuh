@@ -3,48 +3,75 @@
  * pixel instead of 2 k^2 (conv_vecfc.h says why the result is the same, and test_conv_vecfc checks
  * it on the host).
  *
- * The layout is vecfr_block.cuh's: a thread makes 4 outputs x ROWS rows, every input row loaded
- * first, side columns from the neighbouring lanes. A pixel whose fused value is too near a
- * half-integer to be certain goes into its warp's queue in shared memory (its column in the warp
- * and its row in the thread's band); once the warp's band is done, its lanes take the queue and
- * recompute those pixels in the CPU's order from the image (vecfc_exact), over the fused bytes
- * already stored. */
+ * A thread makes 8 outputs x ROWS rows: it first issues all of its ROWS + 2R input rows as 8-byte
+ * loads, then streams them down, converting each row once and adding it into the 2R + 1 outputs
+ * still open; the 4 columns on each side are the neighbouring lanes' words, by shuffles (a warp's
+ * first and last lanes load the word beyond their side). Eight columns a thread, so that a row's
+ * fixed costs (shuffles, addresses, the store) spread over more pixels than in vecfr_block.cuh's
+ * four; that needs up to 128 registers (4 blocks of 128 threads an SM).
+ *
+ * A thread's row of 8 pixels holding one whose fused value is too near a half-integer to be
+ * certain is flagged; once the warp's band is done, the flagged rows' pixels go into the warp's
+ * queue in shared memory (column in the warp, row in the band) and the warp's lanes recompute them
+ * in the CPU's order from the image (vecfc_exact), over the fused bytes already stored. */
 #ifndef IPK_VECFC_BLOCK_CUH
 #define IPK_VECFC_BLOCK_CUH
-#include "vecfr_block.cuh"
+#include "vecf_block.cuh"
 #include "conv_vecfc.h"
 
-/* Output rows a thread makes (64 registers without spilling, sm_90, CUDA 13.0, as vecfr_rows):
- * 16 at radius 2, 8 at radius 3. */
+#define VECFC_MIN_BLOCKS 4   /* 4 blocks of 128 threads per SM: at most 128 registers a thread */
+
+/* Output rows a thread makes: 16 at radius 2, 12 at radius 3 (more rows read fewer halo rows, 2R
+ * per ROWS; within 128 registers without spilling, sm_90, CUDA 13.0). */
 template <int R> struct vecfc_rows {
-    static constexpr int value = R == 2 ? 16 : 8;
+    static constexpr int value = R == 2 ? 16 : 12;
 };
 
 /* Pixel (x, y) in the CPU's order (conv_vecf.h: each product and each sum rounded, ky then kx
- * ascending), through the border; out of line, off the fast path's registers. */
-static __device__ __noinline__ uint8_t vecfc_exact(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
-                                                   int border, int x, int y, const ipk_vecf_plan *p)
+ * ascending), through the border: every value loaded first, then the sum. */
+template <int R, int FIN>
+__device__ __forceinline__ uint8_t vecfc_exact(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
+                                               int border, int x, int y, const ipk_vecf_plan &p)
 {
-    const int r = p->r, k = 2 * r + 1;
-    float acc = 0.0f;
-    for (int ky = 0; ky < k; ky++) {
-        const int yi = ipk_border_index(y - r + ky, height, border);
-        for (int kx = 0; kx < k; kx++) {
-            const int xi = ipk_border_index(x - r + kx, width, border);
-            const float v = yi < 0 || xi < 0 ? 0.0f : (float)__ldg(src + (ptrdiff_t)yi * ss + xi);
-            const float prod = ipk_vecf_mul(p->w[ky * k + kx], v);
-            acc = ky == 0 && kx == 0 ? prod : ipk_vecf_add(acc, prod);
+    constexpr int K = 2 * R + 1;
+    const bool inside = x >= R && x + R < width && y >= R && y + R < height;
+    float v[K * K];
+    #pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        const int yi = inside ? y - R + ky : ipk_border_index(y - R + ky, height, border);
+        #pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            const int xi = inside ? x - R + kx : ipk_border_index(x - R + kx, width, border);
+            v[ky * K + kx] = yi < 0 || xi < 0 ? 0.0f : (float)__ldg(src + (ptrdiff_t)yi * ss + xi);
         }
     }
-    return (uint8_t)ipk_vecf_rint_u8(ipk_vecf_value(p, p->fin, 0, acc));
+    float acc = ipk_vecf_mul(p.w[0], v[0]);
+    #pragma unroll
+    for (int t = 1; t < K * K; t++) acc = ipk_vecf_add(acc, ipk_vecf_mul(p.w[t], v[t]));
+    return (uint8_t)ipk_vecf_rint_u8(ipk_vecf_value(&p, FIN, 0, acc));
 }
 
-/* The uncertain pixels of one output row of the thread (bits of mask) into the warp's queue:
- * entry (row in the band) << 7 | column in the warp. */
-__device__ __forceinline__ void vecfc_enqueue(uint16_t *queue, int *queued, uint32_t mask, int lane, int row)
+/* The n pixels of each output row of the thread flagged in rows into the warp's queue: entry (row
+ * in the band) << 8 | column in the warp. After the rows, so that the streaming loop has no branch. */
+__device__ __forceinline__ void vecfc_enqueue(uint16_t *queue, int *queued, uint32_t rows, int lane, int n)
 {
-    for (int j = 0; j < IPK_VECFR_PX; j++)
-        if (mask >> j & 1u) queue[atomicAdd(queued, 1)] = (uint16_t)(row << 7 | (lane * IPK_VECFR_PX + j));
+    while (rows) {
+        const int row = __ffs(rows) - 1;
+        rows &= rows - 1;
+        const int at = atomicAdd(queued, n);
+        for (int j = 0; j < n; j++) queue[at + j] = (uint16_t)(row << 8 | (lane * IPK_VECFC_PX + j));
+    }
+}
+
+/* The side word of row y beyond the warp's first or last lane (xw: its first column), 0 on the other
+ * lanes; at: its address when rows_in, stepped down the rows by the caller. */
+__device__ __forceinline__ uint32_t vecfc_edge(const uint8_t *__restrict__ src, ptrdiff_t ss, int width, int height,
+                                               int border, int xw, int y, bool edge_lane, bool edge_fast, bool rows_in,
+                                               const uint8_t *at)
+{
+    if (!edge_lane) return 0u;
+    if (edge_fast && rows_in) return __ldg((const uint32_t *)at);
+    return vecf_edge_word(src, ss, width, height, border, xw, y, edge_lane, edge_fast, rows_in);
 }
 
 /* Every thread of a warp runs to the end (the shuffles and the queue need the whole warp);
@@ -55,8 +82,8 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, MINB)
     vecfc_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
                  int height, int border, const __grid_constant__ ipk_vecf_plan p)
 {
-    constexpr int K = 2 * R + 1, IN = ROWS + 2 * R, PX = IPK_VECFR_PX;
-    static_assert(32 * PX <= 128 && ROWS <= 256, "queue entries: 7 bits of column, 9 of row");
+    constexpr int K = 2 * R + 1, IN = ROWS + 2 * R, PX = IPK_VECFC_PX;
+    static_assert(32 * PX <= 256 && ROWS <= 32, "queue entries: 8 bits of column; a bit a row in flagged");
     __shared__ uint16_t queue[VECF_WARPS][32 * PX * ROWS];
     __shared__ int queued[VECF_WARPS];
     const int lane = threadIdx.x, warp = threadIdx.y;
@@ -65,62 +92,71 @@ __global__ void __launch_bounds__(32 * VECF_WARPS, MINB)
     if (y0 >= height) return;   /* the whole warp */
     if (lane == 0) queued[warp] = 0;
     __syncwarp();
-    const bool fast = x + PX <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
+    const bool fast = x + PX <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
     const bool rows_in = y0 >= R && y0 + ROWS + R <= height;
-    uint32_t in[IN];
+    uint2 in[IN];
     vecf_load_rows<ROWS, R>(src, ss, width, height, border, x, y0, fast, rows_in, in);
     const bool edge_lane = lane == 0 || lane == 31;
     const int xw = lane == 0 ? x - 4 : x + PX;
     const bool edge_fast = xw >= 0 && xw + 4 <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
+    const uint8_t *edge_at = src + (ptrdiff_t)(y0 - R) * ss + xw;
     uint32_t edge[IN];
     #pragma unroll
-    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++)
-        edge[rr] = vecf_edge_word(src, ss, width, height, border, xw, y0 - R + rr, edge_lane, edge_fast, rows_in);
+    for (int rr = 0; rr < VECF_EDGE_AHEAD; rr++, edge_at += ss)
+        edge[rr] = vecfc_edge(src, ss, width, height, border, xw, y0 - R + rr, edge_lane, edge_fast, rows_in, edge_at);
 
     const int n = min(PX, width - x);
     const bool vec_out = ((uintptr_t)dst % PX) == 0 && (ds % PX) == 0;
+    uint8_t *drow = dst + (ptrdiff_t)y0 * ds + x;   /* stepped down a row a store */
     float open[K * PX] = {};
+    uint32_t flagged = 0;   /* bit i: output row i of the band has a pixel that is not certain */
     #pragma unroll
     for (int rr = 0; rr < IN; rr++) {
-        if (rr + VECF_EDGE_AHEAD < IN)
-            edge[rr + VECF_EDGE_AHEAD] = vecf_edge_word(src, ss, width, height, border, xw,
-                                                        y0 - R + rr + VECF_EDGE_AHEAD, edge_lane, edge_fast, rows_in);
-        const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr], 1), r = __shfl_down_sync(0xffffffffu, in[rr], 1);
+        if (rr + VECF_EDGE_AHEAD < IN) {
+            edge[rr + VECF_EDGE_AHEAD] = vecfc_edge(src, ss, width, height, border, xw, y0 - R + rr + VECF_EDGE_AHEAD,
+                                                    edge_lane, edge_fast, rows_in, edge_at);
+            edge_at += ss;
+        }
+        const uint32_t l = __shfl_up_sync(0xffffffffu, in[rr].y, 1), r = __shfl_down_sync(0xffffffffu, in[rr].x, 1);
         float v[PX + 2 * IPK_VECF_MAXR];
-        ipk_vecfr_values(lane == 0 ? edge[rr] : l, in[rr], lane == 31 ? edge[rr] : r, R, v);
+        ipk_vecfc_values(lane == 0 ? edge[rr] : l, in[rr].x, in[rr].y, lane == 31 ? edge[rr] : r, R, v);
         ipk_vecfc_step(&p, R, v, rr, ROWS, open);
-        const int y = y0 + rr - 2 * R;
-        if (rr >= 2 * R && n > 0 && y < height) {
-            uint32_t uncertain;
-            const uint32_t word = ipk_vecfc_finish4(&p, FIN, open + 2 * R * PX, &uncertain);
-            vecf_put_words<PX>(dst + (ptrdiff_t)y * ds + x, word, 0u, n, vec_out);
-            uncertain &= (1u << n) - 1u;
-            if (uncertain) vecfc_enqueue(queue[warp], &queued[warp], uncertain, lane, rr - 2 * R);
+        if (rr >= 2 * R) {
+            if (n > 0 && y0 + rr - 2 * R < height) {
+                int lo_uncertain, hi_uncertain;
+                const uint32_t lo = ipk_vecfc_finish4(&p, FIN, open + 2 * R * PX, &lo_uncertain);
+                const uint32_t hi = ipk_vecfc_finish4(&p, FIN, open + 2 * R * PX + 4, &hi_uncertain);
+                vecf_put_words<PX>(drow, lo, hi, n, vec_out);
+                flagged |= (uint32_t)(lo_uncertain | hi_uncertain) << (rr - 2 * R);
+            }
+            drow += ds;
         }
         #pragma unroll
         for (int i = K * PX - 1; i >= PX; i--) open[i] = open[i - PX];
     }
+    if (flagged) vecfc_enqueue(queue[warp], &queued[warp], flagged, lane, n);
     __syncwarp();
     const int count = queued[warp];
     for (int i = lane; i < count; i += 32) {
-        const int e = queue[warp][i], xe = blockIdx.x * 32 * PX + (e & 127), ye = y0 + (e >> 7);
-        dst[(ptrdiff_t)ye * ds + xe] = vecfc_exact(src, ss, width, height, border, xe, ye, &p);
+        const int e = queue[warp][i], xe = blockIdx.x * 32 * PX + (e & 255), ye = y0 + (e >> 8);
+        dst[(ptrdiff_t)ye * ds + xe] = vecfc_exact<R, FIN>(src, ss, width, height, border, xe, ye, p);
     }
 }
 
 /* The kernel with ROWS rows a thread and MINB blocks an SM (vecfc_launch: vecfc_rows and
- * VECF_MIN_BLOCKS, 64 registers; ipk_convolve_gpu_vec_shape: others). p must hold a certificate
+ * VECFC_MIN_BLOCKS; ipk_convolve_gpu_vec_shape: others). p must hold a certificate
  * (ipk_vecfc_certify). */
-template <int R, int FIN, int ROWS, int MINB = VECF_MIN_BLOCKS>
+template <int R, int FIN, int ROWS, int MINB = VECFC_MIN_BLOCKS>
 static int vecfc_launch_rows(const ipk_img *src, const ipk_img *dst, int border, const ipk_vecf_plan &p,
                              cudaStream_t s)
 {
     if (!p.cert || p.r != R || p.fin != FIN) return IPK_EINVAL;
     dim3 block(32, VECF_WARPS);
-    dim3 grid(ipk_div_up(src->width, 32 * IPK_VECFR_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
+    dim3 grid(ipk_div_up(src->width, 32 * IPK_VECFC_PX), ipk_div_up(src->height, (long long)ROWS * VECF_WARPS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    vecfc_kernel<R, FIN, ROWS, MINB><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
-                                                      dst->stride, src->width, src->height, border, p);
+    vecfc_kernel<R, FIN, ROWS, MINB><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride,
+                                                            (uint8_t *)dst->data, dst->stride, src->width, src->height,
+                                                            border, p);
     return ipk_launch_status();
 }
 

@@ -2,8 +2,8 @@
  * 7x7 with u8 output) against the CPU convolve, byte for byte: through AUTO and through the timing
  * hook's shapes 7 and 8 (other rows a thread), for bench_gpu's FLOAT5 and FLOAT7, random direct
  * kernels with every finish kind, dyadic kernels whose sums land on half-integers (a queue of
- * uncertain pixels in most warps), 1x1, 1xN, Nx1, prime widths, 4-column groups and 128-column
- * warps whole or cut, pitches that are not the width, base pointers off by 1 to 3 bytes, every
+ * uncertain pixels in most warps), 1x1, 1xN, Nx1, prime widths, 8-column groups and 256-column
+ * warps whole or cut, row bands of 8 to 20 whole or cut, pitches that are not the width, base pointers off by 1 to 7 bytes, every
  * border, and a large image on each border; and the plans the hook refuses. */
 #include <stdlib.h>
 #include <string.h>
@@ -118,15 +118,15 @@ int main(void)
     tu_seed(&rng, 5501);
     static float_case ks[24];
     const int n = make_cases(ks, 12, &rng);
-    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 4, 17 }, { 5, 9 }, { 7, 40 }, { 31, 7 },
-                             { 97, 25 }, { 127, 13 }, { 128, 11 }, { 129, 3 }, { 131, 70 }, { 1021, 23 },
+    const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 8, 17 }, { 9, 9 }, { 7, 40 }, { 31, 7 },
+                             { 97, 25 }, { 255, 13 }, { 256, 11 }, { 257, 3 }, { 263, 70 }, { 1021, 23 },
                              { 2053, 13 }, { 37, 1000 } };
     int c = 0;
     for (int ki = 0; ki < n; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 3) continue;
             check_one(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c / 2 % 2, 0, 0, s, &rng);
-            check_one(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, 0, s, &rng);
+            check_one(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 7, 0, s, &rng);
             if (ks[ki].divisor == 1 && ks[ki].offset == 0)   /* the hook takes finish ONE only */
                 check_one(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), 1, c % 4, 7 + c % 2, s, &rng);
         }

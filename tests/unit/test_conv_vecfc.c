@@ -1,12 +1,12 @@
 /* The certified float kernel's arithmetic (kernels/common/conv_vecfc.h) on the host, against the CPU
  * convolve, bit for bit:
- * - the kernel modelled warp by warp (32 threads x 4 pixels, ROWS rows a thread, the neighbours'
- *   words where it shuffles, fused sums, the certified finish, the queued pixels recomputed in the
- *   CPU's order) over odd sizes, every border and every finish kind;
+ * - the kernel modelled warp by warp (32 threads x 8 pixels, ROWS rows a thread, the neighbours'
+ *   words where it shuffles, fused sums, the certified finish, the pixels of flagged rows recomputed
+ *   in the CPU's order) over odd sizes, every border and every finish kind;
  * - the bound itself: over millions of random and extreme windows, |cpu - fused| never exceeds it,
  *   and every pixel called certain has the CPU's byte;
  * - kernels built to land on half-integers (dyadic weights: exact ties) must be called uncertain;
- * - for bench_gpu's FLOAT5 and FLOAT7 on noise, the share of uncertain pixels stays small (the
+ * - for bench_gpu's FLOAT5 and FLOAT7 on noise, the share of uncertain pixels stays under 1% (the
  *   kernel's speed rests on it);
  * - which plans get a certificate. */
 #include <math.h>
@@ -17,7 +17,7 @@
 #include "conv_vecfc.h"
 
 #define WARP 32
-#define PX IPK_VECFR_PX
+#define PX IPK_VECFC_PX
 #define MAX_ROWS 24
 #define MAX_K 7
 
@@ -65,40 +65,43 @@ static uint8_t exact_px(const ipk_img *src, const ipk_vecf_plan *p, int border, 
 static int model_warp(const ipk_img *src, const ipk_img *dst, const ipk_vecf_plan *p, int border, int rows, int x0,
                       int y0)
 {
-    static uint32_t mid[MAX_ROWS + 2 * MAX_K][WARP], edge[MAX_ROWS + 2 * MAX_K][WARP];
+    static uint32_t lo[MAX_ROWS + 2 * MAX_K][WARP], hi[MAX_ROWS + 2 * MAX_K][WARP], edge[MAX_ROWS + 2 * MAX_K][WARP];
     static float open[WARP][MAX_K * PX];
-    static int queue[WARP * PX * MAX_ROWS][2];
+    static uint32_t flagged[WARP];
     const int r = p->r, k = 2 * r + 1;
     int queued = 0;
     for (int rr = 0; rr < rows + 2 * r; rr++)
         for (int lane = 0; lane < WARP; lane++) {
             const int x = x0 + PX * lane, y = y0 - r + rr;
-            mid[rr][lane] = word4(src, x, y, border);
+            lo[rr][lane] = word4(src, x, y, border);
+            hi[rr][lane] = word4(src, x + 4, y, border);
             edge[rr][lane] = lane == 0 ? word4(src, x - 4, y, border) : lane == WARP - 1 ? word4(src, x + PX, y, border) : 0;
         }
+    memset(flagged, 0, sizeof flagged);
     for (int rr = 0; rr < rows + 2 * r; rr++)
         for (int lane = 0; lane < WARP; lane++) {
             const int x = x0 + PX * lane, y = y0 + rr - 2 * r, n = src->width - x < PX ? src->width - x : PX;
-            const uint32_t left = lane == 0 ? edge[rr][lane] : mid[rr][lane - 1];
-            const uint32_t right = lane == WARP - 1 ? edge[rr][lane] : mid[rr][lane + 1];
+            const uint32_t left = lane == 0 ? edge[rr][lane] : hi[rr][lane - 1];
+            const uint32_t right = lane == WARP - 1 ? edge[rr][lane] : lo[rr][lane + 1];
             float v[PX + 2 * IPK_VECF_MAXR];
-            ipk_vecfr_values(left, mid[rr][lane], right, r, v);
+            ipk_vecfc_values(left, lo[rr][lane], hi[rr][lane], right, r, v);
             ipk_vecfc_step(p, r, v, rr, rows, open[lane]);
             if (rr >= 2 * r && n > 0 && y < src->height) {
-                uint32_t uncertain;
-                const uint32_t word = ipk_vecfc_finish4(p, p->fin, open[lane] + 2 * r * PX, &uncertain);
-                for (int j = 0; j < n; j++) {
-                    *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)(word >> (8 * j));
-                    if (uncertain >> j & 1u) {
-                        queue[queued][0] = x + j;
-                        queue[queued++][1] = y;
-                    }
-                }
+                int lo_uncertain, hi_uncertain;
+                const uint32_t w[2] = { ipk_vecfc_finish4(p, p->fin, open[lane] + 2 * r * PX, &lo_uncertain),
+                                        ipk_vecfc_finish4(p, p->fin, open[lane] + 2 * r * PX + 4, &hi_uncertain) };
+                for (int j = 0; j < n; j++) *(uint8_t *)tu_px(dst, x + j, y, 0) = (uint8_t)(w[j / 4] >> (8 * (j % 4)));
+                flagged[lane] |= (uint32_t)(lo_uncertain | hi_uncertain) << (rr - 2 * r);
             }
             memmove(open[lane] + PX, open[lane], (size_t)(k - 1) * PX * sizeof(float));
         }
-    for (int i = 0; i < queued; i++)
-        *(uint8_t *)tu_px(dst, queue[i][0], queue[i][1], 0) = exact_px(src, p, border, queue[i][0], queue[i][1]);
+    for (int lane = 0; lane < WARP; lane++) {
+        const int x = x0 + PX * lane, n = src->width - x < PX ? src->width - x : PX;
+        for (int row = 0; row < rows; row++)
+            if (flagged[lane] >> row & 1u)
+                for (int j = 0; j < n; j++, queued++)
+                    *(uint8_t *)tu_px(dst, x + j, y0 + row, 0) = exact_px(src, p, border, x + j, y0 + row);
+    }
     return queued;
 }
 
@@ -120,7 +123,7 @@ static double check_model(const char *name, const double *w, int k, double divis
         CHECK(0, "%s: no certificate", name);
         return 1.0;
     }
-    static const int ROWS[] = { 4, 8, 12, 16, 24 };
+    static const int ROWS[] = { 4, 8, 12, 16, 20 };
     long queued = 0, pixels = 0;
     for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++)
         for (int border = 0; border < 4; border++) {
@@ -155,22 +158,25 @@ static double check_windows(const char *name, const double *w, int k, double div
         return 1.0;
     }
     const double bound = ipk_vecfc_bound(&p);
-    const int r = k / 2, cols = PX + 2 * r;
+    const int r = k / 2;
     long uncertain_px = 0, wrong = 0, over = 0;
     double worst = 0.0;
-    for (long n = 0; n < windows; n += PX) {
-        float vals[MAX_K][PX + 2 * IPK_VECF_MAXR], acc[PX] = { 0 };
-        const int style = (int)(n / PX % 4);
+    for (long n = 0; n < windows; n += 4) {
+        float vals[MAX_K][4 + 2 * IPK_VECF_MAXR], acc[4];
+        const int style = (int)(n / 4 % 4);
         for (int ky = 0; ky < k; ky++)
-            for (int c = 0; c < cols; c++) {
+            for (int c = 0; c < 4 + 2 * r; c++) {
                 const uint32_t rnd = tu_next(rng);
                 vals[ky][c] = style == 0 ? (float)(rnd & 255u) : style == 1 ? (rnd & 1u ? 255.0f : 0.0f)
                             : style == 2 ? (float)(rnd % 3u == 0 ? 255u : rnd & 255u) : (float)(120u + rnd % 16u);
             }
-        for (int ky = 0; ky < k; ky++) ipk_vecfc_taps(acc, vals[ky], p.w + ky * k, r, ky == 0);
-        uint32_t uncertain;
-        const uint32_t word = ipk_vecfc_finish4(&p, p.fin, acc, &uncertain);
-        for (int j = 0; j < PX; j++) {
+        for (int j = 0; j < 4; j++) {   /* the fused sum of one pixel, tap by tap as ipk_vecfc_taps */
+            acc[j] = 0.0f;
+            for (int ky = 0, t = 0; ky < k; ky++)
+                for (int kx = 0; kx < k; kx++, t++)
+                    acc[j] = t ? ipk_vecfc_fma(p.w[t], vals[ky][j + kx], acc[j]) : p.w[0] * vals[0][j];
+        }
+        for (int j = 0; j < 4; j++) {
             float win[MAX_K * MAX_K];
             for (int ky = 0; ky < k; ky++)
                 for (int kx = 0; kx < k; kx++) win[ky * k + kx] = vals[ky][j + kx];
@@ -184,8 +190,9 @@ static double check_windows(const char *name, const double *w, int k, double div
             if (diff > worst) worst = diff;
             if (diff > bound) over++;
             const uint8_t want = reference_px(p.w, k, win, p.div, p.off);
-            if (uncertain >> j & 1u) uncertain_px++;
-            else if ((uint8_t)(word >> (8 * j)) != want) wrong++;
+            uint32_t shifted;
+            if (!ipk_vecfc_certain(&p, p.fin, acc[j], &shifted)) uncertain_px++;
+            else if ((uint8_t)(ipk_vecf_narrow_pack_bits4((const uint32_t[4]){ shifted, shifted, shifted, shifted }) & 0xffu) != want) wrong++;
         }
     }
     CHECK(over == 0, "%s: %ld windows past the bound %g (worst %g)", name, over, bound, worst);
@@ -211,22 +218,17 @@ static void check_ties(tu_rng *rng)
         ipk_vecf_plan p;
         CHECK(ipk_vecf_plan_conv_k(w, k, 1, 0, &p) && ipk_vecfc_certify(&p), "dyadic %dx%d certified", k, k);
         long ties = 0, flagged = 0;
-        for (int n = 0; n < 200000; n += PX) {
-            float vals[MAX_K][PX + 2 * IPK_VECF_MAXR], acc[PX] = { 0 };
-            for (int ky = 0; ky < k; ky++)
-                for (int c = 0; c < PX + k - 1; c++) vals[ky][c] = (float)(tu_next(rng) & 255u);
-            for (int ky = 0; ky < k; ky++) ipk_vecfc_taps(acc, vals[ky], p.w + ky * k, k / 2, ky == 0);
-            uint32_t uncertain;
-            (void)ipk_vecfc_finish4(&p, p.fin, acc, &uncertain);
-            for (int j = 0; j < PX; j++) {
-                float win[MAX_K * MAX_K];
-                for (int ky = 0; ky < k; ky++)
-                    for (int kx = 0; kx < k; kx++) win[ky * k + kx] = vals[ky][j + kx];
-                const float a = reference_acc(p.w, k, win);
-                if (a - floorf(a) == 0.5f) {
-                    ties++;
-                    flagged += uncertain >> j & 1u;
-                }
+        for (int n = 0; n < 200000; n++) {
+            float win[MAX_K * MAX_K], acc = 0.0f;
+            for (int t = 0; t < k * k; t++) {
+                win[t] = (float)(tu_next(rng) & 255u);
+                acc = t ? ipk_vecfc_fma(p.w[t], win[t], acc) : p.w[0] * win[0];
+            }
+            const float a = reference_acc(p.w, k, win);
+            uint32_t shifted;
+            if (a - floorf(a) == 0.5f) {
+                ties++;
+                flagged += !ipk_vecfc_certain(&p, p.fin, acc, &shifted);
             }
         }
         CHECK(ties > 1000 && flagged == ties, "dyadic %dx%d: %ld of %ld ties uncertain", k, k, flagged, ties);
@@ -266,7 +268,8 @@ int main(void)
         const double windows = check_windows(name, w, k, 1, 0, 2000000, &rng);
         printf("%s: %.3f%% of pixels queued in the model, %.3f%% of random windows uncertain\n", name, 100 * share,
                100 * windows);
-        CHECK(share < 0.01 && windows < 0.01, "%s: queued %g, uncertain %g: under 1%%", name, share, windows);
+        /* the model queues the 8 pixels of a flagged row */
+        CHECK(share < 0.03 && windows < 0.01, "%s: queued %g (under 3%%), uncertain %g (under 1%%)", name, share, windows);
         static const double divisors[] = { 2, -0.5, 3, 0.7, -9 }, offsets[] = { 0, 128, -3.5, 0.25, -0.0 };
         for (int t = 0; t < 5; t++) {
             for (int i = 0; i < k * k; i++) w[i] = (double)(tu_next(&rng) % 2001) / 4000.0 - 0.2;
