@@ -43,8 +43,6 @@ typedef struct {
     int r;              /* radius: 1 (k = 3, the 3x3 kernel), 2 or 3 (the radius kernel below) */
     int narrow;         /* every u8 input gives |v| <= IPK_VECF_NARROW_MAX (ipk_vecf_narrow_pack4 applies) */
     int scaled;         /* r = 1 and ws holds the weights below (IPK_VECF_CVT_HALF applies) */
-    int cert;           /* conv_vecfc.h's certificate applies (ipk_vecfc_certify): cert_thr and cert_inv */
-    float cert_thr, cert_inv;
     float ws[9];        /* r = 1: w with the factors that multiply input values times 2^24 (DIRECT: all nine,
                            SEP: the row factors w[0..2]), for values that come as b x 2^-24 */
 } ipk_vecf_plan;
@@ -237,14 +235,6 @@ IPK_HD uint32_t ipk_vecf_clamp_u8x2(uint32_t h)
 #endif
 }
 
-/* The packing of ipk_vecf_narrow_pack4 from the bits of each v + 1.5 x 2^23. */
-IPK_HD uint32_t ipk_vecf_narrow_pack_bits4(const uint32_t *t)
-{
-    const uint32_t lo = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[0], t[1], 0x5410u));
-    const uint32_t hi = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[2], t[3], 0x5410u));
-    return ipk_swar_perm(lo, hi, 0x6420u);
-}
-
 /* ipk_vecf_pack4 of ipk_vecf_rint_u8 of four values of a narrow plan (|v| <= IPK_VECF_NARROW_MAX, so
  * never NaN), in 9 instructions instead of 15: v + 1.5 * 2^23 leaves rint(v) in its low 16 bits as
  * a two's complement number, two such halves share a word and are clamped at once, then the low
@@ -253,7 +243,9 @@ IPK_HD uint32_t ipk_vecf_narrow_pack4(const float *v)
 {
     uint32_t t[4];
     for (int j = 0; j < 4; j++) t[j] = ipk_vecf_bits(ipk_vecf_add(v[j], 12582912.0f));
-    return ipk_vecf_narrow_pack_bits4(t);
+    const uint32_t lo = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[0], t[1], 0x5410u));
+    const uint32_t hi = ipk_vecf_clamp_u8x2(ipk_swar_perm(t[2], t[3], 0x5410u));
+    return ipk_swar_perm(lo, hi, 0x6420u);
 }
 
 /* The low bytes of four words into one word, first in the low byte. */

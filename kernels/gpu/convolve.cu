@@ -15,9 +15,7 @@
  * kernels whose sums fit 16 bits may take the vec kernel (vec_block.cuh; IPK_GPU_VEC), which
  * rounds with conv_swar.h as the strip kernel does. IPK_GPU_VEC also reaches the separable vec
  * kernel (vecsep_block.cuh: integer, radius 1 to 3, 32-bit column sums, conv_round.h's finish)
- * and the float vec kernels (vecf_block.cuh 3x3, vecfr_block.cuh 5x5 and 7x7). Plain calls take the
- * certified kernel (vecfc_block.cuh: fused multiply-adds, uncertain pixels again in the CPU's
- * order) for direct float 5x5 and 7x7 with u8 output. */
+ * and the float vec kernels (vecf_block.cuh 3x3, vecfr_block.cuh 5x5 and 7x7). */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
@@ -28,7 +26,6 @@
 #include "vecf_block.cuh"
 #include "vecsep_block.cuh"
 #include "vecfr_block.cuh"
-#include "vecfc_block.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -55,10 +52,6 @@
  * 0: on the H100 it took 0.251 (16 rows) and 0.230 (8 rows) ms at 5x5 against the tiles' 0.228,
  * 0.396 and 0.379 at 7x7 against 0.372 (2026-11-25). */
 #define CONV_VECFR_AUTO 0
-/* 1: plain calls take the certified kernel (vecfc_block.cuh) for the direct float-weight 5x5 and
- * 7x7 cases with u8 output whose plan has a certificate (see conv_vecfc_launch); 0: as
- * CONV_VECFR_AUTO says. */
-#define CONV_VECFC_AUTO 1
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
 static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
@@ -496,18 +489,6 @@ static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return vp.r == 1 ? vecf3_launch<uint8_t>(src, dst, b, vp, s) : vecfr_launch<uint8_t>(src, dst, b, vp, s);
 }
 
-/* The certified kernel of vecfc_block.cuh: 1-channel u8 in and out, a direct float 5x5 or 7x7
- * whose plan has a certificate (conv_vecfc.h), every border. *taken says whether it applies. */
-static int conv_vecfc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
-                             int *taken)
-{
-    ipk_vecf_plan vp;
-    *taken = src->dtype == IPK_U8 && src->channels == 1 && dst->dtype == IPK_U8 && p->kw == p->kh && p->kw >= 5 &&
-             ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &vp) && ipk_vecfc_certify(&vp);
-    if (!*taken) return IPK_EINVAL;
-    return vecfc_launch(src, dst, (int)p->border, vp, s);
-}
-
 /* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
  * 3x3, 5x5 or 7x7 weights whose row sums fit 16 bits (conv_vecsep.h's planner), every border.
  * *taken says whether it applies. */
@@ -577,11 +558,6 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         int taken = 0;
         return conv_strip_launch(src, dst, p, s, &taken);
     }
-    if (path == IPK_GPU_AUTO && CONV_VECFC_AUTO) {
-        int taken = 0;
-        const int rc = conv_vecfc_launch(src, dst, p, s, &taken);
-        if (taken && rc != IPK_ERANGE) return rc;   /* too tall: the kernels below */
-    }
     if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 3 ? CONV_VECF_AUTO : CONV_VECFR_AUTO))) {
         int taken = 0;
         const int rc = conv_vecf_launch(src, dst, p, s, &taken);
@@ -609,15 +585,13 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
  * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
- * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified 5x5
- * and 7x7 with 8 rows instead of 16 and 12; 8: 20 and 16 rows at up to 168 registers (3 blocks an
- * SM instead of 4); 7 and 8 a plan with a certificate. Other cases and
+ * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan). Other cases and
  * shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
  * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
-    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 8 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
+    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 6 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
         src->channels != 1)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
@@ -632,12 +606,6 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
         fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE)
         return IPK_EINVAL;
     const int d = IPK_VECF_DIRECT, one = IPK_VECF_FIN_ONE;
-    if (shape >= 7) {
-        if (fp.r == 1 || !ipk_vecfc_certify(&fp)) return IPK_EINVAL;
-        if (shape == 7)
-            return fp.r == 2 ? vecfc_launch_rows<2, one, 8>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 8>(src, dst, b, fp, s);
-        return fp.r == 2 ? vecfc_launch_rows<2, one, 20, 3>(src, dst, b, fp, s) : vecfc_launch_rows<3, one, 16, 3>(src, dst, b, fp, s);
-    }
     if (fp.r == 1 && shape == 2) return vecf3_launch_rows<d, one, uint8_t, 8, true>(src, dst, b, fp, s);
     if (fp.r == 1 && shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);
     if (fp.r == 1 && shape == 4) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_I2F>(src, dst, b, fp, s);
