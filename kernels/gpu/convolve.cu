@@ -341,35 +341,36 @@ static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, con
     return rb_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, w, fu8, s);
 }
 
-template <int K, typename FinU8, typename FinF32>
+/* EXACT: integer weights, whose sums fused multiply-adds give exactly (fin_int); otherwise the
+ * float taps without contraction (fin_float). A template argument, so that neither functor is
+ * compiled with the other's arithmetic. */
+template <int K, bool EXACT, typename FinU8, typename FinF32>
 static int conv_fast_k(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool split,
-                       bool exact, bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+                       bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
-    if (exact) return split ? conv_fast_out<K, true, true>(src, dst, border, w, reg, fu8, ff32, s)
-                            : conv_fast_out<K, false, true>(src, dst, border, w, reg, fu8, ff32, s);
-    return split ? conv_fast_out<K, true, false>(src, dst, border, w, reg, fu8, ff32, s)
-                 : conv_fast_out<K, false, false>(src, dst, border, w, reg, fu8, ff32, s);
+    return split ? conv_fast_out<K, true, EXACT>(src, dst, border, w, reg, fu8, ff32, s)
+                 : conv_fast_out<K, false, EXACT>(src, dst, border, w, reg, fu8, ff32, s);
 }
 
-template <typename FinU8, typename FinF32>
-static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw, bool exact,
-                            bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+template <bool EXACT, typename FinU8, typename FinF32>
+static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw, bool reg,
+                            const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
     rb_weights w;
     memset(&w, 0, sizeof w);
     const int k = cw.kw, n = cw.split ? 2 * k : k * k;
     for (int i = 0; i < n; i++) {
-        float v = exact ? (float)cw.wi[i] : cw.wf[i];
+        float v = EXACT ? (float)cw.wi[i] : cw.wf[i];
         if (!cw.split) w.w[i] = v;
         else if (i < k) w.row[i] = v;
         else w.col[i - k] = v;
     }
     const bool split = cw.split != 0;
     switch (k) {
-    case 3: return conv_fast_k<3>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
-    case 5: return conv_fast_k<5>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
-    case 7: return conv_fast_k<7>(src, dst, border, w, split, exact, reg, fu8, ff32, s);
-    default: return conv_fast_k<9>(src, dst, border, w, split, exact, false, fu8, ff32, s);
+    case 3: return conv_fast_k<3, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
+    case 5: return conv_fast_k<5, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
+    case 7: return conv_fast_k<7, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
+    default: return conv_fast_k<9, EXACT>(src, dst, border, w, split, false, fu8, ff32, s);
     }
 }
 
@@ -390,7 +391,7 @@ static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_
     fin_int_f32 ff32;
     (fin_int &)fu8 = f;
     (fin_int &)ff32 = f;
-    return conv_fast_launch(src, dst, (int)p->border, cw, true, reg, fu8, ff32, s);
+    return conv_fast_launch<true>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
 }
 
 static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
@@ -405,7 +406,7 @@ static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_con
     fin_float_f32 ff32;
     (fin_float &)fu8 = f;
     (fin_float &)ff32 = f;
-    return conv_fast_launch(src, dst, (int)p->border, cw, false, reg, fu8, ff32, s);
+    return conv_fast_launch<false>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
