@@ -26,6 +26,7 @@
 #include "vecf_block.cuh"
 #include "vecsep_block.cuh"
 #include "vecfr_block.cuh"
+#include "rb_cert.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -52,6 +53,11 @@
  * 0: on the H100 it took 0.251 (16 rows) and 0.230 (8 rows) ms at 5x5 against the tiles' 0.228,
  * 0.396 and 0.379 at 7x7 against 0.372 (2026-11-25). */
 #define CONV_VECFR_AUTO 0
+
+/* 1: plain calls take the certified tile kernel (rb_cert.cuh) for direct float-weight 5x5, 7x7
+ * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch); 0: the tile
+ * kernels. */
+#define CONV_CERT_AUTO 1
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
 static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
@@ -409,6 +415,34 @@ static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_con
     return conv_fast_launch<false>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
 }
 
+/* The certified tile kernel's cases: 1-channel u8 in and out, a direct (not separable) float
+ * K x K kernel, K 5, 7 or 9, whose weights and finish have a certificate (conv_cert.h). */
+static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                            int *taken)
+{
+    *taken = 0;
+    const int k = p->kw, n = k * k;
+    if (!conv_fast_fits(src, p) || dst->dtype != IPK_U8 || (k != 5 && k != 7 && k != 9) ||
+        ipk_conv_weights_integral(p->weights, n))
+        return IPK_EINVAL;
+    float col[CONV_MAXK], row[CONV_MAXK];
+    if (ipk_conv_split_float(p->weights, k, k, col, row)) return IPK_EINVAL;
+    rb_weights w;
+    memset(&w, 0, sizeof w);
+    for (int i = 0; i < n; i++) w.w[i] = (float)p->weights[i];
+    rbc_finish f;
+    f.div = (float)p->divisor;
+    f.off = (float)p->offset;
+    f.inv = 0;
+    f.pow2 = conv_pow2(f.div, &f.inv);
+    if (!ipk_conv_cert_threshold(w.w, n, f.div, f.off, &f.thr)) return IPK_EINVAL;
+    *taken = 1;
+    const int border = (int)p->border;
+    if (k == 5) return rbc_launch<5>(src, dst, border, w, f, s);
+    if (k == 7) return rbc_launch<7>(src, dst, border, w, f, s);
+    return rbc_launch<9>(src, dst, border, w, f, s);
+}
+
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
 {
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || !p || !p->weights) return 0;
@@ -575,6 +609,11 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
     }
     if (path == IPK_GPU_VEC) return IPK_EINVAL;   /* no vec kernel takes it */
+    if (path == IPK_GPU_AUTO && CONV_CERT_AUTO) {
+        int taken = 0;
+        const int rc = conv_cert_launch(src, dst, p, s, &taken);
+        if (taken) return rc;
+    }
     const bool reg_fits = conv_reg_fits(src, p);
     if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
     const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;

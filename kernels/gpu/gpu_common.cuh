@@ -174,20 +174,12 @@ __device__ __forceinline__ void rb_store(float *d, const float *q, int n, bool v
 template <typename Out> struct rb_out { typedef uint32_t value; };
 template <> struct rb_out<float> { typedef float value; };
 
-/* Fin: a functor, float sum -> rb_out<Out>::value. SEP: a row pass (w.row) into h, then
+/* A thread's RB_ROWS x RB_PX sums from the shared tile. SEP: a row pass (w.row) into h, then
  * the column pass (w.col); otherwise the K x K taps (w.w). */
-template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
-__global__ void __launch_bounds__(RB_TX *RB_TY)
-    rb_kernel(const uint8_t *src, ptrdiff_t ss, Out *dst, ptrdiff_t ds, int width, int height, int border,
-              const __grid_constant__ rb_weights w, const __grid_constant__ Fin fin)
+template <int K, bool SEP, bool CONTRACT>
+__device__ __forceinline__ void rb_accumulate(const float4 *tile, const rb_weights &w, float (&acc)[RB_ROWS][RB_PX])
 {
-    __shared__ float4 tile[(RB_TH + K - 1) * RB_SW4];
-    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
-    rb_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
-    __syncthreads();
-
     const int R = K / 2, tx = threadIdx.x, ty = threadIdx.y;
-    float acc[RB_ROWS][RB_PX];
     #pragma unroll
     for (int o = 0; o < RB_ROWS; o++)
         #pragma unroll
@@ -222,6 +214,22 @@ __global__ void __launch_bounds__(RB_TX *RB_TY)
             }
         }
     }
+}
+
+/* Fin: a functor, float sum -> rb_out<Out>::value; the sums as rb_accumulate's. */
+template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
+__global__ void __launch_bounds__(RB_TX *RB_TY)
+    rb_kernel(const uint8_t *src, ptrdiff_t ss, Out *dst, ptrdiff_t ds, int width, int height, int border,
+              const __grid_constant__ rb_weights w, const __grid_constant__ Fin fin)
+{
+    __shared__ float4 tile[(RB_TH + K - 1) * RB_SW4];
+    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
+    rb_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
+    __syncthreads();
+
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    float acc[RB_ROWS][RB_PX];
+    rb_accumulate<K, SEP, CONTRACT>(tile, w, acc);
 
     const int x = x0 + tx * RB_PX, n = min(RB_PX, width - x);
     if (n <= 0) return;
