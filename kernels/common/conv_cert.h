@@ -25,17 +25,15 @@
  * exact. */
 #define IPK_CONV_CERT_MAX_VALUE 2097152.0
 
-/* An upper bound of |v_cpu - v_fused| over inputs 0..255, or -1 when the plan has none (weights or
- * values not finite, or values past IPK_CONV_CERT_MAX_VALUE). The sums run over t = 0 .. taps-1 on
- * both sides. With u = 2^-24, a rounding of z adds at most u|z| + eta (eta for the subnormal
- * range). A_t = 255 max(sum of positive w_j, sum of |negative w_j|), j <= t, bounds the exact
- * partial sum; e_t bounds the CPU's distance from it, g_t the fused sum's:
- *   e_t = e_{t-1} + u 255 |w_t| + u (A_t + e_{t-1} + u 255 |w_t|) + 2 eta   (product, sum)
- *   g_t = g_{t-1} + u (A_t + g_{t-1}) + eta                                   (one rounding)
- * So |acc_cpu - acc_fused| <= G = e + g and |acc| <= A + G on both sides. The finish divides
- * (each quotient within u(A + G)/d + eta of the exact one) and adds the offset (each within
- * u((A + G)(1 + u)/d + |off|) + eta). Widened by 1% for the double arithmetic here. */
-static inline double ipk_conv_cert_bound(const float *w, int taps, float divisor, float offset)
+/* Error bounds of float sums over inputs 0..255, both against the exact sum, the sums running
+ * over t = 0 .. taps-1. With u = 2^-24, a rounding of z adds at most u|z| + eta (eta for the
+ * subnormal range). *reach gets A = 255 max(sum of positive w_t, sum of |negative w_t|), which
+ * bounds every exact partial sum A_t. The CPU's order (product, then sum, each rounded):
+ *   e_t = e_{t-1} + u 255 |w_t| + u (A_t + e_{t-1} + u 255 |w_t|) + 2 eta
+ * A fused multiply-add a tap (one rounding):
+ *   g_t = g_{t-1} + u (A_t + g_{t-1}) + eta
+ * Returns e, *fused g; -1 when a weight is not finite. */
+static inline double ipk_conv_cert_sum_errors(const float *w, int taps, double *fused, double *reach)
 {
     const double u = 0x1p-24, eta = 0x1p-126;
     double pos = 0.0, neg = 0.0, a = 0.0, e = 0.0, g = 0.0;
@@ -48,24 +46,52 @@ static inline double ipk_conv_cert_bound(const float *w, int taps, float divisor
         e = e + u * prod + u * (a + e + u * prod) + 2 * eta;
         g = g + u * (a + g) + eta;
     }
+    *fused = g;
+    *reach = a;
+    return e;
+}
+
+/* An upper bound of |v_cpu - v_other| when the two sums lie within e and g of the exact one, whose
+ * magnitude is at most a, and both pass through the finish; -1 when the values may pass
+ * IPK_CONV_CERT_MAX_VALUE. The finish divides (each quotient within u(a + e + g)/d + eta of the
+ * exact one) and adds the offset (each within u((a + e + g)(1 + u)/d + |off|) + eta). Widened by
+ * 1% for the double arithmetic here. */
+static inline double ipk_conv_cert_finish_bound(double e, double g, double a, float divisor, float offset)
+{
+    const double u = 0x1p-24, eta = 0x1p-126;
     const double d = fabs((double)divisor), off = fabs((double)offset), big = a + e + g;
-    if (!(d > 0) || !isfinite(d) || !isfinite(off)) return -1.0;
+    if (!(e >= 0) || !(g >= 0) || !(d > 0) || !isfinite(d) || !isfinite(off)) return -1.0;
     const double reach = big * (1 + u) / d + off;
     if (!(reach * (1 + 4 * u) + 1.0 < IPK_CONV_CERT_MAX_VALUE)) return -1.0;
     const double b = (e + g) / d + 2 * (u * big / d + eta) + 2 * (u * reach + eta);
     return b * 1.01;
 }
 
-/* The certainty threshold for u8 outputs in *thr: a pixel is certain when |v - rint(v)| < *thr.
- * 1 when the plan has one (a bound, at most IPK_CONV_CERT_MAX_BOUND); 0 otherwise. */
-static inline int ipk_conv_cert_threshold(const float *w, int taps, float divisor, float offset, float *thr)
+/* An upper bound of |v_cpu - v_fused| for the fused sums, or -1 when the plan has none (weights
+ * or values not finite, or values past IPK_CONV_CERT_MAX_VALUE). */
+static inline double ipk_conv_cert_bound(const float *w, int taps, float divisor, float offset)
 {
-    const double b = ipk_conv_cert_bound(w, taps, divisor, offset);
+    double g, a;
+    const double e = ipk_conv_cert_sum_errors(w, taps, &g, &a);
+    return e < 0 ? -1.0 : ipk_conv_cert_finish_bound(e, g, a, divisor, offset);
+}
+
+/* The threshold for a bound b in *thr: 0.5 - b rounded down; 0 when b is negative or past
+ * IPK_CONV_CERT_MAX_BOUND. */
+static inline int ipk_conv_cert_threshold_of(double b, float *thr)
+{
     if (b < 0 || !(b <= IPK_CONV_CERT_MAX_BOUND)) return 0;
     float t = (float)(0.5 - b);
     if ((double)t > 0.5 - b) t = nextafterf(t, 0.0f);
     *thr = t;
     return 1;
+}
+
+/* The certainty threshold of the fused sums for u8 outputs in *thr: a pixel is certain when
+ * |v - rint(v)| < *thr. 1 when the plan has one; 0 otherwise. */
+static inline int ipk_conv_cert_threshold(const float *w, int taps, float divisor, float offset, float *thr)
+{
+    return ipk_conv_cert_threshold_of(ipk_conv_cert_bound(w, taps, divisor, offset), thr);
 }
 
 /* The finish both sides share: acc / divisor (or acc * inv, the same for a power-of-two divisor

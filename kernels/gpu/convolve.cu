@@ -27,6 +27,7 @@
 #include "vecsep_block.cuh"
 #include "vecfr_block.cuh"
 #include "rb_cert.cuh"
+#include "conv_tc.cuh"
 
 /* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
  * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
@@ -58,6 +59,11 @@
  * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch); 0: the tile
  * kernels. */
 #define CONV_CERT_AUTO 1
+
+/* 1: plain calls take the tensor-core kernel (conv_tc.cuh) for direct float-weight 5x5 and 7x7
+ * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
+ * tile kernel; 0: not. */
+#define CONV_TC_AUTO 1
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
 static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
@@ -443,6 +449,34 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return rbc_launch<9>(src, dst, border, w, f, s);
 }
 
+/* The tensor-core kernel's cases: those of the certified tile kernel with K 5 or 7 whose limbs
+ * and bound give a threshold (conv_tc.h). */
+static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
+                          int *taken)
+{
+    *taken = 0;
+    const int k = p->kw, n = k * k;
+    if (!conv_fast_fits(src, p) || dst->dtype != IPK_U8 || (k != 5 && k != 7) ||
+        ipk_conv_weights_integral(p->weights, n))
+        return IPK_EINVAL;
+    float col[CONV_MAXK], row[CONV_MAXK];
+    if (ipk_conv_split_float(p->weights, k, k, col, row)) return IPK_EINVAL;
+    tc_params tp;
+    memset(&tp, 0, sizeof tp);
+    for (int i = 0; i < n; i++) tp.w[i] = (float)p->weights[i];
+    tp.div = (float)p->divisor;
+    tp.off = (float)p->offset;
+    tp.pow2 = conv_pow2(tp.div, &tp.inv);
+    ipk_conv_tc_plan plan;
+    if (!ipk_conv_tc_plan_make(tp.w, k, tp.div, tp.off, &plan)) return IPK_EINVAL;
+    memcpy(tp.q, plan.q, sizeof tp.q);
+    tp.scale = plan.scale;
+    tp.thr = plan.thr;
+    *taken = 1;
+    const int border = (int)p->border;
+    return k == 5 ? tc_launch<5>(src, dst, border, tp, s) : tc_launch<7>(src, dst, border, tp, s);
+}
+
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
 {
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || !p || !p->weights) return 0;
@@ -609,6 +643,11 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         if (taken && (path == IPK_GPU_VEC || rc != IPK_ERANGE)) return rc;
     }
     if (path == IPK_GPU_VEC) return IPK_EINVAL;   /* no vec kernel takes it */
+    if (path == IPK_GPU_AUTO && CONV_TC_AUTO) {
+        int taken = 0;
+        const int rc = conv_tc_launch(src, dst, p, s, &taken);
+        if (taken) return rc;
+    }
     if (path == IPK_GPU_AUTO && CONV_CERT_AUTO) {
         int taken = 0;
         const int rc = conv_cert_launch(src, dst, p, s, &taken);
@@ -625,17 +664,23 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
  * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
- * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan). Other cases and
- * shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
+ * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified
+ * tile kernel (rb_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
+ * 7x7. Other cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
  * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
-    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 6 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
+    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 7 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
         src->channels != 1)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
+    if (shape == 7) {
+        int taken = 0;
+        const int rc = conv_cert_launch(src, dst, p, s, &taken);
+        return taken ? rc : IPK_EINVAL;
+    }
     const int b = (int)p->border;
     ipk_vecsep_plan sp;
     if (shape == 1 && ipk_vecsep_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, 0, &sp) && sp.r == 3 &&

@@ -110,7 +110,8 @@ typedef enum {
 int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                           void *scratch, size_t scratch_bytes, void *stream, ipk_gpu_path path);
 /* Timing hook for bench_gpu, not for applications: the convolve vec path with another number of
- * rows a thread (shape 1; see convolve.cu), so that one run times it beside the default. */
+ * rows a thread (shapes 1 to 6), or the certified tile kernel (shape 7; see convolve.cu), so that
+ * one run times it beside the default. */
 int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, void *stream,
                                int shape);
 int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border,

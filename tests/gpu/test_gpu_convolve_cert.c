@@ -1,5 +1,7 @@
-/* The certified tile kernel (kernels/gpu/rb_cert.cuh: what IPK_GPU_AUTO runs for a direct float
- * 5x5, 7x7 or 9x9 on 1-channel u8 with u8 output) against the CPU convolve, byte for byte: bench_gpu's
+/* The certified float kernels against the CPU convolve, byte for byte: the tensor-core kernel
+ * (kernels/gpu/conv_tc.cuh: what IPK_GPU_AUTO runs for a direct float 5x5 or 7x7 on 1-channel u8
+ * with u8 output), and the certified tile kernel (rb_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7
+ * through ipk_convolve_gpu_vec_shape's shape 7). Over bench_gpu's
  * FLOAT5 and FLOAT7, random direct kernels with divisors (negative, powers of two and not) and
  * offsets (-0.0 among them), dyadic kernels whose sums land on half-integers (every such pixel goes
  * through the recompute in the CPU's order), cancelling weights; 1x1, 1xN, Nx1, prime widths, one
@@ -10,6 +12,7 @@
 #include "gpu_testutil.h"
 #include "ipk.h"
 #include "conv_cert.h"
+#include "conv_tc.h"
 #include "conv_separable.h"
 
 typedef struct {
@@ -26,18 +29,22 @@ static int same_bytes(const ipk_img *a, const ipk_img *b)
     return 1;
 }
 
-/* Whether AUTO sends the case to the certified kernel (its dispatch rule, conv_cert_launch). */
-static int certified(const cert_case *c)
+/* Whether AUTO sends the case to a certified kernel (the dispatch rules of conv_tc_launch and
+ * conv_cert_launch): tc 1 asks for the tensor-core kernel's, 0 for the tile kernel's. */
+static int certified(const cert_case *c, int tc)
 {
     float w[81], thr, col[9], row[9];
     for (int i = 0; i < c->k * c->k; i++) w[i] = (float)c->w[i];
-    return !ipk_conv_weights_integral(c->w, c->k * c->k) && !ipk_conv_split_float(c->w, c->k, c->k, col, row) &&
-           ipk_conv_cert_threshold(w, c->k * c->k, (float)c->divisor, (float)c->offset, &thr);
+    if (ipk_conv_weights_integral(c->w, c->k * c->k) || ipk_conv_split_float(c->w, c->k, c->k, col, row)) return 0;
+    ipk_conv_tc_plan plan;
+    return tc ? ipk_conv_tc_plan_make(w, c->k, (float)c->divisor, (float)c->offset, &plan)
+              : ipk_conv_cert_threshold(w, c->k * c->k, (float)c->divisor, (float)c->offset, &thr);
 }
 
-/* AUTO against the CPU; shift > 0 views both images from byte `shift` of wider ones. */
-static void check_auto(int w, int h, const cert_case *k, ipk_border border, int aligned16, int shift, cudaStream_t s,
-                       tu_rng *rng)
+/* AUTO (shape 0) or the certified tile kernel (shape 7) against the CPU; shift > 0 views both
+ * images from byte `shift` of wider ones. */
+static void check_auto(int w, int h, const cert_case *k, ipk_border border, int aligned16, int shift, int shape,
+                       cudaStream_t s, tu_rng *rng)
 {
     ipk_img wide = shift % 2 ? tu_img_u8_extremes(w + shift, h, rng) : tu_img_random(w + shift, h, 1, IPK_U8, 5, rng);
     ipk_img src = wide;
@@ -51,12 +58,15 @@ static void check_auto(int w, int h, const cert_case *k, ipk_border border, int 
     dsrc.data = (uint8_t *)dwide.data + shift;
     dout.data = (uint8_t *)dout_wide.data + shift;
     dsrc.width = dout.width = w;
-    if (gpu_finish_ok(ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_AUTO), "ipk_convolve_gpu_path")) {
+    const int rc = shape ? ipk_convolve_gpu_vec_shape(&dsrc, &dout, &p, s, shape)
+                         : ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_AUTO);
+    if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
         ipk_img got_wide = dev_download(&dout_wide), got = got_wide;
         got.data = (uint8_t *)got_wide.data + shift;
         got.width = w;
-        CHECK(same_bytes(&got, &cpu), "auto float %dx%d %s /%g %+g, %dx%d border=%d aligned=%d shift=%d: max diff %g",
-              k->k, k->k, k->name, k->divisor, k->offset, w, h, (int)border, aligned16, shift, tu_max_diff(&got, &cpu));
+        CHECK(same_bytes(&got, &cpu), "%s float %dx%d %s /%g %+g, %dx%d border=%d aligned=%d shift=%d: max diff %g",
+              shape ? "tile-certified" : "auto", k->k, k->k, k->name, k->divisor, k->offset, w, h, (int)border,
+              aligned16, shift, tu_max_diff(&got, &cpu));
         tu_img_free(&got_wide);
     }
     dev_free(&dwide);
@@ -116,24 +126,43 @@ int main(void)
     tu_seed(&rng, 4423);
     static cert_case ks[32], un[4];
     const int n = make_cases(ks, &rng), nu = make_uncertified(un);
-    for (int i = 0; i < n; i++) CHECK(certified(&ks[i]), "%s %dx%d has a threshold", ks[i].name, ks[i].k, ks[i].k);
-    for (int i = 0; i < nu; i++) CHECK(!certified(&un[i]), "%s: left to the exact kernels", un[i].name);
+    for (int i = 0; i < n; i++) {
+        CHECK(certified(&ks[i], 0), "%s %dx%d: the tile kernel's certificate", ks[i].name, ks[i].k, ks[i].k);
+        CHECK(ks[i].k == 9 || certified(&ks[i], 1), "%s %dx%d: the tensor-core plan", ks[i].name, ks[i].k, ks[i].k);
+    }
+    for (int i = 0; i < nu; i++) CHECK(!certified(&un[i], 0) && !certified(&un[i], 1), "%s: left to the exact kernels", un[i].name);
     const int sizes[][2] = { { 1, 1 }, { 1, 33 }, { 29, 1 }, { 2, 3 }, { 7, 5 }, { 31, 7 }, { 97, 25 }, { 128, 64 },
-                             { 129, 65 }, { 131, 67 }, { 257, 130 }, { 1021, 23 }, { 37, 300 } };
+                             { 129, 65 }, { 128, 128 }, { 131, 129 }, { 257, 130 }, { 1021, 23 }, { 37, 300 },
+                             { 300, 37 } };
     int c = 0;
     for (int ki = 0; ki < n; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 3) continue;
-            check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c / 2 % 2, 0, s, &rng);
-            check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, s, &rng);
+            check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c / 2 % 2, 0, 0, s, &rng);
+            check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, 0, s, &rng);
+            if (ks[ki].k < 9 && c % 2 == 0)
+                check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), c / 4 % 2, c % 3, 7, s, &rng);
         }
     for (int ki = 0; ki < nu; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += 3)
-            check_auto(sizes[i][0], sizes[i][1], &un[ki], (ipk_border)(i % 4), 1, (int)i % 3, s, &rng);
+            check_auto(sizes[i][0], sizes[i][1], &un[ki], (ipk_border)(i % 4), 1, (int)i % 3, 0, s, &rng);
     for (int ki = 0; ki < 6; ki++)   /* bench and dyadic at 5, 7, 9 (ks[0..1], [7..8], [14..15]): a large image */
-        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++)
-            check_auto(quick ? 1031 : 4099, quick ? 67 : 517, &ks[ki / 2 * 7 + ki % 2], (ipk_border)b, 1, b % 2, s,
-                       &rng);
+        for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
+            const cert_case *k = &ks[ki / 2 * 7 + ki % 2];
+            check_auto(quick ? 1031 : 4099, quick ? 67 : 517, k, (ipk_border)b, 1, b % 2, 0, s, &rng);
+            if (k->k < 9) check_auto(quick ? 1031 : 4099, quick ? 67 : 517, k, (ipk_border)b, 1, b % 2, 7, s, &rng);
+        }
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
+    ipk_conv_params p5 = { ks[0].w, 5, 5, 1, 0, IPK_ZERO }, pint = { un[0].w, 3, 3, 1, 0, IPK_ZERO };
+    static double ones[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+    pint.weights = ones;
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 7) == IPK_OK, "shape 7: float 5x5 taken");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &f, &p5, s, 7) == IPK_EINVAL, "shape 7: f32 output refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pint, s, 7) == IPK_EINVAL, "shape 7: integer weights refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 8) == IPK_EINVAL, "shape 8 refused");
+    cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    dev_free(&a);
+    dev_free(&f);
     cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
     return tu_finish();
 }

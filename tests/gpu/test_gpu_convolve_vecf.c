@@ -178,7 +178,7 @@ static void check_refusals(const float_case *k, cudaStream_t s)
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 4) == IPK_EINVAL, "shape 4: large float 3x3 refused");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 5) == IPK_EINVAL, "shape 5: large float 3x3 refused");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pbig, s, 6) == IPK_EINVAL, "shape 6: large float 3x3 refused");
-    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p3, s, 7) == IPK_EINVAL, "shape 7 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p3, s, 7) == IPK_EINVAL, "shape 7 (the certified tile kernel): 3x3 refused");
     cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     dev_free(&a);
     dev_free(&f);

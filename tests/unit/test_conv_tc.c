@@ -1,0 +1,261 @@
+/* The tensor-core convolve's arithmetic (kernels/common/conv_tc.h) on the host, against the CPU:
+ * - the limbs: three digits in -128..127 whose value is the weight rounded to a multiple of
+ *   2^-(s+16), the largest scaled weight at most 126;
+ * - the int-to-float step without the conversion unit, exact over the whole range of the sums;
+ * - the bound: over random and extreme windows the CPU's value is never farther than the bound
+ *   from the one formed from exact integer limb sums (as the tensor cores give them), and every
+ *   pixel called certain has the CPU's byte;
+ * - the kernel modelled pixel by pixel against ipk_convolve_cpu on odd sizes and every border;
+ * - dyadic weights, whose sums land on half-integers, have every tie called uncertain;
+ * - which plans are refused. */
+#include <math.h>
+#include <string.h>
+#include "testutil.h"
+#include "border.h"
+#include "conv_tc.h"
+
+#define MAX_K 7
+
+typedef struct {
+    const char *name;
+    float w[MAX_K * MAX_K];
+    int k, pow2;
+    float div, inv, off;
+    ipk_conv_tc_plan tc;
+} plan;
+
+static float cpu_sum(const float *w, const float *x, int taps)
+{
+    float acc = 0.0f;
+    for (int t = 0; t < taps; t++) acc = acc + w[t] * x[t];
+    return acc;
+}
+
+static uint8_t cpu_byte(float v)
+{
+    const float r = rintf(v);
+    return (uint8_t)(r > 255.0f ? 255.0f : r > 0.0f ? r : 0.0f);
+}
+
+static int make_plan(plan *p, const char *name, const double *w, int k, double divisor, double offset)
+{
+    memset(p, 0, sizeof *p);
+    p->name = name;
+    p->k = k;
+    for (int i = 0; i < k * k; i++) p->w[i] = (float)w[i];
+    p->div = (float)divisor;
+    p->off = (float)offset;
+    int e = 0;
+    p->pow2 = frexpf(fabsf(p->div), &e) == 0.5f;
+    p->inv = 1.0f / p->div;
+    return ipk_conv_tc_plan_make(p->w, k, p->div, p->off, &p->tc);
+}
+
+/* The limbs: digits in range, and their value the weight rounded to a multiple of 2^-(s+16). */
+static void check_limbs(const plan *p)
+{
+    int bad = 0;
+    double top = 0;
+    for (int t = 0; t < p->k * p->k; t++) top = fmax(top, fabs((double)p->w[t]));
+    const double ulp = (double)p->tc.scale * 0x1p-16;
+    for (int t = 0; t < p->k * p->k; t++) {
+        const int64_t n = (int64_t)p->tc.q[0][t] * 65536 + (int64_t)p->tc.q[1][t] * 256 + p->tc.q[2][t];
+        bad += fabs((double)p->w[t] - (double)n * ulp) > ulp / 2;
+        bad += p->tc.q[0][t] < -127;
+    }
+    CHECK(bad == 0, "%s: limbs of every weight within half a unit", p->name);
+    CHECK(top / p->tc.scale <= 126.0 && top / p->tc.scale > 63.0, "%s: largest scaled weight %g in (63, 126]", p->name,
+          top / p->tc.scale);
+}
+
+/* The kernel's value for a window: exact limb sums, then ipk_conv_tc_acc and the finish. */
+static float tc_value(const plan *p, const float *x)
+{
+    int32_t s[3] = { 0, 0, 0 };
+    for (int l = 0; l < 3; l++)
+        for (int t = 0; t < p->k * p->k; t++) s[l] += (int32_t)x[t] * p->tc.q[l][t];
+    return ipk_conv_cert_value(ipk_conv_tc_acc(s[0], s[1], s[2], p->tc.scale), p->div, p->inv, p->pow2, p->off);
+}
+
+static uint8_t model_byte(const plan *p, const float *x, long *open)
+{
+    uint32_t uncertain;
+    const uint32_t byte = ipk_conv_cert_u8(tc_value(p, x), p->tc.thr, &uncertain) & 0xffu;
+    if (!uncertain) return (uint8_t)byte;
+    ++*open;
+    return cpu_byte(cpu_sum(p->w, x, p->k * p->k) / p->div + p->off);
+}
+
+static float px_u8(const ipk_img *src, int x, int y, int border)
+{
+    const int sx = ipk_border_index(x, src->width, border), sy = ipk_border_index(y, src->height, border);
+    return sx < 0 || sy < 0 ? 0.0f : (float)*(const uint8_t *)tu_px(src, sx, sy, 0);
+}
+
+static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 4, 5 }, { 37, 35 }, { 131, 19 } };
+
+static double check_model(const plan *p, const double *w, double divisor, double offset, tu_rng *rng)
+{
+    const int k = p->k, r = k / 2;
+    long open = 0, pixels = 0;
+    for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++)
+        for (int border = 0; border < 4; border++) {
+            ipk_img src = s % 2 ? tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng)
+                                : tu_img_random(SIZES[s][0], SIZES[s][1], 1, IPK_U8, 3, rng);
+            ipk_img want = tu_img_zeros(src.width, src.height, 1, IPK_U8, 0);
+            ipk_conv_params cp = { w, k, k, divisor, offset, (ipk_border)border };
+            CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", p->name);
+            long wrong = 0;
+            for (int y = 0; y < src.height; y++)
+                for (int x = 0; x < src.width; x++) {
+                    float win[MAX_K * MAX_K];
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) win[ky * k + kx] = px_u8(&src, x - r + kx, y - r + ky, border);
+                    wrong += model_byte(p, win, &open) != *(const uint8_t *)tu_px(&want, x, y, 0);
+                }
+            pixels += (long)src.width * src.height;
+            CHECK(wrong == 0, "%s %dx%d on %dx%d border %d: %ld pixels not the CPU's", p->name, k, k, src.width,
+                  src.height, border, wrong);
+            tu_img_free(&src);
+            tu_img_free(&want);
+        }
+    return (double)open / (double)pixels;
+}
+
+/* Random windows: |v_cpu - v_tc| within the bound, certain bytes the CPU's. Returns the share of
+ * uncertain windows. */
+static double check_windows(const plan *p, long windows, double *worst, tu_rng *rng)
+{
+    const int taps = p->k * p->k;
+    long open = 0, wrong = 0, over = 0;
+    *worst = 0.0;
+    for (long n = 0; n < windows; n++) {
+        float x[MAX_K * MAX_K];
+        const int style = (int)(n % 4);
+        for (int t = 0; t < taps; t++) {
+            const uint32_t rnd = tu_next(rng);
+            x[t] = style == 0 ? (float)(rnd & 255u) : style == 1 ? (rnd & 1u ? 255.0f : 0.0f)
+                 : style == 2 ? (float)(rnd % 3u == 0 ? 255u : rnd & 255u) : (float)(120u + rnd % 16u);
+        }
+        const float v_cpu = cpu_sum(p->w, x, taps) / p->div + p->off, v_tc = tc_value(p, x);
+        const double d = fabs((double)v_cpu - (double)v_tc);
+        if (d > *worst) *worst = d;
+        over += d > p->tc.bound;
+        uint32_t uncertain;
+        const uint32_t byte = ipk_conv_cert_u8(v_tc, p->tc.thr, &uncertain) & 0xffu;
+        if (uncertain) open++;
+        else wrong += byte != cpu_byte(v_cpu);
+    }
+    CHECK(over == 0, "%s: %ld windows past the bound %g (worst %g)", p->name, over, p->tc.bound, *worst);
+    CHECK(wrong == 0, "%s: %ld certain pixels not the CPU's byte", p->name, wrong);
+    return (double)open / (double)windows;
+}
+
+static void check_kernel(const char *name, const double *w, int k, double divisor, double offset, long windows,
+                         tu_rng *rng)
+{
+    plan p;
+    if (!make_plan(&p, name, w, k, divisor, offset)) {
+        CHECK(0, "%s %dx%d /%g %+g: no threshold (bound %g)", name, k, k, divisor, offset, p.tc.bound);
+        return;
+    }
+    CHECK((double)p.tc.thr <= 0.5 - p.tc.bound && (double)p.tc.thr > 0.5 - p.tc.bound - 0x1p-24,
+          "%s: threshold 0.5 - bound rounded down", name);
+    check_limbs(&p);
+    double quant = 0.0, g, a;
+    for (int t = 0; t < k * k; t++) {
+        const int64_t n = (int64_t)p.tc.q[0][t] * 65536 + (int64_t)p.tc.q[1][t] * 256 + p.tc.q[2][t];
+        quant += fabs((double)p.w[t] - (double)n * (double)p.tc.scale * 0x1p-16);
+    }
+    const double e = ipk_conv_cert_sum_errors(p.w, k * k, &g, &a);
+    CHECK(p.tc.bound >= (e + 255.0 * quant) / fabs((double)p.div), "%s: the bound %g holds the CPU's error and the limbs' "
+          "rounding (%g)", name, p.tc.bound, (e + 255.0 * quant) / fabs((double)p.div));
+    double worst;
+    const double windows_open = check_windows(&p, windows, &worst, rng), model_open = check_model(&p, w, divisor, offset, rng);
+    if (!strcmp(name, "bench")) {
+        printf("bench %dx%d: bound %.3g, worst %.3g, %.3f%% of random windows and %.3f%% of image pixels uncertain\n", k,
+               k, p.tc.bound, worst, 100 * windows_open, 100 * model_open);
+        CHECK(windows_open < 0.01 && model_open < 0.01, "bench %dx%d: under 1%% uncertain", k, k);
+        CHECK(worst > p.tc.bound / 64, "bench %dx%d: worst %g within 64x of the bound %g", k, k, worst, p.tc.bound);
+    }
+}
+
+static void check_ties(tu_rng *rng)
+{
+    double w[MAX_K * MAX_K];
+    for (int k = 5; k <= 7; k += 2) {
+        for (int i = 0; i < k * k; i++) w[i] = (i % 2 ? 0.03125 : 0.0625) * (i % 3 ? 1 : -0.5);
+        plan p;
+        CHECK(make_plan(&p, "dyadic", w, k, 1, 0), "dyadic %dx%d has a threshold", k, k);
+        long ties = 0, flagged = 0;
+        for (int n = 0; n < 200000; n++) {
+            float x[MAX_K * MAX_K];
+            for (int t = 0; t < k * k; t++) x[t] = (float)(tu_next(rng) & 255u);
+            const float v = cpu_sum(p.w, x, k * k);
+            if (v - floorf(v) != 0.5f) continue;
+            uint32_t uncertain;
+            (void)ipk_conv_cert_u8(tc_value(&p, x), p.tc.thr, &uncertain);
+            ties++;
+            flagged += uncertain;
+        }
+        CHECK(ties > 1000 && flagged == ties, "dyadic %dx%d: %ld of %ld ties uncertain", k, k, flagged, ties);
+        check_model(&p, w, 1, 0, rng);
+    }
+}
+
+static void check_float_step(void)
+{
+    static const int32_t v[] = { 0, 1, -1, 255, -128, 1587600, -1632000, 4194303, -4194304, 123456, -98765 };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) bad += ipk_conv_tc_float(v[i]) != (float)v[i];
+    CHECK(bad == 0, "int to float without the conversion unit: exact below 2^22");
+}
+
+static void check_refusals(void)
+{
+    double w[MAX_K * MAX_K];
+    plan p;
+    for (int i = 0; i < 25; i++) w[i] = i == 7 ? INFINITY : 0.1;
+    CHECK(!make_plan(&p, "infinite", w, 5, 1, 0), "an infinite weight: no plan");
+    for (int i = 0; i < 25; i++) w[i] = 0.0;
+    CHECK(!make_plan(&p, "zeros", w, 5, 1, 0), "all-zero weights: no plan");
+    for (int i = 0; i < 49; i++) w[i] = 2.51 + 0.01 * (i % 3);
+    CHECK(!make_plan(&p, "large sums", w, 7, 1, 0), "a 7x7 of large sums: no threshold (bound %g)", p.tc.bound);
+    for (int i = 0; i < 25; i++) w[i] = 0.04;
+    CHECK(!make_plan(&p, "3x3", w, 3, 1, 0) && !make_plan(&p, "9x9", w, 9, 1, 0), "3x3 and 9x9: no plan");
+    CHECK(!make_plan(&p, "tiny divisor", w, 5, 1e-5, 0), "values past 2^21: no plan");
+    for (int i = 0; i < 25; i++) w[i] = 1e-36 * (i + 1);
+    CHECK(!make_plan(&p, "weights below 2^-60", w, 5, 1e-33, 1), "weights below 2^-60: no plan (the FMA kernel's)");
+}
+
+int main(void)
+{
+    tu_rng rng;
+    tu_seed(&rng, 5117);
+    check_float_step();
+    double w[MAX_K * MAX_K];
+    static const double divisors[] = { 1, 2, -0.5, 3, 0.7, -9 }, offsets[] = { 0, 128, -3.5, 0.25, -0.0 };
+    for (int k = 5; k <= 7; k += 2) {
+        double sum = 0;
+        for (int i = 0; i < k * k; i++) sum += w[i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
+        for (int i = 0; i < k * k; i++) w[i] /= sum;
+        check_kernel("bench", w, k, 1, 0, 1000000, &rng);
+        for (int t = 0; t < 6; t++) {
+            for (int i = 0; i < k * k; i++) w[i] = (double)(tu_next(&rng) % 2001) / 4000.0 - 0.2;
+            check_kernel("random", w, k, divisors[t], offsets[t % 5], 200000, &rng);
+        }
+        for (int i = 0; i < k * k; i++) w[i] = -0.01 * (i + 1);
+        check_kernel("all negative /-2", w, k, -2, -0.0, 200000, &rng);
+        for (int i = 0; i < k * k; i++) w[i] = (i % 2 ? 1.7 : -1.3) + 0.001 * i;
+        check_kernel("cancelling /7 +3.5", w, k, 7, 3.5, 200000, &rng);
+        for (int i = 0; i < k * k; i++) w[i] = i == k * k / 2 ? 3.0 : 1e-4 * (i % 5 - 2);
+        check_kernel("wide range", w, k, 3, 0, 200000, &rng);
+        for (int i = 0; i < k * k; i++) w[i] = 1e-15 * (i + 1);
+        check_kernel("tiny weights", w, k, 1e-12, 1, 200000, &rng);
+        for (int i = 0; i < k * k; i++) w[i] = 300.0 + i;
+        check_kernel("large weights /40000", w, k, 40000, 0, 200000, &rng);
+    }
+    check_ties(&rng);
+    check_refusals();
+    return tu_finish();
+}
