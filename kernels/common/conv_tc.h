@@ -7,9 +7,10 @@
  * q2 (each in -128..127). The tensor cores sum x q_i over the window exactly in int32 (u8 times
  * s8), so S = 2^-(s+16) (S0 2^16 + S1 2^8 + S2) is the exact sum of the rounded weights, within
  * 255 sum|w - n 2^-(s+16)| <= 255 taps 2^-(s+17) of the exact sum of the weights. The kernel
- * forms it in float (ipk_conv_tc_acc) and goes on as the certified FMA kernel does (conv_cert.h):
- * the CPU's value lies within the plan's bound of this one, so a value farther than that from
- * every half-integer gives the CPU's byte; the other pixels are recomputed in the CPU's order. */
+ * forms the value S / divisor + offset from them with three fused multiply-adds
+ * (ipk_conv_tc_value) and goes on as the certified FMA kernel does (conv_cert.h): the CPU's value
+ * lies within the plan's bound of this one, so a value farther than that from every half-integer
+ * gives the CPU's byte; the other pixels are recomputed in the CPU's order. */
 #ifndef IPK_CONV_TC_H
 #define IPK_CONV_TC_H
 #include <math.h>
@@ -24,15 +25,33 @@ typedef struct {
     int k;                                                   /* 5 or 7 */
     int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* limb, then ky, kx */
     float scale;                                             /* 2^-s */
+    float k0, off;                                           /* 2^-s / divisor rounded, offset */
     float thr;                                               /* certain when |v - rint v| < thr */
     double bound;                                            /* |v_cpu - v_tc| <= bound */
 } ipk_conv_tc_plan;
+
+/* An upper bound of |v_cpu - v_tc|, both against the exact value V = X / d + off (X the exact
+ * sum, |X| <= a): the CPU's sum within e of X, then its quotient and sum rounded; the tensor
+ * cores' S within q of X, and ipk_conv_tc_value's S0 k0 + off, + S1 k1, + S2 k2 with k0 = 2^-s / d
+ * rounded (k1, k2 exactly k0 2^-8, 2^-16): k0's rounding and the three roundings, each at most u
+ * of a value below reach (the S2 term is below 255 taps 2^-(s+9) <= a / 100 before the division).
+ * -1 when the values may pass IPK_CONV_CERT_MAX_VALUE. Widened by 1% for the double arithmetic. */
+static inline double ipk_conv_tc_bound(double e, double q, double a, float divisor, float offset)
+{
+    const double u = 0x1p-24, eta = 0x1p-126;
+    const double d = fabs((double)divisor), off = fabs((double)offset), big = 1.02 * (a + q) + e;
+    if (!(e >= 0) || !(q >= 0) || !(d > 0) || !isfinite(d) || !isfinite(off)) return -1.0;
+    const double reach = big * (1 + 4 * u) / d + off;
+    if (!(reach * (1 + 4 * u) + 1.0 < IPK_CONV_CERT_MAX_VALUE)) return -1.0;
+    const double cpu = e / d + u * big / d + u * reach + 2 * eta;
+    const double tc = q / d + u * big / d + 3 * u * reach + 3 * eta;
+    return (cpu + tc) * 1.01;
+}
 
 /* The limbs and the bound of float weights w (k x k, k 5 or 7) for the finish divisor and
  * offset; 1 when the plan has a threshold (conv_cert.h), 0 otherwise. */
 static inline int ipk_conv_tc_plan_make(const float *w, int k, float divisor, float offset, ipk_conv_tc_plan *p)
 {
-    const double u = 0x1p-24, eta = 0x1p-126;
     const int taps = k * k;
     p->k = k;
     p->bound = -1.0;
@@ -58,11 +77,10 @@ static inline int ipk_conv_tc_plan_make(const float *w, int k, float divisor, fl
         p->q[0][t] = (int8_t)rest;
     }
     p->scale = (float)ldexp(1.0, -s);
-    /* The float forming: S0 + S1 2^-8 and then + S2 2^-16, each rounded (each at most 1.02 (a + q)
-     * once scaled: the S2 term is below 255 taps 2^-(s+9) <= a / 100), then times 2^-s, exact but
-     * for the subnormal range. */
-    const double q = 255.0 * quant, g = q + 2 * u * 1.02 * (a + q) + 3 * eta * (s < 0 ? ldexp(1.0, -s) : 1.0);
-    p->bound = ipk_conv_cert_finish_bound(e, g, a, divisor, offset);
+    p->k0 = (float)(ldexp(1.0, -s) / (double)divisor);
+    p->off = offset;
+    if (!(fabsf(p->k0) > 0x1p-100f) || !(fabsf(p->k0) < 0x1p100f)) return 0;   /* k0 2^-16 normal */
+    p->bound = ipk_conv_tc_bound(e, 255.0 * quant, a, divisor, offset);
     return ipk_conv_cert_threshold_of(p->bound, &p->thr);
 }
 
@@ -80,11 +98,11 @@ IPK_HD float ipk_conv_tc_float(int32_t v)
 #endif
 }
 
-/* The sum from the limb sums, as the kernel forms it: every S_i is below 2^22 in magnitude
- * (49 x 255 x 128). */
-IPK_HD float ipk_conv_tc_acc(int32_t s0, int32_t s1, int32_t s2, float scale)
+/* The value S / divisor + offset from the limb sums, as the kernel forms it: every S_i is below
+ * 2^22 in magnitude (49 x 255 x 128). */
+IPK_HD float ipk_conv_tc_value(int32_t s0, int32_t s1, int32_t s2, float k0, float off)
 {
-    const float f = fmaf(ipk_conv_tc_float(s2), 0x1p-16f, fmaf(ipk_conv_tc_float(s1), 0x1p-8f, ipk_conv_tc_float(s0)));
-    return ipk_vecf_mul(f, scale);
+    const float v = fmaf(ipk_conv_tc_float(s0), k0, off);
+    return fmaf(ipk_conv_tc_float(s2), k0 * 0x1p-16f, fmaf(ipk_conv_tc_float(s1), k0 * 0x1p-8f, v));
 }
 #endif

@@ -19,7 +19,7 @@
 struct tc_params {
     int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
     float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* the float weights, for the CPU's order */
-    float scale, div, inv, off, thr;
+    float k0, div, inv, off, thr;   /* k0: ipk_conv_tc_value's; div, inv, off: the CPU's finish */
     int pow2;
 };
 
@@ -32,20 +32,19 @@ __device__ __forceinline__ void tc_mma(int (&c)[4], const uint32_t (&a)[4], uint
 
 /* Word (f, r) of lane's A fragments into table[(f * 4 + r) * 32 + lane], f = ky * 3 + limb: bytes
  * b of register r hold A[m][k], m = g + 8 (r & 1), k = 4 tig + b + 16 (r >> 1) (g = lane / 4,
- * tig = lane % 4, the PTX fragment layout of m16n8k32 with 8-bit A). */
+ * tig = lane % 4, the PTX fragment layout of m16n8k32 with 8-bit A): q[limb][ky][k - m - 4 + R],
+ * 0 outside the row, read from band, the rows padded with TC_PAD zeros on the left. */
+#define TC_PAD 20
+#define TC_BAND 52
 template <int K>
-__device__ void tc_build_a(const int8_t *q, uint32_t *table)
+__device__ void tc_build_a(const int8_t *band, uint32_t *table)
 {
     constexpr int R = K / 2, NF = K * IPK_CONV_TC_LIMBS;
     for (int i = threadIdx.x; i < NF * 128; i += blockDim.x) {
-        const int f = i >> 7, r = (i >> 5) & 3, lane = i & 31, ky = f / IPK_CONV_TC_LIMBS, l = f % IPK_CONV_TC_LIMBS;
+        const int f = i >> 7, r = (i >> 5) & 3, lane = i & 31;
         const int m = (lane >> 2) + 8 * (r & 1), k0 = 4 * (lane & 3) + 16 * (r >> 1);
-        uint32_t word = 0;
-        for (int b = 0; b < 4; b++) {
-            const int kx = k0 + b - m - 4 + R;
-            if (kx >= 0 && kx < K) word |= (uint32_t)(uint8_t)q[l * K * K + ky * K + kx] << (8 * b);
-        }
-        table[i] = word;
+        const uint8_t *b = (const uint8_t *)band + f * TC_BAND + k0 - m - 4 + R + TC_PAD;
+        table[i] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     }
 }
 
@@ -127,16 +126,18 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
     __shared__ __align__(16) uint32_t scratch[SCRATCH];   /* the A table, then the outputs */
     __shared__ uint32_t queue[TC_QUEUE];
     __shared__ int queued;
-    __shared__ int8_t q[IPK_CONV_TC_LIMBS * K * K];
+    __shared__ int8_t band[NF * TC_BAND];
     const int x0 = blockIdx.x * TC_COLS, y0 = blockIdx.y * TC_ROWS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
 
     if (threadIdx.x == 0) queued = 0;
-    for (int i = threadIdx.x; i < IPK_CONV_TC_LIMBS * K * K; i += blockDim.x)
-        q[i] = p.q[i / (K * K)][i % (K * K)];
+    for (int i = threadIdx.x; i < NF * TC_BAND; i += blockDim.x) {   /* f = ky * 3 + limb */
+        const int f = i / TC_BAND, kx = i % TC_BAND - TC_PAD;
+        band[i] = kx >= 0 && kx < K ? p.q[f % IPK_CONV_TC_LIMBS][(f / IPK_CONV_TC_LIMBS) * K + kx] : 0;
+    }
     tc_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
     __syncthreads();
-    tc_build_a<K>(q, scratch);
+    tc_build_a<K>(band, scratch);
     __syncthreads();
     uint32_t a[NF][4];
     #pragma unroll
@@ -159,8 +160,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
         #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int col = 16 * warp + g + 8 * (i >> 1), row = 8 * t + 2 * tig + (i & 1);
-            const float v = ipk_conv_cert_value(ipk_conv_tc_acc(acc[0][i], acc[1][i], acc[2][i], p.scale), p.div,
-                                                p.inv, p.pow2, p.off);
+            const float v = ipk_conv_tc_value(acc[0][i], acc[1][i], acc[2][i], p.k0, p.off);
             uint32_t uncertain;
             out[row * TC_COLS + col] = (uint8_t)ipk_conv_cert_u8(v, p.thr, &uncertain);
             if (uncertain && x0 + col < width && y0 + row < height) {

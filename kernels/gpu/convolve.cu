@@ -470,7 +470,7 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
     ipk_conv_tc_plan plan;
     if (!ipk_conv_tc_plan_make(tp.w, k, tp.div, tp.off, &plan)) return IPK_EINVAL;
     memcpy(tp.q, plan.q, sizeof tp.q);
-    tp.scale = plan.scale;
+    tp.k0 = plan.k0;
     tp.thr = plan.thr;
     *taken = 1;
     const int border = (int)p->border;

@@ -74,7 +74,7 @@ static float tc_value(const plan *p, const float *x)
     int32_t s[3] = { 0, 0, 0 };
     for (int l = 0; l < 3; l++)
         for (int t = 0; t < p->k * p->k; t++) s[l] += (int32_t)x[t] * p->tc.q[l][t];
-    return ipk_conv_cert_value(ipk_conv_tc_acc(s[0], s[1], s[2], p->tc.scale), p->div, p->inv, p->pow2, p->off);
+    return ipk_conv_tc_value(s[0], s[1], s[2], p->tc.k0, p->tc.off);
 }
 
 static uint8_t model_byte(const plan *p, const float *x, long *open)
