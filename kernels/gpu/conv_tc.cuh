@@ -49,20 +49,26 @@ __device__ void tc_build_a(const int8_t *band, uint32_t *table)
 }
 
 /* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 16 .. x0 + 143, as bytes (border pixels
- * mapped, those the border drops 0). Every word is loaded before any is stored. */
+ * mapped, those the border drops 0): tc_load_words loads a thread's words, tc_store_words puts
+ * them in the tile, so that other work can run while the loads are in flight. */
+template <int K> struct tc_tile_words {
+    static constexpr int ROWS = TC_ROWS + K - 1, WORDS = TC_TILE_W / 4;
+    static constexpr int ITER = (ROWS * WORDS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
+    uint32_t w[ITER];
+};
+
 template <int K>
-__device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
-                             uint8_t *tile)
+__device__ __forceinline__ void tc_load_words(const uint8_t *src, ptrdiff_t ss, int width, int height, int border,
+                                              int x0, int y0, tc_tile_words<K> &words)
 {
-    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, WORDS = TC_TILE_W / 4;
-    constexpr int ITER = (ROWS * WORDS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
+    typedef tc_tile_words<K> T;
+    constexpr int R = K / 2;
     const int xl = x0 - 16;
     const bool inside = xl >= 0 && xl + TC_TILE_W <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
-    uint32_t words[ITER];
     #pragma unroll
-    for (int it = 0; it < ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / WORDS, wi = i - r * WORDS;
-        const int yi = r < ROWS ? ipk_border_index(y0 - R + r, height, border) : -1;
+    for (int it = 0; it < T::ITER; it++) {
+        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / T::WORDS, wi = i - r * T::WORDS;
+        const int yi = r < T::ROWS ? ipk_border_index(y0 - R + r, height, border) : -1;
         uint32_t word = 0;
         if (yi >= 0) {
             const uint8_t *row = src + (ptrdiff_t)yi * ss;
@@ -75,12 +81,18 @@ __device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int he
                 }
             }
         }
-        words[it] = word;
+        words.w[it] = word;
     }
+}
+
+template <int K>
+__device__ __forceinline__ void tc_store_words(const tc_tile_words<K> &words, uint8_t *tile)
+{
+    typedef tc_tile_words<K> T;
     #pragma unroll
-    for (int it = 0; it < ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / WORDS, wi = i - r * WORDS;
-        if (r < ROWS) *(uint32_t *)(tile + r * TC_PITCH + 4 * wi) = words[it];
+    for (int it = 0; it < T::ITER; it++) {
+        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / T::WORDS, wi = i - r * T::WORDS;
+        if (r < T::ROWS) *(uint32_t *)(tile + r * TC_PITCH + 4 * wi) = words.w[it];
     }
 }
 
@@ -115,13 +127,14 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
     }
 }
 
-template <int K>
+template <int K, int TT>
 __global__ void __launch_bounds__(TC_WARPS * 32, 2)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
               const __grid_constant__ tc_params p)
 {
     constexpr int NF = K * IPK_CONV_TC_LIMBS, SCRATCH = TC_ROWS * TC_COLS / 4;
     static_assert(NF * 128 <= SCRATCH, "the A table fits the output buffer");
+    static_assert(TC_ROWS / 8 % TT == 0, "whole groups of tiles");
     __shared__ __align__(16) uint8_t tile[(TC_ROWS + K - 1) * TC_PITCH];
     __shared__ __align__(16) uint32_t scratch[SCRATCH];   /* the A table, then the outputs */
     __shared__ uint32_t queue[TC_QUEUE];
@@ -135,9 +148,11 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
         const int f = i / TC_BAND, kx = i % TC_BAND - TC_PAD;
         band[i] = kx >= 0 && kx < K ? p.q[f % IPK_CONV_TC_LIMBS][(f / IPK_CONV_TC_LIMBS) * K + kx] : 0;
     }
-    tc_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
+    tc_tile_words<K> words;
+    tc_load_words<K>(src, ss, width, height, border, x0, y0, words);
     __syncthreads();
-    tc_build_a<K>(band, scratch);
+    tc_build_a<K>(band, scratch);   /* while the tile's loads are in flight */
+    tc_store_words<K>(words, tile);
     __syncthreads();
     uint32_t a[NF][4];
     #pragma unroll
@@ -146,28 +161,33 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
         for (int r = 0; r < 4; r++) a[f][r] = scratch[(f * 4 + r) * 32 + lane];
     __syncthreads();
 
+    /* TT tiles of 8 rows at a time, so that their K x 3 chains of mma overlap */
     uint8_t *out = (uint8_t *)scratch;
     const uint8_t *bcol = tile + 16 * warp + 12 + 4 * tig;
-    for (int t = 0; t < TC_ROWS / 8; t++) {
-        int acc[IPK_CONV_TC_LIMBS][4] = {};
+    for (int t = 0; t < TC_ROWS / 8; t += TT) {
+        int acc[TT][IPK_CONV_TC_LIMBS][4] = {};
         #pragma unroll
-        for (int ky = 0; ky < K; ky++) {
-            const uint8_t *row = bcol + (8 * t + g + ky) * TC_PITCH;
-            const uint32_t b0 = *(const uint32_t *)row, b1 = *(const uint32_t *)(row + 16);
+        for (int ky = 0; ky < K; ky++)
             #pragma unroll
-            for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[l], a[ky * IPK_CONV_TC_LIMBS + l], b0, b1);
-        }
-        #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int col = 16 * warp + g + 8 * (i >> 1), row = 8 * t + 2 * tig + (i & 1);
-            const float v = ipk_conv_tc_value(acc[0][i], acc[1][i], acc[2][i], p.k0, p.off);
-            uint32_t uncertain;
-            out[row * TC_COLS + col] = (uint8_t)ipk_conv_cert_u8(v, p.thr, &uncertain);
-            if (uncertain && x0 + col < width && y0 + row < height) {
-                const int k = atomicAdd(&queued, 1);
-                if (k < TC_QUEUE) queue[k] = (uint32_t)(row << 8 | col);
+            for (int tt = 0; tt < TT; tt++) {
+                const uint8_t *row = bcol + (8 * (t + tt) + g + ky) * TC_PITCH;
+                const uint32_t b0 = *(const uint32_t *)row, b1 = *(const uint32_t *)(row + 16);
+                #pragma unroll
+                for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[tt][l], a[ky * IPK_CONV_TC_LIMBS + l], b0, b1);
             }
-        }
+        #pragma unroll
+        for (int tt = 0; tt < TT; tt++)
+            #pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = 16 * warp + g + 8 * (i >> 1), row = 8 * (t + tt) + 2 * tig + (i & 1);
+                const float v = ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.off);
+                uint32_t uncertain;
+                out[row * TC_COLS + col] = (uint8_t)ipk_conv_cert_u8(v, p.thr, &uncertain);
+                if (uncertain && x0 + col < width && y0 + row < height) {
+                    const int k = atomicAdd(&queued, 1);
+                    if (k < TC_QUEUE) queue[k] = (uint32_t)(row << 8 | col);
+                }
+            }
     }
     __syncthreads();
     const int n = queued;
@@ -182,12 +202,12 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
     tc_store(dst, ds, width, height, x0, y0, out);
 }
 
-template <int K>
+template <int K, int TT>
 static int tc_launch(const ipk_img *src, const ipk_img *dst, int border, const tc_params &p, cudaStream_t s)
 {
     dim3 block(TC_WARPS * 32), grid(ipk_div_up(src->width, TC_COLS), ipk_div_up(src->height, TC_ROWS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    tc_kernel<K><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data, dst->stride,
+    tc_kernel<K, TT><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data, dst->stride,
                                         src->width, src->height, border, p);
     return ipk_launch_status();
 }

@@ -64,6 +64,9 @@
  * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
  * tile kernel; 0: not. */
 #define CONV_TC_AUTO 1
+/* Tiles of 8 rows a warp of the tensor-core kernel takes at a time (1 or 2; the other through
+ * ipk_convolve_gpu_vec_shape's shape 8). */
+#define CONV_TC_TILES 2
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
 static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
@@ -452,7 +455,7 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
 /* The tensor-core kernel's cases: those of the certified tile kernel with K 5 or 7 whose limbs
  * and bound give a threshold (conv_tc.h). */
 static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
-                          int *taken)
+                          int *taken, int tiles = CONV_TC_TILES)
 {
     *taken = 0;
     const int k = p->kw, n = k * k;
@@ -474,7 +477,8 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
     tp.thr = plan.thr;
     *taken = 1;
     const int border = (int)p->border;
-    return k == 5 ? tc_launch<5>(src, dst, border, tp, s) : tc_launch<7>(src, dst, border, tp, s);
+    if (tiles == 1) return k == 5 ? tc_launch<5, 1>(src, dst, border, tp, s) : tc_launch<7, 1>(src, dst, border, tp, s);
+    return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
@@ -666,19 +670,21 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
  * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified
  * tile kernel (rb_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
- * 7x7. Other cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
+ * 7x7; 8: the tensor-core kernel with the other number of tiles at a time (CONV_TC_TILES). Other
+ * cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
  * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
-    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 7 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
+    if (!conv_args_ok(src, dst, p) || shape < 1 || shape > 8 || src->dtype != IPK_U8 || dst->dtype != IPK_U8 ||
         src->channels != 1)
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    if (shape == 7) {
+    if (shape == 7 || shape == 8) {
         int taken = 0;
-        const int rc = conv_cert_launch(src, dst, p, s, &taken);
+        const int rc = shape == 7 ? conv_cert_launch(src, dst, p, s, &taken)
+                                  : conv_tc_launch(src, dst, p, s, &taken, CONV_TC_TILES == 1 ? 2 : 1);
         return taken ? rc : IPK_EINVAL;
     }
     const int b = (int)p->border;

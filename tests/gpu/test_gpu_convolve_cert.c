@@ -1,7 +1,7 @@
 /* The certified float kernels against the CPU convolve, byte for byte: the tensor-core kernel
  * (kernels/gpu/conv_tc.cuh: what IPK_GPU_AUTO runs for a direct float 5x5 or 7x7 on 1-channel u8
- * with u8 output), and the certified tile kernel (rb_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7
- * through ipk_convolve_gpu_vec_shape's shape 7). Over bench_gpu's
+ * with u8 output; shape 8 of ipk_convolve_gpu_vec_shape its other tile count), and the certified
+ * tile kernel (rb_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7 through shape 7). Over bench_gpu's
  * FLOAT5 and FLOAT7, random direct kernels with divisors (negative, powers of two and not) and
  * offsets (-0.0 among them), dyadic kernels whose sums land on half-integers (every such pixel goes
  * through the recompute in the CPU's order), cancelling weights; 1x1, 1xN, Nx1, prime widths, one
@@ -140,8 +140,9 @@ int main(void)
             if (quick && c % 3) continue;
             check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c / 2 % 2, 0, 0, s, &rng);
             check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, 0, s, &rng);
-            if (ks[ki].k < 9 && c % 2 == 0)
-                check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), c / 4 % 2, c % 3, 7, s, &rng);
+            if (ks[ki].k < 9)
+                check_auto(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), c / 4 % 2, c % 3, 7 + c % 2, s,
+                           &rng);
         }
     for (int ki = 0; ki < nu; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += 3)
@@ -150,7 +151,8 @@ int main(void)
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
             const cert_case *k = &ks[ki / 2 * 7 + ki % 2];
             check_auto(quick ? 1031 : 4099, quick ? 67 : 517, k, (ipk_border)b, 1, b % 2, 0, s, &rng);
-            if (k->k < 9) check_auto(quick ? 1031 : 4099, quick ? 67 : 517, k, (ipk_border)b, 1, b % 2, 7, s, &rng);
+            for (int shape = 7; shape <= 8 && k->k < 9; shape++)
+                check_auto(quick ? 1031 : 4099, quick ? 67 : 517, k, (ipk_border)b, 1, b % 2, shape, s, &rng);
         }
     ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1);
     ipk_conv_params p5 = { ks[0].w, 5, 5, 1, 0, IPK_ZERO }, pint = { un[0].w, 3, 3, 1, 0, IPK_ZERO };
@@ -159,7 +161,9 @@ int main(void)
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 7) == IPK_OK, "shape 7: float 5x5 taken");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &f, &p5, s, 7) == IPK_EINVAL, "shape 7: f32 output refused");
     CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pint, s, 7) == IPK_EINVAL, "shape 7: integer weights refused");
-    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 8) == IPK_EINVAL, "shape 8 refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 8) == IPK_OK, "shape 8: float 5x5 taken");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &pint, s, 8) == IPK_EINVAL, "shape 8: integer weights refused");
+    CHECK(ipk_convolve_gpu_vec_shape(&a, &a, &p5, s, 9) == IPK_EINVAL, "shape 9 refused");
     cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     dev_free(&a);
     dev_free(&f);
