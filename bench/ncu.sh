@@ -20,7 +20,7 @@ metrics=$metrics,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_acti
 metrics=$metrics,launch__registers_per_thread,launch__grid_size,launch__block_size,smsp__inst_executed.sum
 metrics=$metrics,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active
 metrics=$metrics,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active
-metrics=$metrics,l1tex__t_bytes.sum,lts__t_bytes.sum
+metrics=$metrics,l1tex__t_bytes.sum,lts__t_bytes.sum${NCU_EXTRA:+,$NCU_EXTRA}   # NCU_EXTRA: more metrics, into ncu.csv only
 mkdir -p "$out/ncu-bench"
 IMGPIPE_BENCH_ONLY="$rows" "$ncu" --csv --page raw --print-units base --metrics "$metrics" \
     env LD_LIBRARY_PATH="${BUNDLE:-$build/bundle}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$build/bin/bench_gpu" "$out/ncu-bench" 1 \
