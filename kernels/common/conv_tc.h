@@ -32,9 +32,10 @@ typedef struct {
 
 /* An upper bound of |v_cpu - v_tc|, both against the exact value V = X / d + off (X the exact
  * sum, |X| <= a): the CPU's sum within e of X, then its quotient and sum rounded; the tensor
- * cores' S within q of X, and ipk_conv_tc_value's S0 k0 + off, + S1 k1, + S2 k2 with k0 = 2^-s / d
- * rounded (k1, k2 exactly k0 2^-8, 2^-16): k0's rounding and the three roundings, each at most u
- * of a value below reach (the S2 term is below 255 taps 2^-(s+9) <= a / 100 before the division).
+ * cores' S within q of X, and ipk_conv_tc_value's S0 k0 + off, then + (S1 2^8 + S2) k0 2^-16 with
+ * k0 = 2^-s / d rounded: k0's rounding, the conversion of S1 2^8 + S2 and the two roundings, each
+ * at most u of a value below reach (the S1 and S2 terms are below 255 taps 2^-(s+1) <= a / 2 before
+ * the division).
  * -1 when the values may pass IPK_CONV_CERT_MAX_VALUE. Widened by 1% for the double arithmetic. */
 static inline double ipk_conv_tc_bound(double e, double q, double a, float divisor, float offset)
 {
@@ -44,7 +45,7 @@ static inline double ipk_conv_tc_bound(double e, double q, double a, float divis
     const double reach = big * (1 + 4 * u) / d + off;
     if (!(reach * (1 + 4 * u) + 1.0 < IPK_CONV_CERT_MAX_VALUE)) return -1.0;
     const double cpu = e / d + u * big / d + u * reach + 2 * eta;
-    const double tc = q / d + u * big / d + 3 * u * reach + 3 * eta;
+    const double tc = q / d + 2 * u * big / d + 2 * u * reach + 3 * eta;
     return (cpu + tc) * 1.01;
 }
 
@@ -98,11 +99,16 @@ IPK_HD float ipk_conv_tc_float(int32_t v)
 #endif
 }
 
-/* The value S / divisor + offset from the limb sums, as the kernel forms it: every S_i is below
- * 2^22 in magnitude (49 x 255 x 128). */
+/* The value S / divisor + offset from the limb sums, as the kernel forms it: S0 (below 2^22 in
+ * magnitude: 49 x 255 x 127) exactly, S1 2^8 + S2 (below 2^29) rounded once to float. */
 IPK_HD float ipk_conv_tc_value(int32_t s0, int32_t s1, int32_t s2, float k0, float off)
 {
-    const float v = fmaf(ipk_conv_tc_float(s0), k0, off);
-    return fmaf(ipk_conv_tc_float(s2), k0 * 0x1p-16f, fmaf(ipk_conv_tc_float(s1), k0 * 0x1p-8f, v));
+    const int32_t low = s1 * 256 + s2;
+#ifdef __CUDA_ARCH__
+    const float low_f = __int2float_rn(low);
+#else
+    const float low_f = (float)low;
+#endif
+    return fmaf(low_f, k0 * 0x1p-16f, fmaf(ipk_conv_tc_float(s0), k0, off));
 }
 #endif

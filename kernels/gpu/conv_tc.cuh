@@ -1,20 +1,21 @@
 /* Certified float convolve on the tensor cores (conv_tc.h): a direct 5x5 or 7x7 float kernel, 1-channel
- * u8 in and out. For each kernel row ky and limb l, one mma.m16n8k32 (s8 weights x u8 pixels, exact
- * int32 sums) adds 16 output columns x 8 output rows: A is the limb's kernel row laid out as a band
- * (A[m][k] = q[l][ky][k - m - 4 + R], output column m, input column k from 4 left of the warp's 16
- * columns, so that B's words are aligned), B is 32 input bytes of 8 rows. A warp keeps its K x 3 A
- * fragments in registers and walks down 16 columns of the block's 128 x 128 outputs, 8 rows at a
- * time; the input tile and the outputs are in shared memory. The outputs whose value the
- * certificate leaves open are queued and recomputed from the tile in the CPU's order before the
- * block stores its outputs, 16 bytes at a time. */
+ * u8 in and out. For each kernel row ky and limb l, one mma.m16n8k16 (u8 pixels x s8 weights, exact
+ * int32 sums) adds 16 output rows x 8 output columns: A is 16 input bytes of 16 rows (from 4 left of
+ * the warp's 8 columns, so that its words are aligned), B the limb's kernel row laid out as a band
+ * (B[k][n] = q[l][ky][k - n - 4 + R], input column k, output column n), which a warp keeps in K x 3
+ * registers while it walks down its 8 columns of the block's 64 x 256 outputs, TT x 16 rows at a
+ * time. The input tile and the outputs are in shared memory. The outputs whose value the certificate
+ * leaves open are queued and recomputed from the tile in the CPU's order before the block stores
+ * its outputs, 16 bytes at a time. */
 #include "conv_tc.h"
 
 #define TC_WARPS 8
-#define TC_COLS (16 * TC_WARPS)
-#define TC_ROWS 128
-#define TC_TILE_W 160   /* input columns x0 - 16 .. x0 + 143 */
-#define TC_PITCH 176    /* 44 words: the 8 rows x 4 words of a B fragment fall in 32 banks */
+#define TC_COLS (8 * TC_WARPS)
+#define TC_ROWS 256
+#define TC_PITCH 80     /* input columns x0 - 8 .. x0 + 71; 20 words: A's 8 rows x 4 words fall in 32 banks */
 #define TC_QUEUE 1024
+#define TC_PAD 12       /* zeros left of each limb row in band */
+#define TC_BAND 28
 
 struct tc_params {
     int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
@@ -23,52 +24,37 @@ struct tc_params {
     int pow2;
 };
 
-__device__ __forceinline__ void tc_mma(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+__device__ __forceinline__ void tc_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b)
 {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
         : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        : "r"(a0), "r"(a1), "r"(b));
 }
 
-/* Word (f, r) of lane's A fragments into table[(f * 4 + r) * 32 + lane], f = ky * 3 + limb: bytes
- * b of register r hold A[m][k], m = g + 8 (r & 1), k = 4 tig + b + 16 (r >> 1) (g = lane / 4,
- * tig = lane % 4, the PTX fragment layout of m16n8k32 with 8-bit A): q[limb][ky][k - m - 4 + R],
- * 0 outside the row, read from band, the rows padded with TC_PAD zeros on the left. */
-#define TC_PAD 20
-#define TC_BAND 52
+/* The lane's B fragment of band row f (f = ky * 3 + limb): byte i holds B[k][n], k = 4 tig + i,
+ * n = g (g = lane / 4, tig = lane % 4, the PTX layout of m16n8k16 with 8-bit B). */
 template <int K>
-__device__ void tc_build_a(const int8_t *band, uint32_t *table)
+__device__ __forceinline__ uint32_t tc_b_fragment(const int8_t *band, int f, int lane)
 {
-    constexpr int R = K / 2, NF = K * IPK_CONV_TC_LIMBS;
-    for (int i = threadIdx.x; i < NF * 128; i += blockDim.x) {
-        const int f = i >> 7, r = (i >> 5) & 3, lane = i & 31;
-        const int m = (lane >> 2) + 8 * (r & 1), k0 = 4 * (lane & 3) + 16 * (r >> 1);
-        const uint8_t *b = (const uint8_t *)band + f * TC_BAND + k0 - m - 4 + R + TC_PAD;
-        table[i] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    }
+    const uint8_t *b = (const uint8_t *)band + f * TC_BAND + 4 * (lane & 3) - (lane >> 2) - 4 + K / 2 + TC_PAD;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-/* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 16 .. x0 + 143, as bytes (border pixels
- * mapped, those the border drops 0): tc_load_words loads a thread's words, tc_store_words puts
- * them in the tile, so that other work can run while the loads are in flight. */
-template <int K> struct tc_tile_words {
-    static constexpr int ROWS = TC_ROWS + K - 1, WORDS = TC_TILE_W / 4;
-    static constexpr int ITER = (ROWS * WORDS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
-    uint32_t w[ITER];
-};
-
+/* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 8 .. x0 + 71, as bytes (border pixels mapped,
+ * those the border drops 0). Every word is loaded before any is stored. */
 template <int K>
-__device__ __forceinline__ void tc_load_words(const uint8_t *src, ptrdiff_t ss, int width, int height, int border,
-                                              int x0, int y0, tc_tile_words<K> &words)
+__device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
+                             uint8_t *tile)
 {
-    typedef tc_tile_words<K> T;
-    constexpr int R = K / 2;
-    const int xl = x0 - 16;
-    const bool inside = xl >= 0 && xl + TC_TILE_W <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
+    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, WORDS = TC_PITCH / 4;
+    constexpr int ITER = (ROWS * WORDS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
+    const int xl = x0 - 8;
+    const bool inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
+    uint32_t words[ITER];
     #pragma unroll
-    for (int it = 0; it < T::ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / T::WORDS, wi = i - r * T::WORDS;
-        const int yi = r < T::ROWS ? ipk_border_index(y0 - R + r, height, border) : -1;
+    for (int it = 0; it < ITER; it++) {
+        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / WORDS, wi = i - r * WORDS, y = y0 - R + r;
+        const int yi = r >= ROWS ? -1 : y >= 0 && y < height ? y : ipk_border_index(y, height, border);
         uint32_t word = 0;
         if (yi >= 0) {
             const uint8_t *row = src + (ptrdiff_t)yi * ss;
@@ -81,18 +67,12 @@ __device__ __forceinline__ void tc_load_words(const uint8_t *src, ptrdiff_t ss, 
                 }
             }
         }
-        words.w[it] = word;
+        words[it] = word;
     }
-}
-
-template <int K>
-__device__ __forceinline__ void tc_store_words(const tc_tile_words<K> &words, uint8_t *tile)
-{
-    typedef tc_tile_words<K> T;
     #pragma unroll
-    for (int it = 0; it < T::ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / T::WORDS, wi = i - r * T::WORDS;
-        if (r < T::ROWS) *(uint32_t *)(tile + r * TC_PITCH + 4 * wi) = words.w[it];
+    for (int it = 0; it < ITER; it++) {
+        const int i = threadIdx.x + it * TC_WARPS * 32;
+        if (i < ROWS * WORDS) ((uint32_t *)tile)[i] = words[it];
     }
 }
 
@@ -101,7 +81,7 @@ template <int K>
 __device__ uint32_t tc_exact(const uint8_t *tile, int row, int col, const tc_params &p)
 {
     constexpr int R = K / 2;
-    const uint8_t *t = tile + row * TC_PITCH + col + 16 - R;
+    const uint8_t *t = tile + row * TC_PITCH + col + 8 - R;
     float acc = 0.0f;
     #pragma unroll
     for (int ky = 0; ky < K; ky++)
@@ -128,15 +108,14 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
 }
 
 template <int K, int TT>
-__global__ void __launch_bounds__(TC_WARPS * 32, 2)
+__global__ void __launch_bounds__(TC_WARPS * 32, 3)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
               const __grid_constant__ tc_params p)
 {
-    constexpr int NF = K * IPK_CONV_TC_LIMBS, SCRATCH = TC_ROWS * TC_COLS / 4;
-    static_assert(NF * 128 <= SCRATCH, "the A table fits the output buffer");
-    static_assert(TC_ROWS / 8 % TT == 0, "whole groups of tiles");
+    constexpr int NF = K * IPK_CONV_TC_LIMBS;
+    static_assert(TC_ROWS / 16 % TT == 0, "whole groups of tiles");
     __shared__ __align__(16) uint8_t tile[(TC_ROWS + K - 1) * TC_PITCH];
-    __shared__ __align__(16) uint32_t scratch[SCRATCH];   /* the A table, then the outputs */
+    __shared__ __align__(16) uint8_t out[TC_ROWS * TC_COLS];
     __shared__ uint32_t queue[TC_QUEUE];
     __shared__ int queued;
     __shared__ int8_t band[NF * TC_BAND];
@@ -148,42 +127,33 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 2)
         const int f = i / TC_BAND, kx = i % TC_BAND - TC_PAD;
         band[i] = kx >= 0 && kx < K ? p.q[f % IPK_CONV_TC_LIMBS][(f / IPK_CONV_TC_LIMBS) * K + kx] : 0;
     }
-    tc_tile_words<K> words;
-    tc_load_words<K>(src, ss, width, height, border, x0, y0, words);
+    tc_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
     __syncthreads();
-    tc_build_a<K>(band, scratch);   /* while the tile's loads are in flight */
-    tc_store_words<K>(words, tile);
-    __syncthreads();
-    uint32_t a[NF][4];
+    uint32_t b[NF];
     #pragma unroll
-    for (int f = 0; f < NF; f++)
-        #pragma unroll
-        for (int r = 0; r < 4; r++) a[f][r] = scratch[(f * 4 + r) * 32 + lane];
-    __syncthreads();
+    for (int f = 0; f < NF; f++) b[f] = tc_b_fragment<K>(band, f, lane);
 
-    /* TT tiles of 8 rows at a time, so that their K x 3 chains of mma overlap */
-    uint8_t *out = (uint8_t *)scratch;
-    const uint8_t *bcol = tile + 16 * warp + 12 + 4 * tig;
-    for (int t = 0; t < TC_ROWS / 8; t += TT) {
+    const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
+    for (int t = 0; t < TC_ROWS / 16; t += TT) {
         int acc[TT][IPK_CONV_TC_LIMBS][4] = {};
         #pragma unroll
         for (int ky = 0; ky < K; ky++)
             #pragma unroll
             for (int tt = 0; tt < TT; tt++) {
-                const uint8_t *row = bcol + (8 * (t + tt) + g + ky) * TC_PITCH;
-                const uint32_t b0 = *(const uint32_t *)row, b1 = *(const uint32_t *)(row + 16);
+                const uint8_t *row = acol + (16 * (t + tt) + g + ky) * TC_PITCH;
+                const uint32_t a0 = *(const uint32_t *)row, a1 = *(const uint32_t *)(row + 8 * TC_PITCH);
                 #pragma unroll
-                for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[tt][l], a[ky * IPK_CONV_TC_LIMBS + l], b0, b1);
+                for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[tt][l], a0, a1, b[ky * IPK_CONV_TC_LIMBS + l]);
             }
         #pragma unroll
         for (int tt = 0; tt < TT; tt++)
             #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int col = 16 * warp + g + 8 * (i >> 1), row = 8 * (t + tt) + 2 * tig + (i & 1);
+                const int row = 16 * (t + tt) + g + 8 * (i >> 1), col = 8 * warp + 2 * tig + (i & 1);
                 const float v = ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.off);
                 uint32_t uncertain;
                 out[row * TC_COLS + col] = (uint8_t)ipk_conv_cert_u8(v, p.thr, &uncertain);
-                if (uncertain && x0 + col < width && y0 + row < height) {
+                if (uncertain) {   /* outside the image too: harmless, never stored */
                     const int k = atomicAdd(&queued, 1);
                     if (k < TC_QUEUE) queue[k] = (uint32_t)(row << 8 | col);
                 }
@@ -207,7 +177,7 @@ static int tc_launch(const ipk_img *src, const ipk_img *dst, int border, const t
 {
     dim3 block(TC_WARPS * 32), grid(ipk_div_up(src->width, TC_COLS), ipk_div_up(src->height, TC_ROWS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    tc_kernel<K, TT><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data, dst->stride,
-                                        src->width, src->height, border, p);
+    tc_kernel<K, TT><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
+                                            dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
