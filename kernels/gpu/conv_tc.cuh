@@ -40,39 +40,49 @@ __device__ __forceinline__ uint32_t tc_b_fragment(const int8_t *band, int f, int
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
+/* Bytes x .. x + 7 of a row through the border, out of line: the tile load's slow path, kept out of
+ * its unrolled fast path. */
+static __device__ __noinline__ uint2 tc_border_chunk(const uint8_t *row, int x, int width, int border)
+{
+    uint32_t w[2] = { 0, 0 };
+    for (int b = 0; b < 8; b++) {
+        const int xi = ipk_border_index(x + b, width, border);
+        if (xi >= 0) w[b / 4] |= (uint32_t)row[xi] << (8 * (b % 4));
+    }
+    return make_uint2(w[0], w[1]);
+}
+
 /* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 8 .. x0 + 71, as bytes (border pixels mapped,
- * those the border drops 0). Every word is loaded before any is stored. */
+ * those the border drops 0), 8 bytes a load where the row allows. Every load is issued before any
+ * store. */
 template <int K>
 __device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
                              uint8_t *tile)
 {
-    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, WORDS = TC_PITCH / 4;
-    constexpr int ITER = (ROWS * WORDS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
+    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8;
+    constexpr int ITER = (ROWS * CHUNKS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
     const int xl = x0 - 8;
-    const bool inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 4) == 0 && (ss % 4) == 0;
-    uint32_t words[ITER];
+    const bool inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
+    uint2 chunks[ITER];
     #pragma unroll
     for (int it = 0; it < ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / WORDS, wi = i - r * WORDS, y = y0 - R + r;
+        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / CHUNKS, ci = i - r * CHUNKS, y = y0 - R + r;
         const int yi = r >= ROWS ? -1 : y >= 0 && y < height ? y : ipk_border_index(y, height, border);
-        uint32_t word = 0;
+        uint2 chunk = make_uint2(0, 0);
         if (yi >= 0) {
             const uint8_t *row = src + (ptrdiff_t)yi * ss;
             if (inside) {
-                word = __ldg((const uint32_t *)(row + xl + 4 * wi));
+                chunk = __ldg((const uint2 *)(row + xl) + ci);
             } else {
-                for (int b = 0; b < 4; b++) {
-                    const int xi = ipk_border_index(xl + 4 * wi + b, width, border);
-                    if (xi >= 0) word |= (uint32_t)row[xi] << (8 * b);
-                }
+                chunk = tc_border_chunk(row, xl + 8 * ci, width, border);
             }
         }
-        words[it] = word;
+        chunks[it] = chunk;
     }
     #pragma unroll
     for (int it = 0; it < ITER; it++) {
         const int i = threadIdx.x + it * TC_WARPS * 32;
-        if (i < ROWS * WORDS) ((uint32_t *)tile)[i] = words[it];
+        if (i < ROWS * CHUNKS) ((uint2 *)tile)[i] = chunks[it];
     }
 }
 
@@ -134,6 +144,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3)
     for (int f = 0; f < NF; f++) b[f] = tc_b_fragment<K>(band, f, lane);
 
     const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
+    uint8_t *obase = out + g * TC_COLS + 8 * warp + 2 * tig;
     for (int t = 0; t < TC_ROWS / 16; t += TT) {
         int acc[TT][IPK_CONV_TC_LIMBS][4] = {};
         #pragma unroll
@@ -145,19 +156,29 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3)
                 #pragma unroll
                 for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[tt][l], a0, a1, b[ky * IPK_CONV_TC_LIMBS + l]);
             }
+        uint32_t open = 0;   /* bit 4 tt + i: output i of tile tt left open by the certificate */
         #pragma unroll
         for (int tt = 0; tt < TT; tt++)
             #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int row = 16 * (t + tt) + g + 8 * (i >> 1), col = 8 * warp + 2 * tig + (i & 1);
-                const float v = ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.off);
-                uint32_t uncertain;
-                out[row * TC_COLS + col] = (uint8_t)ipk_conv_cert_u8(v, p.thr, &uncertain);
-                if (uncertain) {   /* outside the image too: harmless, never stored */
-                    const int k = atomicAdd(&queued, 1);
-                    if (k < TC_QUEUE) queue[k] = (uint32_t)(row << 8 | col);
+            for (int h = 0; h < 2; h++) {   /* rows g and g + 8: columns 2 tig and 2 tig + 1 */
+                uint32_t byte[2];
+                #pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int i = 2 * h + j;
+                    uint32_t uncertain;
+                    byte[j] = ipk_conv_cert_u8(ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.off),
+                                               p.thr, &uncertain);
+                    open |= uncertain << (4 * tt + i);
                 }
+                *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(byte[0], byte[1], 0x0040);
             }
+        while (open) {   /* outside the image too: harmless, never stored */
+            const int bit = __ffs(open) - 1, tt = bit >> 2, i = bit & 3;
+            open &= open - 1;
+            const int k = atomicAdd(&queued, 1);
+            if (k < TC_QUEUE)
+                queue[k] = (uint32_t)((16 * (t + tt) + g + 8 * (i >> 1)) << 8 | (8 * warp + 2 * tig + (i & 1)));
+        }
     }
     __syncthreads();
     const int n = queued;
