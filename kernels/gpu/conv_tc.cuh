@@ -32,12 +32,14 @@ __device__ __forceinline__ void tc_mma(int (&c)[4], uint32_t a0, uint32_t a1, ui
 }
 
 /* The lane's B fragment of band row f (f = ky * 3 + limb): byte i holds B[k][n], k = 4 tig + i,
- * n = g (g = lane / 4, tig = lane % 4, the PTX layout of m16n8k16 with 8-bit B). */
+ * n = g (g = lane / 4, tig = lane % 4, the PTX layout of m16n8k16 with 8-bit B): the 4 bytes from
+ * band byte 4 tig - g - 4 + R + TC_PAD, two aligned words funnel-shifted. */
 template <int K>
 __device__ __forceinline__ uint32_t tc_b_fragment(const int8_t *band, int f, int lane)
 {
-    const uint8_t *b = (const uint8_t *)band + f * TC_BAND + 4 * (lane & 3) - (lane >> 2) - 4 + K / 2 + TC_PAD;
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    const int at = f * TC_BAND + 4 * (lane & 3) - (lane >> 2) - 4 + K / 2 + TC_PAD;
+    const uint32_t *words = (const uint32_t *)band + (at >> 2);
+    return __funnelshift_r(words[0], words[1], 8 * (at & 3));
 }
 
 /* Bytes x .. x + 7 of a row through the border, out of line: the tile load's slow path, kept out of
@@ -118,7 +120,7 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
 }
 
 template <int K, int TT>
-__global__ void __launch_bounds__(TC_WARPS * 32, 3)
+__global__ void __launch_bounds__(TC_WARPS * 32, 4)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
               const __grid_constant__ tc_params p)
 {
@@ -128,7 +130,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 3)
     __shared__ __align__(16) uint8_t out[TC_ROWS * TC_COLS];
     __shared__ uint32_t queue[TC_QUEUE];
     __shared__ int queued;
-    __shared__ int8_t band[NF * TC_BAND];
+    __shared__ __align__(4) int8_t band[NF * TC_BAND + 4];
     const int x0 = blockIdx.x * TC_COLS, y0 = blockIdx.y * TC_ROWS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
 

@@ -64,7 +64,7 @@
  * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
  * tile kernel; 0: not. */
 #define CONV_TC_AUTO 1
-/* Tiles of 16 rows a warp of the tensor-core kernel takes at a time (2 or 4; the other through
+/* Tiles of 16 rows a warp of the tensor-core kernel takes at a time (1 or 2; the other through
  * ipk_convolve_gpu_vec_shape's shape 8). */
 #define CONV_TC_TILES 2
 
@@ -477,7 +477,7 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
     tp.thr = plan.thr;
     *taken = 1;
     const int border = (int)p->border;
-    if (tiles == 4) return k == 5 ? tc_launch<5, 4>(src, dst, border, tp, s) : tc_launch<7, 4>(src, dst, border, tp, s);
+    if (tiles == 1) return k == 5 ? tc_launch<5, 1>(src, dst, border, tp, s) : tc_launch<7, 1>(src, dst, border, tp, s);
     return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
 }
 
@@ -684,7 +684,7 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
     if (shape == 7 || shape == 8) {
         int taken = 0;
         const int rc = shape == 7 ? conv_cert_launch(src, dst, p, s, &taken)
-                                  : conv_tc_launch(src, dst, p, s, &taken, CONV_TC_TILES == 2 ? 4 : 2);
+                                  : conv_tc_launch(src, dst, p, s, &taken, CONV_TC_TILES == 2 ? 1 : 2);
         return taken ? rc : IPK_EINVAL;
     }
     const int b = (int)p->border;
