@@ -17,7 +17,7 @@
 #include "registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
-       DEFAULT_RUNS = 51, MAX_ROWS = 160, GRAPH_IMG = 1024 };
+       DEFAULT_RUNS = 51, MAX_ROWS = 192, GRAPH_IMG = 1024 };
 #define UPLOAD_TARGET_GBS 45.0
 
 static const int32_t BT601[3] = { 9798, 19235, 3735 };
@@ -78,7 +78,7 @@ typedef struct {
     int dropped;              /* rows past MAX_ROWS */
 } bench;
 
-static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49], FGAUSS3[9];
+static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49], FLOAT9[81], FGAUSS3[9];
 static const double SHARPEN3[9] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 };
 /* A 7x7 disk (x^2 + y^2 <= 10, 37 ones): whole numbers that split into no row and column, the
  * convolves fusion still takes. */
@@ -164,6 +164,8 @@ static const op_spec OPS[] = {
     { "convolve float 7x7 (vec, 4 rows)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(1), 0 },
     { "convolve float 7x7 (FMA certified)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(7), 0 },
     { "convolve float 7x7 (tc, other tiles)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(8), 0 },
+    { "convolve float 9x9 (no target)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_AUTO, 0 },
+    { "convolve float 9x9 (tile path)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_TILE, 0 },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG, 0 },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE, 0 },
@@ -213,8 +215,8 @@ static void init_kernels(void)
     for (int i = 0; i < 9; i++) FGAUSS3[i] = GAUSS3[i] / 16.0;
     for (int i = 0; i < 25; i++) GAUSS5[i] = b5[i / 5] * b5[i % 5];
     for (int i = 0; i < 49; i++) GAUSS7[i] = b7[i / 7] * b7[i % 7];
-    double *floats[3] = { FLOAT3, FLOAT5, FLOAT7 };
-    for (int k = 0; k < 3; k++) {
+    double *floats[4] = { FLOAT3, FLOAT5, FLOAT7, FLOAT9 };
+    for (int k = 0; k < 4; k++) {
         int n = (2 * k + 3) * (2 * k + 3);
         double sum = 0;
         for (int i = 0; i < n; i++) sum += floats[k][i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
