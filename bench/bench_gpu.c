@@ -554,7 +554,7 @@ static int prepare_npp(bench *b, const op_spec *op)
         return ensure_npp_buffer(b, (size_t)bytes);
     }
     if (op->kind == OP_CONV) {
-        float k[49];
+        float k[81];
         int n = mask.width * mask.height;
         for (int i = 0; i < n; i++) k[n - 1 - i] = (float)(op->weights[i] / op->divisor);
         return CK(cudaMemcpy(b->npp_kernel, k, (size_t)n * sizeof *k, cudaMemcpyHostToDevice)) ? 0 : -1;
@@ -1040,7 +1040,7 @@ static void setup(bench *b)
         exit(1);
     CK_FATAL(cudaMalloc((void **)&b->counts, 256 * sizeof *b->counts));
     CK_FATAL(cudaMalloc((void **)&b->npp_hist, 256 * sizeof *b->npp_hist));
-    CK_FATAL(cudaMalloc((void **)&b->npp_kernel, 49 * sizeof *b->npp_kernel));
+    CK_FATAL(cudaMalloc((void **)&b->npp_kernel, 81 * sizeof *b->npp_kernel));
     for (int i = 0; i < N_OPS; i++) {
         int side = OPS[i].kind == OP_ENTROPY ? ENT_IMG : IMG;
         size_t need = gpu_scratch(&OPS[i], side, side);

@@ -61,6 +61,9 @@ run_job() {  # id device text input extra
 export -f run_job
 export B
 
+# Direct (not separable) float kernels: row i of FLOATk is w(i, j) = ((2 (k i + j)) % 5 - 1) 0.073 + 0.011 ((k i + j) % 3)
+FLOAT5=$(awk 'BEGIN { for (i = 0; i < 5; i++) { for (j = 0; j < 5; j++) { t = 5 * i + j; printf "%s%.3f", j ? " " : (i ? "; " : ""), ((2 * t) % 5 - 1) * 0.073 + 0.011 * (t % 3) } } }')
+FLOAT7=$(awk 'BEGIN { for (i = 0; i < 7; i++) { for (j = 0; j < 7; j++) { t = 7 * i + j; printf "%s%.3f", j ? " " : (i ? "; " : ""), ((2 * t) % 5 - 1) * 0.073 + 0.011 * (t % 3) } } }')
 for in in "$IMAGES/astronaut.png" rgb_odd.png row.png rgba16.png; do
   both "grayscale" "$in" 0
 done
@@ -85,6 +88,9 @@ for in in "$IMAGES/camera.png" rgb_odd.png gray16.png rgba16.png tiny.png row.pn
     both "convolve kernel=\"$k\"" "$in" 1e-5
     both "convolve kernel=\"$k\" output=f32" "$in" 1e-5
   done
+  # float 5x5 and 7x7 (on one-channel 8-bit images the tensor-core kernel, certified against the CPU's order)
+  both "convolve kernel=\"$FLOAT5\"" "$in" 1e-5
+  both "convolve kernel=\"$FLOAT7\" divisor=1.3 offset=7.5 border=zero" "$in" 1e-5
 done
 for in in "$IMAGES/camera.png" gray_odd.png gray16.png levels16.png tiny.png; do
   both "entropy levels=65536 bins=16" "$in" 1e-5
