@@ -56,16 +56,19 @@
 #define CONV_VECFR_AUTO 0
 
 /* 1: plain calls take the certified tile kernel (rb_cert.cuh) for direct float-weight 5x5, 7x7
- * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch); 0: the tile
- * kernels. */
+ * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch), where the
+ * tensor-core kernel does not take them; 0: the tile kernels. 1: 9x9 0.386 against 0.602 ms, 5x5
+ * 0.186 against 0.227, 7x7 0.262 against 0.369, at 8192x8192 on the H100 (2026-11-27). */
 #define CONV_CERT_AUTO 1
 
 /* 1: plain calls take the tensor-core kernel (conv_tc.cuh) for direct float-weight 5x5 and 7x7
  * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
- * tile kernel; 0: not. */
+ * tile kernel; 0: not. 1: 5x5 0.146 against 0.186 (certified tiles) and 0.227 (tiles) ms, 7x7
+ * 0.162 against 0.262 and 0.369, at 8192x8192 on the H100 (2026-11-27). */
 #define CONV_TC_AUTO 1
 /* Tiles of 16 rows a warp of the tensor-core kernel takes at a time (1 or 2; the other through
- * ipk_convolve_gpu_vec_shape's shape 8). */
+ * ipk_convolve_gpu_vec_shape's shape 8). 2: 0.146 against 0.151 ms at 5x5, 0.162 against 0.169
+ * at 7x7 on the H100. */
 #define CONV_TC_TILES 2
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
