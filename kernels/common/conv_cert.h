@@ -111,12 +111,4 @@ IPK_HD uint32_t ipk_conv_cert_u8(float v, float thr, uint32_t *uncertain)
     return ipk_vecf_bits(fminf(fmaxf(shifted, c), c + 255.0f));
 }
 
-/* acc = fl(w[t] * x[t] + acc) for t ascending, acc starting at 0 (the first is the rounded
- * product, as the CPU's 0 + w x except for the sign of a zero, which a u8 output loses). */
-IPK_HD float ipk_conv_cert_fused_sum(const float *w, const float *x, int taps)
-{
-    float acc = 0.0f;
-    for (int t = 0; t < taps; t++) acc = fmaf(w[t], x[t], acc);
-    return acc;
-}
 #endif

@@ -68,7 +68,7 @@ static void check_limbs(const plan *p)
           top / p->tc.scale);
 }
 
-/* The kernel's value for a window: exact limb sums, then ipk_conv_tc_acc and the finish. */
+/* The kernel's value for a window: exact limb sums, then ipk_conv_tc_value. */
 static float tc_value(const plan *p, const float *x)
 {
     int32_t s[3] = { 0, 0, 0 };
