@@ -42,6 +42,7 @@ static int make_plan(plan *p, const char *name, const double *w, int k, double d
     memset(p, 0, sizeof *p);
     p->name = name;
     p->k = k;
+    if (k > MAX_K) return 0;
     for (int i = 0; i < k * k; i++) p->w[i] = (float)w[i];
     p->div = (float)divisor;
     p->off = (float)offset;
@@ -221,8 +222,11 @@ static void check_refusals(void)
     CHECK(!make_plan(&p, "zeros", w, 5, 1, 0), "all-zero weights: no plan");
     for (int i = 0; i < 49; i++) w[i] = 2.51 + 0.01 * (i % 3);
     CHECK(!make_plan(&p, "large sums", w, 7, 1, 0), "a 7x7 of large sums: no threshold (bound %g)", p.tc.bound);
+    float w9[81];
+    for (int i = 0; i < 81; i++) w9[i] = 0.01f + 0.001f * (float)i;
+    ipk_conv_tc_plan tc;
+    CHECK(!ipk_conv_tc_plan_make(w9, 3, 1, 0, &tc) && !ipk_conv_tc_plan_make(w9, 9, 1, 0, &tc), "3x3 and 9x9: no plan");
     for (int i = 0; i < 25; i++) w[i] = 0.04;
-    CHECK(!make_plan(&p, "3x3", w, 3, 1, 0) && !make_plan(&p, "9x9", w, 9, 1, 0), "3x3 and 9x9: no plan");
     CHECK(!make_plan(&p, "tiny divisor", w, 5, 1e-5, 0), "values past 2^21: no plan");
     for (int i = 0; i < 25; i++) w[i] = 1e-36 * (i + 1);
     CHECK(!make_plan(&p, "weights below 2^-60", w, 5, 1e-33, 1), "weights below 2^-60: no plan (the FMA kernel's)");
