@@ -7,7 +7,10 @@
  * time. The input tile and the outputs are in shared memory. The outputs whose value the certificate
  * leaves open are queued and recomputed from the tile in the CPU's order before the block stores
  * its outputs, 16 bytes at a time. */
+#ifndef IPK_CONV_TC_CUH
+#define IPK_CONV_TC_CUH
 #include "conv_tc.h"
+#include "rb_cert.cuh"
 
 #define TC_WARPS 8
 #define TC_COLS (8 * TC_WARPS)
@@ -20,8 +23,8 @@
 struct tc_params {
     int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
     float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* the float weights, for the CPU's order */
-    float k0, div, inv, off, thr;   /* k0: ipk_conv_tc_value's; div, inv, off: the CPU's finish */
-    int pow2;
+    float k0;          /* ipk_conv_tc_value's */
+    rbc_finish fin;    /* the CPU's finish, and the threshold */
 };
 
 __device__ __forceinline__ void tc_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b)
@@ -99,7 +102,7 @@ __device__ uint32_t tc_exact(const uint8_t *tile, int row, int col, const tc_par
     for (int ky = 0; ky < K; ky++)
         #pragma unroll
         for (int kx = 0; kx < K; kx++) acc = __fadd_rn(acc, __fmul_rn(p.w[ky * K + kx], (float)t[ky * TC_PITCH + kx]));
-    return ipk_vecf_rint_u8(ipk_conv_cert_value(acc, p.div, p.inv, p.pow2, p.off)) & 0xffu;
+    return rbc_cpu_byte(acc, p.fin);
 }
 
 /* The block's outputs from shared memory: 16 bytes a store where the row allows. */
@@ -168,8 +171,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
                 for (int j = 0; j < 2; j++) {
                     const int i = 2 * h + j;
                     uint32_t uncertain;
-                    byte[j] = ipk_conv_cert_u8(ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.off),
-                                               p.thr, &uncertain);
+                    const float v = ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.fin.off);
+                    byte[j] = ipk_conv_cert_u8(v, p.fin.thr, &uncertain);
                     open |= uncertain << (4 * tt + i);
                 }
                 *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(byte[0], byte[1], 0x0040);
@@ -204,3 +207,4 @@ static int tc_launch(const ipk_img *src, const ipk_img *dst, int border, const t
                                             dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
+#endif

@@ -427,27 +427,37 @@ static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_con
     return conv_fast_launch<false>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
 }
 
-/* The certified tile kernel's cases: 1-channel u8 in and out, a direct (not separable) float
- * K x K kernel, K 5, 7 or 9, whose weights and finish have a certificate (conv_cert.h). */
+/* The certified kernels' cases: 1-channel u8 in and out, a direct (not separable) float K x K
+ * kernel, K 5 or 7, or also 9 with nine; fills their weights and the CPU's finish. */
+static bool conv_cert_case(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool nine, float *w,
+                           rbc_finish *f)
+{
+    const int k = p->kw, n = k * k;
+    if (!conv_fast_fits(src, p) || dst->dtype != IPK_U8 || (k != 5 && k != 7 && !(nine && k == 9)) ||
+        ipk_conv_weights_integral(p->weights, n))
+        return false;
+    float col[CONV_MAXK], row[CONV_MAXK];
+    if (ipk_conv_split_float(p->weights, k, k, col, row)) return false;
+    for (int i = 0; i < n; i++) w[i] = (float)p->weights[i];
+    f->div = (float)p->divisor;
+    f->off = (float)p->offset;
+    f->inv = 0;
+    f->pow2 = conv_pow2(f->div, &f->inv);
+    return true;
+}
+
+/* The certified tile kernel: conv_cert_case's with K up to 9 whose weights and finish have a
+ * certificate (conv_cert.h). */
 static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
 {
     *taken = 0;
-    const int k = p->kw, n = k * k;
-    if (!conv_fast_fits(src, p) || dst->dtype != IPK_U8 || (k != 5 && k != 7 && k != 9) ||
-        ipk_conv_weights_integral(p->weights, n))
-        return IPK_EINVAL;
-    float col[CONV_MAXK], row[CONV_MAXK];
-    if (ipk_conv_split_float(p->weights, k, k, col, row)) return IPK_EINVAL;
+    const int k = p->kw;
     rb_weights w;
     memset(&w, 0, sizeof w);
-    for (int i = 0; i < n; i++) w.w[i] = (float)p->weights[i];
     rbc_finish f;
-    f.div = (float)p->divisor;
-    f.off = (float)p->offset;
-    f.inv = 0;
-    f.pow2 = conv_pow2(f.div, &f.inv);
-    if (!ipk_conv_cert_threshold(w.w, n, f.div, f.off, &f.thr)) return IPK_EINVAL;
+    if (!conv_cert_case(src, dst, p, true, w.w, &f) || !ipk_conv_cert_threshold(w.w, k * k, f.div, f.off, &f.thr))
+        return IPK_EINVAL;
     *taken = 1;
     const int border = (int)p->border;
     if (k == 5) return rbc_launch<5>(src, dst, border, w, f, s);
@@ -455,29 +465,22 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return rbc_launch<9>(src, dst, border, w, f, s);
 }
 
-/* The tensor-core kernel's cases: those of the certified tile kernel with K 5 or 7 whose limbs
- * and bound give a threshold (conv_tc.h). */
+/* The tensor-core kernel: conv_cert_case's with K 5 or 7 whose limbs and bound give a threshold
+ * (conv_tc.h). */
 static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                           int *taken, int tiles = CONV_TC_TILES)
 {
     *taken = 0;
-    const int k = p->kw, n = k * k;
-    if (!conv_fast_fits(src, p) || dst->dtype != IPK_U8 || (k != 5 && k != 7) ||
-        ipk_conv_weights_integral(p->weights, n))
-        return IPK_EINVAL;
-    float col[CONV_MAXK], row[CONV_MAXK];
-    if (ipk_conv_split_float(p->weights, k, k, col, row)) return IPK_EINVAL;
+    const int k = p->kw;
     tc_params tp;
     memset(&tp, 0, sizeof tp);
-    for (int i = 0; i < n; i++) tp.w[i] = (float)p->weights[i];
-    tp.div = (float)p->divisor;
-    tp.off = (float)p->offset;
-    tp.pow2 = conv_pow2(tp.div, &tp.inv);
     ipk_conv_tc_plan plan;
-    if (!ipk_conv_tc_plan_make(tp.w, k, tp.div, tp.off, &plan)) return IPK_EINVAL;
+    if (!conv_cert_case(src, dst, p, false, tp.w, &tp.fin) ||
+        !ipk_conv_tc_plan_make(tp.w, k, tp.fin.div, tp.fin.off, &plan))
+        return IPK_EINVAL;
     memcpy(tp.q, plan.q, sizeof tp.q);
     tp.k0 = plan.k0;
-    tp.thr = plan.thr;
+    tp.fin.thr = plan.thr;
     *taken = 1;
     const int border = (int)p->border;
     if (tiles == 1) return k == 5 ? tc_launch<5, 1>(src, dst, border, tp, s) : tc_launch<7, 1>(src, dst, border, tp, s);

@@ -3,14 +3,23 @@
  * open, a bit each in a word (RB_ROWS x RB_PX = 32), stores every byte, then recomputes the flagged
  * ones from the shared tile in the CPU's order and stores them again: the same thread's later
  * store wins, and the sums' registers are free by then. */
+#ifndef IPK_RB_CERT_CUH
+#define IPK_RB_CERT_CUH
 #include "conv_cert.h"
 
 static_assert(RB_ROWS * RB_PX <= 32, "a thread's pixels flagged in one word");
 
+/* The CPU's finish (acc / div + off; inv = 1 / div where pow2) and the certificate's threshold. */
 struct rbc_finish {
     float div, inv, off, thr;
     int pow2;
 };
+
+/* The u8 output of a sum in the CPU's order, through the CPU's finish. */
+__device__ __forceinline__ uint32_t rbc_cpu_byte(float acc, const rbc_finish &f)
+{
+    return ipk_vecf_rint_u8(ipk_conv_cert_value(acc, f.div, f.inv, f.pow2, f.off)) & 0xffu;
+}
 
 /* Pixel (o, j) of the thread in the CPU's order: every product and sum rounded, ky then kx. */
 template <int K>
@@ -23,7 +32,7 @@ __device__ __forceinline__ uint32_t rbc_exact(const float4 *tile, const rb_weigh
     for (int ky = 0; ky < K; ky++)
         #pragma unroll
         for (int kx = 0; kx < K; kx++) acc = __fadd_rn(acc, __fmul_rn(w.w[ky * K + kx], t[ky * 4 * RB_SW4 + kx]));
-    return ipk_vecf_rint_u8(ipk_conv_cert_value(acc, f.div, f.inv, f.pow2, f.off)) & 0xffu;
+    return rbc_cpu_byte(acc, f);
 }
 
 template <int K>
@@ -74,3 +83,4 @@ static int rbc_launch(const ipk_img *src, const ipk_img *dst, int border, const 
                                          src->width, src->height, border, w, f);
     return ipk_launch_status();
 }
+#endif
