@@ -10,8 +10,7 @@
  * - which plans are refused. */
 #include <math.h>
 #include <string.h>
-#include "testutil.h"
-#include "border.h"
+#include "conv_model.h"
 #include "conv_tc.h"
 
 #define MAX_K 7
@@ -23,19 +22,6 @@ typedef struct {
     float div, inv, off;
     ipk_conv_tc_plan tc;
 } plan;
-
-static float cpu_sum(const float *w, const float *x, int taps)
-{
-    float acc = 0.0f;
-    for (int t = 0; t < taps; t++) acc = acc + w[t] * x[t];
-    return acc;
-}
-
-static uint8_t cpu_byte(float v)
-{
-    const float r = rintf(v);
-    return (uint8_t)(r > 255.0f ? 255.0f : r > 0.0f ? r : 0.0f);
-}
 
 static int make_plan(plan *p, const char *name, const double *w, int k, double divisor, double offset)
 {
@@ -78,49 +64,19 @@ static float tc_value(const plan *p, const float *x)
     return ipk_conv_tc_value(s[0], s[1], s[2], p->tc.k0, p->tc.off);
 }
 
-static uint8_t model_byte(const plan *p, const float *x, long *open)
+static uint8_t model_byte(const void *model_plan, const float *x, long *open)
 {
+    const plan *p = model_plan;
     uint32_t uncertain;
     const uint32_t byte = ipk_conv_cert_u8(tc_value(p, x), p->tc.thr, &uncertain) & 0xffu;
     if (!uncertain) return (uint8_t)byte;
     ++*open;
-    return cpu_byte(cpu_sum(p->w, x, p->k * p->k) / p->div + p->off);
+    return tu_conv_cpu_byte(tu_conv_cpu_sum(p->w, x, p->k * p->k) / p->div + p->off);
 }
-
-static float px_u8(const ipk_img *src, int x, int y, int border)
-{
-    const int sx = ipk_border_index(x, src->width, border), sy = ipk_border_index(y, src->height, border);
-    return sx < 0 || sy < 0 ? 0.0f : (float)*(const uint8_t *)tu_px(src, sx, sy, 0);
-}
-
-static const int SIZES[][2] = { { 1, 1 }, { 1, 9 }, { 9, 1 }, { 4, 5 }, { 37, 35 }, { 131, 19 } };
 
 static double check_model(const plan *p, const double *w, double divisor, double offset, tu_rng *rng)
 {
-    const int k = p->k, r = k / 2;
-    long open = 0, pixels = 0;
-    for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++)
-        for (int border = 0; border < 4; border++) {
-            ipk_img src = s % 2 ? tu_img_u8_extremes(SIZES[s][0], SIZES[s][1], rng)
-                                : tu_img_random(SIZES[s][0], SIZES[s][1], 1, IPK_U8, 3, rng);
-            ipk_img want = tu_img_zeros(src.width, src.height, 1, IPK_U8, 0);
-            ipk_conv_params cp = { w, k, k, divisor, offset, (ipk_border)border };
-            CHECK(ipk_convolve_cpu(&src, &want, &cp, 1) == IPK_OK, "%s: cpu", p->name);
-            long wrong = 0;
-            for (int y = 0; y < src.height; y++)
-                for (int x = 0; x < src.width; x++) {
-                    float win[MAX_K * MAX_K];
-                    for (int ky = 0; ky < k; ky++)
-                        for (int kx = 0; kx < k; kx++) win[ky * k + kx] = px_u8(&src, x - r + kx, y - r + ky, border);
-                    wrong += model_byte(p, win, &open) != *(const uint8_t *)tu_px(&want, x, y, 0);
-                }
-            pixels += (long)src.width * src.height;
-            CHECK(wrong == 0, "%s %dx%d on %dx%d border %d: %ld pixels not the CPU's", p->name, k, k, src.width,
-                  src.height, border, wrong);
-            tu_img_free(&src);
-            tu_img_free(&want);
-        }
-    return (double)open / (double)pixels;
+    return tu_conv_check_model(p->name, model_byte, p, w, p->k, divisor, offset, rng);
 }
 
 /* Random windows: |v_cpu - v_tc| within the bound, certain bytes the CPU's. Returns the share of
@@ -132,20 +88,15 @@ static double check_windows(const plan *p, long windows, double *worst, tu_rng *
     *worst = 0.0;
     for (long n = 0; n < windows; n++) {
         float x[MAX_K * MAX_K];
-        const int style = (int)(n % 4);
-        for (int t = 0; t < taps; t++) {
-            const uint32_t rnd = tu_next(rng);
-            x[t] = style == 0 ? (float)(rnd & 255u) : style == 1 ? (rnd & 1u ? 255.0f : 0.0f)
-                 : style == 2 ? (float)(rnd % 3u == 0 ? 255u : rnd & 255u) : (float)(120u + rnd % 16u);
-        }
-        const float v_cpu = cpu_sum(p->w, x, taps) / p->div + p->off, v_tc = tc_value(p, x);
+        tu_conv_random_window(x, taps, (int)(n % 4), rng);
+        const float v_cpu = tu_conv_cpu_sum(p->w, x, taps) / p->div + p->off, v_tc = tc_value(p, x);
         const double d = fabs((double)v_cpu - (double)v_tc);
         if (d > *worst) *worst = d;
         over += d > p->tc.bound;
         uint32_t uncertain;
         const uint32_t byte = ipk_conv_cert_u8(v_tc, p->tc.thr, &uncertain) & 0xffu;
         if (uncertain) open++;
-        else wrong += byte != cpu_byte(v_cpu);
+        else wrong += byte != tu_conv_cpu_byte(v_cpu);
     }
     CHECK(over == 0, "%s: %ld windows past the bound %g (worst %g)", p->name, over, p->tc.bound, *worst);
     CHECK(wrong == 0, "%s: %ld certain pixels not the CPU's byte", p->name, wrong);
@@ -192,7 +143,7 @@ static void check_ties(tu_rng *rng)
         for (int n = 0; n < 200000; n++) {
             float x[MAX_K * MAX_K];
             for (int t = 0; t < k * k; t++) x[t] = (float)(tu_next(rng) & 255u);
-            const float v = cpu_sum(p.w, x, k * k);
+            const float v = tu_conv_cpu_sum(p.w, x, k * k);
             if (v - floorf(v) != 0.5f) continue;
             uint32_t uncertain;
             (void)ipk_conv_cert_u8(tc_value(&p, x), p.tc.thr, &uncertain);
