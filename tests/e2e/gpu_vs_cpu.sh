@@ -61,9 +61,13 @@ run_job() {  # id device text input extra
 export -f run_job
 export B
 
-# Direct (not separable) float kernels: row i of FLOATk is w(i, j) = ((2 (k i + j)) % 5 - 1) 0.073 + 0.011 ((k i + j) % 3)
-FLOAT5=$(awk 'BEGIN { for (i = 0; i < 5; i++) { for (j = 0; j < 5; j++) { t = 5 * i + j; printf "%s%.3f", j ? " " : (i ? "; " : ""), ((2 * t) % 5 - 1) * 0.073 + 0.011 * (t % 3) } } }')
-FLOAT7=$(awk 'BEGIN { for (i = 0; i < 7; i++) { for (j = 0; j < 7; j++) { t = 7 * i + j; printf "%s%.3f", j ? " " : (i ? "; " : ""), ((2 * t) % 5 - 1) * 0.073 + 0.011 * (t % 3) } } }')
+# float_kernel K: a direct (not separable) K x K float kernel, w(i, j) = ((2 t) % 5 - 1) 0.073 + 0.011 (t % 3), t = K i + j
+float_kernel() {
+  awk -v k="$1" 'BEGIN { for (i = 0; i < k; i++) for (j = 0; j < k; j++) { t = k * i + j
+    printf "%s%.3f", j ? " " : (i ? "; " : ""), ((2 * t) % 5 - 1) * 0.073 + 0.011 * (t % 3) } }'
+}
+FLOAT5=$(float_kernel 5)
+FLOAT7=$(float_kernel 7)
 for in in "$IMAGES/astronaut.png" rgb_odd.png row.png rgba16.png; do
   both "grayscale" "$in" 0
 done
