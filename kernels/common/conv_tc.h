@@ -3,14 +3,15 @@
  * host compiles too, so that tests/unit/test_conv_tc.c checks it against the CPU without a GPU.
  *
  * Each float weight, scaled by 2^s so that the largest is at most 126, is rounded to a multiple
- * of 2^-16: n = rint(w 2^(s+16)), written in three balanced base-256 digits n = q0 2^16 + q1 2^8 +
- * q2 (each in -128..127). The tensor cores sum x q_i over the window exactly in int32 (u8 times
- * s8), so S = 2^-(s+16) (S0 2^16 + S1 2^8 + S2) is the exact sum of the rounded weights, within
- * 255 sum|w - n 2^-(s+16)| <= 255 taps 2^-(s+17) of the exact sum of the weights. The kernel
- * forms the value S / divisor + offset from them with three fused multiply-adds
- * (ipk_conv_tc_value) and goes on as the certified FMA kernel does (conv_cert.h): the CPU's value
- * lies within the plan's bound of this one, so a value farther than that from every half-integer
- * gives the CPU's byte; the other pixels are recomputed in the CPU's order. */
+ * of 2^-8(L-1), L = 2 or 3 limbs: n = rint(w 2^(s+8(L-1))), written in L balanced base-256 digits
+ * q0, q1 (, q2), each in -128..127. The tensor cores sum x q_l over the window exactly in int32
+ * (u8 times s8); H = 256 S0 + S1 (and S2) give the exact sum of the rounded weights. The kernel
+ * turns them into the value in 16.16 fixed point with two or three integer instructions
+ * (ipk_conv_tc_fixed: 64-bit multiply-adds by the finish's constants) and reads the byte and the
+ * certificate off the bits (ipk_conv_tc_byte): the CPU's value lies within the plan's bound of
+ * this one, so a value whose fraction is at least a margin away from every half-integer gives
+ * the CPU's byte; the other pixels are recomputed in the CPU's order. Two limbs save a third of
+ * the tensor-core work and leave more pixels open: plans take them where their bound is small. */
 #ifndef IPK_CONV_TC_H
 #define IPK_CONV_TC_H
 #include <math.h>
@@ -20,95 +21,140 @@
 
 #define IPK_CONV_TC_MAXK 7
 #define IPK_CONV_TC_LIMBS 3
+/* Values v below this in magnitude: rint(v) and v + 1 in an int16 half of the fixed point. */
+#define IPK_CONV_TC_MAX_VALUE 32000.0
+/* Fixed-point values with at least 16 - this many fraction bits. */
+#define IPK_CONV_TC_MAX_SHIFT 8
+/* Two limbs where their bound is at most this (about 0.2% of pixels open), three otherwise. */
+#define IPK_CONV_TC_TWO_LIMB_BOUND 0.001
 
 typedef struct {
     int k;                                                   /* 5 or 7 */
-    int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* limb, then ky, kx */
+    int limbs;                                               /* 2 or 3 */
+    int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* limb, then ky, kx; unused limbs 0 */
     float scale;                                             /* 2^-s */
-    float k0, off;                                           /* 2^-s / divisor rounded, offset */
-    float thr;                                               /* certain when |v - rint v| < thr */
-    double bound;                                            /* |v_cpu - v_tc| <= bound */
+    int32_t mhi, mlo;                                        /* ipk_conv_tc_fixed's constants */
+    int64_t c;
+    int shift;                                               /* 0 .. IPK_CONV_TC_MAX_SHIFT */
+    uint32_t open;                                           /* fractions (in 2^-16) below it: uncertain */
+    double bound;                                            /* |v_cpu - fixed value| <= bound, in pixel values */
 } ipk_conv_tc_plan;
 
-/* An upper bound of |v_cpu - v_tc|, both against the exact value V = X / d + off (X the exact
- * sum, |X| <= a): the CPU's sum within e of X, then its quotient and sum rounded; the tensor
- * cores' S within q of X, and ipk_conv_tc_value's S0 k0 + off, then + (S1 2^8 + S2) k0 2^-16 with
- * k0 = 2^-s / d rounded: k0's rounding, the conversion of S1 2^8 + S2 and the two roundings, each
- * at most u of a value below reach (the S1 and S2 terms are below 255 taps 2^-(s+1) <= a / 2 before
- * the division).
- * -1 when the values may pass IPK_CONV_CERT_MAX_VALUE. Widened by 1% for the double arithmetic. */
-static inline double ipk_conv_tc_bound(double e, double q, double a, float divisor, float offset)
+/* The fixed-point value from the limb sums: x / 2^16 = v + 1/2 + margin, within the plan's error:
+ * T = H mhi (+ S2 mlo) + c exactly in 64 bits (two's complement), x its bits 32 - shift up. Its
+ * high half is rint(v) where the certificate holds. s2 and mlo count for three limbs only. */
+IPK_HD int32_t ipk_conv_tc_fixed(int32_t s0, int32_t s1, int32_t s2, int limbs, int32_t mhi, int32_t mlo, int64_t c,
+                                 int shift)
+{
+    uint64_t t = (uint64_t)((int64_t)(s0 * 256 + s1) * mhi) + (uint64_t)c;
+    if (limbs == 3) t += (uint64_t)((int64_t)s2 * mlo);
+    return (int32_t)(uint32_t)(t >> (32 - shift));
+}
+
+/* The u8 output of a fixed-point value (rint, saturated) and in *uncertain 1 when its fraction is
+ * below open (the kernel reads the same bits two pixels at a time). */
+IPK_HD uint32_t ipk_conv_tc_byte(int32_t x, uint32_t open, uint32_t *uncertain)
+{
+    *uncertain = ((uint32_t)x & 0xffffu) < open;
+    const int32_t n = (int32_t)((uint32_t)x >> 16) - (x < 0 ? 65536 : 0);
+    return n < 0 ? 0u : n > 255 ? 255u : (uint32_t)n;
+}
+
+/* The CPU's error against the exact value V = X / d + off (X the exact sum, |X| <= a, the CPU's sum
+ * within e of X): its quotient and sum rounded, each at most u of a value below reach; with q the
+ * limbs' error of X. -1 when the values may pass IPK_CONV_TC_MAX_VALUE. */
+static inline double ipk_conv_tc_cpu_error(double e, double q, double a, float divisor, float offset)
 {
     const double u = 0x1p-24, eta = 0x1p-126;
     const double d = fabs((double)divisor), off = fabs((double)offset), big = 1.02 * (a + q) + e;
     if (!(e >= 0) || !(q >= 0) || !(d > 0) || !isfinite(d) || !isfinite(off)) return -1.0;
     const double reach = big * (1 + 4 * u) / d + off;
-    if (!(reach * (1 + 4 * u) + 1.0 < IPK_CONV_CERT_MAX_VALUE)) return -1.0;
-    const double cpu = e / d + u * big / d + u * reach + 2 * eta;
-    const double tc = q / d + 2 * u * big / d + 2 * u * reach + 3 * eta;
-    return (cpu + tc) * 1.01;
+    if (!(reach * (1 + 4 * u) + 1.0 < IPK_CONV_TC_MAX_VALUE)) return -1.0;
+    return e / d + u * big / d + u * reach + 2 * eta;
 }
 
-/* The limbs and the bound of float weights w (k x k, k 5 or 7) for the finish divisor and
- * offset; 1 when the plan has a threshold (conv_cert.h), 0 otherwise. */
-static inline int ipk_conv_tc_plan_make(const float *w, int k, float divisor, float offset, ipk_conv_tc_plan *p)
+/* The limbs of float weights w (k x k) for the finish divisor and offset: the scale 2^-s and
+ * digits; returns the limbs' error of the sum over inputs up to 255 (255 sum |w - n 2^-(s+8(L-1))|),
+ * and in *hi_max and *lo_max bounds of |H| and |S2|; -1 when there is no scale. */
+static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_conv_tc_plan *p, double *hi_max,
+                                       double *lo_max)
 {
-    const int taps = k * k;
-    p->k = k;
-    p->bound = -1.0;
-    if (k != 5 && k != 7) return 0;
-    double g_fma = 0.0, a = 0.0;
-    const double e = ipk_conv_cert_sum_errors(w, taps, &g_fma, &a);
     double top = 0.0;
     for (int t = 0; t < taps; t++) top = fabs((double)w[t]) > top ? fabs((double)w[t]) : top;
-    if (e < 0 || !(top > 0x1p-60) || !(top < 0x1p60)) return 0;   /* 2^-s a normal float */
+    if (!(top > 0x1p-60) || !(top < 0x1p60)) return -1.0;   /* 2^-s a normal float */
     int s = 0;
     while (top * ldexp(1.0, s) > 126.0) s--;
     while (top * ldexp(1.0, s + 1) <= 126.0) s++;
+    const int bits = s + 8 * (limbs - 1);
     double quant = 0.0;
+    *hi_max = *lo_max = 0.0;
     for (int t = 0; t < taps; t++) {
-        const double n = rint(ldexp((double)w[t], s + 16));
-        quant += fabs((double)w[t] - ldexp(n, -(s + 16)));
+        const double n = rint(ldexp((double)w[t], bits));
+        quant += fabs((double)w[t] - ldexp(n, -bits));
         int64_t rest = (int64_t)n;
-        for (int l = IPK_CONV_TC_LIMBS - 1; l > 0; l--) {
+        for (int l = limbs - 1; l > 0; l--) {
             const int64_t digit = ((rest + 128) & 255) - 128;
             p->q[l][t] = (int8_t)digit;
             rest = (rest - digit) / 256;
         }
         p->q[0][t] = (int8_t)rest;
+        *hi_max += 255.0 * fabs(256.0 * p->q[0][t] + p->q[1][t]);
+        *lo_max += limbs == 3 ? 255.0 * fabs((double)p->q[2][t]) : 0.0;
     }
     p->scale = (float)ldexp(1.0, -s);
-    p->k0 = (float)(ldexp(1.0, -s) / (double)divisor);
-    p->off = offset;
-    if (!(fabsf(p->k0) > 0x1p-100f) || !(fabsf(p->k0) < 0x1p100f)) return 0;   /* k0 2^-16 normal */
-    p->bound = ipk_conv_tc_bound(e, 255.0 * quant, a, divisor, offset);
-    return ipk_conv_cert_threshold_of(p->bound, &p->thr);
+    return 255.0 * quant;
 }
 
-/* An int32 below 2^22 in magnitude as a float, exactly, without the conversion unit: its bits
- * added to those of 1.5 x 2^23, less 1.5 x 2^23. */
-IPK_HD float ipk_conv_tc_float(int32_t v)
+/* The plan with a given number of limbs (2 or 3); 1 when it has a certificate whose bound is at
+ * most IPK_CONV_CERT_MAX_BOUND, 0 otherwise.
+ * With kq = 2^-(s+8) / d the value of one unit of H, P = 2^(16-j) units a pixel value (j the least
+ * shift that keeps mhi = rint(kq 2^(48-j)) in an int32), mlo = rint(kq 2^(40-j)) and
+ * c = floor(((off + 1/2) P + m) 2^32) (within 2 of the real value), T = H mhi + S2 mlo + c lies
+ * within |H| |mhi - kq 2^(48-j)| + |S2| |mlo - kq 2^(40-j)| + 2 of ((V_q + 1/2) P + m) 2^32 (V_q
+ * the value of the rounded weights), so x / 2^j = floor(T / 2^32) within E = that / 2^32 + 1 units
+ * of (V_q + 1/2) P + m, and the CPU's v is within b of V_q. With B = b P + E < m: when
+ * x / 2^j mod P >= 2m, (v + 1/2) P lies strictly inside (N P, N P + P) for N = floor(x / 2^16), so
+ * rint(v) = N with no tie. */
+static inline int ipk_conv_tc_plan_limbs(const float *w, int k, float divisor, float offset, int limbs,
+                                         ipk_conv_tc_plan *p)
 {
-    const uint32_t bits = (uint32_t)v + 0x4B400000u;
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(__uint_as_float(bits), -12582912.0f);
-#else
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f - 12582912.0f;
-#endif
+    const int taps = k * k;
+    memset(p, 0, sizeof *p);
+    p->k = k;
+    p->limbs = limbs;
+    p->bound = -1.0;
+    if ((k != 5 && k != 7) || (limbs != 2 && limbs != 3)) return 0;
+    double g_fma = 0.0, a = 0.0, hi_max, lo_max;
+    const double e = ipk_conv_cert_sum_errors(w, taps, &g_fma, &a);
+    const double quant = e < 0 ? -1.0 : ipk_conv_tc_limbs(w, taps, limbs, p, &hi_max, &lo_max);
+    const double cpu = quant < 0 ? -1.0 : ipk_conv_tc_cpu_error(e, quant, a, divisor, offset);
+    if (cpu < 0) return 0;
+    const double kq = (double)p->scale * 0x1p-8 / (double)divisor;
+    int j = 0;
+    while (fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p31 - 2.0) j++;
+    if (j > IPK_CONV_TC_MAX_SHIFT || !(fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p20)) return 0;
+    const double units = ldexp(1.0, 16 - j), mhi = rint(kq * ldexp(1.0, 48 - j));
+    const double mlo = limbs == 3 ? rint(kq * ldexp(1.0, 40 - j)) : 0.0;
+    const double fix = (hi_max * fabs(mhi - kq * ldexp(1.0, 48 - j)) + lo_max * fabs(mlo - kq * ldexp(1.0, 40 - j)) + 2.0) *
+                           0x1p-32 + 1.0;
+    const double b_units = ((cpu + quant / fabs((double)divisor)) * units + fix) * 1.01;
+    const double margin = floor(b_units) + 1.0;
+    p->bound = b_units / units;
+    if (!(p->bound <= IPK_CONV_CERT_MAX_BOUND) || 2.0 * margin * ldexp(1.0, j) > 32768.0) return 0;
+    p->mhi = (int32_t)mhi;
+    p->mlo = (int32_t)mlo;
+    p->c = (int64_t)floor(((double)offset + 0.5) * units * 0x1p32) + (int64_t)margin * ((int64_t)1 << 32);
+    p->shift = j;
+    p->open = (uint32_t)(2.0 * margin) << j;
+    return 1;
 }
 
-/* The value S / divisor + offset from the limb sums, as the kernel forms it: S0 (below 2^22 in
- * magnitude: 49 x 255 x 127) exactly, S1 2^8 + S2 (below 2^29) rounded once to float. */
-IPK_HD float ipk_conv_tc_value(int32_t s0, int32_t s1, int32_t s2, float k0, float off)
+/* The plan of float weights w (k x k, k 5 or 7) for the finish divisor and offset: two limbs
+ * where their bound is at most IPK_CONV_TC_TWO_LIMB_BOUND, else three; 1 when it has a
+ * certificate, 0 otherwise. */
+static inline int ipk_conv_tc_plan_make(const float *w, int k, float divisor, float offset, ipk_conv_tc_plan *p)
 {
-    const int32_t low = s1 * 256 + s2;
-#ifdef __CUDA_ARCH__
-    const float low_f = __int2float_rn(low);
-#else
-    const float low_f = (float)low;
-#endif
-    return fmaf(low_f, k0 * 0x1p-16f, fmaf(ipk_conv_tc_float(s0), k0, off));
+    if (ipk_conv_tc_plan_limbs(w, k, divisor, offset, 2, p) && p->bound <= IPK_CONV_TC_TWO_LIMB_BOUND) return 1;
+    return ipk_conv_tc_plan_limbs(w, k, divisor, offset, 3, p);
 }
 #endif

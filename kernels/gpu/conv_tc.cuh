@@ -1,12 +1,15 @@
 /* Certified float convolve on the tensor cores (conv_tc.h): a direct 5x5 or 7x7 float kernel, 1-channel
- * u8 in and out. For each kernel row ky and limb l, one mma.m16n8k16 (u8 pixels x s8 weights, exact
- * int32 sums) adds 16 output rows x 8 output columns: A is 16 input bytes of 16 rows (from 4 left of
- * the warp's 8 columns, so that its words are aligned), B the limb's kernel row laid out as a band
- * (B[k][n] = q[l][ky][k - n - 4 + R], input column k, output column n), which a warp keeps in K x 3
- * registers while it walks down its 8 columns of the block's 64 x 256 outputs, TT x 16 rows at a
- * time. The input tile and the outputs are in shared memory. The outputs whose value the certificate
- * leaves open are queued and recomputed from the tile in the CPU's order before the block stores
- * its outputs, 16 bytes at a time. */
+ * u8 in and out. For each pair of kernel rows ky, ky + 1 and limb l, one mma.m16n8k32 (u8 pixels x
+ * s8 weights, exact int32 sums) adds 16 output rows x 8 output columns: A is 16 input bytes of 16
+ * rows for each of the two kernel rows (from 4 left of the warp's 8 columns, so that its words are
+ * aligned), B the limb's two kernel rows laid out as bands (B[k][n] = q[l][ky][k - n - 4 + R], input
+ * column k, output column n), which a warp keeps in K x L registers (the host lays them out, a word
+ * a lane) while it walks down its 8 columns of the block's 64 x 256 outputs, TC_TT x 16 rows at a
+ * time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes are clamped in
+ * one 16x2 instruction and the fractions kept in a running 16x2 minimum, so that a group of tiles
+ * with every pixel certain costs one test. The input tile and the outputs are in shared memory. A
+ * lane with an open pixel queues its group's mask; those pixels are recomputed from the tile in the
+ * CPU's order before the block stores its outputs, 16 bytes at a time. */
 #ifndef IPK_CONV_TC_CUH
 #define IPK_CONV_TC_CUH
 #include "conv_tc.h"
@@ -15,34 +18,55 @@
 #define TC_WARPS 8
 #define TC_COLS (8 * TC_WARPS)
 #define TC_ROWS 256
+#define TC_TT 2         /* 16-row tiles a warp takes at a time: a lane's 8 pixels, a mask byte */
 #define TC_PITCH 80     /* input columns x0 - 8 .. x0 + 71; 20 words: A's 8 rows x 4 words fall in 32 banks */
 #define TC_QUEUE 1024
-#define TC_PAD 12       /* zeros left of each limb row in band */
-#define TC_BAND 28
+#define TC_FRAGS (IPK_CONV_TC_MAXK * IPK_CONV_TC_LIMBS)
 
 struct tc_params {
-    int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
+    uint32_t b[TC_FRAGS][32];   /* lane's B word of kernel row ky, limb l at [ky * L + l] (tc_fragments) */
     float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* the float weights, for the CPU's order */
-    float k0;          /* ipk_conv_tc_value's */
-    rbc_finish fin;    /* the CPU's finish, and the threshold */
+    int64_t c;                                      /* ipk_conv_tc_fixed's */
+    int32_t mhi, mlo, shift;
+    uint32_t open;
+    rbc_finish fin;    /* the CPU's finish */
 };
 
+/* The B words of the plan's limbs: byte i of lane's word holds B[k][n], k = 4 tig + i, n = g
+ * (g = lane / 4, tig = lane % 4; the PTX layout of 8-bit B, each half of m16n8k32's): the weight
+ * of input column k for output column n, q[l][ky][k - n - 4 + R], 0 past the row. */
+static void tc_fragments(const ipk_conv_tc_plan &plan, tc_params &p)
+{
+    const int k = plan.k, r = k / 2;
+    for (int ky = 0; ky < k; ky++)
+        for (int l = 0; l < plan.limbs; l++)
+            for (int lane = 0; lane < 32; lane++) {
+                uint32_t word = 0;
+                for (int i = 0; i < 4; i++) {
+                    const int kx = 4 * (lane & 3) + i - (lane >> 2) - 4 + r;
+                    const uint8_t q = kx >= 0 && kx < k ? (uint8_t)plan.q[l][ky * k + kx] : 0;
+                    word |= (uint32_t)q << (8 * i);
+                }
+                p.b[ky * plan.limbs + l][lane] = word;
+            }
+}
+
+/* c += A B with A 16 x 32 u8 (a0, a1: rows g and g + 8 of the first 16 columns, a2, a3 of the
+ * last), B 32 x 8 s8 (b0, b1: the halves), exact in int32. */
+__device__ __forceinline__ void tc_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                       uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* The same with A 16 x 16 and B 16 x 8: the last kernel row of an odd count. */
 __device__ __forceinline__ void tc_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b)
 {
     asm("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
         : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
         : "r"(a0), "r"(a1), "r"(b));
-}
-
-/* The lane's B fragment of band row f (f = ky * 3 + limb): byte i holds B[k][n], k = 4 tig + i,
- * n = g (g = lane / 4, tig = lane % 4, the PTX layout of m16n8k16 with 8-bit B): the 4 bytes from
- * band byte 4 tig - g - 4 + R + TC_PAD, two aligned words funnel-shifted. */
-template <int K>
-__device__ __forceinline__ uint32_t tc_b_fragment(const int8_t *band, int f, int lane)
-{
-    const int at = f * TC_BAND + 4 * (lane & 3) - (lane >> 2) - 4 + K / 2 + TC_PAD;
-    const uint32_t *words = (const uint32_t *)band + (at >> 2);
-    return __funnelshift_r(words[0], words[1], 8 * (at & 3));
 }
 
 /* Bytes x .. x + 7 of a row through the border, out of line: the tile load's slow path, kept out of
@@ -57,38 +81,51 @@ static __device__ __noinline__ uint2 tc_border_chunk(const uint8_t *row, int x, 
     return make_uint2(w[0], w[1]);
 }
 
+static __device__ __noinline__ int tc_border_row(int y, int height, int border)
+{
+    return ipk_border_index(y, height, border);
+}
+
 /* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 8 .. x0 + 71, as bytes (border pixels mapped,
- * those the border drops 0), 8 bytes a load where the row allows. Every load is issued before any
- * store. */
+ * those the border drops 0), 8 bytes a load: thread i takes chunk i % 10 of rows i / 10 + 25 n, so
+ * that in a block away from the borders its loads are one pointer stepping down the image. Every
+ * load is issued before any store. */
 template <int K>
 __device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
                              uint8_t *tile)
 {
-    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8;
-    constexpr int ITER = (ROWS * CHUNKS + TC_WARPS * 32 - 1) / (TC_WARPS * 32);
-    const int xl = x0 - 8;
-    const bool inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
+    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8, STEP = TC_WARPS * 32 / CHUNKS;
+    constexpr int ITER = (ROWS + STEP - 1) / STEP;
+    static_assert(STEP * (ITER - 1) <= ROWS, "every row of all but the last load in the tile");
+    const int xl = x0 - 8, ci = threadIdx.x % CHUNKS, r0 = threadIdx.x / CHUNKS;
+    if (r0 >= STEP) return;
+    const bool cols_inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
+    const bool rows_inside = y0 - R >= 0 && y0 + TC_ROWS + R <= height;
+    const bool last = r0 + (ITER - 1) * STEP < ROWS;
     uint2 chunks[ITER];
-    #pragma unroll
-    for (int it = 0; it < ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32, r = i / CHUNKS, ci = i - r * CHUNKS, y = y0 - R + r;
-        const int yi = r >= ROWS ? -1 : y >= 0 && y < height ? y : ipk_border_index(y, height, border);
-        uint2 chunk = make_uint2(0, 0);
-        if (yi >= 0) {
-            const uint8_t *row = src + (ptrdiff_t)yi * ss;
-            if (inside) {
-                chunk = __ldg((const uint2 *)(row + xl) + ci);
-            } else {
-                chunk = tc_border_chunk(row, xl + 8 * ci, width, border);
+    if (cols_inside && rows_inside) {
+        const uint8_t *at = src + (ptrdiff_t)(y0 - R + r0) * ss + xl + 8 * ci;
+        const ptrdiff_t step = (ptrdiff_t)STEP * ss;
+        #pragma unroll
+        for (int it = 0; it < ITER - 1; it++, at += step) chunks[it] = __ldg((const uint2 *)at);
+        chunks[ITER - 1] = last ? __ldg((const uint2 *)at) : make_uint2(0, 0);
+    } else {
+        #pragma unroll
+        for (int it = 0; it < ITER; it++) {
+            const int r = r0 + it * STEP, y = y0 - R + r;
+            const int yi = r >= ROWS ? -1 : (unsigned)y < (unsigned)height ? y : tc_border_row(y, height, border);
+            uint2 chunk = make_uint2(0, 0);
+            if (yi >= 0) {
+                const uint8_t *row = src + (ptrdiff_t)yi * ss;
+                chunk = cols_inside ? __ldg((const uint2 *)(row + xl) + ci) : tc_border_chunk(row, xl + 8 * ci, width, border);
             }
+            chunks[it] = chunk;
         }
-        chunks[it] = chunk;
     }
+    uint2 *to = (uint2 *)tile + threadIdx.x;
     #pragma unroll
-    for (int it = 0; it < ITER; it++) {
-        const int i = threadIdx.x + it * TC_WARPS * 32;
-        if (i < ROWS * CHUNKS) ((uint2 *)tile)[i] = chunks[it];
-    }
+    for (int it = 0; it < ITER - 1; it++) to[it * STEP * CHUNKS] = chunks[it];
+    if (last) to[(ITER - 1) * STEP * CHUNKS] = chunks[ITER - 1];
 }
 
 /* Output (row, col) of the block in the CPU's order from the tile: every product and sum rounded. */
@@ -105,14 +142,25 @@ __device__ uint32_t tc_exact(const uint8_t *tile, int row, int col, const tc_par
     return rbc_cpu_byte(acc, p.fin);
 }
 
-/* The block's outputs from shared memory: 16 bytes a store where the row allows. */
+/* The block's outputs from shared memory, 16 bytes a store: thread i takes columns 16 (i % 4) of rows
+ * i / 4 + 64 n; a block inside the image with aligned rows steps one pointer down. */
 __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int x0, int y0, const uint8_t *out)
 {
-    for (int i = threadIdx.x; i < TC_ROWS * (TC_COLS / 16); i += blockDim.x) {
-        const int r = i / (TC_COLS / 16), c = 16 * (i % (TC_COLS / 16)), y = y0 + r, x = x0 + c;
-        if (y >= height || x >= width) continue;
+    constexpr int PER_ROW = TC_COLS / 16, STEP = TC_WARPS * 32 / PER_ROW;
+    static_assert(TC_ROWS % STEP == 0, "whole passes");
+    const int c = 16 * (threadIdx.x % PER_ROW), r0 = threadIdx.x / PER_ROW;
+    const uint8_t *from = out + r0 * TC_COLS + c;
+    uint8_t *to = dst + (ptrdiff_t)(y0 + r0) * ds + x0 + c;
+    if (x0 + TC_COLS <= width && y0 + TC_ROWS <= height && ((uintptr_t)dst % 16) == 0 && (ds % 16) == 0) {
+        #pragma unroll
+        for (int it = 0; it < TC_ROWS / STEP; it++) *(uint4 *)(to + it * STEP * ds) = *(const uint4 *)(from + it * STEP * TC_COLS);
+        return;
+    }
+    for (int it = 0; it < TC_ROWS / STEP; it++) {
+        const int y = y0 + r0 + it * STEP, x = x0 + c;
+        if (y >= height || x >= width) break;
         uint8_t *d = dst + (ptrdiff_t)y * ds + x;
-        const uint8_t *o = out + r * TC_COLS + c;
+        const uint8_t *o = from + it * STEP * TC_COLS;
         if (x + 16 <= width && ((uintptr_t)d % 16) == 0) {
             *(uint4 *)d = *(const uint4 *)o;
         } else {
@@ -122,89 +170,129 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
     }
 }
 
-template <int K, int TT>
+/* A queue entry: the group's first tile t, the warp, the lane and its mask of open pixels (bit
+ * 4 tt + 2 h + j: tile tt, row g + 8 h, column 2 tig + j). */
+__device__ __forceinline__ uint32_t tc_entry(int t, int warp, int lane, uint32_t mask)
+{
+    return (uint32_t)t << 16 | (uint32_t)warp << 13 | (uint32_t)lane << 8 | mask;
+}
+
+/* The mask of a lane's pixels whose fraction (the low half of x) is below open. */
+__device__ __forceinline__ uint32_t tc_open_mask(const int32_t (&x)[TC_TT][2][2], uint32_t open)
+{
+    uint32_t mask = 0;
+    #pragma unroll
+    for (int tt = 0; tt < TC_TT; tt++)
+        #pragma unroll
+        for (int h = 0; h < 2; h++)
+            #pragma unroll
+            for (int j = 0; j < 2; j++) mask |= (uint32_t)(((uint32_t)x[tt][h][j] & 0xffffu) < open) << (4 * tt + 2 * h + j);
+    return mask;
+}
+
+/* The queued pixels in the CPU's order, into out; every pixel when the queue overflowed. */
+template <int K>
+__device__ void tc_recompute(const uint8_t *tile, uint8_t *out, const uint32_t *queue, int queued, const tc_params &p)
+{
+    if (queued > TC_QUEUE) {
+        for (int i = threadIdx.x; i < TC_ROWS * TC_COLS; i += blockDim.x)
+            out[i] = (uint8_t)tc_exact<K>(tile, i / TC_COLS, i % TC_COLS, p);
+        return;
+    }
+    for (int i = threadIdx.x; i < queued; i += blockDim.x) {
+        const uint32_t e = queue[i];
+        const int t = (int)(e >> 16), warp = (int)(e >> 13) & 7, lane = (int)(e >> 8) & 31;
+        for (uint32_t mask = e & 255u; mask; mask &= mask - 1) {
+            const int bit = __ffs(mask) - 1;
+            const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1);
+            const int col = 8 * warp + 2 * (lane & 3) + (bit & 1);
+            out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
+        }
+    }
+}
+
+/* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. */
+template <int K, int L, bool SHIFT>
 __global__ void __launch_bounds__(TC_WARPS * 32, 4)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
               const __grid_constant__ tc_params p)
 {
-    constexpr int NF = K * IPK_CONV_TC_LIMBS;
-    static_assert(TC_ROWS / 16 % TT == 0, "whole groups of tiles");
+    constexpr int NF = K * L;
+    static_assert(TC_ROWS / 16 % TC_TT == 0, "whole groups of tiles");
     __shared__ __align__(16) uint8_t tile[(TC_ROWS + K - 1) * TC_PITCH];
     __shared__ __align__(16) uint8_t out[TC_ROWS * TC_COLS];
     __shared__ uint32_t queue[TC_QUEUE];
     __shared__ int queued;
-    __shared__ __align__(4) int8_t band[NF * TC_BAND + 4];
+    __shared__ uint32_t frags[NF * 32];
     const int x0 = blockIdx.x * TC_COLS, y0 = blockIdx.y * TC_ROWS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
 
     if (threadIdx.x == 0) queued = 0;
-    for (int i = threadIdx.x; i < NF * TC_BAND; i += blockDim.x) {   /* f = ky * 3 + limb */
-        const int f = i / TC_BAND, kx = i % TC_BAND - TC_PAD;
-        band[i] = kx >= 0 && kx < K ? p.q[f % IPK_CONV_TC_LIMBS][(f / IPK_CONV_TC_LIMBS) * K + kx] : 0;
-    }
+    for (int i = threadIdx.x; i < NF * 32; i += blockDim.x) frags[i] = p.b[i / 32][i % 32];
     tc_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
     __syncthreads();
     uint32_t b[NF];
     #pragma unroll
-    for (int f = 0; f < NF; f++) b[f] = tc_b_fragment<K>(band, f, lane);
+    for (int f = 0; f < NF; f++) b[f] = frags[f * 32 + lane];
 
     const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
     uint8_t *obase = out + g * TC_COLS + 8 * warp + 2 * tig;
-    for (int t = 0; t < TC_ROWS / 16; t += TT) {
-        int acc[TT][IPK_CONV_TC_LIMBS][4] = {};
+    for (int t = 0; t < TC_ROWS / 16; t += TC_TT) {
+        int acc[TC_TT][L][4] = {};
         #pragma unroll
-        for (int ky = 0; ky < K; ky++)
+        for (int ky = 0; ky < K; ky += 2)   /* rows ky and ky + 1 a k32 product; the last row alone */
             #pragma unroll
-            for (int tt = 0; tt < TT; tt++) {
+            for (int tt = 0; tt < TC_TT; tt++) {
                 const uint8_t *row = acol + (16 * (t + tt) + g + ky) * TC_PITCH;
                 const uint32_t a0 = *(const uint32_t *)row, a1 = *(const uint32_t *)(row + 8 * TC_PITCH);
-                #pragma unroll
-                for (int l = 0; l < IPK_CONV_TC_LIMBS; l++) tc_mma(acc[tt][l], a0, a1, b[ky * IPK_CONV_TC_LIMBS + l]);
+                if (ky + 1 < K) {
+                    const uint32_t a2 = *(const uint32_t *)(row + TC_PITCH), a3 = *(const uint32_t *)(row + 9 * TC_PITCH);
+                    #pragma unroll
+                    for (int l = 0; l < L; l++) tc_mma(acc[tt][l], a0, a1, a2, a3, b[ky * L + l], b[(ky + 1) * L + l]);
+                } else {
+                    #pragma unroll
+                    for (int l = 0; l < L; l++) tc_mma(acc[tt][l], a0, a1, b[ky * L + l]);
+                }
             }
-        uint32_t open = 0;   /* bit 4 tt + i: output i of tile tt left open by the certificate */
+        int32_t x[TC_TT][2][2];   /* tile, row g + 8 h, column 2 tig + j */
+        uint32_t least = 0xffffffffu;
         #pragma unroll
-        for (int tt = 0; tt < TT; tt++)
+        for (int tt = 0; tt < TC_TT; tt++)
             #pragma unroll
-            for (int h = 0; h < 2; h++) {   /* rows g and g + 8: columns 2 tig and 2 tig + 1 */
-                uint32_t byte[2];
+            for (int h = 0; h < 2; h++) {
                 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     const int i = 2 * h + j;
-                    uint32_t uncertain;
-                    const float v = ipk_conv_tc_value(acc[tt][0][i], acc[tt][1][i], acc[tt][2][i], p.k0, p.fin.off);
-                    byte[j] = ipk_conv_cert_u8(v, p.fin.thr, &uncertain);
-                    open |= uncertain << (4 * tt + i);
+                    x[tt][h][j] = ipk_conv_tc_fixed(acc[tt][0][i], acc[tt][1][i], L == 3 ? acc[tt][L - 1][i] : 0, L,
+                                                    p.mhi, p.mlo, p.c, SHIFT ? p.shift : 0);
                 }
-                *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(byte[0], byte[1], 0x0040);
+                const uint32_t ints = __byte_perm(x[tt][h][0], x[tt][h][1], 0x7632);
+                const uint32_t bytes = __viaddmin_s16x2_relu(ints, 0, 0x00ff00ffu);
+                *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(bytes, 0, 0x0020);
+                least = __vimin3_u16x2(least, x[tt][h][0], x[tt][h][1]);   /* the low halves: fractions */
             }
-        while (open) {   /* outside the image too: harmless, never stored */
-            const int bit = __ffs(open) - 1, tt = bit >> 2, i = bit & 3;
-            open &= open - 1;
+        if ((least & 0xffffu) < p.open) {   /* outside the image too: harmless, never stored */
             const int k = atomicAdd(&queued, 1);
-            if (k < TC_QUEUE)
-                queue[k] = (uint32_t)((16 * (t + tt) + g + 8 * (i >> 1)) << 8 | (8 * warp + 2 * tig + (i & 1)));
+            if (k < TC_QUEUE) queue[k] = tc_entry(t, warp, lane, tc_open_mask(x, p.open));
         }
     }
     __syncthreads();
-    const int n = queued;
-    if (n > TC_QUEUE) {   /* more open pixels than the queue holds: every pixel in the CPU's order */
-        for (int i = threadIdx.x; i < TC_ROWS * TC_COLS; i += blockDim.x)
-            out[i] = (uint8_t)tc_exact<K>(tile, i / TC_COLS, i % TC_COLS, p);
-    } else {
-        for (int i = threadIdx.x; i < n; i += blockDim.x)
-            out[(queue[i] >> 8) * TC_COLS + (queue[i] & 255)] = (uint8_t)tc_exact<K>(tile, queue[i] >> 8, queue[i] & 255, p);
-    }
+    tc_recompute<K>(tile, out, queue, queued, p);
     __syncthreads();
     tc_store(dst, ds, width, height, x0, y0, out);
 }
 
-template <int K, int TT>
+template <int K, int L>
 static int tc_launch(const ipk_img *src, const ipk_img *dst, int border, const tc_params &p, cudaStream_t s)
 {
     dim3 block(TC_WARPS * 32), grid(ipk_div_up(src->width, TC_COLS), ipk_div_up(src->height, TC_ROWS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    tc_kernel<K, TT><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
-                                            dst->stride, src->width, src->height, border, p);
+    if (p.shift)
+        tc_kernel<K, L, true><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
+                                                     dst->stride, src->width, src->height, border, p);
+    else
+        tc_kernel<K, L, false><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
+                                                      dst->stride, src->width, src->height, border, p);
     return ipk_launch_status();
 }
 #endif

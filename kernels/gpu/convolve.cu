@@ -66,10 +66,6 @@
  * tile kernel; 0: not. 1: 5x5 0.146 against 0.186 (certified tiles) and 0.227 (tiles) ms, 7x7
  * 0.162 against 0.262 and 0.369, at 8192x8192 on the H100 (2026-11-27). */
 #define CONV_TC_AUTO 1
-/* Tiles of 16 rows a warp of the tensor-core kernel takes at a time (1 or 2; the other through
- * ipk_convolve_gpu_vec_shape's shape 8). 2: 0.146 against 0.151 ms at 5x5, 0.162 against 0.169
- * at 7x7 on the H100. */
-#define CONV_TC_TILES 2
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
 static bool conv_vecsep_auto(const ipk_img *dst, const ipk_conv_params *p)
@@ -465,26 +461,41 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return rbc_launch<9>(src, dst, border, w, f, s);
 }
 
-/* The tensor-core kernel: conv_cert_case's with K 5 or 7 whose limbs and bound give a threshold
- * (conv_tc.h). */
+/* The tensor-core kernel: conv_cert_case's with K 5 or 7 whose limbs and bound give a certificate
+ * (conv_tc.h); limbs 0 for the plan's choice, 2 or 3 to ask for that many. */
 static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
-                          int *taken, int tiles = CONV_TC_TILES)
+                          int *taken, int limbs = 0)
 {
     *taken = 0;
     const int k = p->kw;
     tc_params tp;
     memset(&tp, 0, sizeof tp);
     ipk_conv_tc_plan plan;
-    if (!conv_cert_case(src, dst, p, false, tp.w, &tp.fin) ||
-        !ipk_conv_tc_plan_make(tp.w, k, tp.fin.div, tp.fin.off, &plan))
+    if (!conv_cert_case(src, dst, p, false, tp.w, &tp.fin)) return IPK_EINVAL;
+    if (!(limbs ? ipk_conv_tc_plan_limbs(tp.w, k, tp.fin.div, tp.fin.off, limbs, &plan)
+                : ipk_conv_tc_plan_make(tp.w, k, tp.fin.div, tp.fin.off, &plan)))
         return IPK_EINVAL;
-    memcpy(tp.q, plan.q, sizeof tp.q);
-    tp.k0 = plan.k0;
-    tp.fin.thr = plan.thr;
+    tc_fragments(plan, tp);
+    tp.mhi = plan.mhi;
+    tp.mlo = plan.mlo;
+    tp.c = plan.c;
+    tp.shift = plan.shift;
+    tp.open = plan.open;
     *taken = 1;
     const int border = (int)p->border;
-    if (tiles == 1) return k == 5 ? tc_launch<5, 1>(src, dst, border, tp, s) : tc_launch<7, 1>(src, dst, border, tp, s);
-    return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
+    if (plan.limbs == 2) return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
+    return k == 5 ? tc_launch<5, 3>(src, dst, border, tp, s) : tc_launch<7, 3>(src, dst, border, tp, s);
+}
+
+/* The limb count the plan does not choose, for the timing hook; 0 when it has no plan. */
+static int conv_tc_other_limbs(const ipk_conv_params *p)
+{
+    float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
+    if (p->kw != p->kh || (p->kw != 5 && p->kw != 7)) return 0;
+    for (int i = 0; i < p->kw * p->kw; i++) w[i] = (float)p->weights[i];
+    ipk_conv_tc_plan plan;
+    if (!ipk_conv_tc_plan_make(w, p->kw, (float)p->divisor, (float)p->offset, &plan)) return 0;
+    return plan.limbs == 2 ? 3 : 2;
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
@@ -676,7 +687,7 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
  * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified
  * tile kernel (rb_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
- * 7x7; 8: the tensor-core kernel with the other number of tiles at a time (CONV_TC_TILES). Other
+ * 7x7; 8: the tensor-core kernel with the limb count its plan does not choose (conv_tc.h). Other
  * cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
  * and VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
@@ -690,7 +701,7 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
     if (shape == 7 || shape == 8) {
         int taken = 0;
         const int rc = shape == 7 ? conv_cert_launch(src, dst, p, s, &taken)
-                                  : conv_tc_launch(src, dst, p, s, &taken, CONV_TC_TILES == 2 ? 1 : 2);
+                                  : conv_tc_launch(src, dst, p, s, &taken, conv_tc_other_limbs(p));
         return taken ? rc : IPK_EINVAL;
     }
     const int b = (int)p->border;
