@@ -38,6 +38,7 @@ typedef struct {
     int shift;                                               /* 0 .. IPK_CONV_TC_MAX_SHIFT */
     uint32_t open;                                           /* fractions (in 2^-16) below it: uncertain */
     double bound;                                            /* |v_cpu - fixed value| <= bound, in pixel values */
+    double lift;                                             /* x / 2^16 stands for V_q + lift */
 } ipk_conv_tc_plan;
 
 /* The fixed-point value from the limb sums: x / 2^16 = v + 1/2 + margin, within the plan's error:
@@ -73,11 +74,13 @@ static inline double ipk_conv_tc_cpu_error(double e, double q, double a, float d
     return e / d + u * big / d + u * reach + 2 * eta;
 }
 
-/* The limbs of float weights w (k x k) for the finish divisor and offset: the scale 2^-s and
- * digits; returns the limbs' error of the sum over inputs up to 255 (255 sum |w - n 2^-(s+8(L-1))|),
- * and in *hi_max and *lo_max bounds of |H| and |S2|; -1 when there is no scale. */
+/* The limbs of float weights w (k x k): the scale 2^-s and digits. With d_t = w_t - n_t 2^-(s+8(L-1))
+ * the rounding of weight t, the rounded weights' sum over inputs x_t in 0..255 misses the exact one
+ * by sum x_t d_t, which lies in [255 sum min(d_t, 0), 255 sum max(d_t, 0)]: *center gets the middle
+ * of that, 127.5 sum d_t; returns its half-width, 127.5 sum |d_t|; *hi_max and *lo_max get bounds
+ * of |H| and |S2|; -1 when there is no scale. */
 static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_conv_tc_plan *p, double *hi_max,
-                                       double *lo_max)
+                                       double *lo_max, double *center)
 {
     double top = 0.0;
     for (int t = 0; t < taps; t++) top = fabs((double)w[t]) > top ? fabs((double)w[t]) : top;
@@ -86,11 +89,12 @@ static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_
     while (top * ldexp(1.0, s) > 126.0) s--;
     while (top * ldexp(1.0, s + 1) <= 126.0) s++;
     const int bits = s + 8 * (limbs - 1);
-    double quant = 0.0;
+    double quant = 0.0, sum = 0.0;
     *hi_max = *lo_max = 0.0;
     for (int t = 0; t < taps; t++) {
-        const double n = rint(ldexp((double)w[t], bits));
-        quant += fabs((double)w[t] - ldexp(n, -bits));
+        const double n = rint(ldexp((double)w[t], bits)), d = (double)w[t] - ldexp(n, -bits);
+        quant += fabs(d);
+        sum += d;
         int64_t rest = (int64_t)n;
         for (int l = limbs - 1; l > 0; l--) {
             const int64_t digit = ((rest + 128) & 255) - 128;
@@ -102,19 +106,21 @@ static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_
         *lo_max += limbs == 3 ? 255.0 * fabs((double)p->q[2][t]) : 0.0;
     }
     p->scale = (float)ldexp(1.0, -s);
-    return 255.0 * quant;
+    *center = 127.5 * sum;
+    return 127.5 * quant;
 }
 
 /* The plan with a given number of limbs (2 or 3); 1 when it has a certificate whose bound is at
  * most IPK_CONV_CERT_MAX_BOUND, 0 otherwise.
- * With kq = 2^-(s+8) / d the value of one unit of H, P = 2^(16-j) units a pixel value (j the least
- * shift that keeps mhi = rint(kq 2^(48-j)) in an int32), mlo = rint(kq 2^(40-j)) and
- * c = floor(((off + 1/2) P + m) 2^32) (within 2 of the real value), T = H mhi + S2 mlo + c lies
- * within |H| |mhi - kq 2^(48-j)| + |S2| |mlo - kq 2^(40-j)| + 2 of ((V_q + 1/2) P + m) 2^32 (V_q
- * the value of the rounded weights), so x / 2^j = floor(T / 2^32) within E = that / 2^32 + 1 units
- * of (V_q + 1/2) P + m, and the CPU's v is within b of V_q. With B = b P + E < m: when
- * x / 2^j mod P >= 2m, (v + 1/2) P lies strictly inside (N P, N P + P) for N = floor(x / 2^16), so
- * rint(v) = N with no tie. */
+ * The value of the rounded weights, recentred, V_q = (X_q + center) / d + off, lies within
+ * q / d of the exact one (q, center: ipk_conv_tc_limbs), and the CPU's v within b of V_q (b adds the
+ * CPU's own error). With kq = 2^-(s+8) / d the value of one unit of H, P = 2^(16-j) units a pixel
+ * value (j the least shift that keeps mhi = rint(kq 2^(48-j)) in an int32), mlo = rint(kq 2^(40-j))
+ * and c = floor((off + 1/2) P 2^32) + floor(center / d P 2^32) + m 2^32 (within 3 of the real
+ * value), T = H mhi + S2 mlo + c lies within |H| |mhi - kq 2^(48-j)| + |S2| |mlo - kq 2^(40-j)| + 3
+ * of ((V_q + 1/2) P + m) 2^32, so x / 2^j = floor(T / 2^32) within E = that / 2^32 + 1 units of
+ * (V_q + 1/2) P + m. With B = b P + E < m: when x / 2^j mod P >= 2m, (v + 1/2) P lies strictly
+ * inside (N P, N P + P) for N = floor(x / 2^16), so rint(v) = N with no tie. */
 static inline int ipk_conv_tc_plan_limbs(const float *w, int k, float divisor, float offset, int limbs,
                                          ipk_conv_tc_plan *p)
 {
@@ -124,26 +130,28 @@ static inline int ipk_conv_tc_plan_limbs(const float *w, int k, float divisor, f
     p->limbs = limbs;
     p->bound = -1.0;
     if ((k != 5 && k != 7) || (limbs != 2 && limbs != 3)) return 0;
-    double g_fma = 0.0, a = 0.0, hi_max, lo_max;
+    double g_fma = 0.0, a = 0.0, hi_max, lo_max, center = 0.0;
     const double e = ipk_conv_cert_sum_errors(w, taps, &g_fma, &a);
-    const double quant = e < 0 ? -1.0 : ipk_conv_tc_limbs(w, taps, limbs, p, &hi_max, &lo_max);
-    const double cpu = quant < 0 ? -1.0 : ipk_conv_tc_cpu_error(e, quant, a, divisor, offset);
+    const double quant = e < 0 ? -1.0 : ipk_conv_tc_limbs(w, taps, limbs, p, &hi_max, &lo_max, &center);
+    const double cpu = quant < 0 ? -1.0 : ipk_conv_tc_cpu_error(e, 2.0 * quant, a, divisor, offset);
     if (cpu < 0) return 0;
-    const double kq = (double)p->scale * 0x1p-8 / (double)divisor;
+    const double d = (double)divisor, kq = (double)p->scale * 0x1p-8 / d;
     int j = 0;
     while (fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p31 - 2.0) j++;
     if (j > IPK_CONV_TC_MAX_SHIFT || !(fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p20)) return 0;
     const double units = ldexp(1.0, 16 - j), mhi = rint(kq * ldexp(1.0, 48 - j));
     const double mlo = limbs == 3 ? rint(kq * ldexp(1.0, 40 - j)) : 0.0;
-    const double fix = (hi_max * fabs(mhi - kq * ldexp(1.0, 48 - j)) + lo_max * fabs(mlo - kq * ldexp(1.0, 40 - j)) + 2.0) *
+    const double fix = (hi_max * fabs(mhi - kq * ldexp(1.0, 48 - j)) + lo_max * fabs(mlo - kq * ldexp(1.0, 40 - j)) + 3.0) *
                            0x1p-32 + 1.0;
-    const double b_units = ((cpu + quant / fabs((double)divisor)) * units + fix) * 1.01;
+    const double b_units = ((cpu + quant / fabs(d)) * units + fix) * 1.01;
     const double margin = floor(b_units) + 1.0;
     p->bound = b_units / units;
     if (!(p->bound <= IPK_CONV_CERT_MAX_BOUND) || 2.0 * margin * ldexp(1.0, j) > 32768.0) return 0;
     p->mhi = (int32_t)mhi;
     p->mlo = (int32_t)mlo;
-    p->c = (int64_t)floor(((double)offset + 0.5) * units * 0x1p32) + (int64_t)margin * ((int64_t)1 << 32);
+    p->c = (int64_t)floor(((double)offset + 0.5) * units * 0x1p32) + (int64_t)floor(center / d * units * 0x1p32) +
+           (int64_t)margin * ((int64_t)1 << 32);
+    p->lift = 0.5 + margin / units;
     p->shift = j;
     p->open = (uint32_t)(2.0 * margin) << j;
     return 1;

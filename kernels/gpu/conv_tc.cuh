@@ -8,8 +8,9 @@
  * time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes are clamped in
  * one 16x2 instruction and the fractions kept in a running 16x2 minimum, so that a group of tiles
  * with every pixel certain costs one test. The input tile and the outputs are in shared memory. A
- * lane with an open pixel queues its group's mask; those pixels are recomputed from the tile in the
- * CPU's order before the block stores its outputs, 16 bytes at a time. */
+ * lane with an open pixel queues its group's fractions in its warp's queue; those pixels are
+ * recomputed from the tile in the CPU's order before the block stores its outputs, 16 bytes at a
+ * time. */
 #ifndef IPK_CONV_TC_CUH
 #define IPK_CONV_TC_CUH
 #include "conv_tc.h"
@@ -20,7 +21,7 @@
 #define TC_ROWS 256
 #define TC_TT 2         /* 16-row tiles a warp takes at a time: a lane's 8 pixels, a mask byte */
 #define TC_PITCH 80     /* input columns x0 - 8 .. x0 + 71; 20 words: A's 8 rows x 4 words fall in 32 banks */
-#define TC_QUEUE 1024
+#define TC_QUEUE 32      /* entries a warp: all of them, one a thread of the block */
 #define TC_FRAGS (IPK_CONV_TC_MAXK * IPK_CONV_TC_LIMBS)
 
 struct tc_params {
@@ -86,59 +87,79 @@ static __device__ __noinline__ int tc_border_row(int y, int height, int border)
     return ipk_border_index(y, height, border);
 }
 
-/* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 8 .. x0 + 71, as bytes (border pixels mapped,
- * those the border drops 0), 8 bytes a load: thread i takes chunk i % 10 of rows i / 10 + 25 n, so
- * that in a block away from the borders its loads are one pointer stepping down the image. Every
- * load is issued before any store. */
+/* The tile's rows, and its loads: thread i takes chunk i % 10 (8 bytes) of rows i / 10 + 25 n. */
 template <int K>
-__device__ void tc_load_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
-                             uint8_t *tile)
-{
-    constexpr int R = K / 2, ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8, STEP = TC_WARPS * 32 / CHUNKS;
-    constexpr int ITER = (ROWS + STEP - 1) / STEP;
+struct tc_tile {
+    static constexpr int ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8, STEP = TC_WARPS * 32 / CHUNKS;
+    static constexpr int ITER = (ROWS + STEP - 1) / STEP;
     static_assert(STEP * (ITER - 1) <= ROWS, "every row of all but the last load in the tile");
-    const int xl = x0 - 8, ci = threadIdx.x % CHUNKS, r0 = threadIdx.x / CHUNKS;
-    if (r0 >= STEP) return;
+};
+
+/* Input rows y0 - R .. y0 + TC_ROWS + R - 1, columns x0 - 8 .. x0 + 71, as bytes (border pixels mapped,
+ * those the border drops 0), into the thread's chunks: in a block away from the borders one pointer
+ * stepping down the image. The loads are only issued: tc_stash_tile waits for them. */
+template <int K>
+__device__ void tc_fetch_tile(const uint8_t *src, ptrdiff_t ss, int width, int height, int border, int x0, int y0,
+                              uint2 (&chunks)[tc_tile<K>::ITER])
+{
+    using T = tc_tile<K>;
+    constexpr int R = K / 2;
+    const int xl = x0 - 8, ci = threadIdx.x % T::CHUNKS, r0 = threadIdx.x / T::CHUNKS;
+    if (r0 >= T::STEP) return;
     const bool cols_inside = xl >= 0 && xl + TC_PITCH <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
     const bool rows_inside = y0 - R >= 0 && y0 + TC_ROWS + R <= height;
-    const bool last = r0 + (ITER - 1) * STEP < ROWS;
-    uint2 chunks[ITER];
     if (cols_inside && rows_inside) {
         const uint8_t *at = src + (ptrdiff_t)(y0 - R + r0) * ss + xl + 8 * ci;
-        const ptrdiff_t step = (ptrdiff_t)STEP * ss;
+        const ptrdiff_t step = (ptrdiff_t)T::STEP * ss;
         #pragma unroll
-        for (int it = 0; it < ITER - 1; it++, at += step) chunks[it] = __ldg((const uint2 *)at);
-        chunks[ITER - 1] = last ? __ldg((const uint2 *)at) : make_uint2(0, 0);
-    } else {
-        #pragma unroll
-        for (int it = 0; it < ITER; it++) {
-            const int r = r0 + it * STEP, y = y0 - R + r;
-            const int yi = r >= ROWS ? -1 : (unsigned)y < (unsigned)height ? y : tc_border_row(y, height, border);
-            uint2 chunk = make_uint2(0, 0);
-            if (yi >= 0) {
-                const uint8_t *row = src + (ptrdiff_t)yi * ss;
-                chunk = cols_inside ? __ldg((const uint2 *)(row + xl) + ci) : tc_border_chunk(row, xl + 8 * ci, width, border);
-            }
-            chunks[it] = chunk;
-        }
+        for (int it = 0; it < T::ITER - 1; it++, at += step) chunks[it] = __ldg((const uint2 *)at);
+        chunks[T::ITER - 1] = r0 + (T::ITER - 1) * T::STEP < T::ROWS ? __ldg((const uint2 *)at) : make_uint2(0, 0);
+        return;
     }
-    uint2 *to = (uint2 *)tile + threadIdx.x;
     #pragma unroll
-    for (int it = 0; it < ITER - 1; it++) to[it * STEP * CHUNKS] = chunks[it];
-    if (last) to[(ITER - 1) * STEP * CHUNKS] = chunks[ITER - 1];
+    for (int it = 0; it < T::ITER; it++) {
+        const int r = r0 + it * T::STEP, y = y0 - R + r;
+        const int yi = r >= T::ROWS ? -1 : (unsigned)y < (unsigned)height ? y : tc_border_row(y, height, border);
+        uint2 chunk = make_uint2(0, 0);
+        if (yi >= 0) {
+            const uint8_t *row = src + (ptrdiff_t)yi * ss;
+            chunk = cols_inside ? __ldg((const uint2 *)(row + xl) + ci) : tc_border_chunk(row, xl + 8 * ci, width, border);
+        }
+        chunks[it] = chunk;
+    }
 }
 
-/* Output (row, col) of the block in the CPU's order from the tile: every product and sum rounded. */
+/* The fetched chunks into the tile. */
+template <int K>
+__device__ void tc_stash_tile(const uint2 (&chunks)[tc_tile<K>::ITER], uint8_t *tile)
+{
+    using T = tc_tile<K>;
+    const int r0 = threadIdx.x / T::CHUNKS;
+    if (r0 >= T::STEP) return;
+    uint2 *to = (uint2 *)tile + threadIdx.x;
+    #pragma unroll
+    for (int it = 0; it < T::ITER - 1; it++) to[it * T::STEP * T::CHUNKS] = chunks[it];
+    if (r0 + (T::ITER - 1) * T::STEP < T::ROWS) to[(T::ITER - 1) * T::STEP * T::CHUNKS] = chunks[T::ITER - 1];
+}
+
+/* Output (row, col) of the block in the CPU's order from the tile: every product and sum rounded.
+ * The window's bytes come from aligned words, each made a float in full-rate instructions
+ * (ipk_vecf_byte), so that the chain of rounded sums is the recompute's only latency. */
 template <int K>
 __device__ uint32_t tc_exact(const uint8_t *tile, int row, int col, const tc_params &p)
 {
     constexpr int R = K / 2;
-    const uint8_t *t = tile + row * TC_PITCH + col + 8 - R;
+    const int at = row * TC_PITCH + col + 8 - R, shift = 8 * (at & 3);
+    const uint32_t *words = (const uint32_t *)tile + at / 4;
     float acc = 0.0f;
     #pragma unroll
-    for (int ky = 0; ky < K; ky++)
+    for (int ky = 0; ky < K; ky++) {
+        const uint32_t *w = words + ky * (TC_PITCH / 4);
+        const uint32_t lo = __funnelshift_r(w[0], w[1], shift), hi = __funnelshift_r(w[1], w[2], shift);
         #pragma unroll
-        for (int kx = 0; kx < K; kx++) acc = __fadd_rn(acc, __fmul_rn(p.w[ky * K + kx], (float)t[ky * TC_PITCH + kx]));
+        for (int kx = 0; kx < K; kx++)
+            acc = __fadd_rn(acc, __fmul_rn(p.w[ky * K + kx], ipk_vecf_byte(kx < 4 ? lo : hi, kx % 4)));
+    }
     return rbc_cpu_byte(acc, p.fin);
 }
 
@@ -170,44 +191,84 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
     }
 }
 
-/* A queue entry: the group's first tile t, the warp, the lane and its mask of open pixels (bit
- * 4 tt + 2 h + j: tile tt, row g + 8 h, column 2 tig + j). */
-__device__ __forceinline__ uint32_t tc_entry(int t, int warp, int lane, uint32_t mask)
-{
-    return (uint32_t)t << 16 | (uint32_t)warp << 13 | (uint32_t)lane << 8 | mask;
-}
+/* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t and
+ * the lane (t << 8 | lane), and its pixels' fractions two a word (frac[tt][h], h = 2 tt + h: the
+ * low halves of x for columns 2 tig and 2 tig + 1 of row g + 8 h), read back in tc_recompute. */
+struct tc_queue {
+    uint4 frac[TC_WARPS][TC_QUEUE];
+    uint32_t where[TC_WARPS][TC_QUEUE];
+    int count[TC_WARPS];
+};
 
-/* The mask of a lane's pixels whose fraction (the low half of x) is below open. */
-__device__ __forceinline__ uint32_t tc_open_mask(const int32_t (&x)[TC_TT][2][2], uint32_t open)
+/* The open pixels of entry i of the queue (0 past the last): its mask (bit 4 tt + 2 h + j) and the
+ * output row and column of bit 0. */
+__device__ __forceinline__ uint32_t tc_entry_pixels(const tc_queue &q, const int (&count)[TC_WARPS], int i,
+                                                    uint32_t open, int *row, int *col)
 {
+    int warp = -1, at = i;
+    #pragma unroll
+    for (int w = 0; w < TC_WARPS; w++)
+        if (warp < 0) {
+            if (at < count[w]) warp = w;
+            else at -= count[w];
+        }
+    if (warp < 0) return 0;
+    const uint4 f = q.frac[warp][at];
+    const uint32_t words[4] = { f.x, f.y, f.z, f.w }, where = q.where[warp][at];
+    const int lane = (int)(where & 31);
+    *row = 16 * (int)(where >> 8) + (lane >> 2);
+    *col = 8 * warp + 2 * (lane & 3);
     uint32_t mask = 0;
     #pragma unroll
-    for (int tt = 0; tt < TC_TT; tt++)
-        #pragma unroll
-        for (int h = 0; h < 2; h++)
-            #pragma unroll
-            for (int j = 0; j < 2; j++) mask |= (uint32_t)(((uint32_t)x[tt][h][j] & 0xffffu) < open) << (4 * tt + 2 * h + j);
+    for (int bit = 0; bit < 4 * TC_TT; bit++)
+        mask |= (uint32_t)(((words[bit >> 1] >> (16 * (bit & 1))) & 0xffffu) < open) << bit;
     return mask;
 }
 
-/* The queued pixels in the CPU's order, into out; every pixel when the queue overflowed. */
+/* The queued pixels in the CPU's order, into out: those whose fraction is below open; every pixel
+ * when a warp's queue overflowed. Thread i reads entry i; each warp then lists its entries' pixels
+ * (in the queue's memory, read by then) and its lanes take one pixel each, so that the block waits
+ * for one pass of the CPU's order, not one a pixel of the busiest entry. Warps past the entries
+ * stay out of the recompute's instructions. All threads call it (it holds a barrier). */
 template <int K>
-__device__ void tc_recompute(const uint8_t *tile, uint8_t *out, const uint32_t *queue, int queued, const tc_params &p)
+__device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, const tc_params &p)
 {
-    if (queued > TC_QUEUE) {
+    static_assert(TC_WARPS * 32 * 4 * TC_TT * sizeof(uint16_t) <= sizeof q.frac, "the pixel lists fit the queue");
+    int count[TC_WARPS], total = 0, overflow = 0;
+    #pragma unroll
+    for (int w = 0; w < TC_WARPS; w++) {
+        count[w] = q.count[w];
+        total += count[w];
+        overflow |= count[w] > TC_QUEUE;
+    }
+    if (overflow) {
         for (int i = threadIdx.x; i < TC_ROWS * TC_COLS; i += blockDim.x)
             out[i] = (uint8_t)tc_exact<K>(tile, i / TC_COLS, i % TC_COLS, p);
         return;
     }
-    for (int i = threadIdx.x; i < queued; i += blockDim.x) {
-        const uint32_t e = queue[i];
-        const int t = (int)(e >> 16), warp = (int)(e >> 13) & 7, lane = (int)(e >> 8) & 31;
-        for (uint32_t mask = e & 255u; mask; mask &= mask - 1) {
-            const int bit = __ffs(mask) - 1;
-            const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1);
-            const int col = 8 * warp + 2 * (lane & 3) + (bit & 1);
-            out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
-        }
+    static_assert(TC_QUEUE == 32, "an entry a thread of the block");
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int row0 = 0, col0 = 0;
+    uint32_t mask = tc_entry_pixels(q, count, (int)threadIdx.x, p.open, &row0, &col0);
+    __syncthreads();   /* every entry read: its memory holds the lists now */
+    if (32 * warp >= total) return;
+    uint16_t *list = (uint16_t *)&q.frac[0][0] + warp * 32 * 4 * TC_TT;
+    const int n = __popc(mask);
+    int end = n;   /* inclusive prefix of the warp's pixel counts */
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const int v = __shfl_up_sync(0xffffffffu, end, d);
+        if (lane >= d) end += v;
+    }
+    const int pixels = __shfl_sync(0xffffffffu, end, 31);
+    for (int k = end - n; mask; mask &= mask - 1, k++) {
+        const int bit = __ffs(mask) - 1;
+        list[k] = (uint16_t)((row0 + 16 * (bit >> 2) + 8 * ((bit >> 1) & 1)) << 6 | (col0 + (bit & 1)));
+    }
+    __syncwarp();
+    for (int k = lane; k < pixels; k += 32) {
+        const int row = list[k] >> 6, col = list[k] & 63;
+        out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
     }
 }
 
@@ -221,20 +282,21 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
     static_assert(TC_ROWS / 16 % TC_TT == 0, "whole groups of tiles");
     __shared__ __align__(16) uint8_t tile[(TC_ROWS + K - 1) * TC_PITCH];
     __shared__ __align__(16) uint8_t out[TC_ROWS * TC_COLS];
-    __shared__ uint32_t queue[TC_QUEUE];
-    __shared__ int queued;
+    __shared__ tc_queue queue;
     __shared__ uint32_t frags[NF * 32];
     const int x0 = blockIdx.x * TC_COLS, y0 = blockIdx.y * TC_ROWS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
 
-    if (threadIdx.x == 0) queued = 0;
-    for (int i = threadIdx.x; i < NF * 32; i += blockDim.x) frags[i] = p.b[i / 32][i % 32];
-    tc_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
+    uint2 chunks[tc_tile<K>::ITER];
+    tc_fetch_tile<K>(src, ss, width, height, border, x0, y0, chunks);
+    for (int i = threadIdx.x; i < NF * 32; i += blockDim.x) frags[i] = p.b[i / 32][i % 32];   /* under the loads */
+    tc_stash_tile<K>(chunks, tile);
     __syncthreads();
     uint32_t b[NF];
     #pragma unroll
     for (int f = 0; f < NF; f++) b[f] = frags[f * 32 + lane];
 
+    int queued = 0;   /* the warp's entries */
     const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
     uint8_t *obase = out + g * TC_COLS + 8 * warp + 2 * tig;
     for (int t = 0; t < TC_ROWS / 16; t += TC_TT) {
@@ -271,13 +333,24 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
                 *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(bytes, 0, 0x0020);
                 least = __vimin3_u16x2(least, x[tt][h][0], x[tt][h][1]);   /* the low halves: fractions */
             }
-        if ((least & 0xffffu) < p.open) {   /* outside the image too: harmless, never stored */
-            const int k = atomicAdd(&queued, 1);
-            if (k < TC_QUEUE) queue[k] = tc_entry(t, warp, lane, tc_open_mask(x, p.open));
+        const bool open = (least & 0xffffu) < p.open;   /* outside the image too: harmless, never stored */
+        const uint32_t lanes = __ballot_sync(0xffffffffu, open);
+        if (lanes) {
+            const int k = queued + __popc(lanes & ((1u << lane) - 1));
+            if (open && k < TC_QUEUE) {
+                static_assert(TC_TT == 2, "four fraction words a lane");
+                queue.frac[warp][k] = make_uint4(__byte_perm(x[0][0][0], x[0][0][1], 0x5410),
+                                                 __byte_perm(x[0][1][0], x[0][1][1], 0x5410),
+                                                 __byte_perm(x[1][0][0], x[1][0][1], 0x5410),
+                                                 __byte_perm(x[1][1][0], x[1][1][1], 0x5410));
+                queue.where[warp][k] = (uint32_t)t << 8 | (uint32_t)lane;
+            }
+            queued += __popc(lanes);
         }
     }
+    if (lane == 0) queue.count[warp] = queued;
     __syncthreads();
-    tc_recompute<K>(tile, out, queue, queued, p);
+    tc_recompute<K>(tile, out, queue, p);
     __syncthreads();
     tc_store(dst, ds, width, height, x0, y0, out);
 }

@@ -82,12 +82,11 @@ static int32_t tc_fixed(const plan *p, const float *x)
     return ipk_conv_tc_fixed(s[0], s[1], s[2], p->tc.limbs, p->tc.mhi, p->tc.mlo, p->tc.c, p->tc.shift);
 }
 
-/* The value the fixed point stands for: x / 2^16 less 1/2 and the plan's margin. */
+/* The value the fixed point stands for (the rounded weights' value, recentred): x / 2^16 less the
+ * plan's lift (1/2 and the margin). */
 static double tc_value(const plan *p, int32_t x)
 {
-    const double units = ldexp(1.0, 16 - p->tc.shift);
-    const double margin = rint(((double)p->tc.c - floor(((double)p->off + 0.5) * units * 0x1p32)) * 0x1p-32);
-    return (double)x / 65536.0 - 0.5 - margin / units;
+    return (double)x / 65536.0 - p->tc.lift;
 }
 
 static uint8_t model_byte(const void *model_plan, const float *x, long *open)
@@ -152,8 +151,8 @@ static void check_limbs_kernel(const char *name, const double *w, int k, double 
     double quant = 0.0, g, a;
     for (int t = 0; t < k * k; t++) quant += fabs((double)p.w[t] - (double)limb_value(&p, t) * limb_unit(&p));
     const double e = ipk_conv_cert_sum_errors(p.w, k * k, &g, &a);
-    CHECK(p.tc.bound >= (e + 255.0 * quant) / fabs((double)p.div), "%s: the bound %g holds the CPU's error and the limbs' "
-          "rounding (%g)", name, p.tc.bound, (e + 255.0 * quant) / fabs((double)p.div));
+    CHECK(p.tc.bound >= (e + 127.5 * quant) / fabs((double)p.div), "%s: the bound %g holds the CPU's error and the "
+          "limbs' rounding about its centre (%g)", name, p.tc.bound, (e + 127.5 * quant) / fabs((double)p.div));
     double worst;
     const double windows_open = check_windows(&p, windows, &worst, rng), model_open = check_model(&p, w, divisor, offset, rng);
     if (!strcmp(name, "bench")) {
