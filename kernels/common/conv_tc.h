@@ -25,8 +25,10 @@
 #define IPK_CONV_TC_MAX_VALUE 32000.0
 /* Fixed-point values with at least 16 - this many fraction bits. */
 #define IPK_CONV_TC_MAX_SHIFT 8
-/* Two limbs where their bound is at most this (about 0.2% of pixels open), three otherwise. */
-#define IPK_CONV_TC_TWO_LIMB_BOUND 0.001
+/* Two limbs where their bound is at most this (under 1% of pixels open), three otherwise: two
+ * took 0.117 ms against three's 0.119 for bench_gpu's float 5x5 (bound 0.0033), 0.129 against
+ * 0.136 at 7x7, on the H100 (2026-11-27). */
+#define IPK_CONV_TC_TWO_LIMB_BOUND 0.004
 
 typedef struct {
     int k;                                                   /* 5 or 7 */

@@ -225,8 +225,23 @@ __device__ __forceinline__ uint32_t tc_entry_pixels(const tc_queue &q, const int
     return mask;
 }
 
-/* The queued pixels in the CPU's order, into out: those whose fraction is below open; every pixel
- * when a warp's queue overflowed. Thread i reads entry i; each warp then lists its entries' pixels
+/* A lane's open pixels of a group in the CPU's order, into out, when its warp's queue is full: out of
+ * line, so that the loop's code stays small for a case that hardly comes. */
+template <int K>
+static __device__ __noinline__ void tc_recompute_now(const uint8_t *tile, uint8_t *out, uint4 frac, int t,
+                                                     const tc_params &p)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t words[4] = { frac.x, frac.y, frac.z, frac.w };
+    for (int bit = 0; bit < 4 * TC_TT; bit++)
+        if (((words[bit >> 1] >> (16 * (bit & 1))) & 0xffffu) < p.open) {
+            const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1), col = 8 * warp + 2 * (lane & 3) + (bit & 1);
+            out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
+        }
+}
+
+/* The queued pixels in the CPU's order, into out: those whose fraction is below open. Thread i reads
+ * entry i; each warp then lists its entries' pixels
  * (in the queue's memory, read by then) and its lanes take one pixel each, so that the block waits
  * for one pass of the CPU's order, not one a pixel of the busiest entry. Warps past the entries
  * stay out of the recompute's instructions. All threads call it (it holds a barrier). */
@@ -234,17 +249,11 @@ template <int K>
 __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, const tc_params &p)
 {
     static_assert(TC_WARPS * 32 * 4 * TC_TT * sizeof(uint16_t) <= sizeof q.frac, "the pixel lists fit the queue");
-    int count[TC_WARPS], total = 0, overflow = 0;
+    int count[TC_WARPS], total = 0;
     #pragma unroll
     for (int w = 0; w < TC_WARPS; w++) {
         count[w] = q.count[w];
         total += count[w];
-        overflow |= count[w] > TC_QUEUE;
-    }
-    if (overflow) {
-        for (int i = threadIdx.x; i < TC_ROWS * TC_COLS; i += blockDim.x)
-            out[i] = (uint8_t)tc_exact<K>(tile, i / TC_COLS, i % TC_COLS, p);
-        return;
     }
     static_assert(TC_QUEUE == 32, "an entry a thread of the block");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -337,18 +346,23 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
         const uint32_t lanes = __ballot_sync(0xffffffffu, open);
         if (lanes) {
             const int k = queued + __popc(lanes & ((1u << lane) - 1));
-            if (open && k < TC_QUEUE) {
+            if (open) {
                 static_assert(TC_TT == 2, "four fraction words a lane");
-                queue.frac[warp][k] = make_uint4(__byte_perm(x[0][0][0], x[0][0][1], 0x5410),
-                                                 __byte_perm(x[0][1][0], x[0][1][1], 0x5410),
-                                                 __byte_perm(x[1][0][0], x[1][0][1], 0x5410),
-                                                 __byte_perm(x[1][1][0], x[1][1][1], 0x5410));
-                queue.where[warp][k] = (uint32_t)t << 8 | (uint32_t)lane;
+                const uint4 frac = make_uint4(__byte_perm(x[0][0][0], x[0][0][1], 0x5410),
+                                              __byte_perm(x[0][1][0], x[0][1][1], 0x5410),
+                                              __byte_perm(x[1][0][0], x[1][0][1], 0x5410),
+                                              __byte_perm(x[1][1][0], x[1][1][1], 0x5410));
+                if (k < TC_QUEUE) {
+                    queue.frac[warp][k] = frac;
+                    queue.where[warp][k] = (uint32_t)t << 8 | (uint32_t)lane;
+                } else {
+                    tc_recompute_now<K>(tile, out, frac, t, p);
+                }
             }
             queued += __popc(lanes);
         }
     }
-    if (lane == 0) queue.count[warp] = queued;
+    if (lane == 0) queue.count[warp] = min(queued, TC_QUEUE);
     __syncthreads();
     tc_recompute<K>(tile, out, queue, p);
     __syncthreads();

@@ -4,7 +4,8 @@
  * tile kernel (rb_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7 through shape 7). Over bench_gpu's
  * FLOAT5 and FLOAT7, random direct kernels with divisors (negative, powers of two and not) and
  * offsets (-0.0 among them), dyadic kernels whose sums land on half-integers (every such pixel goes
- * through the recompute in the CPU's order), cancelling weights; 1x1, 1xN, Nx1, prime widths, one
+ * through the recompute in the CPU's order), cancelling weights, crowded ones (a few % of pixels
+ * open: more than a warp's queue holds, so that lanes recompute on the spot); 1x1, 1xN, Nx1, prime widths, one
  * tile exactly and one more pixel, 1021x23 and larger, pitches that are not the width and base
  * pointers off by 1 to 3 bytes, every border. The cases it must leave to the exact kernels (the
  * plan has no threshold: conv_cert.h) still give the CPU's bytes. */
@@ -104,6 +105,10 @@ static int make_cases(cert_case *ks, tu_rng *rng)
         c = &ks[n++];
         *c = (cert_case){ "cancelling", { 0 }, 7, 3.5, k };
         for (int i = 0; i < k * k; i++) c->w[i] = (i % 2 ? 1.7 : -1.3) + 0.001 * i;
+        c = &ks[n++];   /* bounds near 0.02: a few % of pixels open, more than a warp's queue holds */
+        *c = (cert_case){ "crowded", { 0 }, 1, 0, k };
+        const double amp = k == 5 ? 6 : k == 7 ? 2 : 0.3;
+        for (int i = 0; i < k * k; i++) c->w[i] = (i % 2 ? amp : -0.93 * amp) + 0.0007 * i;
         for (int t = 0; t < 4; t++) {
             c = &ks[n++];
             *c = (cert_case){ "random", { 0 }, divisors[tu_next(rng) % 6], offsets[tu_next(rng) % 5], k };
@@ -160,9 +165,9 @@ int main(void)
     for (int ki = 0; ki < nu; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += 3)
             check_auto(sizes[i][0], sizes[i][1], &un[ki], (ipk_border)(i % 4), 1, (int)i % 3, 0, s, &rng);
-    for (int ki = 0; ki < 6; ki++)   /* bench and dyadic at 5, 7, 9 (ks[0..1], [7..8], [14..15]): a large image */
+    for (int ki = 0; ki < 9; ki++)   /* bench, dyadic and crowded at 5, 7, 9 (ks[0..1, 3], [8..9, 11], ...): a large image */
         for (int b = IPK_REPLICATE; b <= IPK_SHRINK; b++) {
-            const cert_case *k = &ks[ki / 2 * 7 + ki % 2];
+            const cert_case *k = &ks[ki / 3 * 8 + (ki % 3 == 2 ? 3 : ki % 3)];
             check_auto(quick ? 1031 : 4099, quick ? 531 : 781, k, (ipk_border)b, 1, b % 2, 0, s, &rng);
             for (int shape = 7; shape <= 8 && k->k < 9; shape++)
                 check_auto(quick ? 1031 : 4099, quick ? 531 : 781, k, (ipk_border)b, 1, b % 2, shape, s, &rng);
