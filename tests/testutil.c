@@ -84,6 +84,14 @@ void *tu_px(const ipk_img *img, int x, int y, int ch)
     return (char *)img->data + (ptrdiff_t)y * img->stride + ((size_t)x * img->channels + ch) * dsize(img->dtype);
 }
 
+ipk_img tu_img_view(const ipk_img *img, int x, int w)
+{
+    ipk_img view = *img;
+    view.data = tu_px(img, x, 0, 0);
+    view.width = w;
+    return view;
+}
+
 double tu_get(const ipk_img *img, int x, int y, int ch)
 {
     const void *p = tu_px(img, x, y, ch);

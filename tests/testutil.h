@@ -38,6 +38,9 @@ ipk_img tu_img_u8_extremes(int w, int h, tu_rng *r);
 void tu_img_free(ipk_img *img);
 /* Pointer to value (x, y, channel). */
 void *tu_px(const ipk_img *img, int x, int y, int ch);
+/* Columns x .. x + w - 1 of img, all rows, as an image sharing its pixels (pointer arithmetic only:
+ * device images too). */
+ipk_img tu_img_view(const ipk_img *img, int x, int w);
 double tu_get(const ipk_img *img, int x, int y, int ch);
 /* Maximum absolute difference over all pixels and channels (shapes must match). */
 double tu_max_diff(const ipk_img *a, const ipk_img *b);

@@ -40,7 +40,6 @@ typedef struct {
     int shift;                                               /* 0 .. IPK_CONV_TC_MAX_SHIFT */
     uint32_t open;                                           /* fractions (in 2^-16) below it: uncertain */
     double bound;                                            /* |v_cpu - fixed value| <= bound, in pixel values */
-    double lift;                                             /* x / 2^16 stands for V_q + lift */
 } ipk_conv_tc_plan;
 
 /* The fixed-point value from the limb sums: x / 2^16 = v + 1/2 + margin, within the plan's error:
@@ -153,7 +152,6 @@ static inline int ipk_conv_tc_plan_limbs(const float *w, int k, float divisor, f
     p->mlo = (int32_t)mlo;
     p->c = (int64_t)floor(((double)offset + 0.5) * units * 0x1p32) + (int64_t)floor(center / d * units * 0x1p32) +
            (int64_t)margin * ((int64_t)1 << 32);
-    p->lift = 0.5 + margin / units;
     p->shift = j;
     p->open = (uint32_t)(2.0 * margin) << j;
     return 1;

@@ -192,37 +192,58 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
 }
 
 /* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t and
- * the lane (t << 8 | lane), and its pixels' fractions two a word (frac[tt][h], h = 2 tt + h: the
- * low halves of x for columns 2 tig and 2 tig + 1 of row g + 8 h), read back in tc_recompute. */
+ * the lane (t << 8 | lane), and its pixels' fractions two a word (word 2 tt + h: the low halves of x
+ * for columns 2 tig and 2 tig + 1 of row g + 8 h of tile tt), read back in tc_recompute. */
 struct tc_queue {
     uint4 frac[TC_WARPS][TC_QUEUE];
     uint32_t where[TC_WARPS][TC_QUEUE];
     int count[TC_WARPS];
 };
 
-/* The open pixels of entry i of the queue (0 past the last): its mask (bit 4 tt + 2 h + j) and the
- * output row and column of bit 0. */
-__device__ __forceinline__ uint32_t tc_entry_pixels(const tc_queue &q, const int (&count)[TC_WARPS], int i,
-                                                    uint32_t open, int *row, int *col)
+/* The mask of a lane's open pixels (bit 4 tt + 2 h + j) from its fraction words. */
+__device__ __forceinline__ uint32_t tc_open_mask(uint4 frac, uint32_t open)
 {
-    int warp = -1, at = i;
-    #pragma unroll
-    for (int w = 0; w < TC_WARPS; w++)
-        if (warp < 0) {
-            if (at < count[w]) warp = w;
-            else at -= count[w];
-        }
-    if (warp < 0) return 0;
-    const uint4 f = q.frac[warp][at];
-    const uint32_t words[4] = { f.x, f.y, f.z, f.w }, where = q.where[warp][at];
-    const int lane = (int)(where & 31);
-    *row = 16 * (int)(where >> 8) + (lane >> 2);
-    *col = 8 * warp + 2 * (lane & 3);
+    const uint32_t words[4] = { frac.x, frac.y, frac.z, frac.w };
     uint32_t mask = 0;
     #pragma unroll
     for (int bit = 0; bit < 4 * TC_TT; bit++)
         mask |= (uint32_t)(((words[bit >> 1] >> (16 * (bit & 1))) & 0xffffu) < open) << bit;
     return mask;
+}
+
+/* Pixel `bit` of the group from tile t of a warp's lane, as row << 6 | column of the block. */
+__device__ __forceinline__ uint32_t tc_pixel(int t, int warp, int lane, int bit)
+{
+    static_assert(TC_COLS <= 64, "a column in 6 bits");
+    const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1), col = 8 * warp + 2 * (lane & 3) + (bit & 1);
+    return (uint32_t)row << 6 | (uint32_t)col;
+}
+
+/* Pixel row << 6 | column of the block in the CPU's order, into out. */
+template <int K>
+__device__ __forceinline__ void tc_recompute_pixel(const uint8_t *tile, uint8_t *out, uint32_t pixel, const tc_params &p)
+{
+    const int row = (int)(pixel >> 6), col = (int)(pixel & 63);
+    out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
+}
+
+/* The open pixels of entry i of the queue (0 past the last): its mask, and in *t, *warp and *lane
+ * whose group it is. */
+__device__ __forceinline__ uint32_t tc_entry_mask(const tc_queue &q, const int (&count)[TC_WARPS], int i, uint32_t open,
+                                                  int *t, int *warp, int *lane)
+{
+    int w = -1, at = i;
+    #pragma unroll
+    for (int v = 0; v < TC_WARPS; v++)
+        if (w < 0) {
+            if (at < count[v]) w = v;
+            else at -= count[v];
+        }
+    if (w < 0) return 0;
+    *t = (int)(q.where[w][at] >> 8);
+    *lane = (int)(q.where[w][at] & 31);
+    *warp = w;
+    return tc_open_mask(q.frac[w][at], open);
 }
 
 /* A lane's open pixels of a group in the CPU's order, into out, when its warp's queue is full: out of
@@ -231,34 +252,29 @@ template <int K>
 static __device__ __noinline__ void tc_recompute_now(const uint8_t *tile, uint8_t *out, uint4 frac, int t,
                                                      const tc_params &p)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint32_t words[4] = { frac.x, frac.y, frac.z, frac.w };
-    for (int bit = 0; bit < 4 * TC_TT; bit++)
-        if (((words[bit >> 1] >> (16 * (bit & 1))) & 0xffffu) < p.open) {
-            const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1), col = 8 * warp + 2 * (lane & 3) + (bit & 1);
-            out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
-        }
+    for (uint32_t mask = tc_open_mask(frac, p.open); mask; mask &= mask - 1)
+        tc_recompute_pixel<K>(tile, out, tc_pixel(t, threadIdx.x >> 5, threadIdx.x & 31, __ffs(mask) - 1), p);
 }
 
 /* The queued pixels in the CPU's order, into out: those whose fraction is below open. Thread i reads
- * entry i; each warp then lists its entries' pixels
- * (in the queue's memory, read by then) and its lanes take one pixel each, so that the block waits
- * for one pass of the CPU's order, not one a pixel of the busiest entry. Warps past the entries
- * stay out of the recompute's instructions. All threads call it (it holds a barrier). */
+ * entry i; each warp then lists its entries' pixels (in the queue's memory, read by then) and its
+ * lanes take one pixel each, so that the block waits for one pass of the CPU's order, not one a
+ * pixel of the busiest entry. Warps past the entries stay out of the recompute's instructions. All
+ * threads call it (it holds a barrier). */
 template <int K>
 __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, const tc_params &p)
 {
     static_assert(TC_WARPS * 32 * 4 * TC_TT * sizeof(uint16_t) <= sizeof q.frac, "the pixel lists fit the queue");
+    static_assert(TC_QUEUE == 32, "an entry a thread of the block");
     int count[TC_WARPS], total = 0;
     #pragma unroll
     for (int w = 0; w < TC_WARPS; w++) {
         count[w] = q.count[w];
         total += count[w];
     }
-    static_assert(TC_QUEUE == 32, "an entry a thread of the block");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int row0 = 0, col0 = 0;
-    uint32_t mask = tc_entry_pixels(q, count, (int)threadIdx.x, p.open, &row0, &col0);
+    int t = 0, owner = 0, owner_lane = 0;
+    uint32_t mask = tc_entry_mask(q, count, (int)threadIdx.x, p.open, &t, &owner, &owner_lane);
     __syncthreads();   /* every entry read: its memory holds the lists now */
     if (32 * warp >= total) return;
     uint16_t *list = (uint16_t *)&q.frac[0][0] + warp * 32 * 4 * TC_TT;
@@ -270,15 +286,9 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
         if (lane >= d) end += v;
     }
     const int pixels = __shfl_sync(0xffffffffu, end, 31);
-    for (int k = end - n; mask; mask &= mask - 1, k++) {
-        const int bit = __ffs(mask) - 1;
-        list[k] = (uint16_t)((row0 + 16 * (bit >> 2) + 8 * ((bit >> 1) & 1)) << 6 | (col0 + (bit & 1)));
-    }
+    for (int k = end - n; mask; mask &= mask - 1, k++) list[k] = (uint16_t)tc_pixel(t, owner, owner_lane, __ffs(mask) - 1);
     __syncwarp();
-    for (int k = lane; k < pixels; k += 32) {
-        const int row = list[k] >> 6, col = list[k] & 63;
-        out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
-    }
+    for (int k = lane; k < pixels; k += 32) tc_recompute_pixel<K>(tile, out, list[k], p);
 }
 
 /* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. */

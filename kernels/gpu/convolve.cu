@@ -462,18 +462,18 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
 }
 
 /* The tensor-core kernel: conv_cert_case's with K 5 or 7 whose limbs and bound give a certificate
- * (conv_tc.h); limbs 0 for the plan's choice, 2 or 3 to ask for that many. */
+ * (conv_tc.h); other_limbs: the limb count the plan does not choose (the timing hook's). */
 static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
-                          int *taken, int limbs = 0)
+                          int *taken, bool other_limbs = false)
 {
     *taken = 0;
     const int k = p->kw;
     tc_params tp;
     memset(&tp, 0, sizeof tp);
     ipk_conv_tc_plan plan;
-    if (!conv_cert_case(src, dst, p, false, tp.w, &tp.fin)) return IPK_EINVAL;
-    if (!(limbs ? ipk_conv_tc_plan_limbs(tp.w, k, tp.fin.div, tp.fin.off, limbs, &plan)
-                : ipk_conv_tc_plan_make(tp.w, k, tp.fin.div, tp.fin.off, &plan)))
+    if (!conv_cert_case(src, dst, p, false, tp.w, &tp.fin) || !ipk_conv_tc_plan_make(tp.w, k, tp.fin.div, tp.fin.off, &plan))
+        return IPK_EINVAL;
+    if (other_limbs && !ipk_conv_tc_plan_limbs(tp.w, k, tp.fin.div, tp.fin.off, plan.limbs == 2 ? 3 : 2, &plan))
         return IPK_EINVAL;
     tc_fragments(plan, tp);
     tp.mhi = plan.mhi;
@@ -485,17 +485,6 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
     const int border = (int)p->border;
     if (plan.limbs == 2) return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
     return k == 5 ? tc_launch<5, 3>(src, dst, border, tp, s) : tc_launch<7, 3>(src, dst, border, tp, s);
-}
-
-/* The limb count the plan does not choose, for the timing hook; 0 when it has no plan. */
-static int conv_tc_other_limbs(const ipk_conv_params *p)
-{
-    float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];
-    if (p->kw != p->kh || (p->kw != 5 && p->kw != 7)) return 0;
-    for (int i = 0; i < p->kw * p->kw; i++) w[i] = (float)p->weights[i];
-    ipk_conv_tc_plan plan;
-    if (!ipk_conv_tc_plan_make(w, p->kw, (float)p->divisor, (float)p->offset, &plan)) return 0;
-    return plan.limbs == 2 ? 3 : 2;
 }
 
 static int conv_args_ok(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p)
@@ -701,7 +690,7 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
     if (shape == 7 || shape == 8) {
         int taken = 0;
         const int rc = shape == 7 ? conv_cert_launch(src, dst, p, s, &taken)
-                                  : conv_tc_launch(src, dst, p, s, &taken, conv_tc_other_limbs(p));
+                                  : conv_tc_launch(src, dst, p, s, &taken, true);
         return taken ? rc : IPK_EINVAL;
     }
     const int b = (int)p->border;

@@ -142,26 +142,21 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
 static void check_path(int w, int h, const kernel_case *k, ipk_border border, int aligned16, int shift,
                        ipk_gpu_path path, cudaStream_t s, tu_rng *rng)
 {
-    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng), src = wide;
+    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng);
     for (int y = 0; y < h; y++)   /* runs of 0 and 255 drive the sums to their extremes */
         for (int x = 0; x < w + shift; x += 1 + (int)(tu_next(rng) % 9))
             *(uint8_t *)tu_px(&wide, x, y, 0) = (tu_next(rng) & 1) ? 255 : 0;
-    src.data = (uint8_t *)wide.data + shift;
-    src.width = w;
+    const ipk_img src = tu_img_view(&wide, shift, w);
     ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 5);
     ipk_conv_params p = { k->w, k->kw, k->kh, k->divisor, k->offset, border };
     CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
     ipk_img dwide = dev_upload(&wide, aligned16), ddst_wide = dev_alloc(w + shift, h, 1, IPK_U8, aligned16);
-    ipk_img dsrc = dwide, ddst = ddst_wide;
-    dsrc.data = (uint8_t *)dwide.data + shift;
-    ddst.data = (uint8_t *)ddst_wide.data + shift;
-    dsrc.width = ddst.width = w;
+    const ipk_img dsrc = tu_img_view(&dwide, shift, w), ddst = tu_img_view(&ddst_wide, shift, w);
     const int rc = path >= VEC_SHAPE1 ? ipk_convolve_gpu_vec_shape(&dsrc, &ddst, &p, s, (int)path / VEC_SHAPE1)
                                       : ipk_convolve_gpu_path(&dsrc, &ddst, &p, NULL, 0, s, path);
     if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
-        ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
-        got.data = (uint8_t *)got_wide.data + shift;
-        got.width = w;
+        ipk_img got_wide = dev_download(&ddst_wide);
+        const ipk_img got = tu_img_view(&got_wide, shift, w);
         CHECK(tu_max_diff(&got, &cpu) == 0, "path %d %s %dx%d border=%d aligned=%d shift=%d: max diff %g", (int)path,
               k->name, w, h, (int)border, aligned16, shift, tu_max_diff(&got, &cpu));
         tu_img_free(&got_wide);

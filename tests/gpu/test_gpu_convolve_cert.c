@@ -59,25 +59,19 @@ static void check_auto(int w, int h, const cert_case *k, ipk_border border, int 
                        cudaStream_t s, tu_rng *rng)
 {
     ipk_img wide = shift % 2 ? tu_img_u8_extremes(w + shift, h, rng) : tu_img_random(w + shift, h, 1, IPK_U8, 5, rng);
-    ipk_img src = wide;
-    src.data = (uint8_t *)wide.data + shift;
-    src.width = w;
+    const ipk_img src = tu_img_view(&wide, shift, w);
     ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 5);
     ipk_conv_params p = { k->w, k->k, k->k, k->divisor, k->offset, border };
     CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
     ipk_img dwide = dev_upload(&wide, aligned16), dout_wide = dev_alloc(w + shift, h, 1, IPK_U8, aligned16);
-    ipk_img dsrc = dwide, dout = dout_wide;
-    dsrc.data = (uint8_t *)dwide.data + shift;
-    dout.data = (uint8_t *)dout_wide.data + shift;
-    dsrc.width = dout.width = w;
+    const ipk_img dsrc = tu_img_view(&dwide, shift, w), dout = tu_img_view(&dout_wide, shift, w);
     const int rc = shape ? ipk_convolve_gpu_vec_shape(&dsrc, &dout, &p, s, shape)
                          : ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_AUTO);
     if (shape == 8 && !other_limbs_plan(k)) {
         CHECK(rc == IPK_EINVAL, "shape 8 with no plan of the other limb count: refused (%d)", rc);
     } else if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
-        ipk_img got_wide = dev_download(&dout_wide), got = got_wide;
-        got.data = (uint8_t *)got_wide.data + shift;
-        got.width = w;
+        ipk_img got_wide = dev_download(&dout_wide);
+        const ipk_img got = tu_img_view(&got_wide, shift, w);
         CHECK(same_bytes(&got, &cpu), "%s float %dx%d %s /%g %+g, %dx%d border=%d aligned=%d shift=%d: max diff %g",
               shape == 7 ? "tile-certified" : shape == 8 ? "tc, other limbs" : "auto", k->k, k->k, k->name, k->divisor, k->offset, w, h, (int)border,
               aligned16, shift, tu_max_diff(&got, &cpu));

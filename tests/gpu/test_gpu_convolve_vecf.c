@@ -35,23 +35,18 @@ static int same_bits(const ipk_img *a, const ipk_img *b)
 static void check_vecf(int w, int h, const float_case *k, ipk_border border, ipk_dtype out, int aligned16, int shift,
                        int shape, cudaStream_t s, tu_rng *rng)
 {
-    ipk_img wide = tu_img_u8_extremes(w + shift, h, rng), src = wide;
-    src.data = (uint8_t *)wide.data + shift;
-    src.width = w;
+    ipk_img wide = tu_img_u8_extremes(w + shift, h, rng);
+    const ipk_img src = tu_img_view(&wide, shift, w);
     ipk_img cpu = tu_img_zeros(w, h, 1, out, 5 * (int)esize(out));
     ipk_conv_params p = { k->w, k->k, k->k, k->divisor, k->offset, border };
     CHECK(ipk_convolve_cpu(&src, &cpu, &p, 1) == IPK_OK, "cpu convolve %s", k->name);
     ipk_img dwide = dev_upload(&wide, aligned16), dout_wide = dev_alloc(w + shift, h, 1, out, aligned16);
-    ipk_img dsrc = dwide, dout = dout_wide;
-    dsrc.data = (uint8_t *)dwide.data + shift;
-    dout.data = (uint8_t *)dout_wide.data + (size_t)shift * esize(out);
-    dsrc.width = dout.width = w;
+    const ipk_img dsrc = tu_img_view(&dwide, shift, w), dout = tu_img_view(&dout_wide, shift, w);
     const int rc = shape ? ipk_convolve_gpu_vec_shape(&dsrc, &dout, &p, s, shape)
                          : ipk_convolve_gpu_path(&dsrc, &dout, &p, NULL, 0, s, IPK_GPU_VEC);
     if (gpu_finish_ok(rc, "ipk_convolve_gpu_path")) {
-        ipk_img got_wide = dev_download(&dout_wide), got = got_wide;
-        got.data = (uint8_t *)got_wide.data + (size_t)shift * esize(out);
-        got.width = w;
+        ipk_img got_wide = dev_download(&dout_wide);
+        const ipk_img got = tu_img_view(&got_wide, shift, w);
         CHECK(same_bits(&got, &cpu), "vec float %dx%d %s %dx%d border=%d out=%d aligned=%d shift=%d: max diff %g", k->k,
               k->k, k->name, w, h, (int)border, (int)out, aligned16, shift, tu_max_diff(&got, &cpu));
         tu_img_free(&got_wide);

@@ -20,8 +20,8 @@
 typedef struct {
     const char *name;
     float w[MAX_K * MAX_K];
-    int k, pow2;
-    float div, inv, off;
+    int k;
+    float div, off;
     ipk_conv_tc_plan tc;
 } plan;
 
@@ -35,9 +35,6 @@ static int make_plan(plan *p, const char *name, const double *w, int k, double d
     for (int i = 0; i < k * k; i++) p->w[i] = (float)w[i];
     p->div = (float)divisor;
     p->off = (float)offset;
-    int e = 0;
-    p->pow2 = frexpf(fabsf(p->div), &e) == 0.5f;
-    p->inv = 1.0f / p->div;
     return limbs ? ipk_conv_tc_plan_limbs(p->w, k, p->div, p->off, limbs, &p->tc)
                  : ipk_conv_tc_plan_make(p->w, k, p->div, p->off, &p->tc);
 }
@@ -82,11 +79,11 @@ static int32_t tc_fixed(const plan *p, const float *x)
     return ipk_conv_tc_fixed(s[0], s[1], s[2], p->tc.limbs, p->tc.mhi, p->tc.mlo, p->tc.c, p->tc.shift);
 }
 
-/* The value the fixed point stands for (the rounded weights' value, recentred): x / 2^16 less the
- * plan's lift (1/2 and the margin). */
+/* The value the fixed point stands for (the rounded weights' value, recentred): x / 2^16 less 1/2
+ * and the plan's margin, half of open (both in 2^-16). */
 static double tc_value(const plan *p, int32_t x)
 {
-    return (double)x / 65536.0 - p->tc.lift;
+    return (double)x / 65536.0 - 0.5 - (double)p->tc.open / 131072.0;
 }
 
 static uint8_t model_byte(const void *model_plan, const float *x, long *open)
