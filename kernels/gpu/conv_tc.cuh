@@ -163,14 +163,24 @@ __device__ uint32_t tc_exact(const uint8_t *tile, int row, int col, const tc_par
     return rbc_cpu_byte(acc, p.fin);
 }
 
-/* The block's outputs from shared memory, 16 bytes a store: thread i takes columns 16 (i % 4) of rows
- * i / 4 + 64 n; a block inside the image with aligned rows steps one pointer down. */
+/* Byte (row, col) of the block's outputs in shared memory: a row's 16-byte chunks swapped by bits 1
+ * and 2 of the row (XOR), so that the 8 rows of a warp's 2-byte stores fall in distinct banks (in
+ * rows of 64 bytes, rows g and g + 2 share theirs: 4-way conflicts, as many wavefronts as the A loads). */
+__device__ __forceinline__ int tc_out_index(int row, int col)
+{
+    static_assert(TC_COLS == 64, "4 chunks of 16 bytes, 16 banks a row");
+    return row * TC_COLS + (col ^ ((row >> 1 & 3) << 4));
+}
+
+/* The block's outputs from shared memory (tc_out_index), 16 bytes a store: thread i takes columns
+ * 16 (i % 4) of rows i / 4 + 64 n, whose chunks sit at the same place in each of those rows; a block
+ * inside the image with aligned rows steps one pointer down. */
 __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int x0, int y0, const uint8_t *out)
 {
     constexpr int PER_ROW = TC_COLS / 16, STEP = TC_WARPS * 32 / PER_ROW;
-    static_assert(TC_ROWS % STEP == 0, "whole passes");
+    static_assert(TC_ROWS % STEP == 0 && STEP % 8 == 0, "whole passes, each chunk where row r0's is");
     const int c = 16 * (threadIdx.x % PER_ROW), r0 = threadIdx.x / PER_ROW;
-    const uint8_t *from = out + r0 * TC_COLS + c;
+    const uint8_t *from = out + tc_out_index(r0, c);
     uint8_t *to = dst + (ptrdiff_t)(y0 + r0) * ds + x0 + c;
     if (x0 + TC_COLS <= width && y0 + TC_ROWS <= height && ((uintptr_t)dst % 16) == 0 && (ds % 16) == 0) {
         #pragma unroll
@@ -224,7 +234,7 @@ template <int K>
 __device__ __forceinline__ void tc_recompute_pixel(const uint8_t *tile, uint8_t *out, uint32_t pixel, const tc_params &p)
 {
     const int row = (int)(pixel >> 6), col = (int)(pixel & 63);
-    out[row * TC_COLS + col] = (uint8_t)tc_exact<K>(tile, row, col, p);
+    out[tc_out_index(row, col)] = (uint8_t)tc_exact<K>(tile, row, col, p);
 }
 
 /* The open pixels of entry i of the queue (0 past the last): its mask, and in *t, *warp and *lane
@@ -317,7 +327,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
 
     int queued = 0;   /* the warp's entries */
     const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
-    uint8_t *obase = out + g * TC_COLS + 8 * warp + 2 * tig;
+    uint8_t *obase = out + tc_out_index(g, 8 * warp + 2 * tig);   /* rows 16 n + 8 h + g: g's chunk order */
     for (int t = 0; t < TC_ROWS / 16; t += TC_TT) {
         int acc[TC_TT][L][4] = {};
         #pragma unroll
