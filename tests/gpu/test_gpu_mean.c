@@ -36,25 +36,20 @@ static void check_case(int w, int h, int c, ipk_dtype t, int radius, ipk_border 
 static void check_call(int w, int h, int radius, ipk_border border, int aligned16, int shift, ipk_gpu_path path,
                        int variant, cudaStream_t s, tu_rng *rng)
 {
-    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng), src = wide;
+    ipk_img wide = tu_img_random(w + shift, h, 1, IPK_U8, 3, rng);
     for (int y = 0; y < h; y++)   /* runs of 0 and 255 drive the sums to their extremes */
         for (int x = 0; x < w + shift; x += 1 + (int)(tu_next(rng) % 9))
             *(uint8_t *)tu_px(&wide, x, y, 0) = (tu_next(rng) & 1) ? 255 : 0;
-    src.data = (uint8_t *)wide.data + shift;
-    src.width = w;
+    const ipk_img src = tu_img_view(&wide, shift, w);
     ipk_img cpu = tu_img_zeros(w, h, 1, IPK_U8, 5);
     CHECK(ipk_mean_cpu(&src, &cpu, radius, border, 1) == IPK_OK, "cpu mean");
     ipk_img dwide = dev_upload(&wide, aligned16), ddst_wide = dev_alloc(w + shift, h, 1, IPK_U8, aligned16);
-    ipk_img dsrc = dwide, ddst = ddst_wide;
-    dsrc.data = (uint8_t *)dwide.data + shift;
-    ddst.data = (uint8_t *)ddst_wide.data + shift;
-    dsrc.width = ddst.width = w;
+    const ipk_img dsrc = tu_img_view(&dwide, shift, w), ddst = tu_img_view(&ddst_wide, shift, w);
     const int rc = variant < 0 ? ipk_mean_gpu_path(&dsrc, &ddst, radius, border, NULL, 0, s, path)
                                : ipk_mean_gpu_band(&dsrc, &ddst, radius, border, s, variant);
     if (gpu_finish_ok(rc, "ipk_mean_gpu_path")) {
-        ipk_img got_wide = dev_download(&ddst_wide), got = got_wide;
-        got.data = (uint8_t *)got_wide.data + shift;
-        got.width = w;
+        ipk_img got_wide = dev_download(&ddst_wide);
+        const ipk_img got = tu_img_view(&got_wide, shift, w);
         CHECK(tu_max_diff(&got, &cpu) == 0, "path %d variant %d %dx%d r=%d border=%d aligned=%d shift=%d: max diff %g",
               (int)path, variant, w, h, radius, (int)border, aligned16, shift, tu_max_diff(&got, &cpu));
         tu_img_free(&got_wide);
