@@ -216,6 +216,17 @@ __device__ __forceinline__ void rb_accumulate(const float4 *tile, const rb_weigh
     }
 }
 
+/* The block's input tile from src, then the thread's sums over it (rb_accumulate): the first half
+ * of every kernel on the tiles. */
+template <int K, bool SEP, bool CONTRACT>
+__device__ __forceinline__ void rb_block_sums(const uint8_t *src, ptrdiff_t ss, int width, int height, int border,
+                                              float4 *tile, const rb_weights &w, float (&acc)[RB_ROWS][RB_PX])
+{
+    rb_load_tile<K>(src, ss, width, height, border, blockIdx.x * RB_TW, blockIdx.y * RB_TH, tile);
+    __syncthreads();
+    rb_accumulate<K, SEP, CONTRACT>(tile, w, acc);
+}
+
 /* Fin: a functor, float sum -> rb_out<Out>::value; the sums as rb_accumulate's. */
 template <int K, bool SEP, bool CONTRACT, typename Out, typename Fin>
 __global__ void __launch_bounds__(RB_TX *RB_TY)
@@ -223,13 +234,10 @@ __global__ void __launch_bounds__(RB_TX *RB_TY)
               const __grid_constant__ rb_weights w, const __grid_constant__ Fin fin)
 {
     __shared__ float4 tile[(RB_TH + K - 1) * RB_SW4];
-    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
-    rb_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
-    __syncthreads();
-
-    const int tx = threadIdx.x, ty = threadIdx.y;
     float acc[RB_ROWS][RB_PX];
-    rb_accumulate<K, SEP, CONTRACT>(tile, w, acc);
+    rb_block_sums<K, SEP, CONTRACT>(src, ss, width, height, border, tile, w, acc);
+
+    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH, tx = threadIdx.x, ty = threadIdx.y;
 
     const int x = x0 + tx * RB_PX, n = min(RB_PX, width - x);
     if (n <= 0) return;

@@ -41,12 +41,10 @@ __global__ void __launch_bounds__(RB_TX *RB_TY)
                const __grid_constant__ rb_weights w, const __grid_constant__ rbc_finish f)
 {
     __shared__ float4 tile[(RB_TH + K - 1) * RB_SW4];
-    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
-    rb_load_tile<K>(src, ss, width, height, border, x0, y0, tile);
-    __syncthreads();
-
     float acc[RB_ROWS][RB_PX];
-    rb_accumulate<K, false, true>(tile, w, acc);
+    rb_block_sums<K, false, true>(src, ss, width, height, border, tile, w, acc);
+
+    const int x0 = blockIdx.x * RB_TW, y0 = blockIdx.y * RB_TH;
 
     const int x = x0 + threadIdx.x * RB_PX, n = min(RB_PX, width - x);
     if (n <= 0) return;
