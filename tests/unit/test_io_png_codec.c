@@ -184,16 +184,20 @@ static int same_file(const char *a, const char *b)
     return same;
 }
 
-/* Several bands plus one row: every level round-trips, every thread count writes the same file. */
+/* Two bands plus one row (a first, a middle and a last band): every level round-trips through our
+ * reader and libpng's. Every thread count writes the same file: checked at one level of each way
+ * a band is deflated and headed (io_png_deflate.c: stored at 0; libdeflate at 1, and at 4 under
+ * the next zlib header; zlib at 5, 6 and 9, under three headers). */
 static void test_levels_and_threads(void)
 {
-    int w = 301, h = (int)((2u << 20) / (301 * 4 + 1)) * 3 + 1;
+    int w = 301, h = (int)((2u << 20) / (301 * 4 + 1)) * 2 + 1;
     ipk_img img = smooth_random(w, h, 4, IPK_U8, 7);
     for (int level = 0; level <= 9; level++) {
         char one[512];
         snprintf(one, sizeof one, "%s", tio_path("t1.png"));
         CHECK(write_ours(one, &img, level, 1) == IP_OK, "%s", err);
-        for (int threads = 2; threads <= 5; threads += 3) {
+        int thread_level = level == 0 || level == 1 || level == 4 || level == 5 || level == 6 || level == 9;
+        for (int threads = 2; thread_level && threads <= 5; threads += 3) {
             CHECK(write_ours(tio_path("tn.png"), &img, level, threads) == IP_OK, "%s", err);
             CHECK(same_file(one, tio_path("tn.png")), "level %d: threads 1 and %d differ", level, threads);
         }
