@@ -59,7 +59,7 @@ static void test_window_stages(void)
         for (int d = 0; d < 3; d++)
             for (int c = 0; c < 3; c++)
                 for (int r = 0; r < 3; r++) {
-                    ip_shape s = { 37, 29, channels[c], dtypes[d] };
+                    ip_shape s = { 23, 29, channels[c], dtypes[d] };
                     uint64_t seed = (uint64_t)(b * 100 + d * 10 + c) * 7 + (uint64_t)r;
                     snprintf(text, sizeof text, "median radius=%d border=%s", radii[r], borders[b]);
                     check_pipeline(text, &s, seed, 0);
