@@ -18,6 +18,12 @@ void tu_skip(const char *reason)
     exit(77);
 }
 
+int tu_quick(void)
+{
+    const char *v = getenv("IMGPIPE_TEST_QUICK");
+    return v && atoi(v) > 0;
+}
+
 void tu_seed(tu_rng *r, uint64_t seed) { r->s = seed * 2654435761u + 88172645463325252ull; }
 
 uint32_t tu_next(tu_rng *r)
