@@ -14,7 +14,9 @@ checked against the samples the file was made from, not against Pillow (whose co
 imgpipe's high byte (Pillow's own reduction); integers Pillow keeps where imgpipe gives float ->
 the integers as 32-bit floats. JPEG within one level, everything else exactly. Where the samples
 the file was made from are known, imgpipe's output must equal them too. A hostile file is decoded
-(a whole, readable output) or refused in one line with nothing written, never a crash or a hang."""
+(a whole, readable output) or refused in one line with nothing written, never a crash or a hang;
+one whose header, as Pillow reads it, claims more than imgpipe's limits is refused (and not given
+to Pillow, which would decode gigabytes of fill)."""
 import os
 import re
 import subprocess
@@ -80,10 +82,21 @@ def run_one(src, dst, timeout=20):
     return res.returncode, [line for line in res.stderr.splitlines() if "device:" not in line]
 
 
+# imgpipe's default --max-ratio and --max-pixels: a file whose header claims more is refused.
+MAX_RATIO = 100000
+MAX_PIXELS = 1 << 30
+OVER_LIMITS = "over imgpipe's limits"
+
+
 def pillow_load(path):
-    """Pillow's image, wholly decoded, or None when Pillow refuses the file."""
+    """Pillow's image, wholly decoded; None when Pillow refuses the file; OVER_LIMITS, without
+    decoding, when the size Pillow reads in the header is over imgpipe's limits (at least a byte a
+    pixel decoded: a bit flip can make a 260-byte file claim 2 GB, which Pillow would fill in)."""
     try:
         im = Image.open(path)
+        pixels = im.size[0] * im.size[1]
+        if pixels > MAX_PIXELS or pixels > MAX_RATIO * os.path.getsize(path):
+            return OVER_LIMITS
         im.load()
         return im
     except Exception:
@@ -145,8 +158,9 @@ def agree(ok, pillow_must, what):
 
 
 def check_outcome(name, src_dir, out_dir, failed, tolerance, truth, pillow_must, skipped):
-    """One input of a folder run; returns 'decoded', 'refused', 'pillow-only' or 'differs'. An input
-    with neither output nor error line goes to skipped (the folder took it for no image)."""
+    """One input of a folder run; returns 'decoded', 'refused', 'over-limits', 'pillow-only' or
+    'differs'. An input with neither output nor error line goes to skipped (the folder took it for
+    no image)."""
     got = output_of(out_dir, name)
     check(not (got is not None and name in failed), "%s: refused (%s) yet an output was written" %
           (name, failed.get(name)))
@@ -154,6 +168,9 @@ def check_outcome(name, src_dir, out_dir, failed, tolerance, truth, pillow_must,
         skipped.append(name)
         failed[name] = "not an image"
     im = pillow_load(os.path.join(src_dir, name))
+    if im is OVER_LIMITS:
+        agree(got is None, pillow_must, "%s: over imgpipe's limits as Pillow reads its header, yet decoded" % name)
+        return "over-limits"
     if im is not None and got is None:
         agree(pillow_wrong(name) is not None, pillow_must, "%s: Pillow decodes it (%s %s), imgpipe refused it: %s" %
               (name, im.mode, im.size, failed.get(name)))
