@@ -22,8 +22,9 @@ extern int tu_passed, tu_failed;
 int tu_finish(void);
 /* Exits 77 (ctest: skipped) after printing one line with the reason. */
 void tu_skip(const char *reason);
-/* IMGPIPE_TEST_QUICK=1 (scripts/run-tests sets it for the sanitizer build): a test that repeats
- * one check over a product of settings runs a subset in which every setting still appears. */
+/* IMGPIPE_TEST_QUICK=1 (scripts/run-tests sets it for the sanitizer build, scripts/gpu-check under
+ * compute-sanitizer): a test that repeats one check over a product of settings runs a subset in
+ * which every setting still appears. */
 int tu_quick(void);
 
 /* Deterministic xorshift generator for reproducible random images. */

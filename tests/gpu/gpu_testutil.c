@@ -67,8 +67,3 @@ int gpu_finish_ok(int status, const char *what)
     return status == IPK_OK && cuda_ok(cudaDeviceSynchronize(), what);
 }
 
-int gpu_test_quick(void)
-{
-    const char *v = getenv("IMGPIPE_TEST_QUICK");
-    return v && atoi(v) > 0;
-}

@@ -7,8 +7,6 @@
 
 /* Exits 77 (skipped) with one line when there is no usable CUDA device. */
 void need_gpu(void);
-/* IMGPIPE_TEST_QUICK=1 (set by scripts/gpu-check under compute-sanitizer): a test runs fewer cases. */
-int gpu_test_quick(void);
 /* CHECKs a CUDA result; returns whether it succeeded. */
 int cuda_ok(cudaError_t e, const char *what);
 size_t esize(ipk_dtype t);

@@ -415,7 +415,7 @@ static void test_disk_cache(void)
 int main(void)
 {
     need_gpu();
-    quick = gpu_test_quick();
+    quick = tu_quick();
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
     if (!build || !tp) tu_skip("IMGPIPE_BUILD_DIR or IMGPIPE_TEST_PLUGINS is not set (run through ctest)");
     char dirs[1200], err[512];

@@ -434,7 +434,7 @@ static void check_vecsep_path(int quick, cudaStream_t s, tu_rng *rng)
 int main(void)
 {
     need_gpu();
-    const int quick = gpu_test_quick();
+    const int quick = tu_quick();
     cudaStream_t s;
     if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
     tu_rng rng;

@@ -131,7 +131,7 @@ static int make_uncertified(cert_case *ks)
 int main(void)
 {
     need_gpu();
-    const int quick = gpu_test_quick();
+    const int quick = tu_quick();
     cudaStream_t s;
     if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
     tu_rng rng;

@@ -184,7 +184,7 @@ static void check_refusals(const float_case *k, cudaStream_t s)
 int main(void)
 {
     need_gpu();
-    const int quick = gpu_test_quick();
+    const int quick = tu_quick();
     cudaStream_t s;
     if (!cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate")) return tu_finish();
     tu_rng rng;

@@ -83,7 +83,7 @@ int main(void)
             for (int c = 1; c <= 4; c++)
                 for (int b = 0; b < 4; b++)
                     check_case(sizes[i][0], sizes[i][1], c, types[ti], bins[b], (int)((i + b) & 1), s, &rng);
-    const int quick = gpu_test_quick();
+    const int quick = tu_quick();
     check_case(quick ? 517 : 4097, quick ? 301 : 3001, 1, IPK_U8, 256, 1, s, &rng);
     /* many chunks per thread in the grid-stride walk, and rows of 1 chunk */
     check_case(quick ? 331 : 2051, quick ? 257 : 2047, 1, IPK_U8, 256, 0, s, &rng);

@@ -600,7 +600,7 @@ static void load_photos(void)
 int main(void)
 {
     need_gpu();
-    quick = getenv("IMGPIPE_TEST_QUICK") != NULL;
+    quick = tu_quick();
     void *stream = NULL;
     if (gpu_stream_create(&stream, err, sizeof err) != IP_OK) tu_skip(err);
     double t0 = now_ms();

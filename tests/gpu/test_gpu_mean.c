@@ -257,7 +257,7 @@ int main(void)
         for (int b = IPK_REPLICATE; b < IPK_SHRINK; b++, k++)
             for (int a = 0; a < 2; a++)
                 check_case(strip_sizes[i][0], strip_sizes[i][1], 1, IPK_U8, 1, (ipk_border)b, a, s, &rng);
-    const int quick = gpu_test_quick();
+    const int quick = tu_quick();
     check_case(quick ? 517 : 4097, quick ? 301 : 3001, 1, IPK_U8, 1, IPK_REFLECT101, 1, s, &rng);
     check_case(quick ? 517 : 4097, quick ? 101 : 1001, 1, IPK_U8, 15, IPK_REPLICATE, 1, s, &rng);
     check_case(quick ? 389 : 2053, quick ? 131 : 1031, 1, IPK_U8, 11, IPK_SHRINK, 0, s, &rng);

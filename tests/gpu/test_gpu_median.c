@@ -348,7 +348,7 @@ int main(void)
         tu_skip(why);
     }
     /* IMGPIPE_TEST_QUICK=1 (compute-sanitizer): fewer radii, widths and heights, no large images */
-    const int quick = getenv("IMGPIPE_TEST_QUICK") && atoi(getenv("IMGPIPE_TEST_QUICK")) > 0;
+    const int quick = tu_quick();
     bad_arguments();
     small_sizes(quick);
     packed(quick);
