@@ -180,16 +180,24 @@ grep -q "^  rank 2 (.*; lost" recovered.err && ok || bad "recovery: rank 2 shoul
 [ "$(outputs recovered)" -ge "${succeeded:-$N}" ] && ok || bad "recovery: $(outputs recovered) outputs for $succeeded"
 resume_completes "recovery" recovered
 
+# check_stop WHAT NAME SIGNAL [MPIRUN_OPTIONS...]: SIGNAL to mpirun mid-run stops every rank
+# after its images in flight, with the note, and --resume then completes the folder.
+check_stop() {
+  local what=$1 name=$2 signal=$3
+  shift 3
+  start "$name" "$@"
+  wait_outputs "$name" 20
+  kill -"$signal" "$mpirun_pid"
+  wait "$guard"
+  [ $? -ne 0 ] && ok || bad "$what: mpirun should fail"
+  grep -q "interrupted: run again with --resume" "$name.err" && ok || bad "$what: no note: $(tail -n 3 "$name.err")"
+  check_partial "$what" "$name"
+  no_temporaries "$what" "$name"
+  resume_completes "$what" "$name"
+}
+
 # SIGUSR1 to mpirun reaches every rank at once: the stop of Ctrl-C, without a deadline.
-start usr1
-wait_outputs usr1 20
-kill -USR1 "$mpirun_pid"
-wait "$guard"
-[ $? -ne 0 ] && ok || bad "SIGUSR1: mpirun should fail"
-grep -q "interrupted: run again with --resume" usr1.err && ok || bad "SIGUSR1: no note: $(tail -n 3 usr1.err)"
-check_partial "SIGUSR1" usr1
-no_temporaries "SIGUSR1" usr1
-resume_completes "SIGUSR1" usr1
+check_stop "SIGUSR1" usr1 USR1
 
 # A rank killed: by default mpirun ends the whole job (the ranks get SIGTERM after
 # odls_base_sigkill_timeout, 1 s, and SIGKILL after as long again).
@@ -209,15 +217,7 @@ fi
 # machine finishes the images in flight before the SIGKILL that follows as long after).
 if [ $quick -eq 0 ]; then
   grow_many "$(images 6)"
-  start interrupted --mca odls_base_sigkill_timeout 2
-  wait_outputs interrupted 20
-  kill -INT "$mpirun_pid"
-  wait "$guard"
-  [ $? -ne 0 ] && ok || bad "Ctrl-C: mpirun should fail"
-  grep -q "interrupted: run again with --resume" interrupted.err && ok || bad "Ctrl-C: no note: $(tail -n 3 interrupted.err)"
-  check_partial "Ctrl-C" interrupted
-  no_temporaries "Ctrl-C" interrupted
-  resume_completes "Ctrl-C" interrupted
+  check_stop "Ctrl-C" interrupted INT --mca odls_base_sigkill_timeout 2
 else
   echo "IMGPIPE_TEST_QUICK: mpirun's default abort and Ctrl-C not run (their stop is SIGUSR1's, run above)"
 fi
