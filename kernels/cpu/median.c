@@ -31,10 +31,10 @@
 #else
 #define MEDIAN_SIMD_CLONES
 #endif
-/* The rows' loops carry nothing from one pixel to the next: said to GCC, and to clang (the fuzz
- * build), which does not know GCC's pragma. */
+/* The rows' loops carry nothing from one pixel to the next: said to GCC. Clang (the fuzz build)
+ * knows no such pragma, and its forced vectorizing warns where the sanitizers forbid it: none. */
 #if defined(__clang__)
-#define MEDIAN_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#define MEDIAN_IVDEP
 #else
 #define MEDIAN_IVDEP _Pragma("GCC ivdep")
 #endif
