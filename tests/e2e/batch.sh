@@ -42,18 +42,15 @@ exists "@list output" fromlist/hubble_deep_field.png
 # 200 images: killed mid-run, then --resume: every output once and correct, no temporaries.
 mkdir -p many
 for i in $(seq -w 1 200); do cp "$IMAGES/camera.png" "many/img$i.png"; done
-# outputs_reach DIR N: waits (up to 60 s) until DIR holds N outputs, so that a cut lands mid-run
-# however fast the machine, not after a fixed sleep
-outputs_reach() { for _ in $(seq 1200); do [ "$(ls "$1" 2>/dev/null | grep -c '^img')" -ge "$2" ] && return; sleep 0.05; done; }
 "$B" run -q --device cpu --jobs 2 -e "median radius=6" many single200 >/dev/null 2>&1 &
 pid=$!
-outputs_reach single200 10
+wait_outputs single200 10
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
-partial=$(ls single200 | grep -c '^img' || true)
+partial=$(outputs single200)
 [ "$partial" -lt 200 ] && ok || bad "the run finished before it was killed; the interruption test proved nothing"
 expect 0 "resume after a kill" "$B" run --device cpu --jobs 2 --resume -e "median radius=6" many single200
-[ "$(ls single200 | grep -c '^img')" -eq 200 ] && ok || bad "after resume: $(ls single200 | wc -l) outputs"
+[ "$(outputs single200)" -eq 200 ] && ok || bad "after resume: $(ls single200 | wc -l) outputs"
 no_temporaries "after resume" single200
 "$B" run -q --device cpu -e "median radius=6" "$IMAGES/camera.png" ref.png
 bad_outputs=0
@@ -63,12 +60,12 @@ for f in single200/*.png; do cmp -s ref.png "$f" || bad_outputs=$((bad_outputs +
 # Ctrl-C: stops after the images in flight, exit 1, no temporaries, says how to finish.
 "$B" run --device cpu --jobs 2 -e "median radius=6" many interrupted 2>int.err &
 pid=$!
-outputs_reach interrupted 10
+wait_outputs interrupted 10
 kill -INT $pid
 wait $pid
 [ $? -eq 1 ] && ok || bad "an interrupted run must exit 1"
 grep -q "interrupted: run again with --resume" int.err && ok || bad "no interruption note: $(tail -n 2 int.err)"
-[ "$(ls interrupted | grep -c '^img')" -lt 200 ] && ok || bad "Ctrl-C: the run finished before the signal; it proved nothing"
+[ "$(outputs interrupted)" -lt 200 ] && ok || bad "Ctrl-C: the run finished before the signal; it proved nothing"
 no_temporaries "after Ctrl-C" interrupted
 
 # memory stays bounded: peak RSS with 200 images close to that with 20

@@ -37,6 +37,10 @@ absent() { if [ -e "$2" ]; then bad "$1: $2 should not exist"; else ok; fi; }
 no_temporaries() {
   if ls -A "$2" | grep -q '^\.imgpipe-tmp-'; then bad "$1: temporary files left in $2"; else ok; fi
 }
+# outputs DIR: the img* files in DIR; wait_outputs DIR N: waits (up to 60 s) until there are N,
+# so that a run is cut mid-way however fast the machine, not after a fixed sleep.
+outputs() { ls "$1" 2>/dev/null | grep -c '^img' || true; }
+wait_outputs() { for _ in $(seq 600); do [ "$(outputs "$1")" -ge "$2" ] && return; sleep 0.1; done; }
 
 finish() {
   echo "$passed passed, $failed failed"

@@ -136,8 +136,6 @@ start() {
     sleep 0.05
   done
 }
-outputs() { ls "$1" 2>/dev/null | grep -c '^img' || true; }
-wait_outputs() { for _ in $(seq 600); do [ "$(outputs "$1")" -ge "$2" ] && return; sleep 0.1; done; }
 rank_pid() {
   local c
   for c in $(pgrep -P "$mpirun_pid"); do
