@@ -27,9 +27,7 @@
 struct tc_params {
     uint32_t b[TC_FRAGS][32];   /* lane's B word of kernel row ky, limb l at [ky * L + l] (tc_fragments) */
     float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* the float weights, for the CPU's order */
-    int64_t c;                                      /* ipk_conv_tc_fixed's */
-    int32_t mhi, mlo, shift;
-    uint32_t open;
+    ipk_conv_tc_plan plan;                          /* its fixed point and certificate (mhi, mlo, c, shift, open) */
     rbc_finish fin;    /* the CPU's finish */
 };
 
@@ -262,7 +260,7 @@ template <int K>
 static __device__ __noinline__ void tc_recompute_now(const uint8_t *tile, uint8_t *out, uint4 frac, int t,
                                                      const tc_params &p)
 {
-    for (uint32_t mask = tc_open_mask(frac, p.open); mask; mask &= mask - 1)
+    for (uint32_t mask = tc_open_mask(frac, p.plan.open); mask; mask &= mask - 1)
         tc_recompute_pixel<K>(tile, out, tc_pixel(t, threadIdx.x >> 5, threadIdx.x & 31, __ffs(mask) - 1), p);
 }
 
@@ -284,7 +282,7 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
     }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int t = 0, owner = 0, owner_lane = 0;
-    uint32_t mask = tc_entry_mask(q, count, (int)threadIdx.x, p.open, &t, &owner, &owner_lane);
+    uint32_t mask = tc_entry_mask(q, count, (int)threadIdx.x, p.plan.open, &t, &owner, &owner_lane);
     __syncthreads();   /* every entry read: its memory holds the lists now */
     if (32 * warp >= total) return;
     uint16_t *list = (uint16_t *)&q.frac[0][0] + warp * 32 * 4 * TC_TT;
@@ -355,14 +353,14 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
                 for (int j = 0; j < 2; j++) {
                     const int i = 2 * h + j;
                     x[tt][h][j] = ipk_conv_tc_fixed(acc[tt][0][i], acc[tt][1][i], L == 3 ? acc[tt][L - 1][i] : 0, L,
-                                                    p.mhi, p.mlo, p.c, SHIFT ? p.shift : 0);
+                                                    p.plan.mhi, p.plan.mlo, p.plan.c, SHIFT ? p.plan.shift : 0);
                 }
                 const uint32_t ints = __byte_perm(x[tt][h][0], x[tt][h][1], 0x7632);
                 const uint32_t bytes = __viaddmin_s16x2_relu(ints, 0, 0x00ff00ffu);
                 *(uint16_t *)(obase + (16 * (t + tt) + 8 * h) * TC_COLS) = (uint16_t)__byte_perm(bytes, 0, 0x0020);
                 least = __vimin3_u16x2(least, x[tt][h][0], x[tt][h][1]);   /* the low halves: fractions */
             }
-        const bool open = (least & 0xffffu) < p.open;   /* outside the image too: harmless, never stored */
+        const bool open = (least & 0xffffu) < p.plan.open;   /* outside the image too: harmless, never stored */
         const uint32_t lanes = __ballot_sync(0xffffffffu, open);
         if (lanes) {
             const int k = queued + __popc(lanes & ((1u << lane) - 1));
@@ -394,7 +392,7 @@ static int tc_launch(const ipk_img *src, const ipk_img *dst, int border, const t
 {
     dim3 block(TC_WARPS * 32), grid(ipk_div_up(src->width, TC_COLS), ipk_div_up(src->height, TC_ROWS));
     if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    if (p.shift)
+    if (p.plan.shift)
         tc_kernel<K, L, true><<<grid, block, 0, s>>>((const uint8_t *)src->data, src->stride, (uint8_t *)dst->data,
                                                      dst->stride, src->width, src->height, border, p);
     else

@@ -476,11 +476,7 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
     if (other_limbs && !ipk_conv_tc_plan_limbs(tp.w, k, tp.fin.div, tp.fin.off, plan.limbs == 2 ? 3 : 2, &plan))
         return IPK_EINVAL;
     tc_fragments(plan, tp);
-    tp.mhi = plan.mhi;
-    tp.mlo = plan.mlo;
-    tp.c = plan.c;
-    tp.shift = plan.shift;
-    tp.open = plan.open;
+    tp.plan = plan;
     *taken = 1;
     const int border = (int)p->border;
     if (plan.limbs == 2) return k == 5 ? tc_launch<5, 2>(src, dst, border, tp, s) : tc_launch<7, 2>(src, dst, border, tp, s);
