@@ -16,9 +16,10 @@
 #include "conv_tc.h"
 #include "rb_cert.cuh"
 
-#define TC_WARPS 8
-#define TC_COLS (8 * TC_WARPS)
-#define TC_ROWS 256
+#define TC_WARPS 4
+#define TC_GROUPS 2     /* 8-column groups a warp: blocks of 4 warps, 8 an SM, whose phases overlap */
+#define TC_COLS (8 * TC_GROUPS * TC_WARPS)
+#define TC_ROWS 128
 #define TC_TT 2         /* 16-row tiles a warp takes at a time: a lane's 8 pixels, a mask byte */
 #define TC_PITCH 80     /* input columns x0 - 8 .. x0 + 71; 20 words: A's 8 rows x 4 words fall in 32 banks */
 #define TC_QUEUE 32      /* entries a warp: all of them, one a thread of the block */
@@ -199,8 +200,8 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
     }
 }
 
-/* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t and
- * the lane (t << 8 | lane), and its pixels' fractions two a word (word 2 tt + h: the low halves of x
+/* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t, its
+ * column group cg and the lane (t << 8 | cg << 5 | lane), and its pixels' fractions two a word (word 2 tt + h: the low halves of x
  * for columns 2 tig and 2 tig + 1 of row g + 8 h of tile tt), read back in tc_recompute. */
 struct tc_queue {
     uint4 frac[TC_WARPS][TC_QUEUE];
@@ -219,11 +220,12 @@ __device__ __forceinline__ uint32_t tc_open_mask(uint4 frac, uint32_t open)
     return mask;
 }
 
-/* Pixel `bit` of the group from tile t of a warp's lane, as row << 6 | column of the block. */
-__device__ __forceinline__ uint32_t tc_pixel(int t, int warp, int lane, int bit)
+/* Pixel `bit` of the group from tile t and column group cg (8 cg .. 8 cg + 7) of a lane, as
+ * row << 6 | column of the block. */
+__device__ __forceinline__ uint32_t tc_pixel(int t, int cg, int lane, int bit)
 {
     static_assert(TC_COLS <= 64, "a column in 6 bits");
-    const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1), col = 8 * warp + 2 * (lane & 3) + (bit & 1);
+    const int row = 16 * (t + (bit >> 2)) + (lane >> 2) + 8 * ((bit >> 1) & 1), col = 8 * cg + 2 * (lane & 3) + (bit & 1);
     return (uint32_t)row << 6 | (uint32_t)col;
 }
 
@@ -235,10 +237,10 @@ __device__ __forceinline__ void tc_recompute_pixel(const uint8_t *tile, uint8_t 
     out[tc_out_index(row, col)] = (uint8_t)tc_exact<K>(tile, row, col, p);
 }
 
-/* The open pixels of entry i of the queue (0 past the last): its mask, and in *t, *warp and *lane
+/* The open pixels of entry i of the queue (0 past the last): its mask, and in *t, *cg and *lane
  * whose group it is. */
 __device__ __forceinline__ uint32_t tc_entry_mask(const tc_queue &q, const int (&count)[TC_WARPS], int i, uint32_t open,
-                                                  int *t, int *warp, int *lane)
+                                                  int *t, int *cg, int *lane)
 {
     int w = -1, at = i;
     #pragma unroll
@@ -250,18 +252,18 @@ __device__ __forceinline__ uint32_t tc_entry_mask(const tc_queue &q, const int (
     if (w < 0) return 0;
     *t = (int)(q.where[w][at] >> 8);
     *lane = (int)(q.where[w][at] & 31);
-    *warp = w;
+    *cg = (int)(q.where[w][at] >> 5 & 7);
     return tc_open_mask(q.frac[w][at], open);
 }
 
 /* A lane's open pixels of a group in the CPU's order, into out, when its warp's queue is full: out of
  * line, so that the loop's code stays small for a case that hardly comes. */
 template <int K>
-static __device__ __noinline__ void tc_recompute_now(const uint8_t *tile, uint8_t *out, uint4 frac, int t,
+static __device__ __noinline__ void tc_recompute_now(const uint8_t *tile, uint8_t *out, uint4 frac, int t, int cg,
                                                      const tc_params &p)
 {
     for (uint32_t mask = tc_open_mask(frac, p.plan.open); mask; mask &= mask - 1)
-        tc_recompute_pixel<K>(tile, out, tc_pixel(t, threadIdx.x >> 5, threadIdx.x & 31, __ffs(mask) - 1), p);
+        tc_recompute_pixel<K>(tile, out, tc_pixel(t, cg, threadIdx.x & 31, __ffs(mask) - 1), p);
 }
 
 /* The queued pixels in the CPU's order, into out: those whose fraction is below open. Thread i reads
@@ -274,6 +276,7 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
 {
     static_assert(TC_WARPS * 32 * 4 * TC_TT * sizeof(uint16_t) <= sizeof q.frac, "the pixel lists fit the queue");
     static_assert(TC_QUEUE == 32, "an entry a thread of the block");
+    static_assert(TC_ROWS / 16 <= 256 / 8 && TC_COLS / 8 <= 8, "t and cg fit where's bits");
     int count[TC_WARPS], total = 0;
     #pragma unroll
     for (int w = 0; w < TC_WARPS; w++) {
@@ -301,7 +304,7 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
 
 /* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. */
 template <int K, int L, bool SHIFT>
-__global__ void __launch_bounds__(TC_WARPS * 32, 4)
+__global__ void __launch_bounds__(TC_WARPS * 32, 32 / TC_WARPS)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
               const __grid_constant__ tc_params p)
 {
@@ -324,9 +327,11 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
     for (int f = 0; f < NF; f++) b[f] = frags[f * 32 + lane];
 
     int queued = 0;   /* the warp's entries */
-    const uint8_t *acol = tile + 8 * warp + 4 + 4 * tig;
-    uint8_t *obase = out + tc_out_index(g, 8 * warp + 2 * tig);   /* rows 16 n + 8 h + g: g's chunk order */
-    for (int t = 0; t < TC_ROWS / 16; t += TC_TT) {
+    constexpr int STEPS = TC_ROWS / 16 / TC_TT;   /* down a column group */
+    for (int u = 0; u < TC_GROUPS * STEPS; u++) {
+        const int cg = TC_GROUPS * warp + u / STEPS, t = u % STEPS * TC_TT;
+        const uint8_t *acol = tile + 8 * cg + 4 + 4 * tig;
+        uint8_t *obase = out + tc_out_index(g, 8 * cg + 2 * tig);   /* rows 16 n + 8 h + g: g's chunk order */
         int acc[TC_TT][L][4] = {};
         #pragma unroll
         for (int ky = 0; ky < K; ky += 2)   /* rows ky and ky + 1 a k32 product; the last row alone */
@@ -372,9 +377,9 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4)
                                               __byte_perm(x[1][1][0], x[1][1][1], 0x5410));
                 if (k < TC_QUEUE) {
                     queue.frac[warp][k] = frac;
-                    queue.where[warp][k] = (uint32_t)t << 8 | (uint32_t)lane;
+                    queue.where[warp][k] = (uint32_t)t << 8 | (uint32_t)cg << 5 | (uint32_t)lane;
                 } else {
-                    tc_recompute_now<K>(tile, out, frac, t, p);
+                    tc_recompute_now<K>(tile, out, frac, t, cg, p);
                 }
             }
             queued += __popc(lanes);
