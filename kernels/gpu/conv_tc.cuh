@@ -1,11 +1,11 @@
 /* Certified float convolve on the tensor cores (conv_tc.h): a direct 5x5 or 7x7 float kernel, 1-channel
  * u8 in and out. For each pair of kernel rows ky, ky + 1 and limb l, one mma.m16n8k32 (u8 pixels x
  * s8 weights, exact int32 sums) adds 16 output rows x 8 output columns: A is 16 input bytes of 16
- * rows for each of the two kernel rows (from 4 left of the warp's 8 columns, so that its words are
+ * rows for each of the two kernel rows (from 4 left of an 8-column group, so that its words are
  * aligned), B the limb's two kernel rows laid out as bands (B[k][n] = q[l][ky][k - n - 4 + R], input
- * column k, output column n), which a warp keeps in K x L registers (the host lays them out, a word
- * a lane) while it walks down its 8 columns of the block's 64 x 256 outputs, TC_TT x 16 rows at a
- * time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes are clamped in
+ * column k, output column n), which a warp keeps in K x L registers (each lane picks its bytes out
+ * of the rows) while it walks down its two column groups of the block's 64 x 128 outputs, TC_TT x
+ * 16 rows at a time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes are clamped in
  * one 16x2 instruction and the fractions kept in a running 16x2 minimum, so that a group of tiles
  * with every pixel certain costs one test. The input tile and the outputs are in shared memory. A
  * lane with an open pixel queues its group's fractions in its warp's queue; those pixels are
@@ -26,29 +26,38 @@
 #define TC_FRAGS (IPK_CONV_TC_MAXK * IPK_CONV_TC_LIMBS)
 
 struct tc_params {
-    uint32_t b[TC_FRAGS][32];   /* lane's B word of kernel row ky, limb l at [ky * L + l] (tc_fragments) */
+    uint32_t q[TC_FRAGS][2];   /* kernel row ky of limb l at [ky * L + l]: its digits, bytes 0 .. k - 1, 0 past them */
     float w[IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* the float weights, for the CPU's order */
     ipk_conv_tc_plan plan;                          /* its fixed point and certificate (mhi, mlo, c, shift, open) */
     rbc_finish fin;    /* the CPU's finish */
 };
 
-/* The B words of the plan's limbs: byte i of lane's word holds B[k][n], k = 4 tig + i, n = g
- * (g = lane / 4, tig = lane % 4; the PTX layout of 8-bit B, each half of m16n8k32's): the weight
- * of input column k for output column n, q[l][ky][k - n - 4 + R], 0 past the row. */
-static void tc_fragments(const ipk_conv_tc_plan &plan, tc_params &p)
+/* The plan's digits as rows of 8 bytes, for tc_b_word. */
+static void tc_rows(const ipk_conv_tc_plan &plan, tc_params &p)
 {
-    const int k = plan.k, r = k / 2;
+    const int k = plan.k;
     for (int ky = 0; ky < k; ky++)
         for (int l = 0; l < plan.limbs; l++)
-            for (int lane = 0; lane < 32; lane++) {
-                uint32_t word = 0;
-                for (int i = 0; i < 4; i++) {
-                    const int kx = 4 * (lane & 3) + i - (lane >> 2) - 4 + r;
-                    const uint8_t q = kx >= 0 && kx < k ? (uint8_t)plan.q[l][ky * k + kx] : 0;
-                    word |= (uint32_t)q << (8 * i);
-                }
-                p.b[ky * plan.limbs + l][lane] = word;
-            }
+            for (int kx = 0; kx < k; kx++)
+                p.q[ky * plan.limbs + l][kx / 4] |= (uint32_t)(uint8_t)plan.q[l][ky * k + kx] << (8 * (kx % 4));
+}
+
+/* The byte_perm selector that makes a kernel row's 8 bytes (tc_rows) the lane's B word: byte i holds
+ * B[k][n], k = 4 tig + i, n = g (g = lane / 4, tig = lane % 4; the PTX layout of 8-bit B, each half
+ * of m16n8k32's), the weight of input column k for output column n, digit k - n - 4 + R of the
+ * row, byte 7 (0: K is at most 7) past the row. The same for every row, and every lane reads the
+ * same rows: no lane-dependent parameter load. */
+template <int K>
+__device__ __forceinline__ uint32_t tc_b_selector(int lane)
+{
+    static_assert(K <= 7, "byte 7 of a row is 0");
+    uint32_t sel = 0;
+    #pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int kx = 4 * (lane & 3) + i - (lane >> 2) - 4 + K / 2;
+        sel |= (uint32_t)(kx >= 0 && kx < K ? kx : 7) << (4 * i);
+    }
+    return sel;
 }
 
 /* c += A B with A 16 x 32 u8 (a0, a1: rows g and g + 8 of the first 16 columns, a2, a3 of the
@@ -86,7 +95,7 @@ static __device__ __noinline__ int tc_border_row(int y, int height, int border)
     return ipk_border_index(y, height, border);
 }
 
-/* The tile's rows, and its loads: thread i takes chunk i % 10 (8 bytes) of rows i / 10 + 25 n. */
+/* The tile's rows, and its loads: thread i takes chunk i % 10 (8 bytes) of rows i / 10 + STEP n. */
 template <int K>
 struct tc_tile {
     static constexpr int ROWS = TC_ROWS + K - 1, CHUNKS = TC_PITCH / 8, STEP = TC_WARPS * 32 / CHUNKS;
@@ -313,18 +322,17 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 32 / TC_WARPS)
     __shared__ __align__(16) uint8_t tile[(TC_ROWS + K - 1) * TC_PITCH];
     __shared__ __align__(16) uint8_t out[TC_ROWS * TC_COLS];
     __shared__ tc_queue queue;
-    __shared__ uint32_t frags[NF * 32];
     const int x0 = blockIdx.x * TC_COLS, y0 = blockIdx.y * TC_ROWS;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
 
     uint2 chunks[tc_tile<K>::ITER];
     tc_fetch_tile<K>(src, ss, width, height, border, x0, y0, chunks);
-    for (int i = threadIdx.x; i < NF * 32; i += blockDim.x) frags[i] = p.b[i / 32][i % 32];   /* under the loads */
+    uint32_t b[NF];   /* under the loads */
+    const uint32_t sel = tc_b_selector<K>(lane);
+    #pragma unroll
+    for (int f = 0; f < NF; f++) b[f] = __byte_perm(p.q[f][0], p.q[f][1], sel);
     tc_stash_tile<K>(chunks, tile);
     __syncthreads();
-    uint32_t b[NF];
-    #pragma unroll
-    for (int f = 0; f < NF; f++) b[f] = frags[f * 32 + lane];
 
     int queued = 0;   /* the warp's entries */
     constexpr int STEPS = TC_ROWS / 16 / TC_TT;   /* down a column group */

@@ -475,7 +475,7 @@ static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv
         return IPK_EINVAL;
     if (other_limbs && !ipk_conv_tc_plan_limbs(tp.w, k, tp.fin.div, tp.fin.off, plan.limbs == 2 ? 3 : 2, &plan))
         return IPK_EINVAL;
-    tc_fragments(plan, tp);
+    tc_rows(plan, tp);
     tp.plan = plan;
     *taken = 1;
     const int border = (int)p->border;
