@@ -79,6 +79,7 @@ typedef struct {
 } bench;
 
 static double GAUSS3[9], GAUSS5[25], GAUSS7[49], FLOAT3[9], FLOAT5[25], FLOAT7[49], FLOAT9[81], FGAUSS3[9];
+static double RANDOM5[25], RANDOM7[49];
 static const double SHARPEN3[9] = { 0, -1, 0, -1, 5, -1, 0, -1, 0 };
 /* A 7x7 disk (x^2 + y^2 <= 10, 37 ones): whole numbers that split into no row and column, the
  * convolves fusion still takes. */
@@ -157,6 +158,7 @@ static const op_spec OPS[] = {
     { "convolve float 5x5 (vec, 8 rows)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(1), 0 },
     { "convolve float 5x5 (FMA certified)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(7), 0 },
     { "convolve float 5x5 (tc, other limbs)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(8), 0 },
+    { "convolve float 5x5 (random weights)", OP_CONV, 2, RANDOM5, 1, 0.10, IPK_GPU_AUTO, 0 },
     { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO, 0 },
     { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG, 0 },
     { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE, 0 },
@@ -164,6 +166,7 @@ static const op_spec OPS[] = {
     { "convolve float 7x7 (vec, 4 rows)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(1), 0 },
     { "convolve float 7x7 (FMA certified)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(7), 0 },
     { "convolve float 7x7 (tc, other limbs)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(8), 0 },
+    { "convolve float 7x7 (random weights)", OP_CONV, 3, RANDOM7, 1, 0.15, IPK_GPU_AUTO, 0 },
     { "convolve float 9x9 (no target)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_AUTO, 0 },
     { "convolve float 9x9 (tile path)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_TILE, 0 },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO, 0 },
@@ -221,6 +224,19 @@ static void init_kernels(void)
         double sum = 0;
         for (int i = 0; i < n; i++) sum += floats[k][i] = ((2 * i) % 5 - 1) * 0.73 + 0.11 * (i % 3);
         for (int i = 0; i < n; i++) floats[k][i] /= sum;
+    }
+    /* Weights with all 24 bits of a float, no common step: the certified kernels' hardest case
+     * (conv_tc.h's scale search gains little on them), next to the decimal FLOAT kernels. */
+    double *randoms[2] = { RANDOM5, RANDOM7 };
+    uint32_t state = 12345u;
+    for (int k = 0; k < 2; k++) {
+        int n = (2 * k + 5) * (2 * k + 5);
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            state = state * 1664525u + 1013904223u;
+            sum += randoms[k][i] = (double)(float)((double)(state >> 8) / 16777216.0 - 0.3);
+        }
+        for (int i = 0; i < n; i++) randoms[k][i] /= sum;
     }
 }
 

@@ -2,8 +2,8 @@
  * result of a direct 5x5 or 7x7 float kernel, bit for bit, from exact integer sums; in C that the
  * host compiles too, so that tests/unit/test_conv_tc.c checks it against the CPU without a GPU.
  *
- * Each float weight, scaled by 2^s so that the largest is at most 126, is rounded to a multiple
- * of 2^-8(L-1), L = 2 or 3 limbs: n = rint(w 2^(s+8(L-1))), written in L balanced base-256 digits
+ * Each float weight, scaled by S so that the largest is at most 126, is rounded to a multiple
+ * of 2^-8(L-1), L = 2 or 3 limbs: n = rint(w S 2^8(L-1)), written in L balanced base-256 digits
  * q0, q1 (, q2), each in -128..127. The tensor cores sum x q_l over the window exactly in int32
  * (u8 times s8); H = 256 S0 + S1 (and S2) give the exact sum of the rounded weights. The kernel
  * turns them into the value in 16.16 fixed point with two or three integer instructions
@@ -34,7 +34,7 @@ typedef struct {
     int k;                                                   /* 5 or 7 */
     int limbs;                                               /* 2 or 3 */
     int8_t q[IPK_CONV_TC_LIMBS][IPK_CONV_TC_MAXK * IPK_CONV_TC_MAXK];   /* limb, then ky, kx; unused limbs 0 */
-    float scale;                                             /* 2^-s */
+    double scale;                                            /* 1 / S */
     int32_t mhi, mlo;                                        /* ipk_conv_tc_fixed's constants */
     int64_t c;
     int shift;                                               /* 0 .. IPK_CONV_TC_MAX_SHIFT */
@@ -75,25 +75,68 @@ static inline double ipk_conv_tc_cpu_error(double e, double q, double a, float d
     return e / d + u * big / d + u * reach + 2 * eta;
 }
 
-/* The limbs of float weights w (k x k): the scale 2^-s and digits. With d_t = w_t - n_t 2^-(s+8(L-1))
- * the rounding of weight t, the rounded weights' sum over inputs x_t in 0..255 misses the exact one
- * by sum x_t d_t, which lies in [255 sum min(d_t, 0), 255 sum max(d_t, 0)]: *center gets the middle
- * of that, 127.5 sum d_t; returns its half-width, 127.5 sum |d_t|; *hi_max and *lo_max get bounds
- * of |H| and |S2|; -1 when there is no scale. */
-static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_conv_tc_plan *p, double *hi_max,
-                                       double *lo_max, double *center)
+/* Scales tried for the limbs (ipk_conv_tc_limbs), from the largest weight at 126 down to 63. */
+#define IPK_CONV_TC_SCALES 256
+
+/* The sum of |w_t - n_t / per| over the weights, n_t = rint(w_t per): the limbs' rounding at
+ * per units a weight; its first partial sum of at least limit once there is one. */
+static inline double ipk_conv_tc_rounding(const float *w, int taps, double per, double limit)
+{
+    /* A search's estimate (ipk_conv_tc_limbs rounds and divides): w per is below 2^31, where adding
+     * and taking off 1.5 2^52 rounds to the nearest integer without a call. */
+    const double unit = 1.0 / per, magic = 0x1.8p52;
+    double sum = 0.0;
+    for (int t = 0; t < taps && sum < limit; t++) {
+        const double n = ((double)w[t] * per + magic) - magic;
+        sum += fabs((double)w[t] - n * unit);
+    }
+    return sum;
+}
+
+/* The scale S of the limbs whose rounding is least: the power of two that puts the largest |w|
+ * (top) in (63, 126] (dyadic weights round exactly there), then IPK_CONV_TC_SCALES scales that put
+ * it on 63 m units of the last digit times 256^(L-2), m = 512 down to 257, the search ending at a
+ * rounding of at most enough. When the weights are multiples of one step (decimal weights over a
+ * divisor nearly are) and top is at most 256 steps, one m is a multiple of top's steps and rounds
+ * every weight almost exactly: the bound shrinks, and with it the pixels left open. 0 when there
+ * is no scale. */
+static inline double ipk_conv_tc_scale(const float *w, int taps, int limbs, double enough)
 {
     double top = 0.0;
     for (int t = 0; t < taps; t++) top = fabs((double)w[t]) > top ? fabs((double)w[t]) : top;
-    if (!(top > 0x1p-60) || !(top < 0x1p60)) return -1.0;   /* 2^-s a normal float */
+    if (!(top > 0x1p-60) || !(top < 0x1p60)) return 0.0;   /* 1 / S a normal float */
     int s = 0;
     while (top * ldexp(1.0, s) > 126.0) s--;
     while (top * ldexp(1.0, s + 1) <= 126.0) s++;
-    const int bits = s + 8 * (limbs - 1);
+    const double digits = ldexp(1.0, 8 * (limbs - 1));
+    double best = ldexp(1.0, s), least = ipk_conv_tc_rounding(w, taps, best * digits, INFINITY);
+    for (int i = 0; i < IPK_CONV_TC_SCALES && least > enough; i++) {
+        const double scale = 126.0 / top * (1.0 - 0.5 * i / IPK_CONV_TC_SCALES);
+        const double rounding = ipk_conv_tc_rounding(w, taps, scale * digits, least);
+        if (rounding < least) {
+            least = rounding;
+            best = scale;
+        }
+    }
+    return best;
+}
+
+/* The limbs of float weights w (k x k): the scale 1 / S (ipk_conv_tc_scale, searched until the
+ * rounding's half-width is at most enough) and digits. With
+ * d_t = w_t - n_t / (S 2^8(L-1)) the rounding of weight t, the rounded weights' sum over inputs x_t
+ * in 0..255 misses the exact one by sum x_t d_t, which lies in [255 sum min(d_t, 0), 255 sum
+ * max(d_t, 0)]: *center gets the middle of that, 127.5 sum d_t; returns its half-width,
+ * 127.5 sum |d_t|; *hi_max and *lo_max get bounds of |H| and |S2|; -1 when there is no scale. */
+static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, double enough, ipk_conv_tc_plan *p,
+                                       double *hi_max, double *lo_max, double *center)
+{
+    const double scale = ipk_conv_tc_scale(w, taps, limbs, enough / 127.5);
+    if (!(scale > 0.0)) return -1.0;
+    const double per = scale * ldexp(1.0, 8 * (limbs - 1));
     double quant = 0.0, sum = 0.0;
     *hi_max = *lo_max = 0.0;
     for (int t = 0; t < taps; t++) {
-        const double n = rint(ldexp((double)w[t], bits)), d = (double)w[t] - ldexp(n, -bits);
+        const double n = rint((double)w[t] * per), d = (double)w[t] - n / per;
         quant += fabs(d);
         sum += d;
         int64_t rest = (int64_t)n;
@@ -106,7 +149,7 @@ static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_
         *hi_max += 255.0 * fabs(256.0 * p->q[0][t] + p->q[1][t]);
         *lo_max += limbs == 3 ? 255.0 * fabs((double)p->q[2][t]) : 0.0;
     }
-    p->scale = (float)ldexp(1.0, -s);
+    p->scale = 1.0 / scale;
     *center = 127.5 * sum;
     return 127.5 * quant;
 }
@@ -115,7 +158,7 @@ static inline double ipk_conv_tc_limbs(const float *w, int taps, int limbs, ipk_
  * most IPK_CONV_CERT_MAX_BOUND, 0 otherwise.
  * The value of the rounded weights, recentred, V_q = (X_q + center) / d + off, lies within
  * q / d of the exact one (q, center: ipk_conv_tc_limbs), and the CPU's v within b of V_q (b adds the
- * CPU's own error). With kq = 2^-(s+8) / d the value of one unit of H, P = 2^(16-j) units a pixel
+ * CPU's own error). With kq = 1 / (256 S d) the value of one unit of H, P = 2^(16-j) units a pixel
  * value (j the least shift that keeps mhi = rint(kq 2^(48-j)) in an int32), mlo = rint(kq 2^(40-j))
  * and c = floor((off + 1/2) P 2^32) + floor(center / d P 2^32) + m 2^32 (within 3 of the real
  * value), T = H mhi + S2 mlo + c lies within |H| |mhi - kq 2^(48-j)| + |S2| |mlo - kq 2^(40-j)| + 3
@@ -133,10 +176,10 @@ static inline int ipk_conv_tc_plan_limbs(const float *w, int k, float divisor, f
     if ((k != 5 && k != 7) || (limbs != 2 && limbs != 3)) return 0;
     double g_fma = 0.0, a = 0.0, hi_max, lo_max, center = 0.0;
     const double e = ipk_conv_cert_sum_errors(w, taps, &g_fma, &a);
-    const double quant = e < 0 ? -1.0 : ipk_conv_tc_limbs(w, taps, limbs, p, &hi_max, &lo_max, &center);
+    const double quant = e < 0 ? -1.0 : ipk_conv_tc_limbs(w, taps, limbs, e / 100, p, &hi_max, &lo_max, &center);
     const double cpu = quant < 0 ? -1.0 : ipk_conv_tc_cpu_error(e, 2.0 * quant, a, divisor, offset);
     if (cpu < 0) return 0;
-    const double d = (double)divisor, kq = (double)p->scale * 0x1p-8 / d;
+    const double d = (double)divisor, kq = p->scale * 0x1p-8 / d;
     int j = 0;
     while (fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p31 - 2.0) j++;
     if (j > IPK_CONV_TC_MAX_SHIFT || !(fabs(kq) * ldexp(1.0, 48 - j) >= 0x1p20)) return 0;

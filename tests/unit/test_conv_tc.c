@@ -1,6 +1,7 @@
 /* The tensor-core convolve's arithmetic (kernels/common/conv_tc.h) on the host, against the CPU:
  * - the limbs: two or three digits in -128..127 whose value is the weight rounded to a multiple of
- *   2^-(s+8(L-1)), the largest scaled weight at most 126;
+ *   1 / (S 256^(L-1)), the largest scaled weight in (63, 126]; the scale search rounds decimal
+ *   weights over their sum (bench_gpu's) almost exactly;
  * - the fixed point's bits: the byte (rint, saturated) and the fraction of negative, large and
  *   half-way values;
  * - the bound: over random and extreme windows the CPU's value is never farther than the bound
@@ -8,7 +9,7 @@
  *   and every pixel called certain has the CPU's byte, with both limb counts;
  * - the kernel modelled pixel by pixel against ipk_convolve_cpu on odd sizes and every border;
  * - dyadic weights, whose sums land on half-integers, have every tie called uncertain, and take
- *   two limbs; bench_gpu's weights take three;
+ *   two limbs, as bench_gpu's weights do;
  * - which plans are refused. */
 #include <math.h>
 #include <string.h>
@@ -153,6 +154,8 @@ static void check_limbs_kernel(const char *name, const double *w, int k, double 
     double worst;
     const double windows_open = check_windows(&p, windows, &worst, rng), model_open = check_model(&p, w, divisor, offset, rng);
     if (!strcmp(name, "bench")) {
+        CHECK(127.5 * quant / fabs((double)p.div) < p.tc.bound / 20, "bench %dx%d, %d limbs: the searched scale rounds "
+              "the decimal weights almost exactly (%g of the bound %g)", k, k, limbs, 127.5 * quant, p.tc.bound);
         printf("bench %dx%d, %d limbs: bound %.3g, worst %.3g, %.3f%% of random windows and %.3f%% of image pixels "
                "uncertain\n", k, k, limbs, p.tc.bound, worst, 100 * windows_open, 100 * model_open);
         CHECK(windows_open < 0.02 && model_open < 0.02, "bench %dx%d: under 2%% uncertain", k, k);
@@ -259,6 +262,8 @@ int main(void)
             for (int i = 0; i < k * k; i++) w[i] = (double)(tu_next(&rng) % 2001) / 4000.0 - 0.2;
             check_kernel("random", w, k, divisors[t], offsets[t % 5], 200000, &rng);
         }
+        for (int i = 0; i < k * k; i++) w[i] = (double)(float)((double)(tu_next(&rng) >> 8) / 16777216.0 - 0.3);
+        check_kernel("random of full precision", w, k, 0.2 * k * k, 0, 200000, &rng);
         for (int i = 0; i < k * k; i++) w[i] = -0.01 * (i + 1);
         check_kernel("all negative /-2", w, k, -2, -0.0, 200000, &rng);
         for (int i = 0; i < k * k; i++) w[i] = (i % 2 ? 1.7 : -1.3) + 0.001 * i;
