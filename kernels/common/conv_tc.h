@@ -26,8 +26,9 @@
 /* Fixed-point values with at least 16 - this many fraction bits. */
 #define IPK_CONV_TC_MAX_SHIFT 8
 /* Two limbs where their bound is at most this (under 1% of pixels open), three otherwise: two
- * took 0.117 ms against three's 0.119 for bench_gpu's float 5x5 (bound 0.0033), 0.129 against
- * 0.136 at 7x7, on the H100 (2026-11-27). */
+ * took 0.117 ms against three's 0.119 for bench_gpu's float 5x5 (bound 0.0033, a power-of-two
+ * scale), 0.129 against 0.136 at 7x7, on the H100 (2026-11-27); with the searched scale (bound
+ * 0.0003) 0.097 against 0.110, 0.109 against 0.129. */
 #define IPK_CONV_TC_TWO_LIMB_BOUND 0.004
 
 typedef struct {

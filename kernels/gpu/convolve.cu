@@ -63,8 +63,8 @@
 
 /* 1: plain calls take the tensor-core kernel (conv_tc.cuh) for direct float-weight 5x5 and 7x7
  * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
- * tile kernel; 0: not. 1: 5x5 0.115 against 0.186 (certified tiles) and 0.227 (tiles) ms, 7x7
- * 0.127 against 0.262 and 0.368, at 8192x8192 on the H100 (2026-11-27, e212e6e). */
+ * tile kernel; 0: not. 1: 5x5 0.097 against 0.186 (certified tiles) and 0.226 (tiles) ms, 7x7
+ * 0.109 against 0.262 and 0.369, at 8192x8192 on the H100 (2026-11-27, 6b542a3). */
 #define CONV_TC_AUTO 1
 
 /* What AUTO sends the separable vec kernel: the case CONV_VECSEP_AUTO's timing covers. */
