@@ -181,7 +181,7 @@ __device__ __forceinline__ int tc_out_index(int row, int col)
 }
 
 /* The block's outputs from shared memory (tc_out_index), 16 bytes a store: thread i takes columns
- * 16 (i % 4) of rows i / 4 + 64 n, whose chunks sit at the same place in each of those rows; a block
+ * 16 (i % 4) of rows i / 4 + 32 n, whose chunks sit at the same place in each of those rows; a block
  * inside the image with aligned rows steps one pointer down. */
 __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int x0, int y0, const uint8_t *out)
 {
@@ -311,7 +311,8 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
     for (int k = lane; k < pixels; k += 32) tc_recompute_pixel<K>(tile, out, list[k], p);
 }
 
-/* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. */
+/* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. 32 warps an SM at
+ * 64 registers a thread. */
 template <int K, int L, bool SHIFT>
 __global__ void __launch_bounds__(TC_WARPS * 32, 32 / TC_WARPS)
     tc_kernel(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height, int border,
