@@ -5,9 +5,9 @@
  * aligned), B the limb's two kernel rows laid out as bands (B[k][n] = q[l][ky][k - n - 4 + R], input
  * column k, output column n), which a warp keeps in K x L registers (each lane picks its bytes out
  * of the rows) while it walks down its two column groups of the block's 64 x 128 outputs, TC_TT x
- * 16 rows at a time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes are clamped in
- * one 16x2 instruction and the fractions kept in a running 16x2 minimum, so that a group of tiles
- * with every pixel certain costs one test. The input tile and the outputs are in shared memory. A
+ * 16 rows at a time. The sums become 16.16 fixed point in 64-bit multiply-adds, two pixels' bytes
+ * are clamped in one 16x2 instruction and the fractions kept in a running 16x2 minimum, so that a
+ * group of tiles with every pixel certain costs one test. The input tile and the outputs are in shared memory. A
  * lane with an open pixel queues its group's fractions in its warp's queue; those pixels are
  * recomputed from the tile in the CPU's order before the block stores its outputs, 16 bytes at a
  * time. */
@@ -32,7 +32,7 @@ struct tc_params {
     rbc_finish fin;    /* the CPU's finish */
 };
 
-/* The plan's digits as rows of 8 bytes, for tc_b_word. */
+/* The plan's digits as rows of 8 bytes, for tc_b_selector's byte_perm. */
 static void tc_rows(const ipk_conv_tc_plan &plan, tc_params &p)
 {
     const int k = plan.k;
@@ -209,9 +209,10 @@ __device__ void tc_store(uint8_t *dst, ptrdiff_t ds, int width, int height, int 
     }
 }
 
-/* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t, its
- * column group cg and the lane (t << 8 | cg << 5 | lane), and its pixels' fractions two a word (word 2 tt + h: the low halves of x
- * for columns 2 tig and 2 tig + 1 of row g + 8 h of tile tt), read back in tc_recompute. */
+/* A warp's queue: for each lane of a group of tiles with an open pixel, the group's first tile t,
+ * its column group cg and the lane (t << 8 | cg << 5 | lane), and its pixels' fractions two a word
+ * (word 2 tt + h: the low halves of x for columns 2 tig and 2 tig + 1 of row g + 8 h of tile tt),
+ * read back in tc_recompute. */
 struct tc_queue {
     uint4 frac[TC_WARPS][TC_QUEUE];
     uint32_t where[TC_WARPS][TC_QUEUE];
