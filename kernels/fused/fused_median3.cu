@@ -4,21 +4,25 @@
  * never writes the gray one. The layout is the vec median's (kernels/gpu/median_vec_block.cuh),
  * whose lane arithmetic (kernels/common/median_vec.h) it runs: a thread makes 16 columns x
  * IPF_ROWS rows, a warp 512 columns, a block IPF_WARPS warps stacked down the image (fuse.c's
- * launch shape). A thread issues its input rows' 16-byte loads first (IPF_MINB says how far ptxas
- * takes that), then runs the chain on each row's 16 pixels and packs them as the loaded bytes of
- * the gray image would be; the columns each side come from the neighbouring lanes by shuffles,
- * and the warp's first and last lanes run the chain on their edge pixel through the border. A
- * median only selects, so the result is the unfused chain's bit for bit. Compiled by NVRTC. */
+ * launch shape). The block first runs the chain once on each pixel of its IPF_TILE_ROWS input
+ * rows (16 a thread at a time, the 16-byte loads of all its chunks issued first; the columns each
+ * side through the border) into shared memory, so that the rows two warps share are not run
+ * twice: the kernel is bound by the SM's arithmetic, not by memory (ncu: 88% SM, 60% DRAM, with
+ * every warp running the chain on its own 6 rows). Each warp then takes its rows' packed pixels,
+ * the columns each side from the neighbouring lanes by shuffles. A median only selects, so the
+ * result is the unfused chain's bit for bit. Compiled by NVRTC. */
 #include "fused_load.cuh"
 #include "median_vec.h"
 
 #define IPF_ROWS 4
 #define IPF_WARPS 4
-/* Blocks of 128 threads per SM: 5 (at most 102 registers) keeps every chain unspilled (sm_90,
- * CUDA 13.0: 89 to 95 registers for 1 to 4 channels); at 6 (80) some spilled a few bytes, at 7
- * (72, the vec median's) all did. ptxas issues a 1-channel thread's 6 loads first, but those of
- * 3 or 4 channels about two rows ahead of the chain, whatever the bound. */
-#define IPF_MINB 5
+#define IPF_TILE_ROWS (IPF_WARPS * IPF_ROWS + 2)
+#define IPF_LANE_CHUNKS 32                                        /* 16-pixel chunks a row: a warp's */
+#define IPF_CHUNK_ITER ((IPF_TILE_ROWS * IPF_LANE_CHUNKS + 32 * IPF_WARPS - 1) / (32 * IPF_WARPS))
+/* Blocks of 128 threads per SM: 7 (at most 72 registers) for 1 to 3 channels into the chain, 5
+ * (102) for 4, where 6 and 7 spilled (sm_90, CUDA 13.0, grayscale's chain: 68 to 71 registers at
+ * 7). Grayscale -> median 3x3 on the H100: 0.1085 ms at 7, 0.1094 at 5. */
+#define IPF_MINB (IP_IN_CH < 4 ? 7 : 5)
 
 /* Pixels as 4 little-endian words of bytes (the layout median_vec.h takes). */
 __device__ __forceinline__ uint4 ipf_pack(const unsigned *g)
@@ -39,59 +43,73 @@ static __device__ __noinline__ uint4 ipf_gather(const char *row, int x, int widt
     return ipf_pack(g);
 }
 
-/* The chain's outputs at columns x .. x+15 of input rows y0-1 .. y0+IPF_ROWS (bordered; zeros
- * where the border drops a row). fast: the columns lie in the image and take 16-byte loads;
- * rows_in: the rows all lie in the image, which then takes one straight run of loads. */
-__device__ __forceinline__ void ipf_load_rows(const char *src, long long ss, int width, int height, int x, int y0,
-                                              bool fast, bool rows_in, uint4 *in)
+/* The block's input rows y_first .. y_first+IPF_TILE_ROWS-1 through the chain (bordered; zeros
+ * where the border drops a row), 16 pixels a chunk, chunk i at tile[i]: row i / 32, columns x0 +
+ * 16 (i % 32) .. +15. fast: every chunk lies in the image and takes 16-byte loads, all issued
+ * before the chain runs. */
+__device__ __forceinline__ void ipf_m3_load_tile(const char *src, long long ss, int width, int height, int x0,
+                                                 int y_first, bool fast, uint4 *tile)
 {
-    if (fast && rows_in) {
-        const char *first = src + (long long)(y0 - 1) * ss + (long long)x * IP_IN_CH;
-        uint4 raw[IPF_ROWS + 2][IP_IN_CH];
+    const int t = threadIdx.y * 32 + threadIdx.x;
+    if (fast) {
+        uint4 raw[IPF_CHUNK_ITER][IP_IN_CH];
 #pragma unroll
-        for (int r = 0; r < IPF_ROWS + 2; r++)
+        for (int k = 0; k < IPF_CHUNK_ITER; k++) {
+            const int i = t + k * 32 * IPF_WARPS;
+            if (i >= IPF_TILE_ROWS * IPF_LANE_CHUNKS) break;
+            const char *at = src + (long long)(y_first + i / IPF_LANE_CHUNKS) * ss +
+                             (long long)(x0 + 16 * (i % IPF_LANE_CHUNKS)) * IP_IN_CH;
 #pragma unroll
-            for (int v = 0; v < IP_IN_CH; v++) raw[r][v] = __ldg((const uint4 *)(first + r * ss) + v);
+            for (int v = 0; v < IP_IN_CH; v++) raw[k][v] = __ldg((const uint4 *)at + v);
+        }
 #pragma unroll
-        for (int r = 0; r < IPF_ROWS + 2; r++) {
+        for (int k = 0; k < IPF_CHUNK_ITER; k++) {
+            const int i = t + k * 32 * IPF_WARPS;
+            if (i >= IPF_TILE_ROWS * IPF_LANE_CHUNKS) break;
             unsigned w[4 * IP_IN_CH], g[16];
 #pragma unroll
             for (int v = 0; v < IP_IN_CH; v++) {
-                w[4 * v] = raw[r][v].x; w[4 * v + 1] = raw[r][v].y; w[4 * v + 2] = raw[r][v].z; w[4 * v + 3] = raw[r][v].w;
+                w[4 * v] = raw[k][v].x; w[4 * v + 1] = raw[k][v].y; w[4 * v + 2] = raw[k][v].z; w[4 * v + 3] = raw[k][v].w;
             }
             ipf_chain_words(w, g);
-            in[r] = ipf_pack(g);
+            tile[i] = ipf_pack(g);
         }
         return;
     }
-#pragma unroll
-    for (int r = 0; r < IPF_ROWS + 2; r++) {
-        const int yy = ipk_border_index(y0 - 1 + r, height, IP_BORDER);
-        in[r] = make_uint4(0u, 0u, 0u, 0u);
-        if (yy < 0) continue;
-        const char *row = src + (long long)yy * ss;
-        if (fast) {
-            unsigned g[16];
-            ipf_chain16(row, x, g);
-            in[r] = ipf_pack(g);
-        } else {
-            in[r] = ipf_gather(row, x, width);
+    for (int i = t; i < IPF_TILE_ROWS * IPF_LANE_CHUNKS; i += 32 * IPF_WARPS) {
+        const int yy = ipk_border_index(y_first + i / IPF_LANE_CHUNKS, height, IP_BORDER);
+        const int x = x0 + 16 * (i % IPF_LANE_CHUNKS);
+        uint4 q = make_uint4(0u, 0u, 0u, 0u);
+        if (yy >= 0) {
+            const char *row = src + (long long)yy * ss;
+            if (x + 16 <= width && ((size_t)(row + (size_t)x * IP_IN_CH) & 15) == 0) {
+                unsigned g[16];
+                ipf_chain16(row, x, g);
+                q = ipf_pack(g);
+            } else {
+                q = ipf_gather(row, x, width);
+            }
         }
+        tile[i] = q;
     }
 }
 
-/* The chain's output at column xe (already through the border; < 0: none) of row y (inside the
- * image when rows_in): the warp's first and last lanes only. Computed IPF_EDGE_AHEAD rows before
- * its use, so that few are held. */
-#define IPF_EDGE_AHEAD 2
-__device__ __forceinline__ unsigned ipf_edge_pixel(const char *src, long long ss, int height, int xe, int y,
-                                                   bool rows_in)
+/* The chain's outputs at the columns left and right of the block (x0 - 1 and x0 + 512, through
+ * the border; 0 where it drops them) of its input rows: edges[2 r + side]. */
+__device__ __forceinline__ void ipf_m3_load_edges(const char *src, long long ss, int width, int height, int x0,
+                                                  int y_first, unsigned *edges)
 {
-    const int yy = rows_in ? y : ipk_border_index(y, height, IP_BORDER);
-    if (xe < 0 || yy < 0) return 0u;
-    IP_T out[IP_OUT_CH];
-    ipf_chain_at(src + (long long)yy * ss, xe, out);
-    return out[0];
+    const int t = threadIdx.y * 32 + threadIdx.x;
+    if (t >= 2 * IPF_TILE_ROWS) return;
+    const int xe = ipk_border_index((t & 1) ? x0 + 16 * IPF_LANE_CHUNKS : x0 - 1, width, IP_BORDER);
+    const int yy = ipk_border_index(y_first + t / 2, height, IP_BORDER);
+    unsigned px = 0u;
+    if (xe >= 0 && yy >= 0) {
+        IP_T out[IP_OUT_CH];
+        ipf_chain_at(src + (long long)yy * ss, xe, out);
+        px = out[0];
+    }
+    edges[t] = px;
 }
 
 /* A row as median_vec.h takes it: the packed pixels and the edge word, from the neighbouring
@@ -118,34 +136,30 @@ __device__ __forceinline__ void ipf_store(unsigned char *row, int x, int n, cons
         if (j < n) row[x + j] = (unsigned char)(out[j >> 2] >> (8 * (j & 3)));
 }
 
-/* Every thread of a warp runs to the end (the shuffles need the whole warp); threads right of the
- * image gather their columns through the border for their neighbours and store nothing. */
+/* Every thread runs to the end (the barrier and the shuffles need them all); threads right of the
+ * image or below it store nothing. */
 extern "C" __global__ void __launch_bounds__(32 * IPF_WARPS, IPF_MINB)
     ip_fused_median3(const char *src, long long ss, char *dst, long long ds, int width, int height)
 {
-    const int y0 = (blockIdx.y * IPF_WARPS + threadIdx.y) * IPF_ROWS;
-    if (y0 >= height) return;   /* the whole warp */
-    const int lane = threadIdx.x, x = (blockIdx.x * 32 + lane) * 16;
-    const bool fast = x + 16 <= width && ((size_t)src & 15) == 0 && (ss & 15) == 0;
-    const bool rows_in = y0 >= 1 && y0 + IPF_ROWS < height;
-    const int xe = lane == 0 ? ipk_border_index(x - 1, width, IP_BORDER)
-                   : lane == 31 ? ipk_border_index(x + 16, width, IP_BORDER) : -1;
-    uint4 in[IPF_ROWS + 2];
-    ipf_load_rows(src, ss, width, height, x, y0, fast, rows_in, in);
-    unsigned edge[IPF_ROWS + 2];
-#pragma unroll
-    for (int r = 0; r < 2 + IPF_EDGE_AHEAD && r < IPF_ROWS + 2; r++)
-        edge[r] = ipf_edge_pixel(src, ss, height, xe, y0 - 1 + r, rows_in);
+    __shared__ uint4 tile[IPF_TILE_ROWS * IPF_LANE_CHUNKS];
+    __shared__ unsigned edges[2 * IPF_TILE_ROWS];
+    const int yb = blockIdx.y * IPF_WARPS * IPF_ROWS, x0 = blockIdx.x * 32 * 16;
+    const bool fast = yb >= 1 && yb - 1 + IPF_TILE_ROWS <= height && x0 + 16 * IPF_LANE_CHUNKS <= width &&
+                      ((size_t)src & 15) == 0 && (ss & 15) == 0;
+    ipf_m3_load_tile(src, ss, width, height, x0, yb - 1, fast, tile);
+    ipf_m3_load_edges(src, ss, width, height, x0, yb - 1, edges);
+    __syncthreads();
 
+    const int lane = threadIdx.x, r0 = threadIdx.y * IPF_ROWS, y0 = yb + r0, x = x0 + 16 * lane;
     const int n = min(16, width - x);
     uint32_t rows[IPF_ROWS + 2][IPK_MVEC_ROW];
 #pragma unroll
-    for (int r = 0; r < 2; r++) ipf_row(in[r], edge[r], lane, rows[r]);
+    for (int r = 0; r < 2; r++)
+        ipf_row(tile[(r0 + r) * IPF_LANE_CHUNKS + lane], edges[2 * (r0 + r) + (lane == 31)], lane, rows[r]);
 #pragma unroll
     for (int o = 0; o < IPF_ROWS; o++) {
-        ipf_row(in[o + 2], edge[o + 2], lane, rows[o + 2]);
-        const int ahead = o + 2 + IPF_EDGE_AHEAD;
-        if (ahead < IPF_ROWS + 2) edge[ahead] = ipf_edge_pixel(src, ss, height, xe, y0 - 1 + ahead, rows_in);
+        const int r = r0 + o + 2;
+        ipf_row(tile[r * IPF_LANE_CHUNKS + lane], edges[2 * r + (lane == 31)], lane, rows[o + 2]);
         uint32_t out[4];
         ipk_mvec_row(rows[o], rows[o + 1], rows[o + 2], out);
         if (n > 0 && y0 + o < height) ipf_store((unsigned char *)(dst + (long long)(y0 + o) * ds), x, n, out);

@@ -172,15 +172,19 @@ static void test_fused_against_unfused(void)
 }
 
 /* The fused median's layout (kernels/fused/fused_median3.cu): 16 columns a thread, 512 a warp, 4
- * rows a thread and 16 a block. Widths around those (the warps' edge pixels, lanes right of the
- * image, a last warp with one lane inside), heights that are multiples of the rows and not (the
- * last rows read inside or through the border), every border, 1 to 4 channels into the chain. */
+ * rows a thread and 16 a block, whose 18 input rows go through the chain into shared memory first
+ * (16-byte loads all issued first where the 18 rows and 512 columns lie inside the image: 1024 x
+ * 34 and 1100 x 50 have such blocks beside others). Widths around those (the warps' edge pixels,
+ * lanes right of the image, a last warp with one lane inside), heights that are multiples of the
+ * rows and not (the last rows read inside or through the border), every border, 1 to 4 channels
+ * into the chain. */
 static void test_fused_median_layout(void)
 {
     static const char *const median_chains[] = { "grayscale | median", "grayscale | pointinv | median border=zero",
                                                   "pointinv | grayscale | median border=reflect101" };
     static const int shapes[][2] = { { 15, 6 }, { 16, 4 }, { 17, 3 }, { 31, 2 }, { 48, 16 }, { 511, 5 },
-                                     { 512, 17 }, { 513, 15 }, { 528, 9 }, { 1024, 32 }, { 1041, 7 } };
+                                     { 512, 17 }, { 513, 15 }, { 528, 9 }, { 1024, 32 }, { 1041, 7 },
+                                     { 1024, 34 }, { 1100, 50 } };
     exec_ctx *plain = make_ctx(EXEC_COPY, 1, 1, 0), *fused = make_ctx(EXEC_COPY, 0, 1, 1);
     exec_ctx *zerocopy = make_ctx(EXEC_ZEROCOPY, 0, 1, 0);
     uint64_t seed = 500;
