@@ -12,9 +12,8 @@
 #include <unistd.h>
 #include "image.h"
 #include "gpu.h"
-#include "jpeg_route.h"
-#include "meta.h"
 #include "mono_clock.h"
+#include "run/run.h"
 
 typedef struct {
     batch_entry *items;
@@ -281,103 +280,41 @@ typedef struct {
     batch_shared *sh;
     int index;
     plan own;
-    jpeg_gpu *jpeg;          /* on the pool's handle and this worker's stream: encodes */
-    int jpeg_tried;          /* jpeg opened (or found missing) on first need */
-    int gpu;                 /* the worker's device */
-    const batch_entry *e;    /* the image being planned */
 } worker;
 
-/* A GPU failure under --device auto is retried on the CPU, with a context made for it. */
-static int run_on_cpu(const exec_options *eo, const plan *p, const ip_image *in, const char *path, ip_image *out,
-                      exec_ctx **cpu_ctx, char *err, size_t errlen)
+/* The run layer's options for one image of the folder. */
+static run_options image_options(const batch_options *o, const batch_entry *e)
 {
-    exec_options cpu = *eo;
-    cpu.device = EXEC_CPU;
-    int rc = *cpu_ctx ? IP_OK : exec_create(cpu_ctx, &cpu, err, errlen);
-    return rc == IP_OK ? exec_run(*cpu_ctx, p, in, path, out, NULL, err, errlen) : rc;
+    run_options ro;
+    run_default_options(&ro);
+    ro.device = o->device == EXEC_GPU ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
+    ro.threads = o->threads;
+    ro.transfer = o->transfer;
+    ro.profile = o->verbose;
+    ro.no_fuse = o->no_fuse;
+    ro.strip = o->strip;
+    ro.jpeg_gpu_required = o->jpeg_on_gpu;
+    ro.stream = o->stream;
+    ro.memory = o->memory;
+    ro.io = o->io;
+    if (o->all_pages && e) ro.io.page = e->page;
+    return ro;
 }
 
-/* Plans the worker's steps for the image as soon as its header is read. */
-static int plan_entry(void *user, const ip_shape *shape, char *err, size_t errlen)
+static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_warnings *warnings, char *err,
+                         size_t errlen)
 {
-    worker *w = user;
-    ip_shape final;
-    int rc = plan_shapes(&w->own, shape, &final, err, errlen);
-    return rc == IP_OK ? io_check_writable(io_format_from_ext(w->e->out), &final, err, errlen) : rc;
-}
-
-/* The worker's nvJPEG, opened on the pool's handle the first time a JPEG comes in or goes out
- * (waiting for the handle, which opens on its own thread from the start of the run). */
-static jpeg_gpu *worker_jpeg(worker *w, exec_ctx *ctx, io_format fmt)
-{
-    if (w->jpeg_tried || !w->sh->jpeg || fmt != IO_FMT_JPEG) return w->jpeg;
-    w->jpeg_tried = 1;
-    char why[256];
-    jpeg_gpu *shared = jpeg_pool_handle(w->sh->jpeg, w->gpu, NULL);
-    if (shared && jpeg_gpu_open_shared(&w->jpeg, shared, exec_stream(ctx), 0, why, sizeof why) != IP_OK)
-        w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
-    return w->jpeg;
-}
-
-/* JPEG to device memory through nvJPEG where it takes the file; otherwise decoded on the CPU into
- * the context's (pinned, on the GPU) input memory. */
-static int decode_entry(worker *w, exec_ctx *ctx, const io_options *io, ip_image *in, char *err, size_t errlen)
-{
-    if (jpeg_route_wanted(worker_jpeg(w, ctx, w->e->fmt), w->e->fmt, w->sh->o->transfer)) {
-        int rc = jpeg_route_decode_pooled(w->sh->jpeg, w->gpu, ctx, &w->own, w->e->in, io, in, err, errlen);
-        if (rc != IP_EUNSUPPORTED) return rc;
+    run_options ro = image_options(w->sh->o, e);
+    run_source in = { e->in, NULL };
+    run_sink out = { e->out, NULL };
+    run_result res;
+    int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
+    *warnings = res.warnings;
+    if (res.notes[0] && w->sh->cb->note) {
+        pthread_mutex_lock(&w->sh->lock);
+        w->sh->cb->note(w->sh->cb->user, res.notes);
+        pthread_mutex_unlock(&w->sh->lock);
     }
-    return io_read(w->e->in, io, in, err, errlen);
-}
-
-/* A GPU failure under auto: the image again on the CPU, read again when it was on the device. */
-static int retry_on_cpu(worker *w, const exec_options *eo, const io_options *io, ip_image *in, ip_image *out,
-                        exec_ctx **cpu_ctx, char *err, size_t errlen)
-{
-    io_options host_io = *io;
-    host_io.memory = (io_pixel_memory){ NULL, NULL, NULL };
-    ip_image host = { 0 };
-    int rc = in->on_device ? io_read(w->e->in, &host_io, &host, err, errlen) : IP_OK;
-    if (rc == IP_OK) rc = run_on_cpu(eo, &w->own, in->on_device ? &host : in, w->e->in, out, cpu_ctx, err, errlen);
-    img_free(&host);
-    return rc;
-}
-
-static int write_entry(worker *w, const ip_image *out, io_meta *meta, char *err, size_t errlen)
-{
-    io_options io = w->sh->o->io;
-    io.meta = meta;
-    if (out->on_device) return jpeg_route_write(w->jpeg, out, w->e->out, &io, err, errlen);
-    return io_write(w->e->out, out, &io, err, errlen);
-}
-
-static int ctx_is_gpu(const worker *w) { return w->sh->o->device == EXEC_GPU; }
-
-static int process_entry(worker *w, exec_ctx *ctx, exec_ctx **cpu_ctx, const exec_options *eo,
-                         const batch_entry *e, io_warnings *warnings, char *err, size_t errlen)
-{
-    const batch_options *o = w->sh->o;
-    ip_image in = { 0 }, out;
-    io_options io = o->io;
-    io.memory = exec_input_memory(ctx);   /* on the GPU: decoded straight into pinned memory */
-    io.on_shape = plan_entry;
-    io.on_shape_user = w;
-    io.warnings = warnings;
-    if (o->all_pages) io.page = e->page;
-    io_meta meta;
-    meta_init(&meta);
-    io.meta = o->strip ? NULL : &meta;
-    w->e = e;
-    int rc = decode_entry(w, ctx, &io, &in, err, errlen);
-    if (rc != IP_OK) return rc;
-    exec_keep_result_on_device(ctx, ctx_is_gpu(w) && worker_jpeg(w, ctx, io_format_from_ext(e->out)) &&
-                                        io_format_from_ext(e->out) == IO_FMT_JPEG);
-    rc = exec_run(ctx, &w->own, &in, e->in, &out, NULL, err, errlen);
-    if (rc != IP_OK && eo->device == EXEC_GPU && o->cpu_fallback)
-        rc = retry_on_cpu(w, eo, &io, &in, &out, cpu_ctx, err, errlen);
-    if (rc == IP_OK) rc = write_entry(w, &out, io.meta, err, errlen);
-    if (!in.on_device) io_image_free(&io, &in);
-    meta_clear(&meta);
     return rc;
 }
 
@@ -436,14 +373,11 @@ static void *worker_main(void *arg)
     worker *w = arg;
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
-    exec_options eo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, o->threads, o->transfer, 0, 1 };
-    exec_fusion_options fo = { o->no_fuse, 0, o->verbose };
-    exec_ctx *ctx = NULL, *cpu_ctx = NULL;
+    run_options ro = image_options(o, NULL);
+    run_worker_options wo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, sh->jpeg, o->cpu_fallback, 1 };
+    run_worker *rw = NULL;
     char err[1024];
-    int ctx_rc = exec_create(&ctx, &eo, err, sizeof err);
-    if (ctx_rc == IP_OK) exec_set_fusion(ctx, &fo);
-    w->gpu = eo.gpu_index;
-    if (ctx_rc != IP_OK) w->jpeg_tried = 1;
+    int rc_worker = run_worker_create(&rw, &ro, &wo, err, sizeof err);
     for (const batch_entry *e; (e = take_next(sh));) {
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
@@ -451,17 +385,16 @@ static void *worker_main(void *arg)
             continue;
         }
         io_warnings warnings = { 0 };
-        int rc = ctx_rc != IP_OK ? ctx_rc : process_entry(w, ctx, &cpu_ctx, &eo, e, &warnings, err, sizeof err);
+        int rc = rc_worker != IP_OK ? rc_worker : process_entry(w, rw, e, &warnings, err, sizeof err);
         report(sh, e, rc, 0, err, &warnings);
-        if (ctx && sh->cb->note && exec_take_notes(ctx)[0]) {
+        const char *notes = run_worker_notes(rw);
+        if (notes[0] && sh->cb->note) {
             pthread_mutex_lock(&sh->lock);
-            sh->cb->note(sh->cb->user, exec_take_notes(ctx));
+            sh->cb->note(sh->cb->user, notes);
             pthread_mutex_unlock(&sh->lock);
         }
     }
-    jpeg_gpu_close(w->jpeg);
-    exec_destroy(ctx);
-    exec_destroy(cpu_ctx);
+    run_worker_destroy(rw);
     return NULL;
 }
 

@@ -7,6 +7,7 @@
 #include "exec.h"
 #include "io.h"
 #include "plan.h"
+#include "run/run.h"
 
 #define BATCH_MAX_GPUS 64
 
@@ -29,6 +30,8 @@ typedef struct {
     int shard_index, shard_count;   /* --shard I/N (count 0 or 1: every image) */
     int all_pages;              /* each page of a multi-page TIFF to OUT/STEM-pN.EXT (else io.page) */
     int strip;                  /* carry no metadata from the inputs to the outputs */
+    run_stream_mode stream;     /* an image streams as run_image decides for one image */
+    uint64_t memory;            /* host bytes an image may hold (0: half the machine) */
     io_options io;
     volatile sig_atomic_t *stop;   /* set (by a signal handler) to stop taking new images */
 } batch_options;

@@ -2,7 +2,17 @@
 #include "gpu.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "imgpipe/plugin.h"
+
+/* The NVIDIA driver's control node: without it no CUDA device can exist, and saying so costs no
+ * CUDA start-up. */
+int gpu_driver_present(char *why, size_t whylen)
+{
+    if (access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia/version", F_OK) == 0) return 1;
+    snprintf(why, whylen, "no GPU: this machine has no NVIDIA driver (no /dev/nvidiactl)");
+    return 0;
+}
 
 #ifdef IMGPIPE_HAVE_CUDA
 #include <cuda_runtime_api.h>

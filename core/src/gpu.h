@@ -19,6 +19,8 @@ int gpu_start(int device, char *err, size_t errlen);
 
 /* Number of usable devices, 0 with the reason in `why` when there is none. */
 int gpu_device_count(char *why, size_t whylen);
+/* Whether an NVIDIA driver is there at all, without starting CUDA; why says it when not. */
+int gpu_driver_present(char *why, size_t whylen);
 int gpu_device_name(int device, char *name, size_t len);
 int gpu_select(int device, char *err, size_t errlen);
 

@@ -33,11 +33,11 @@ void io_default_options(io_options *opt)
     opt->warnings = NULL;
     opt->page = 0;
     opt->meta = NULL;
+    opt->meta_known = 0;
     opt->autorotate = 0;
     opt->tiff_bigtiff_above = 0;
     opt->stream_hold_bytes = 0;
-    opt->on_temp = NULL;
-    opt->on_temp_user = NULL;
+    opt->temp_slot = NULL;
 }
 
 int io_image_alloc(const io_options *opt, ip_image *img, const ip_shape *shape, char *err, size_t errlen)
@@ -226,7 +226,39 @@ int io_read_file(const char *path, unsigned char **data, size_t *size, char *err
     return rc;
 }
 
-int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen)
+int io_input_open(const char *path, io_input *in, char *err, size_t errlen)
+{
+    char why[128];
+    in->format = IO_FMT_UNKNOWN;
+    in->file = fopen(path, "rb");
+    if (!in->file) {
+        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
+        return IP_EIO;
+    }
+    unsigned char head[8];
+    size_t n = fread(head, 1, sizeof head, in->file);
+    int rc = IP_OK;
+    if (n < sizeof head && ferror(in->file)) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    } else if (n == 0) {
+        snprintf(err, errlen, "empty file, not an image");
+        rc = IP_EFORMAT;
+    } else if ((in->format = io_detect(head, n)) == IO_FMT_UNKNOWN) {
+        snprintf(err, errlen, "not a PNG, JPEG or TIFF file");
+        rc = IP_EFORMAT;
+    }
+    if (rc != IP_OK) io_input_close(in);
+    return rc;
+}
+
+void io_input_close(io_input *in)
+{
+    if (in->file) fclose(in->file);
+    in->file = NULL;
+}
+
+int io_read_input(io_input *in, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     io_options defaults;
     if (!opt) {
@@ -235,33 +267,23 @@ int io_read(const char *path, const io_options *opt, ip_image *out, char *err, s
     }
     memset(out, 0, sizeof *out);
     char why[128];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
-        return IP_EIO;
-    }
-    unsigned char head[8];
-    size_t n = fread(head, 1, sizeof head, f);
     int rc = IP_OK;
-    if (n < sizeof head && ferror(f)) {
-        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-    } else if (n == 0) {
-        snprintf(err, errlen, "empty file, not an image");
-        rc = IP_EFORMAT;
-    }
-    io_format fmt = rc ? IO_FMT_UNKNOWN : io_detect(head, n);
-    if (!rc && fmt == IO_FMT_UNKNOWN) {
-        snprintf(err, errlen, "not a PNG, JPEG or TIFF file");
-        rc = IP_EFORMAT;
-    }
-    if (!rc && fseek(f, 0, SEEK_SET) != 0) {
+    if (fseek(in->file, 0, SEEK_SET) != 0) {
         snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
         rc = IP_EIO;
     }
-    if (!rc) rc = io_decode_with_meta(f, fmt, opt, out, err, errlen);
-    fclose(f);
+    if (!rc) rc = io_decode_with_meta(in->file, in->format, opt, out, err, errlen);
     if (rc) io_image_free(opt, out);
+    return rc;
+}
+
+int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen)
+{
+    io_input in;
+    memset(out, 0, sizeof *out);
+    int rc = io_input_open(path, &in, err, errlen);
+    if (rc == IP_OK) rc = io_read_input(&in, opt, out, err, errlen);
+    io_input_close(&in);
     return rc;
 }
 
@@ -360,11 +382,17 @@ static void temp_fill(char *tmpl, uint64_t seed)
 
 static void temp_told(const io_options *opt, const char *tmp_path, int made)
 {
-    if (opt && opt->on_temp) opt->on_temp(opt->on_temp_user, tmp_path, made);
+    io_temp_slot *slot = opt ? opt->temp_slot : NULL;
+    if (!slot) return;
+    slot->set = 0;
+    size_t len = strlen(tmp_path);
+    if (!made || len >= sizeof slot->path) return;
+    memcpy(slot->path, tmp_path, len + 1);
+    slot->set = 1;
 }
 
 /* Creates the temporary tmpl names (XXXXXX filled in), mode 0600; -1 with errno on failure. opt's
- * on_temp hears the name before the file exists, so that a signal handler removing what it heard
+ * the slot holds the name before the file exists, so that a signal handler removing what it heard
  * of cannot miss a file that is there (mkstemp would tell it only after). The name holds the
  * process id: one already taken can only be a dead run's leftover, so it is no loss if a signal
  * then removes it. */

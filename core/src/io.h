@@ -2,6 +2,8 @@
 #ifndef IMGPIPE_IO_H
 #define IMGPIPE_IO_H
 #include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
 #include "imgpipe/plugin.h"
 
 typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
@@ -26,6 +28,13 @@ typedef struct {
     char first[256];   /* the first warning's message, without the path */
 } io_warnings;
 
+/* Where the name of a run's output temporary is kept for a signal handler: set is 1 while path
+ * names a file that exists. */
+typedef struct {
+    char path[4096];
+    volatile sig_atomic_t set;
+} io_temp_slot;
+
 typedef struct {
     int png_level;       /* 0..9, default 6 */
     int jpeg_quality;    /* 1..100, default 90 */
@@ -48,17 +57,18 @@ typedef struct {
     /* ICC profile, EXIF, XMP, text, resolution (meta.h): io_read fills *meta when set, io_write
      * writes what the output format holds of it. NULL: none read, none written. */
     struct io_meta *meta;
+    /* *meta already holds the file's metadata (the run layer's probe read it): not read again. */
+    int meta_known;
     /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
     int autorotate;
     uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
     /* Streamed PNG and JPEG output: hold about this much at most (fewer bands compressed at once;
      * at least one). 0: two bands a thread. */
     uint64_t stream_hold_bytes;
-    /* Told the output's temporary file (made 1) when io_write, io_write_bytes or a streamed writer
-     * creates it, and again (made 0) once it is renamed into place or removed, so that a caller
-     * can remove it if a signal ends the process in between. NULL: not told. */
-    void (*on_temp)(void *user, const char *tmp_path, int made);
-    void *on_temp_user;
+    /* The output's temporary file is named here while it exists (io_write, io_write_bytes and the
+     * streamed writers), so that a signal handler can remove it if a signal ends the process
+     * before it is renamed into place or removed. NULL: not named anywhere. */
+    io_temp_slot *temp_slot;
 } io_options;
 
 void io_default_options(io_options *opt);
@@ -94,6 +104,17 @@ const char *io_tiff_compression_name(io_tiff_compression c);
  * unsupported), IP_ELIMIT (over a limit of io_options). The message does not repeat the path. */
 int io_read(const char *path, const io_options *opt, ip_image *out, char *err, size_t errlen);
 
+/* An input file opened once: its format read from its first bytes, then handed to whichever
+ * reader runs it (the whole-image reader, a streaming reader), each starting from its start. */
+typedef struct {
+    FILE *file;
+    io_format format;
+} io_input;
+/* IP_EIO (cannot open or read) or IP_EFORMAT (empty, or not PNG, JPEG or TIFF), as io_read says. */
+int io_input_open(const char *path, io_input *in, char *err, size_t errlen);
+void io_input_close(io_input *in);
+/* io_read of an opened input. */
+int io_read_input(io_input *in, const io_options *opt, ip_image *out, char *err, size_t errlen);
 /* The whole file in malloc'd memory (for decoders that take bytes, such as nvJPEG). */
 int io_read_file(const char *path, unsigned char **data, size_t *size, char *err, size_t errlen);
 
@@ -105,7 +126,7 @@ int io_check_writable(io_format fmt, const ip_shape *shape, char *err, size_t er
  * on any failure no file at path (nor the temporary) is left. */
 int io_write(const char *path, const ip_image *img, const io_options *opt, char *err, size_t errlen);
 /* Writes already-encoded file bytes (a GPU-encoded JPEG) to path the same way as io_write; opt
- * (may be NULL) for its on_temp only. */
+ * (may be NULL) for its temp_slot only. */
 int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, const io_options *opt, char *err,
                    size_t errlen);
 #endif

@@ -29,8 +29,8 @@ int io_fclose_checked(FILE *f, char *err, size_t errlen);
 const char *io_strerror(int errnum, char *buf, size_t len);
 int io_host_is_little_endian(void);
 /* A new temporary file beside path (malloc'd name in *tmp_path, mode as a plain new file), for
- * writers that rename it into place when complete and unlink it otherwise; opt's on_temp (opt may
- * be NULL) is told of it here, and must be told again by io_temp_done when it is gone. */
+ * writers that rename it into place when complete and unlink it otherwise; opt's temp_slot (opt
+ * may be NULL) names it here, and io_temp_done clears it when it is gone. */
 int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *fd, char *err, size_t errlen);
 void io_temp_done(const io_options *opt, const char *tmp_path);
 #endif

@@ -68,7 +68,7 @@ int io_decode_with_meta(FILE *f, io_format fmt, const io_options *opt, ip_image 
     io_meta local;
     io_meta *m = opt->meta ? opt->meta : &local;
     meta_init(&local);
-    rc = meta_read(f, fmt, opt->page, m);
+    rc = opt->meta && opt->meta_known ? IP_OK : meta_read(f, fmt, opt->page, m);
     if (rc) snprintf(err, errlen, "out of memory");
     if (!rc && fseek(f, 0, SEEK_SET) != 0) {
         snprintf(err, errlen, "cannot read: cannot go back to the file's start");

@@ -23,7 +23,7 @@ struct io_stream_writer {
     void *codec;
     const io_stream_write_ops *ops;
     int rows_written, height;
-    io_options told;   /* only on_temp and on_temp_user: told when the temporary is gone */
+    io_options told;   /* only temp_slot: cleared when the temporary is gone */
 };
 
 int io_stream_reads(io_format fmt) { return fmt == IO_FMT_TIFF || fmt == IO_FMT_PNG || fmt == IO_FMT_JPEG; }
@@ -105,11 +105,11 @@ static int create_codec(io_format fmt, int fd, const ip_shape *shape, const io_o
     return io_tiff_stream_create(fd, shape, opt, codec, ops, err, errlen);
 }
 
-int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
-                   ip_shape *shape, char *err, size_t errlen)
+int io_stream_open_input(io_input *in, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
+                         ip_shape *shape, char *err, size_t errlen)
 {
     *out = NULL;
-    io_format fmt = io_detect_file(path);
+    io_format fmt = in->format;
     if (!io_stream_reads(fmt)) {
         snprintf(err, errlen, "%s files are not read in bands", fmt == IO_FMT_UNKNOWN ? "these" : io_format_name(fmt));
         return IP_EUNSUPPORTED;
@@ -125,9 +125,11 @@ int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes,
         return IP_ENOMEM;
     }
     char why[128];
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        snprintf(err, errlen, "cannot open: %s", io_strerror(errno, why, sizeof why));
+    /* the input's own descriptor, from its start (the readers read from where it stands) */
+    r->fd = dup(fileno(in->file));
+    if (r->fd < 0 || lseek(r->fd, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        if (r->fd >= 0) close(r->fd);
         free(r);
         return IP_EIO;
     }
@@ -139,6 +141,20 @@ int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes,
     }
     *out = r;
     return IP_OK;
+}
+
+int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
+                   ip_shape *shape, char *err, size_t errlen)
+{
+    *out = NULL;
+    io_input in;
+    if (io_input_open(path, &in, err, errlen) != IP_OK) {   /* the whole-image reader says why */
+        snprintf(err, errlen, "these files are not read in bands");
+        return IP_EUNSUPPORTED;
+    }
+    int rc = io_stream_open_input(&in, opt, band_bytes, out, shape, err, errlen);
+    io_input_close(&in);
+    return rc;
 }
 
 int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size_t errlen)
@@ -188,8 +204,7 @@ int io_stream_create(const char *path, const ip_shape *shape, const io_options *
     memcpy(w->path, path, len);
     w->height = shape->height;
     if (opt) {
-        w->told.on_temp = opt->on_temp;
-        w->told.on_temp_user = opt->on_temp_user;
+        w->told.temp_slot = opt->temp_slot;
     }
     int fd;
     rc = io_temp_open(path, &w->told, &w->tmp, &fd, err, errlen);

@@ -15,6 +15,9 @@ typedef struct io_stream_writer io_stream_writer;
  * still take; other errors as io_read's. opt->on_shape is called as io_read calls it. */
 int io_stream_open(const char *path, const io_options *opt, uint64_t band_bytes, io_stream_reader **r, ip_shape *shape,
                    char *err, size_t errlen);
+/* io_stream_open of an input already opened (it keeps its own descriptor: in may be closed). */
+int io_stream_open_input(io_input *in, const io_options *opt, uint64_t band_bytes, io_stream_reader **out,
+                         ip_shape *shape, char *err, size_t errlen);
 /* The next rows in order: *rows is valid until the next call, its height 0 after the last row. */
 int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size_t errlen);
 /* Rows the reader hands out at a time (a strip or a row of tiles), for sizing bands. */

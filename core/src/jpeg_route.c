@@ -36,6 +36,7 @@ int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer tran
  * (IP_EUNSUPPORTED), which does. */
 static int read_meta(const unsigned char *data, size_t len, const io_options *opt, char *err, size_t errlen)
 {
+    if (opt->meta && opt->meta_known) return opt->autorotate && opt->meta->orientation != 1 ? IP_EUNSUPPORTED : IP_OK;
     if (!opt->meta && !opt->autorotate) return IP_OK;
     io_meta local;
     io_meta *m = opt->meta ? opt->meta : &local;

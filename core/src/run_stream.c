@@ -51,8 +51,8 @@ static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_s
     return io_stream_held_bytes(rs->reader) + out_bytes + OVERLAP_SLOTS * block;
 }
 
-int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
-                    ip_shape *in_shape, char *err, size_t errlen)
+int run_stream_open(run_stream **out, plan *p, io_input *in, const char *in_path, const char *out_path,
+                    const run_stream_options *o, ip_shape *in_shape, char *err, size_t errlen)
 {
     *out = NULL;
     run_stream *rs = calloc(1, sizeof *rs);
@@ -65,7 +65,7 @@ int run_stream_open(run_stream **out, plan *p, const char *in_path, const char *
     if (!rs->o.io.stream_hold_bytes) rs->o.io.stream_hold_bytes = o->memory_limit / 4;
     /* a thirty-second of the limit for the decoder's band, held four times at most (decoded,
      * its compressed blocks, two queued for the stages): the rest for the stages and the writer */
-    int rc = io_stream_open(in_path, &o->io, o->memory_limit / 32, &rs->reader, in_shape, err, errlen);
+    int rc = io_stream_open_input(in, &o->io, o->memory_limit / 32, &rs->reader, in_shape, err, errlen);
     ip_shape final;
     /* a pipeline that cannot take the image, or an output that cannot hold the result, is an error
      * of its own (IP_EINVAL, worded as the whole-image path words it), not a file to read whole */

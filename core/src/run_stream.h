@@ -24,13 +24,13 @@ typedef struct {
     uint64_t planned_device_bytes;   /* BAND_ON_GPU: what the band executors were sized to */
 } run_stream_report;
 
-/* Opens in_path for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
+/* Opens in (in_path's file, opened once by the caller) for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
  * header, nothing written) when the file is not read in bands, so the caller can take the
  * whole-image path; IP_EINVAL when the pipeline cannot take the image or the output cannot hold
  * the result; the reader's errors otherwise, as io_read's. */
 typedef struct run_stream run_stream;
-int run_stream_open(run_stream **rs, plan *p, const char *in_path, const char *out_path, const run_stream_options *o,
-                    ip_shape *in_shape, char *err, size_t errlen);
+int run_stream_open(run_stream **rs, plan *p, io_input *in, const char *in_path, const char *out_path,
+                    const run_stream_options *o, ip_shape *in_shape, char *err, size_t errlen);
 /* Where the bands run and on how many workers (o's place, n_workers, gpu_ids, gpu_memory_limit
  * and threads), decided once the shape is known; before run_stream_budget. */
 void run_stream_set_placement(run_stream *rs, const run_stream_options *o);

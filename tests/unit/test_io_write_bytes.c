@@ -1,7 +1,6 @@
 /* io_write_bytes: encoded bytes land whole at the path through a temporary file; failures leave
- * neither the file nor the temporary; on_temp hears of the temporary before it exists (a signal
- * handler that removes what it heard of must never miss a file that is there) and again when it
- * is gone. */
+ * neither the file nor the temporary; the temp slot names the temporary (for a signal handler
+ * that removes it) and is cleared when it is gone. */
 #include "test_io_helpers.h"
 #include <dirent.h>
 #include <unistd.h>
@@ -19,39 +18,21 @@ static int temporaries_left(const char *dir)
     return n;
 }
 
-typedef struct {
-    int told_made, told_gone, existed_when_told, named_after_pid;
-    char path[1024];
-} temp_log;
-
-static void log_temp(void *user, const char *tmp_path, int made)
+/* The slot names the temporary while it exists, and is cleared once the file is in place. */
+static void check_temp_slot(const unsigned char *bytes, size_t len)
 {
-    temp_log *log = user;
-    char pid[32];
-    snprintf(pid, sizeof pid, "-%ld-", (long)getpid());
-    if (made) {
-        log->told_made++;
-        log->existed_when_told += access(tmp_path, F_OK) == 0;
-        log->named_after_pid += strstr(tmp_path, pid) != NULL;
-        snprintf(log->path, sizeof log->path, "%s", tmp_path);
-    } else {
-        log->told_gone += strcmp(log->path, tmp_path) == 0;
-    }
-}
-
-static void check_temp_told(const unsigned char *bytes, size_t len)
-{
-    temp_log log;
-    memset(&log, 0, sizeof log);
+    io_temp_slot slot;
+    memset(&slot, 0, sizeof slot);
     io_options opt;
     io_default_options(&opt);
-    opt.on_temp = log_temp;
-    opt.on_temp_user = &log;
+    opt.temp_slot = &slot;
+    char pid[32];
+    snprintf(pid, sizeof pid, "-%ld-", (long)getpid());
     CHECK(io_write_bytes(tio_path("told.jpg"), bytes, len, &opt, err, sizeof err) == IP_OK, "%s", err);
-    CHECK(log.told_made == 1 && log.told_gone == 1, "on_temp: made %d, gone %d", log.told_made, log.told_gone);
-    CHECK(log.existed_when_told == 0, "on_temp heard of the temporary after it was created");
-    CHECK(log.named_after_pid == 1, "temporary %s does not hold the process id", log.path);
-    CHECK(access(log.path, F_OK) != 0, "temporary %s still there", log.path);
+    CHECK(slot.set == 0, "the slot still names a temporary after the write");
+    CHECK(strstr(slot.path, ".imgpipe-tmp-") && strstr(slot.path, pid), "temporary '%s' was not named, with the process id",
+          slot.path);
+    CHECK(access(slot.path, F_OK) != 0, "temporary %s still there", slot.path);
 }
 
 int main(void)
@@ -74,7 +55,7 @@ int main(void)
     CHECK(io_write_bytes(tio_path(""), bytes, 10, NULL, err, sizeof err) == IP_EINVAL, "folder path accepted");
     CHECK(io_write_bytes("/nonexistent-dir/x.jpg", bytes, 10, NULL, err, sizeof err) == IP_EIO && strstr(err, "cannot create"),
           "missing folder: %s", err);
-    check_temp_told(bytes, sizeof bytes);
+    check_temp_slot(bytes, sizeof bytes);
     CHECK(temporaries_left(tu_tmpdir()) == 0, "temporary files left in %s", tu_tmpdir());
     return tu_finish();
 }

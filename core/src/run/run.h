@@ -1,0 +1,113 @@
+/* The run layer: one image, file or memory to file or memory, through a planned pipeline. It
+ * probes the input once, chooses stream or whole and the device, starts the GPU beside decoding,
+ * decodes, runs, falls back to the CPU under auto, writes atomically, and says what it did in a
+ * run_result. It never prints and never exits: the command line, the folder runner and (next) the
+ * C API all drive it. */
+#ifndef IMGPIPE_RUN_H
+#define IMGPIPE_RUN_H
+#include <signal.h>
+#include <stdint.h>
+#include "exec.h"
+#include "io.h"
+#include "jpeg_gpu.h"
+#include "jpeg_pool.h"
+#include "meta.h"
+#include "plan.h"
+#include "run_stream.h"
+
+typedef enum { RUN_DEVICE_AUTO = 0, RUN_DEVICE_CPU, RUN_DEVICE_GPU } run_device;
+typedef enum { RUN_STREAM_AUTO = 0, RUN_STREAM_ON, RUN_STREAM_OFF } run_stream_mode;
+
+#define RUN_MAX_GPUS 64
+
+typedef struct {
+    run_device device;
+    int threads;                 /* CPU threads for stages and codecs; 0: all cores */
+    exec_transfer transfer;
+    int profile;                 /* record per-stage times (and fusion notes) */
+    int no_fuse;
+    int strip;                   /* no metadata carried to the output */
+    int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU */
+    run_stream_mode stream;
+    uint64_t memory;             /* host bytes a run may hold; 0: half the machine */
+    uint64_t gpu_memory;         /* device bytes; 0: half the GPU's free memory for streamed runs */
+    int gpu_ids[RUN_MAX_GPUS];   /* a streamed image's bands are dealt to these (n_gpus 0: GPU 0) */
+    int n_gpus;
+    io_options io;
+} run_options;
+
+void run_default_options(run_options *o);
+
+/* An image to read: a file, or pixels in host memory (path NULL). */
+typedef struct {
+    const char *path;
+    const ip_image *image;
+} run_source;
+
+/* Where the result goes: a file (written atomically), or host memory (path NULL): *image then
+ * receives a malloc'd packed copy, freed with img_free. */
+typedef struct {
+    const char *path;
+    ip_image *image;
+} run_sink;
+
+#define RUN_NOTES_LEN 2048
+
+typedef struct {
+    double decode_ms, encode_ms, startup_ms, startup_wait_ms;
+    double fuse_ms;              /* NVRTC compiling beside decoding */
+    int fuse_compiled;           /* kernels it compiled */
+} run_times;
+
+typedef struct {
+    exec_device device;          /* where the stages ran */
+    int gpu;                     /* the (first) GPU used */
+    char why[1024];              /* why auto chose it ("" when it was not auto's choice) */
+    int streamed;                /* ran in bands */
+    run_stream_options stream_options;   /* streamed: where and within what */
+    run_stream_report stream_report;
+    exec_profile prof;           /* whole-image runs */
+    run_times times;
+    int has_jpeg_times;          /* nvJPEG was opened for this run */
+    jpeg_gpu_open_times jpeg_times;
+    char jpeg_description[128];
+    io_warnings warnings;        /* what the decoder went on past */
+    char fallback[1024];         /* "" or the GPU failure that sent the image to the CPU */
+    char notes[RUN_NOTES_LEN];   /* lines worth telling once (newline-separated) */
+    char stream_why[256];        /* why the image ran whole, for -v ("" when streamed) */
+    /* On failure: the path the message is about (NULL: the message says it all), and whether
+     * the pipeline or the options cannot take the image (a usage error) rather than the file. */
+    const char *failed_path;
+    int usage_error;
+} run_result;
+
+/* What a caller keeps from image to image (a folder's worker thread): an exec context on its
+ * device, a CPU one for fallbacks, nvJPEG on the folder's pool. */
+typedef struct run_worker run_worker;
+
+typedef struct {
+    exec_device device;
+    int gpu;                     /* EXEC_GPU: the worker's device */
+    jpeg_pool *jpeg;             /* nvJPEG shared by the workers of each GPU, or NULL */
+    int cpu_fallback;            /* a GPU failure retries the image on the CPU */
+    int pin_host;                /* decode into pinned buffers kept between images */
+} run_worker_options;
+
+int run_worker_create(run_worker **w, const run_options *o, const run_worker_options *wo, char *err, size_t errlen);
+void run_worker_destroy(run_worker *w);
+/* Notes of the worker's context (a stage without a GPU path, say), then cleared; "" when none. */
+const char *run_worker_notes(run_worker *w);
+
+/* One image through p. w: NULL for a run of its own (the device chosen per o->device, the GPU
+ * started beside decoding), or a worker whose contexts it reuses. IP_OK, or an error with err
+ * saying what (without res->failed_path). p is planned for the image's shape. */
+int run_image(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
+              run_result *res, char *err, size_t errlen);
+
+/* The host memory a run may use by default: half the machine. */
+uint64_t run_default_memory(void);
+/* Threads the CPU path uses for o. */
+int run_cpu_threads(const run_options *o);
+/* Appends a line to res->notes. */
+void run_note(run_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif

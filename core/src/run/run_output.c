@@ -1,0 +1,31 @@
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "image.h"
+#include "jpeg_route.h"
+#include "run/run_output.h"
+
+static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size_t errlen)
+{
+    if (result->on_device) {
+        snprintf(err, errlen, "the result is on the GPU: ask for it in host memory");
+        return IP_EINVAL;
+    }
+    int rc = img_alloc(dst, &result->shape, UINT64_MAX, err, errlen);
+    if (rc != IP_OK) return rc;
+    size_t row = img_row_bytes(&result->shape);
+    for (int32_t y = 0; y < result->shape.height; y++)
+        memcpy((unsigned char *)dst->data + (size_t)y * (size_t)dst->stride,
+               (const unsigned char *)result->data + (size_t)y * (size_t)result->stride, row);
+    return IP_OK;
+}
+
+int run_output_write(jpeg_gpu *jpeg, const ip_image *result, const run_sink *out, const run_options *o,
+                     io_meta *meta, char *err, size_t errlen)
+{
+    if (!out->path) return copy_to_memory(result, out->image, err, errlen);
+    io_options io = o->io;
+    io.meta = o->strip ? NULL : meta;
+    if (result->on_device) return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
+    return io_write(out->path, result, &io, err, errlen);
+}

@@ -1,0 +1,161 @@
+/* A folder worker's runs: its contexts (the device's, and a CPU one made on the first fallback)
+ * and its nvJPEG kept from image to image, images decoded straight into the context's pinned
+ * input memory, or by nvJPEG into device memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "image.h"
+#include "jpeg_route.h"
+#include "mono_clock.h"
+#include "run/run_internal.h"
+#include "run/run_output.h"
+
+struct run_worker {
+    run_worker_options wo;
+    exec_options eo;
+    exec_ctx *ctx, *cpu_ctx;
+    int ctx_rc;                  /* the context could not be made: every image fails with it */
+    char ctx_err[512];
+    jpeg_gpu *jpeg;              /* on the pool's handle and this worker's stream: encodes */
+    int jpeg_tried;              /* opened (or found missing) on first need */
+};
+
+typedef struct {
+    plan *p;
+    const char *out_path;
+} worker_image;
+
+int run_worker_create(run_worker **out, const run_options *o, const run_worker_options *wo, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    run_worker *w = calloc(1, sizeof *w);
+    if (!w) return IP_ENOMEM;
+    w->wo = *wo;
+    w->eo = (exec_options){ wo->device, wo->gpu, o->threads, o->transfer, 0, wo->pin_host };
+    exec_fusion_options fo = { o->no_fuse, 0, o->profile };
+    w->ctx_rc = exec_create(&w->ctx, &w->eo, w->ctx_err, sizeof w->ctx_err);
+    if (w->ctx_rc == IP_OK) exec_set_fusion(w->ctx, &fo);
+    else w->jpeg_tried = 1;
+    *out = w;
+    return IP_OK;
+}
+
+void run_worker_destroy(run_worker *w)
+{
+    if (!w) return;
+    jpeg_gpu_close(w->jpeg);
+    exec_destroy(w->ctx);
+    exec_destroy(w->cpu_ctx);
+    free(w);
+}
+
+const char *run_worker_notes(run_worker *w) { return w && w->ctx ? exec_take_notes(w->ctx) : ""; }
+exec_device run_worker_device(const run_worker *w) { return w->wo.device; }
+int run_worker_gpu(const run_worker *w) { return w->wo.gpu; }
+
+/* Plans the image as soon as its header is read. */
+static int plan_image(void *user, const ip_shape *shape, char *err, size_t errlen)
+{
+    worker_image *wi = user;
+    ip_shape final;
+    int rc = plan_shapes(wi->p, shape, &final, err, errlen);
+    return rc == IP_OK && wi->out_path ? io_check_writable(io_format_from_ext(wi->out_path), &final, err, errlen) : rc;
+}
+
+/* nvJPEG on the pool's handle, opened the first time a JPEG comes in or goes out (waiting for the
+ * handle, which opens on its own thread from the start of the run). */
+static jpeg_gpu *worker_jpeg(run_worker *w, io_format fmt)
+{
+    if (w->jpeg_tried || !w->wo.jpeg || fmt != IO_FMT_JPEG) return w->jpeg;
+    w->jpeg_tried = 1;
+    char why[256];
+    jpeg_gpu *shared = jpeg_pool_handle(w->wo.jpeg, w->wo.gpu, NULL);
+    if (shared && jpeg_gpu_open_shared(&w->jpeg, shared, exec_stream(w->ctx), 0, why, sizeof why) != IP_OK)
+        w->jpeg = NULL;   /* no nvJPEG: JPEG goes through libjpeg-turbo, as it always can */
+    return w->jpeg;
+}
+
+static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe *pr, const io_options *io,
+                        ip_image *img, char *err, size_t errlen)
+{
+    if (in->image) {
+        *img = *in->image;
+        return io->on_shape(io->on_shape_user, &img->shape, err, errlen);
+    }
+    io_format fmt = pr->format;
+    if (jpeg_route_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
+        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->ctx, p, in->path, io, img, err, errlen);
+        if (rc != IP_EUNSUPPORTED) return rc;
+    }
+    return io_read_input(&pr->input, io, img, err, errlen);
+}
+
+/* A GPU failure under auto: the image again on the CPU, read again when it was on the device. */
+static int retry_on_cpu(run_worker *w, plan *p, const run_source *in, const io_options *io, ip_image *img,
+                        ip_image *result, char *err, size_t errlen)
+{
+    io_options host_io = *io;
+    host_io.memory = (io_pixel_memory){ NULL, NULL, NULL };
+    ip_image host = { 0 };
+    int rc = img->on_device ? io_read(in->path, &host_io, &host, err, errlen) : IP_OK;
+    exec_options cpu = w->eo;
+    cpu.device = EXEC_CPU;
+    if (rc == IP_OK && !w->cpu_ctx) rc = exec_create(&w->cpu_ctx, &cpu, err, errlen);
+    if (rc == IP_OK) rc = exec_run(w->cpu_ctx, p, img->on_device ? &host : img, in->path, result, NULL, err, errlen);
+    img_free(&host);
+    return rc;
+}
+
+static int run_and_write(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
+                         run_probe *pr, io_options *io, ip_image *img, run_result *res, char *err, size_t errlen)
+{
+    ip_image result;
+    io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
+    exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU && worker_jpeg(w, out_fmt) && out_fmt == IO_FMT_JPEG);
+    int rc = exec_run(w->ctx, p, img, in->path, &result, NULL, err, errlen);
+    if (rc != IP_OK && w->wo.device == EXEC_GPU && w->wo.cpu_fallback) {
+        snprintf(res->fallback, sizeof res->fallback, "%s", err);
+        res->device = EXEC_CPU;
+        rc = retry_on_cpu(w, p, in, io, img, &result, err, errlen);
+    }
+    if (rc != IP_OK) {
+        res->failed_path = in->path;
+        return rc;
+    }
+    double t0 = now_ms();
+    rc = run_output_write(w->jpeg, &result, out, o, &pr->meta, err, errlen);
+    res->times.encode_ms = now_ms() - t0;
+    if (rc != IP_OK) res->failed_path = out->path;
+    return rc;
+}
+
+int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
+                     run_probe *pr, run_result *res, char *err, size_t errlen)
+{
+    res->device = w->wo.device;
+    res->gpu = w->wo.gpu;
+    if (w->ctx_rc != IP_OK) {
+        snprintf(err, errlen, "%s", w->ctx_err);
+        return w->ctx_rc;
+    }
+    worker_image wi = { p, out->path };
+    io_options io = o->io;
+    io.memory = exec_input_memory(w->ctx);   /* on the GPU: decoded straight into pinned memory */
+    io.on_shape = plan_image;
+    io.on_shape_user = &wi;
+    io.warnings = &res->warnings;
+    io.meta = &pr->meta;
+    io.meta_known = 1;
+    ip_image img = { 0 };
+    double t0 = now_ms();
+    int rc = decode_image(w, p, in, pr, &io, &img, err, errlen);
+    res->times.decode_ms = now_ms() - t0;
+    if (rc != IP_OK) {
+        res->failed_path = in->path;
+        return rc;
+    }
+    rc = run_and_write(w, p, in, out, o, pr, &io, &img, res, err, errlen);
+    if (!in->image && !img.on_device) io_image_free(&io, &img);
+    return rc;
+}
