@@ -258,6 +258,16 @@ void io_input_close(io_input *in)
     in->file = NULL;
 }
 
+int io_input_bytes(io_input *in, unsigned char **data, size_t *size, char *err, size_t errlen)
+{
+    char why[128];
+    if (fseek(in->file, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "cannot read: %s", io_strerror(errno, why, sizeof why));
+        return IP_EIO;
+    }
+    return io_slurp(in->file, data, size, err, errlen);
+}
+
 int io_read_input(io_input *in, const io_options *opt, ip_image *out, char *err, size_t errlen)
 {
     io_options defaults;

@@ -113,6 +113,8 @@ typedef struct {
 /* IP_EIO (cannot open or read) or IP_EFORMAT (empty, or not PNG, JPEG or TIFF), as io_read says. */
 int io_input_open(const char *path, io_input *in, char *err, size_t errlen);
 void io_input_close(io_input *in);
+/* The whole of an opened input's bytes, from its start, in malloc'd memory (for nvJPEG). */
+int io_input_bytes(io_input *in, unsigned char **data, size_t *size, char *err, size_t errlen);
 /* io_read of an opened input. */
 int io_read_input(io_input *in, const io_options *opt, ip_image *out, char *err, size_t errlen);
 /* The whole file in malloc'd memory (for decoders that take bytes, such as nvJPEG). */

@@ -49,7 +49,7 @@ static int read_meta(const unsigned char *data, size_t len, const io_options *op
 }
 
 /* pool NULL: g decodes alone; else the pool's decoder for device, in a batch. */
-static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, const char *path,
+static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, io_input *in,
                         const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
     if (opt->page > 0) {   /* no such page: the CPU reader says so */
@@ -58,7 +58,7 @@ static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx,
     }
     unsigned char *data = NULL;
     size_t len = 0;
-    int rc = io_read_file(path, &data, &len, err, errlen);
+    int rc = io_input_bytes(in, &data, &len, err, errlen);
     if (rc == IP_OK) rc = read_meta(data, len, opt, err, errlen);
     if (rc != IP_OK) {
         free(data);
@@ -75,16 +75,16 @@ static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx,
     return rc;
 }
 
-int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, const char *path, const io_options *opt,
+int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, io_input *in, const io_options *opt,
                       ip_image *dev_in, char *err, size_t errlen)
 {
-    return route_decode(g, NULL, 0, ctx, p, path, opt, dev_in, err, errlen);
+    return route_decode(g, NULL, 0, ctx, p, in, opt, dev_in, err, errlen);
 }
 
-int jpeg_route_decode_pooled(jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, const char *path,
+int jpeg_route_decode_pooled(jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, io_input *in,
                              const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
-    return route_decode(NULL, pool, device, ctx, p, path, opt, dev_in, err, errlen);
+    return route_decode(NULL, pool, device, ctx, p, in, opt, dev_in, err, errlen);
 }
 
 int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,

@@ -96,13 +96,13 @@ static int finish_start(one_run *r, exec_ctx **ctx, jpeg_gpu **jpeg, char *err, 
 
 /* A JPEG that nvJPEG may take: its header is read first (from the file's bytes, without decoding)
  * so that auto can weigh decoding on the GPU and start it before any pixel is decoded. */
-static void plan_jpeg_early(one_run *r, const char *in_path)
+static void plan_jpeg_early(one_run *r, io_input *in)
 {
     unsigned char *data = NULL;
     size_t len = 0;
     jpeg_layout L;
     char err[256];
-    if (io_read_file(in_path, &data, &len, err, sizeof err) == IP_OK &&
+    if (io_input_bytes(in, &data, &len, err, sizeof err) == IP_OK &&
         jpeg_layout_read(data, len, &L, err, sizeof err) == IP_OK) {
         ip_shape shape = { L.width, L.height, L.components == 1 ? 1 : 3, IP_U8 };
         if (plan_on_shape(r, &shape, err, sizeof err) != IP_OK) r->decided = 1;   /* io_read says why */
@@ -133,7 +133,7 @@ static int decode_input(one_run *r, run_probe *pr, jpeg_gpu *jpeg, exec_ctx *ctx
     }
     io_options io = input_options(r, pr);
     if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
-        int rc = jpeg_route_decode(jpeg, ctx, r->p, in->path, &io, img, err, errlen);
+        int rc = jpeg_route_decode(jpeg, ctx, r->p, &pr->input, &io, img, err, errlen);
         /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
         if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
@@ -209,7 +209,7 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
         return IP_ECUDA;
     }
     if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG && o->device == RUN_DEVICE_AUTO && in->path)
-        plan_jpeg_early(&r, in->path);
+        plan_jpeg_early(&r, &pr->input);
     exec_ctx *ctx = NULL;
     jpeg_gpu *jpeg = NULL;
     int rc = decode_beside_start(&r, pr, in, &ctx, &jpeg, &img, err, errlen);

@@ -85,7 +85,7 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
     }
     io_format fmt = pr->format;
     if (jpeg_route_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
-        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->ctx, p, in->path, io, img, err, errlen);
+        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->ctx, p, &pr->input, io, img, err, errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read_input(&pr->input, io, img, err, errlen);
