@@ -7,6 +7,7 @@
 #include "band_internal.h"
 #include "image.h"
 #include "mono_clock.h"
+#include "stage_call.h"
 
 band_window band_window_whole(int height) { return (band_window){ 0, height, 0, height }; }
 
@@ -14,13 +15,6 @@ band_window band_window_of(int lo, int hi, int halo_sum, int height)
 {
     band_window w = { lo - halo_sum > 0 ? lo - halo_sum : 0, hi + halo_sum < height ? hi + halo_sum : height, lo, hi };
     return w;
-}
-
-int band_stage_failed(const plan_step *st, int rc, const char *msg, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "stage '%s' (line %d) failed: %s", st->plugin->stage->name, st->line,
-             msg[0] ? msg : "the plugin reported an error without a message");
-    return rc ? rc : IP_EINVAL;
 }
 
 int band_plan_rows(const band_step *b, int rows, ip_needs *needs, char *err, size_t errlen)
@@ -31,7 +25,7 @@ int band_plan_rows(const band_step *b, int rows, ip_needs *needs, char *err, siz
     memset(needs, 0, sizeof *needs);
     char msg[512] = "";
     int rc = stage->plan(b->st->state, &in, &out, needs, msg, sizeof msg);
-    return rc == IP_OK ? IP_OK : band_stage_failed(b->st, rc, msg, err, errlen);
+    return rc == IP_OK ? IP_OK : stage_failed_message(b->st, rc, msg, err, errlen);
 }
 
 /* The host table: rows in malloc'd memory, stages through run_cpu, rows straight to the sink. */
@@ -78,8 +72,7 @@ static int host_run(band_segment *s, int k, const ip_image *in, ip_image *out, c
 {
     const plan_step *st = s->steps[k].st;
     int rc = band_host_scratch(s, needs->scratch_bytes, msg, msglen);
-    ip_exec ex = { NULL, s->cfg.threads, s->cfg.input_path, s->scratch, needs->scratch_bytes, msg, msglen };
-    return rc == IP_OK ? st->plugin->stage->run_cpu(st->state, in, out, &ex) : rc;
+    return rc == IP_OK ? stage_call_cpu(st, &s->env, s->scratch, needs, in, out, msg, msglen) : rc;
 }
 
 static int host_reduce(band_segment *s, int k, const ip_image *rows, void *partial, const ip_needs *needs, char *msg,
@@ -87,8 +80,7 @@ static int host_reduce(band_segment *s, int k, const ip_image *rows, void *parti
 {
     const plan_step *st = s->steps[k].st;
     int rc = band_host_scratch(s, needs->scratch_bytes, msg, msglen);
-    ip_exec ex = { NULL, s->cfg.threads, s->cfg.input_path, s->scratch, needs->scratch_bytes, msg, msglen };
-    return rc == IP_OK ? st->plugin->stage->reduce_band(st->state, rows, partial, &ex) : rc;
+    return rc == IP_OK ? stage_call_reduce_cpu(st, &s->env, s->scratch, needs, rows, partial, msg, msglen) : rc;
 }
 
 static int host_feed(band_segment *s, const ip_image *host_rows, ip_image *rows, char *err, size_t errlen)
@@ -185,7 +177,7 @@ static int run_stage(band_segment *s, int k, const ip_image *in, ip_image *out, 
     if (rc != IP_OK) return rc;
     char msg[512] = "";
     rc = s->ops->run(s, k, in, out, &needs, msg, sizeof msg);
-    return rc == IP_OK ? IP_OK : band_stage_failed(s->steps[k].st, rc, msg, err, errlen);
+    return rc == IP_OK ? IP_OK : stage_failed_message(s->steps[k].st, rc, msg, err, errlen);
 }
 
 static int push_from(band_segment *s, int k, const ip_image *rows, int y0, const band_sink *sink, char *err,
@@ -226,7 +218,7 @@ static int push_reduction(band_segment *s, int k, const ip_image *rows, int y0, 
         char msg[512] = "";
         memset(b->partial, 0, b->partial_bytes);
         rc = s->ops->reduce(s, k, &owned, b->partial, &needs, msg, sizeof msg);
-        if (rc != IP_OK) return band_stage_failed(b->st, rc, msg, err, errlen);
+        if (rc != IP_OK) return stage_failed_message(b->st, rc, msg, err, errlen);
         stage->reduce_merge(b->st->state, &b->st->in, b->total, b->partial);
     }
     s->times.stage_ms[k] += now_ms() - t0;
@@ -365,11 +357,10 @@ int band_segment_finish(band_segment *s, char *err, size_t errlen)
         const band_step *b = &s->steps[k];
         if (b->cls != IP_CLASS_REDUCTION) continue;
         char msg[512] = "";
-        ip_exec ex = { NULL, s->cfg.threads, s->cfg.input_path, NULL, 0, msg, sizeof msg };
         double t0 = now_ms();
-        int rc = b->st->plugin->stage->reduce_finish(b->st->state, &b->st->in, b->total, &ex);
+        int rc = stage_call_reduce_finish(b->st, &s->env, b->total, msg, sizeof msg);
         s->times.stage_ms[k] += now_ms() - t0;
-        if (rc != IP_OK) return band_stage_failed(b->st, rc, msg, err, errlen);
+        if (rc != IP_OK) return stage_failed_message(b->st, rc, msg, err, errlen);
     }
     return IP_OK;
 }
@@ -419,6 +410,7 @@ int band_segment_create(band_segment **out, const plan *p, const band_seg *seg, 
     }
     s->ops = &host_ops;
     s->cfg = *cfg;
+    s->env = (stage_env){ cfg->threads, cfg->input_path, NULL };
     s->height = p->steps[seg->first].in.height;
     int rc = cfg->place == BAND_ON_GPU ? band_gpu_attach(s, seg->last - seg->first, err, errlen) : IP_OK;
     size_t arriving = cfg->band_rows > 0 ? (size_t)cfg->band_rows : 0;

@@ -112,16 +112,13 @@ static int pinned_reserve(gpu_state *g, pinned_buf *b, size_t bytes, char *err, 
     return rc;
 }
 
-/* Rows from the device into pinned trip buffer t, waited for. */
-static int rows_down(gpu_state *g, int t, const ip_image *rows, ip_image *host, char *msg, size_t msglen)
+/* Pinned trip buffer t grown to hold rows of shape, packed: host, a view of it. */
+static int trip_rows(gpu_state *g, int t, const ip_shape *shape, ip_image *host, char *msg, size_t msglen)
 {
-    size_t row = img_row_bytes(&rows->shape), n = (size_t)rows->shape.height;
+    size_t row = img_row_bytes(shape), n = (size_t)shape->height;
     if (row && n > SIZE_MAX / row) return IP_ELIMIT;
     int rc = pinned_reserve(g, &g->trip[t], row * n, msg, msglen);
-    if (rc == IP_OK && row && n)
-        rc = gpu_copy2d(g->trip[t].ptr, row, rows->data, (size_t)rows->stride, row, n, GPU_D2H, g->compute, msg, msglen);
-    if (rc == IP_OK) rc = gpu_stream_sync(g->compute, msg, msglen);
-    *host = (ip_image){ g->trip[t].ptr, (ptrdiff_t)row, rows->shape, 0 };
+    *host = (ip_image){ g->trip[t].ptr, (ptrdiff_t)row, *shape, 0 };
     return rc;
 }
 
@@ -131,18 +128,10 @@ static int round_trip(band_segment *s, const plan_step *st, const ip_image *in, 
 {
     gpu_state *g = state_of(s);
     ip_image h_in, h_out;
-    size_t out_row = img_row_bytes(&out->shape), n = (size_t)out->shape.height;
-    int rc = rows_down(g, 0, in, &h_in, msg, msglen);
-    if (rc == IP_OK) rc = pinned_reserve(g, &g->trip[1], out_row * n, msg, msglen);
+    int rc = trip_rows(g, 0, &in->shape, &h_in, msg, msglen);
+    if (rc == IP_OK) rc = trip_rows(g, 1, &out->shape, &h_out, msg, msglen);
     if (rc == IP_OK) rc = band_host_scratch(s, needs->scratch_bytes, msg, msglen);
-    if (rc != IP_OK) return rc;
-    h_out = (ip_image){ g->trip[1].ptr, (ptrdiff_t)out_row, out->shape, 0 };
-    ip_exec ex = { NULL, s->cfg.threads, s->cfg.input_path, s->scratch, needs->scratch_bytes, msg, msglen };
-    rc = st->plugin->stage->run_cpu(st->state, &h_in, &h_out, &ex);
-    if (rc == IP_OK && out_row && n)
-        rc = gpu_copy2d(out->data, (size_t)out->stride, h_out.data, out_row, out_row, n, GPU_H2D, g->compute, msg,
-                        msglen);
-    return rc;
+    return rc == IP_OK ? stage_round_trip(st, &s->env, s->scratch, needs, in, out, &h_in, &h_out, msg, msglen) : rc;
 }
 
 static int dev_run(band_segment *s, int k, const ip_image *in, ip_image *out, const ip_needs *needs, char *msg,
@@ -155,8 +144,7 @@ static int dev_run(band_segment *s, int k, const ip_image *in, ip_image *out, co
     int rc;
     if (st->plugin->stage->run_gpu) {
         rc = dev_reserve(s, &g->scratch, &g->scratch_bytes, needs->gpu_scratch_bytes, msg, msglen);
-        ip_exec ex = { g->compute, s->cfg.threads, s->cfg.input_path, g->scratch, needs->gpu_scratch_bytes, msg, msglen };
-        if (rc == IP_OK) rc = st->plugin->stage->run_gpu(st->state, in, out, &ex);
+        if (rc == IP_OK) rc = stage_call_gpu(st, &s->env, g->scratch, needs, in, out, msg, msglen);
     } else {
         rc = round_trip(s, st, in, out, needs, msg, msglen);
     }
@@ -176,14 +164,13 @@ static int dev_reduce(band_segment *s, int k, const ip_image *rows, void *partia
     const plan_step *st = s->steps[k].st;
     if (st->plugin->stage->run_gpu) {
         int rc = dev_reserve(s, &g->scratch, &g->scratch_bytes, needs->gpu_scratch_bytes, msg, msglen);
-        ip_exec ex = { g->compute, s->cfg.threads, s->cfg.input_path, g->scratch, needs->gpu_scratch_bytes, msg, msglen };
-        return rc == IP_OK ? st->plugin->stage->reduce_band(st->state, rows, partial, &ex) : rc;
+        return rc == IP_OK ? stage_call_reduce_gpu(st, &s->env, g->scratch, needs, rows, partial, msg, msglen) : rc;
     }
     ip_image host;
-    int rc = rows_down(g, 0, rows, &host, msg, msglen);
+    int rc = trip_rows(g, 0, &rows->shape, &host, msg, msglen);
+    if (rc == IP_OK) rc = stage_rows_down(&s->env, rows, &host, msg, msglen);
     if (rc == IP_OK) rc = band_host_scratch(s, needs->scratch_bytes, msg, msglen);
-    ip_exec ex = { NULL, s->cfg.threads, s->cfg.input_path, s->scratch, needs->scratch_bytes, msg, msglen };
-    return rc == IP_OK ? st->plugin->stage->reduce_band(st->state, &host, partial, &ex) : rc;
+    return rc == IP_OK ? stage_call_reduce_cpu(st, &s->env, s->scratch, needs, &host, partial, msg, msglen) : rc;
 }
 
 /* Adds the times of the band that last used event set `set` (long finished by now). */
@@ -317,6 +304,7 @@ int band_gpu_attach(band_segment *s, int n_steps, char *err, size_t errlen)
     s->ops = &gpu_ops;
     int rc = gpu_select(s->cfg.gpu_index, err, errlen);
     if (rc == IP_OK) rc = gpu_stream_create(&g->compute, err, errlen);
+    s->env.stream = g->compute;
     if (rc == IP_OK) rc = gpu_stream_create(&g->upload, err, errlen);
     for (int j = 0; j < 2 && rc == IP_OK; j++) {
         rc = gpu_event_create(&g->up_done[j], err, errlen);

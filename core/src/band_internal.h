@@ -4,6 +4,7 @@
 #ifndef IMGPIPE_BAND_INTERNAL_H
 #define IMGPIPE_BAND_INTERNAL_H
 #include "band.h"
+#include "stage_call.h"
 
 /* Rows of one shape at a fixed pitch, grown as needed; rows [lo, hi) of the image are held. */
 typedef struct {
@@ -35,6 +36,7 @@ struct band_segment {
     band_step *steps;
     int n, height;
     band_config cfg;
+    stage_env env;             /* cfg's threads and input, and the device table's compute stream */
     band_window win;
     int fed;                   /* input rows pushed so far (up to win.in_hi) */
     void *scratch;             /* host table: run_cpu's scratch */
@@ -75,5 +77,4 @@ size_t band_gpu_peak(const band_segment *s);
 int band_plan_rows(const band_step *b, int rows, ip_needs *needs, char *err, size_t errlen);
 /* The segment's host scratch (run_cpu's, round trips' on a GPU), grown to bytes. */
 int band_host_scratch(band_segment *s, size_t bytes, char *msg, size_t msglen);
-int band_stage_failed(const plan_step *st, int rc, const char *msg, char *err, size_t errlen);
 #endif

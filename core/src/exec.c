@@ -10,6 +10,7 @@
 #include "image.h"
 #include "stage_class.h"
 #include "mono_clock.h"
+#include "stage_call.h"
 
 /* Device rows are padded to this many bytes so every row starts aligned for wide loads. */
 #define EXEC_PITCH_ALIGN 256
@@ -160,14 +161,7 @@ static void add_note(exec_ctx *ctx, const char *text)
     snprintf(ctx->notes + used, sizeof ctx->notes - used, "%s%s", used ? "\n" : "", text);
 }
 
-static int stage_failed(const plan_step *st, int rc, const char *msg, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "stage '%s' (line %d) failed: %s", st->plugin->stage->name, st->line,
-             msg[0] ? msg : "the plugin reported an error without a message");
-    return rc ? rc : IP_EINVAL;
-}
-
-static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const char *path, ip_image *out,
+static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const stage_env *env, ip_image *out,
                         exec_profile *prof, char *err, size_t errlen)
 {
     size_t largest = 0, scratch = 0;
@@ -186,14 +180,13 @@ static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
         const plan_step *st = &p->steps[i];
         ip_image next = image_at(ctx->host[i % 2].ptr, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 0);
         char msg[512] = "";
-        ip_exec ex = { NULL, ctx->opt.threads, path, ctx->scratch.ptr, st->needs.scratch_bytes, msg, sizeof msg };
         double t0 = now_ms();
-        rc = st->plugin->stage->run_cpu(st->state, &cur, &next, &ex);
+        rc = stage_call_cpu(st, env, ctx->scratch.ptr, &st->needs, &cur, &next, msg, sizeof msg);
         if (prof) {
             prof->stage_ms[i] = now_ms() - t0;
             prof->stage_on_gpu[i] = 0;
         }
-        if (rc != IP_OK) return stage_failed(st, rc, msg, err, errlen);
+        if (rc != IP_OK) return stage_failed_message(st, rc, msg, err, errlen);
         cur = next;
     }
     *out = cur;
@@ -281,21 +274,12 @@ static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, c
 }
 
 /* A stage with no GPU path: down, run on the CPU, up again, on the same stream. */
-static int round_trip(exec_ctx *ctx, const plan_step *st, const ip_image *cur, ip_image *next, const char *path,
+static int round_trip(exec_ctx *ctx, const plan_step *st, const ip_image *cur, ip_image *next, const stage_env *env,
                       char *msg, size_t msglen)
 {
     ip_image h_in = image_at(ctx->pinned_tmp[0].ptr, (ptrdiff_t)img_row_bytes(&st->in), &st->in, 0);
     ip_image h_out = image_at(ctx->pinned_tmp[1].ptr, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 0);
-    int rc = gpu_copy2d(h_in.data, (size_t)h_in.stride, cur->data, (size_t)cur->stride, img_row_bytes(&st->in),
-                        (size_t)st->in.height, GPU_D2H, ctx->stream, msg, msglen);
-    if (rc == IP_OK) rc = gpu_stream_sync(ctx->stream, msg, msglen);
-    if (rc != IP_OK) return rc;
-    ip_exec ex = { NULL, ctx->opt.threads, path, ctx->scratch.ptr, st->needs.scratch_bytes, msg, msglen };
-    rc = st->plugin->stage->run_cpu(st->state, &h_in, &h_out, &ex);
-    if (rc == IP_OK)
-        rc = gpu_copy2d(next->data, (size_t)next->stride, h_out.data, (size_t)h_out.stride, img_row_bytes(&st->out),
-                        (size_t)st->out.height, GPU_H2D, ctx->stream, msg, msglen);
-    return rc;
+    return stage_round_trip(st, env, ctx->scratch.ptr, &st->needs, cur, next, &h_in, &h_out, msg, msglen);
 }
 
 static void note_round_trip(exec_ctx *ctx, int i, const plan_step *st)
@@ -358,7 +342,7 @@ static int stage_target(exec_ctx *ctx, const plan *p, int i, const ip_image *cur
     return IP_OK;
 }
 
-static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, const char *path, char *err,
+static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, const stage_env *env, char *err,
                         size_t errlen)
 {
     const plan_step *st = &p->steps[i];
@@ -368,22 +352,20 @@ static int run_gpu_step(exec_ctx *ctx, const plan *p, int i, ip_image *cur, cons
     char msg[512] = "";
     record(ctx, 2 + 2 * i);
     if (st->plugin->stage->run_gpu) {
-        ip_exec ex = { ctx->stream, ctx->opt.threads, path, ctx->dev_scratch.ptr, st->needs.gpu_scratch_bytes,
-                       msg, sizeof msg };
-        rc = st->plugin->stage->run_gpu(st->state, cur, &next, &ex);
+        rc = stage_call_gpu(st, env, ctx->dev_scratch.ptr, &st->needs, cur, &next, msg, sizeof msg);
     } else {
         note_round_trip(ctx, i, st);
-        rc = round_trip(ctx, st, cur, &next, path, msg, sizeof msg);
+        rc = round_trip(ctx, st, cur, &next, env, msg, sizeof msg);
     }
     record(ctx, 3 + 2 * i);
-    if (rc != IP_OK) return stage_failed(st, rc == IP_OK ? IP_ECUDA : rc, msg, err, errlen);
+    if (rc != IP_OK) return stage_failed_message(st, rc, msg, err, errlen);
     *cur = next;
     return IP_OK;
 }
 
 /* A fused histogram's counts, added on the device, handed to the stage's reduce_finish as its
  * partial (uint64 per counter, fuse_plan.h), which writes what the stage writes unfused. */
-static int finish_fused_counts(exec_ctx *ctx, const plan *p, const fuse_group *g, size_t counters, const char *path,
+static int finish_fused_counts(exec_ctx *ctx, const plan *p, const fuse_group *g, size_t counters, const stage_env *env,
                                char *err, size_t errlen)
 {
     const plan_step *st = &p->steps[g->first + g->n_points];
@@ -398,9 +380,8 @@ static int finish_fused_counts(exec_ctx *ctx, const plan *p, const fuse_group *g
     if (rc == IP_OK) {
         for (size_t i = 0; i < counters; i++) total[i] = counts[i];
         char msg[512] = "";
-        ip_exec ex = { NULL, ctx->opt.threads, path, NULL, 0, msg, sizeof msg };
-        rc = st->plugin->stage->reduce_finish(st->state, &st->in, total, &ex);
-        if (rc != IP_OK) rc = stage_failed(st, rc, msg, err, errlen);
+        rc = stage_call_reduce_finish(st, env, total, msg, sizeof msg);
+        if (rc != IP_OK) rc = stage_failed_message(st, rc, msg, err, errlen);
     }
     free(counts);
     free(total);
@@ -408,7 +389,7 @@ static int finish_fused_counts(exec_ctx *ctx, const plan *p, const fuse_group *g
 }
 
 /* The group's kernel in place of its steps; IP_EUNSUPPORTED: run them one by one instead. */
-static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, const char *path, char *err,
+static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_image *cur, const stage_env *env, char *err,
                      size_t errlen)
 {
     const fuse_group *g = &f->group;
@@ -431,17 +412,17 @@ static int run_fused(exec_ctx *ctx, const plan *p, const step_fusion *f, ip_imag
         rc = fuser_launch(ctx->fuser, &f->kernel, g, cur->data, cur->stride, next.data, next.stride, cur->shape.width,
                           cur->shape.height, ctx->stream, err, errlen);
     record(ctx, 3 + 2 * g->first);
-    if (rc == IP_OK && counters) rc = finish_fused_counts(ctx, p, g, counters, path, err, errlen);
+    if (rc == IP_OK && counters) rc = finish_fused_counts(ctx, p, g, counters, env, err, errlen);
     if (rc == IP_OK) *cur = next;
     return rc;
 }
 
-static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, char *err, size_t errlen)
+static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const stage_env *env, char *err, size_t errlen)
 {
     for (int i = 0; i < p->n;) {
         step_fusion *f = &ctx->fusion[i];
         if (f->group.kind != FUSE_NONE) {
-            int rc = run_fused(ctx, p, f, cur, path, err, errlen);
+            int rc = run_fused(ctx, p, f, cur, env, err, errlen);
             if (rc == IP_OK) {
                 i += f->group.n_steps;
                 continue;
@@ -449,7 +430,7 @@ static int run_gpu_stages(exec_ctx *ctx, const plan *p, ip_image *cur, const cha
             if (rc != IP_EUNSUPPORTED) return rc;
             f->group.kind = FUSE_NONE;
         }
-        int rc = run_gpu_step(ctx, p, i, cur, path, err, errlen);
+        int rc = run_gpu_step(ctx, p, i, cur, env, err, errlen);
         if (rc != IP_OK) return rc;
         i++;
     }
@@ -594,7 +575,7 @@ static int same_graph_key(const graph_key *a, const graph_key *b)
  * sizes run as before instead of paying a capture each. Stages that cannot be captured (a host
  * round trip, a synchronising call) are run one by one, and the plan is not tried again.
  * *replayed: whether this image ran as a graph. */
-static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *path, int *replayed, char *err,
+static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const stage_env *env, int *replayed, char *err,
                        size_t errlen)
 {
     graph_key key = graph_key_of(ctx, p, cur);
@@ -602,7 +583,7 @@ static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *
     if (!(ctx->graph && same_graph_key(&key, &ctx->graph_for)) && !same_graph_key(&key, &ctx->last_plain)) {
         prepare_fusion(ctx, p);
         ctx->last_plain = key;
-        return run_gpu_stages(ctx, p, cur, path, err, errlen);
+        return run_gpu_stages(ctx, p, cur, env, err, errlen);
     }
     if (!ctx->graph || !same_graph_key(&key, &ctx->graph_for)) {
         gpu_graph_destroy(ctx->graph);
@@ -611,14 +592,14 @@ static int run_graphed(exec_ctx *ctx, const plan *p, ip_image *cur, const char *
         ip_image out = *cur;
         char why[512] = "";
         int rc = gpu_capture_begin(ctx->stream, why, sizeof why);
-        int staged = rc == IP_OK ? run_gpu_stages(ctx, p, &out, path, why, sizeof why) : rc;
+        int staged = rc == IP_OK ? run_gpu_stages(ctx, p, &out, env, why, sizeof why) : rc;
         if (rc == IP_OK) rc = gpu_capture_end(ctx->stream, &ctx->graph, why, sizeof why);
         if (staged != IP_OK || rc != IP_OK) {
             gpu_graph_destroy(ctx->graph);
             ctx->graph = NULL;
             gpu_clear_error();
             ctx->graph_refused = p;
-            return run_gpu_stages(ctx, p, cur, path, err, errlen);
+            return run_gpu_stages(ctx, p, cur, env, err, errlen);
         }
         ctx->graph_for = key;
         ctx->graph_result = out;
@@ -648,7 +629,7 @@ static void gpu_profile(exec_ctx *ctx, const plan *p, exec_profile *prof)
     prof->download_ms = gpu_event_ms(ctx->events[last], ctx->events[last + 1]);
 }
 
-static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const char *path, ip_image *out,
+static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const stage_env *env, ip_image *out,
                         exec_profile *prof, char *err, size_t errlen)
 {
     /* The context may have been made on another thread (start-up runs beside decoding). */
@@ -662,7 +643,7 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     int graphed = rc == IP_OK && graph_wanted(ctx, p, &cur.shape), replayed = 0;
     if (rc == IP_OK && !graphed) prepare_fusion(ctx, p);
     if (rc == IP_OK)
-        rc = graphed ? run_graphed(ctx, p, &cur, path, &replayed, err, errlen) : run_gpu_stages(ctx, p, &cur, path, err, errlen);
+        rc = graphed ? run_graphed(ctx, p, &cur, env, &replayed, err, errlen) : run_gpu_stages(ctx, p, &cur, env, err, errlen);
     if (prof) prof->graphed = replayed;
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
@@ -700,9 +681,10 @@ int exec_run(exec_ctx *ctx, const plan *p, const ip_image *in, const char *input
         memset(prof, 0, sizeof *prof);
         prof->n_stages = p->n;
     }
+    stage_env env = { ctx->opt.threads, input_path, ctx->stream };
     double t0 = now_ms();
-    int rc = ctx->opt.device == EXEC_GPU ? run_gpu_path(ctx, p, in, input_path, out, prof, err, errlen)
-                                          : run_cpu_path(ctx, p, in, input_path, out, prof, err, errlen);
+    int rc = ctx->opt.device == EXEC_GPU ? run_gpu_path(ctx, p, in, &env, out, prof, err, errlen)
+                                          : run_cpu_path(ctx, p, in, &env, out, prof, err, errlen);
     if (prof) prof->total_ms = now_ms() - t0;
     return rc;
 }

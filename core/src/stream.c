@@ -7,6 +7,7 @@
 #include "image.h"
 #include "stream_overlap.h"
 #include "mono_clock.h"
+#include "stage_call.h"
 
 static int image_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
 {
@@ -190,16 +191,14 @@ static int run_global(const plan *p, int i, const ip_image *in, ip_image *out, c
         return rc;
     }
     char msg[512] = "";
-    ip_exec ex = { NULL, o->threads, o->input_path, scratch, st->needs.scratch_bytes, msg, sizeof msg };
+    stage_env env = { o->threads, o->input_path, NULL };
     double t0 = now_ms();
-    rc = st->plugin->stage->run_cpu(st->state, in, out, &ex);
+    rc = stage_call_cpu(st, &env, scratch, &st->needs, in, out, msg, sizeof msg);
     prof->stage_ms[i] += now_ms() - t0;
     free(scratch);
     if (rc != IP_OK) {
         img_free(out);
-        snprintf(err, errlen, "stage '%s' (line %d) failed: %s", st->plugin->stage->name, st->line,
-                 msg[0] ? msg : "the plugin reported an error without a message");
-        return rc;
+        return stage_failed_message(st, rc, msg, err, errlen);
     }
     return IP_OK;
 }
