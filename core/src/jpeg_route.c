@@ -5,8 +5,7 @@
 #include "meta_jpeg.h"
 
 typedef struct {
-    exec_ctx *ctx;
-    const plan *p;
+    const jpeg_route_target *target;
     const io_options *user;
     ip_shape shape;
 } route_state;
@@ -23,12 +22,12 @@ static int device_input(void *user, int index, size_t bytes, void **dev, char *e
 {
     (void)index;
     route_state *r = user;
-    return exec_device_input(r->ctx, r->p, &r->shape, bytes, dev, err, errlen);
+    return r->target->device_input(r->target->user, &r->shape, bytes, dev, err, errlen);
 }
 
-int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer transfer)
+int jpeg_route_wanted(const jpeg_gpu *g, io_format in_format, int zero_copy)
 {
-    return g && in_format == IO_FMT_JPEG && transfer == EXEC_COPY;
+    return g && in_format == IO_FMT_JPEG && !zero_copy;
 }
 
 /* The file's metadata into opt->meta. nvJPEG decodes straight into device memory, where nothing
@@ -49,7 +48,7 @@ static int read_meta(const unsigned char *data, size_t len, const io_options *op
 }
 
 /* pool NULL: g decodes alone; else the pool's decoder for device, in a batch. */
-static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, io_input *in,
+static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, const jpeg_route_target *target, io_input *in,
                         const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
     if (opt->page > 0) {   /* no such page: the CPU reader says so */
@@ -64,7 +63,7 @@ static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx,
         free(data);
         return rc;
     }
-    route_state r = { ctx, p, opt, { 0 } };
+    route_state r = { target, opt, { 0 } };
     io_options io = *opt;
     io.on_shape = on_shape;
     io.on_shape_user = &r;
@@ -75,16 +74,16 @@ static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, exec_ctx *ctx,
     return rc;
 }
 
-int jpeg_route_decode(jpeg_gpu *g, exec_ctx *ctx, const plan *p, io_input *in, const io_options *opt,
+int jpeg_route_decode(jpeg_gpu *g, const jpeg_route_target *target, io_input *in, const io_options *opt,
                       ip_image *dev_in, char *err, size_t errlen)
 {
-    return route_decode(g, NULL, 0, ctx, p, in, opt, dev_in, err, errlen);
+    return route_decode(g, NULL, 0, target, in, opt, dev_in, err, errlen);
 }
 
-int jpeg_route_decode_pooled(jpeg_pool *pool, int device, exec_ctx *ctx, const plan *p, io_input *in,
+int jpeg_route_decode_pooled(jpeg_pool *pool, int device, const jpeg_route_target *target, io_input *in,
                              const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
-    return route_decode(NULL, pool, device, ctx, p, in, opt, dev_in, err, errlen);
+    return route_decode(NULL, pool, device, target, in, opt, dev_in, err, errlen);
 }
 
 int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,

@@ -11,6 +11,7 @@
 #include "jpeg_route.h"
 #include "mono_clock.h"
 #include "run/run_internal.h"
+#include "run/run_jpeg.h"
 #include "run/run_output.h"
 #include "startup.h"
 
@@ -132,8 +133,10 @@ static int decode_input(one_run *r, run_probe *pr, jpeg_gpu *jpeg, exec_ctx *ctx
         return plan_on_shape(r, &in->image->shape, err, errlen);
     }
     io_options io = input_options(r, pr);
-    if (r->dev == EXEC_GPU && jpeg_route_wanted(jpeg, r->in_format, r->o->transfer)) {
-        int rc = jpeg_route_decode(jpeg, ctx, r->p, &pr->input, &io, img, err, errlen);
+    if (r->dev == EXEC_GPU && run_jpeg_wanted(jpeg, r->in_format, r->o->transfer)) {
+        run_jpeg_target target;
+        run_jpeg_target_init(&target, ctx, r->p);
+        int rc = jpeg_route_decode(jpeg, &target.target, &pr->input, &io, img, err, errlen);
         /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
         if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }

@@ -8,6 +8,7 @@
 #include "jpeg_route.h"
 #include "mono_clock.h"
 #include "run/run_internal.h"
+#include "run/run_jpeg.h"
 #include "run/run_output.h"
 
 struct run_worker {
@@ -84,8 +85,10 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
         return io->on_shape(io->on_shape_user, &img->shape, err, errlen);
     }
     io_format fmt = pr->format;
-    if (jpeg_route_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
-        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->ctx, p, &pr->input, io, img, err, errlen);
+    if (run_jpeg_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
+        run_jpeg_target target;
+        run_jpeg_target_init(&target, w->ctx, p);
+        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, &target.target, &pr->input, io, img, err, errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read_input(&pr->input, io, img, err, errlen);

@@ -1,0 +1,19 @@
+#include "run/run_jpeg.h"
+
+static int exec_input(void *user, const ip_shape *shape, size_t bytes, void **dev, char *err, size_t errlen)
+{
+    run_jpeg_target *t = user;
+    return exec_device_input(t->ctx, t->p, shape, bytes, dev, err, errlen);
+}
+
+void run_jpeg_target_init(run_jpeg_target *t, exec_ctx *ctx, const plan *p)
+{
+    t->ctx = ctx;
+    t->p = p;
+    t->target = (jpeg_route_target){ exec_input, t };
+}
+
+int run_jpeg_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer transfer)
+{
+    return jpeg_route_wanted(g, in_format, transfer == EXEC_ZEROCOPY);
+}
