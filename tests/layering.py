@@ -22,10 +22,6 @@ LEVELS = [
 # Includes that break the rule today, each waiting for the fix named (issue 28): printed on every
 # run; one that no longer occurs fails the check until it is taken out of this list.
 KNOWN = {
-    ("io/jpeg_route.h", "exec/exec.h"):
-        "nvJPEG decodes into exec_ctx's device input: hand it a device buffer and stream instead",
-    ("plan/cost.h", "io/io.h"):
-        "the device estimate costs codecs by io_format: cost belongs with the device choice in run/",
 }
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
