@@ -147,9 +147,9 @@ int cli_print_run(const cli_options *o, const plan *p, const char *in_path, cons
                   const char *err)
 {
     if (res->streamed) say_stream_device(o, res);
-    else if (rc == IP_OK) cli_warn_decoded(o, in_path, &res->warnings);
+    else if (res->decoded) cli_warn_decoded(o, in_path, &res->warnings);
     say_notes(o, res->notes);
-    if (!res->streamed && rc == IP_OK) say_device(o, res);
+    if (!res->streamed && res->decoded) say_device(o, res);
     if (res->fallback[0])
         fprintf(stderr, "imgpipe: warning: %s: %s; running this image on the CPU\n", in_path, res->fallback);
     if (rc != IP_OK) return say_failure(in_path, res, err);

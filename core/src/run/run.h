@@ -61,6 +61,7 @@ typedef struct {
 
 typedef struct {
     exec_device device;          /* where the stages ran */
+    int decoded;                 /* whole-image runs: the input was decoded (the stages were reached) */
     int gpu;                     /* the (first) GPU used */
     char why[1024];              /* why auto chose it ("" when it was not auto's choice) */
     int streamed;                /* ran in bands */

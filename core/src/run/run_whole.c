@@ -207,16 +207,14 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     one_run r = { .o = o, .p = p, .out_path = out->path, .in_format = pr->format, .dev = EXEC_CPU, .res = res };
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || out_format(&r) == IO_FMT_JPEG);
-    if (o->device == RUN_DEVICE_GPU && begin_gpu(&r, err, errlen) != IP_OK) {
-        res->usage_error = 1;
-        return IP_ECUDA;
-    }
+    if (o->device == RUN_DEVICE_GPU && begin_gpu(&r, err, errlen) != IP_OK) return IP_ECUDA;
     if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG && o->device == RUN_DEVICE_AUTO && in->path)
         plan_jpeg_early(&r, &pr->input);
     exec_ctx *ctx = NULL;
     jpeg_gpu *jpeg = NULL;
     int rc = decode_beside_start(&r, pr, in, &ctx, &jpeg, &img, err, errlen);
     if (rc == IP_OK) {
+        res->decoded = 1;
         res->device = r.dev;
         if (ctx) exec_keep_result_on_device(ctx, jpeg && out_format(&r) == IO_FMT_JPEG);
         rc = run_stages(&r, &ctx, &img, in->path, &result, err, errlen);

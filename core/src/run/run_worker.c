@@ -158,6 +158,7 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
         res->failed_path = in->path;
         return rc;
     }
+    res->decoded = 1;
     rc = run_and_write(w, p, in, out, o, pr, &io, &img, res, err, errlen);
     if (!in->image && !img.on_device) io_image_free(&io, &img);
     return rc;
