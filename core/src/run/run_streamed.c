@@ -43,7 +43,10 @@ static int choose_place(run_worker *w, const plan *p, const ip_shape *shape, con
         res->usage_error = 1;
         return IP_EUNSUPPORTED;
     }
-    if (count == 0) return IP_OK;
+    if (count == 0) {
+        if (o->device == RUN_DEVICE_AUTO) snprintf(res->why, sizeof res->why, "%s", none);
+        return IP_OK;
+    }
     if (o->device == RUN_DEVICE_AUTO &&
         !run_auto_prefers_gpu(p, shape, pr->format, out->path, o, 0, res))
         return IP_OK;
