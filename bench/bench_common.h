@@ -3,7 +3,7 @@
 #define BENCH_COMMON_H
 #include <stddef.h>
 #include <stdint.h>
-#include "ipk.h"
+#include "ipk_bench.h"
 
 /* Every kernel is a weak reference: its address is NULL while that kernel is not written yet,
  * and the bench reports "not built" rather than failing to link (CMake links the kernel
@@ -16,8 +16,6 @@
 #pragma weak ipk_median_gpu
 #pragma weak ipk_median_gpu_scratch
 #pragma weak ipk_median_gpu_path
-#pragma weak ipk_median_gpu_sep_variant
-#pragma weak ipk_median_gpu_sep_variant_name
 #pragma weak ipk_median_gpu_vec_variant
 #pragma weak ipk_mean_cpu
 #pragma weak ipk_mean_gpu

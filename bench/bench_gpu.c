@@ -38,10 +38,9 @@ typedef struct {
     double divisor;
     double target_ms;         /* from the issue */
     ipk_gpu_path path;        /* median, convolve, mean: AUTO, or a forced implementation (timed alone, no NPP):
-                               * median NET its new kernels; convolve and mean REG the register kernels,
-                               * VEC the vec kernels (3x3 and 5x5 integer, separable integer up to
-                               * 7x7, float up to 7x7), VEC_SHAPE(n) them with other rows a thread;
-                               * TILE the kernels before them */
+                               * median NET its new kernels; convolve and mean VEC the vec kernels (3x3
+                               * and 5x5 integer, separable integer up to 7x7, float 3x3), VEC_SHAPE(n)
+                               * them with other rows a thread; TILE the kernels before them */
     int variant;              /* 0: what the path runs; median VEC: MEDIAN_VEC_VARIANTS[variant - 1]; mean:
                                  variant - 1 of ipk_mean_gpu_band */
 } op_spec;
@@ -100,36 +99,22 @@ static const op_spec OPS[] = {
     { "median 3x3 (vec 2r x 6b pairs)", OP_MEDIAN, 1, NULL, 1, 0.10, IPK_GPU_VEC, 5 },
     { "median 5x5", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_AUTO, 0 },
     { "median 5x5 (old kernels)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_TILE, 0 },
-    { "median 5x5 (net, 8x1 tile, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
-    { "median 5x5 (net, 8x1 shfl, 48 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
-    { "median 5x5 (net, 16x1 shfl, 64 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
-    { "median 5x5 (net, 8x2 shfl, 71 regs)", OP_MEDIAN, 2, NULL, 1, 0.30, IPK_GPU_NET, 0 },
     { "median 7x7", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_AUTO, 0 },
     { "median 7x7 (old kernels)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_TILE, 0 },
-    { "median 7x7 (net, 8x1 tile, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
-    { "median 7x7 (net, 8x1 shfl, 80 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
-    { "median 7x7 (net, 8x1 shfl, 94 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
-    { "median 7x7 (net, 8x2 shfl, 121 regs)", OP_MEDIAN, 3, NULL, 1, 1.0, IPK_GPU_NET, 0 },
     { "median 15x15", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_AUTO, 0 },
     { "median 15x15 (old kernels)", OP_MEDIAN, 7, NULL, 1, 4.0, IPK_GPU_TILE, 0 },
     { "median 17x17 (new, no NPP)", OP_MEDIAN, 8, NULL, 1, -1, IPK_GPU_NET, 0 },
     { "median 51x51 (new, no NPP)", OP_MEDIAN, 25, NULL, 1, -1, IPK_GPU_NET, 0 },
     { "mean 3x3", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_AUTO, 0 },
-    { "mean 3x3 (reg path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_REG, 0 },
     { "mean 3x3 (tile path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_TILE, 0 },
     { "mean 3x3 (vec path)", OP_MEAN, 1, NULL, 1, 0.08, IPK_GPU_VEC, 0 },
     { "mean 5x5", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
-    { "mean 5x5 (reg path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 5x5 (tile path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
-    { "mean 5x5 (strip path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_STRIP, 0 },
     { "mean 5x5 (vec path)", OP_MEAN, 2, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
     { "mean 7x7", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
-    { "mean 7x7 (reg path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 7x7 (tile path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
-    { "mean 7x7 (strip path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_STRIP, 0 },
     { "mean 7x7 (vec path)", OP_MEAN, 3, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
     { "mean 31x31", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_AUTO, 0 },
-    { "mean 31x31 (reg path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_REG, 0 },
     { "mean 31x31 (tile path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_TILE, 0 },
     { "mean 31x31 (vec path)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 0 },
     { "mean 31x31 (band, bands >= 64 rows)", OP_MEAN, 15, NULL, 1, 0.12, IPK_GPU_VEC, 2 },
@@ -140,7 +125,6 @@ static const op_spec OPS[] = {
     { "mean 51x51 (tile path)", OP_MEAN, 25, NULL, 1, -1, IPK_GPU_TILE, 0 },
     { "mean 63x63", OP_MEAN, 31, NULL, 1, -1, IPK_GPU_AUTO, 0 },
     { "convolve float 3x3", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_AUTO, 0 },
-    { "convolve float 3x3 (reg path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve float 3x3 (tile path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_TILE, 0 },
     { "convolve float 3x3 (vec path)", OP_CONV, 1, FLOAT3, 1, 0.08, IPK_GPU_VEC, 0 },
     { "convolve float 3x3 (vec, 10 rows)", OP_CONV, 1, FLOAT3, 1, 0.08, VEC_SHAPE(1), 0 },
@@ -152,38 +136,28 @@ static const op_spec OPS[] = {
     { "convolve float gaussian3", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_AUTO, 0 },
     { "convolve float gaussian3 (vec path)", OP_CONV, 1, FGAUSS3, 1, 0.08, IPK_GPU_VEC, 0 },
     { "convolve float 5x5", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_AUTO, 0 },
-    { "convolve float 5x5 (reg path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_REG, 0 },
     { "convolve float 5x5 (tile path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_TILE, 0 },
-    { "convolve float 5x5 (vec path)", OP_CONV, 2, FLOAT5, 1, 0.10, IPK_GPU_VEC, 0 },
-    { "convolve float 5x5 (vec, 8 rows)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(1), 0 },
     { "convolve float 5x5 (FMA certified)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(7), 0 },
     { "convolve float 5x5 (tc, other limbs)", OP_CONV, 2, FLOAT5, 1, 0.10, VEC_SHAPE(8), 0 },
     { "convolve float 5x5 (random weights)", OP_CONV, 2, RANDOM5, 1, 0.10, IPK_GPU_AUTO, 0 },
     { "convolve float 7x7", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_AUTO, 0 },
-    { "convolve float 7x7 (reg path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_REG, 0 },
     { "convolve float 7x7 (tile path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_TILE, 0 },
-    { "convolve float 7x7 (vec path)", OP_CONV, 3, FLOAT7, 1, 0.15, IPK_GPU_VEC, 0 },
-    { "convolve float 7x7 (vec, 4 rows)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(1), 0 },
     { "convolve float 7x7 (FMA certified)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(7), 0 },
     { "convolve float 7x7 (tc, other limbs)", OP_CONV, 3, FLOAT7, 1, 0.15, VEC_SHAPE(8), 0 },
     { "convolve float 7x7 (random weights)", OP_CONV, 3, RANDOM7, 1, 0.15, IPK_GPU_AUTO, 0 },
     { "convolve float 9x9 (no target)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_AUTO, 0 },
     { "convolve float 9x9 (tile path)", OP_CONV, 4, FLOAT9, 1, -1, IPK_GPU_TILE, 0 },
     { "convolve gaussian3", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_AUTO, 0 },
-    { "convolve gaussian3 (reg path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_REG, 0 },
     { "convolve gaussian3 (tile path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_TILE, 0 },
     { "convolve gaussian3 (vec path)", OP_CONV, 1, GAUSS3, 16, 0.08, IPK_GPU_VEC, 0 },
     { "convolve gaussian5", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_AUTO, 0 },
-    { "convolve gaussian5 (reg path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_REG, 0 },
     { "convolve gaussian5 (tile path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_TILE, 0 },
     { "convolve gaussian5 (vec path)", OP_CONV, 2, GAUSS5, 256, 0.10, IPK_GPU_VEC, 0 },
     { "convolve gaussian7", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_AUTO, 0 },
-    { "convolve gaussian7 (reg path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_REG, 0 },
     { "convolve gaussian7 (tile path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_TILE, 0 },
     { "convolve gaussian7 (vec path)", OP_CONV, 3, GAUSS7, 4096, 0.15, IPK_GPU_VEC, 0 },
     { "convolve gaussian7 (vec, 4 rows)", OP_CONV, 3, GAUSS7, 4096, 0.15, VEC_SHAPE(1), 0 },
     { "convolve sharpen3", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_AUTO, 0 },
-    { "convolve sharpen3 (reg path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_REG, 0 },
     { "convolve sharpen3 (tile path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_TILE, 0 },
     { "convolve sharpen3 (vec path)", OP_CONV, 1, SHARPEN3, 1, 0.08, IPK_GPU_VEC, 0 },
     { "convolve disk7 (no target)", OP_CONV, 3, DISK7, 37, -1, IPK_GPU_AUTO, 0 },
@@ -242,21 +216,6 @@ static void init_kernels(void)
 
 static int in_channels(const op_spec *op) { return op->kind == OP_GRAY ? 3 : 1; }
 
-/* Median rows named "(net, <variant>)" time the separable networks' tile variant whose name
- * (ipk_median_gpu_sep_variant_name) the row's name holds: its index, -1 for the other rows,
- * -2 for such a row whose variant the library no longer has (it would be timed under a wrong name). */
-#define SEP_VARIANT_TAG "(net, "
-static int sep_variant(const op_spec *op)
-{
-    if (op->kind != OP_MEDIAN || !strstr(op->name, SEP_VARIANT_TAG)) return -1;
-    for (int k = 0; ipk_median_gpu_sep_variant_name; k++) {
-        const char *name = ipk_median_gpu_sep_variant_name(op->radius, k);
-        if (!name) break;
-        if (strstr(op->name, name)) return k;
-    }
-    return -2;
-}
-
 static ipk_dtype out_dtype(const op_spec *op) { return op->kind == OP_ENTROPY ? IPK_F32 : IPK_U8; }
 static int ksize(const op_spec *op) { return 2 * op->radius + 1; }
 
@@ -271,7 +230,6 @@ static int gpu_op_built(const op_spec *op)
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu != NULL;
     case OP_MEDIAN:
-        if (sep_variant(op) != -1) return ipk_median_gpu_sep_variant && ipk_median_gpu_sep_variant_name;
         return ipk_median_gpu_path && ipk_median_gpu_scratch && (!op->variant || ipk_median_gpu_vec_variant);
     case OP_MEAN: return ipk_mean_gpu_path && ipk_mean_gpu_scratch && (!op->variant || ipk_mean_gpu_band);
     case OP_CONV:
@@ -319,8 +277,6 @@ static int run_gpu_op(const op_spec *op, const ipk_img *src, const ipk_img *dst,
     switch (op->kind) {
     case OP_GRAY: return ipk_grayscale_gpu(src, dst, BT601, stream);
     case OP_MEDIAN:
-        if (sep_variant(op) != -1)
-            return ipk_median_gpu_sep_variant(src, dst, op->radius, IPK_REPLICATE, stream, sep_variant(op));
         if (op->variant > 0) {
             const int *v = MEDIAN_VEC_VARIANTS[op->variant - 1];
             return ipk_median_gpu_vec_variant(src, dst, IPK_REPLICATE, v[0], v[1], v[2], stream);
@@ -621,7 +577,7 @@ static void bench_op(bench *b, const op_spec *op)
     double px = (double)src->width * src->height;
     double out_bytes = op->kind == OP_HIST ? 0 : px * (op->kind == OP_ENTROPY ? 4 : 1);
     row *r = add_row(b, op->name, px * in_channels(op) + out_bytes, px, op->target_ms);
-    r->status = gpu_op_built(op) && sep_variant(op) == -2 ? "stale name" : verify(b, op);
+    r->status = verify(b, op);
     if (strcmp(r->status, "ok") == 0) {
         ipk_call call = { op, src, dst };
         if (time_median(b, enqueue_ipk, &call, &r->ms) != 0) r->status = "error";

@@ -1,7 +1,8 @@
 /* Exact integer window sums of 1-channel u8 rows, two pixels per 32-bit word in 16-bit lanes
- * (SWAR), for the GPU strip kernel (kernels/gpu/swar_strip.cuh). The arithmetic lives here,
- * in C that the host compiles too, so that tests/unit/test_conv_swar.c checks it against the
- * CPU convolve without a GPU.
+ * (SWAR): the plan and the finishes of the GPU vec kernel (kernels/gpu/vec_block.cuh). The
+ * arithmetic lives here, in C that the host compiles too, so that tests/unit/test_conv_swar.c
+ * checks it against the CPU convolve without a GPU, through the lane sums below (ipk_swar_lanes,
+ * _hadd, _vadd), which the deleted strip kernel ran and the test still models.
  *
  * A group is 16 output pixels x .. x+15 of one row. Its input row is six words W[0..5]
  * holding bytes x-4 .. x+19 (border applied, 0 where the border drops a pixel). Lane words:

@@ -6,7 +6,8 @@
  * multiply-add: a separable kernel (ipk_conv_split_float) as the row pass h = r0*v(x-1) + r1*v(x) +
  * r2*v(x+1), then the column pass over h, ky ascending; any other as the nine taps, kx ascending
  * inside ky ascending; then acc / divisor + offset in float, rintf and saturation for u8.
- * Radius 2 and 3 (ipk_vecfr_*) are the same operations over 5 or 7 taps a row and rows.
+ * Radius 2 and 3 (ipk_vecfr_*) are the same operations over 5 or 7 taps a row and rows: the
+ * deleted 5x5 and 7x7 kernel's, which only tests/unit/test_conv_vecf.c runs now.
  * One departure: each sum starts with its first product, where the CPU starts from 0.0f + it.
  * 0.0f + p is p except for p = -0 (it gives +0), so the sums can differ only in the sign of a zero
  * (the CPU's is never -0: a round-to-nearest sum is -0 only when both terms are). A u8 output cannot

@@ -5,34 +5,28 @@
  * - float path: float products and sums without contraction (__fmul_rn, __fadd_rn), kx
  *   ascending inside ky ascending, or for a split kernel (conv_separable.h) a row pass into
  *   float intermediates then a column pass; v = acc / divisor + offset in float.
- * One block computes a CONV_TW x CONV_TH tile: the input tile with its halo goes to shared
- * memory once (borders resolved while loading), a split kernel's row pass into shared
- * memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
- * 1-channel u8 integer kernels whose sums fit 16 bits go to the strip kernel instead
- * (swar_strip.cuh), which rounds with conv_round.h as the CPU does. The fast path's cases with
- * K <= 7 may take the register-streaming kernel instead (reg_block.cuh; IPK_GPU_REG), which adds
- * the same float numbers in the same order and finishes them with the same functors; 3x3 integer
- * kernels whose sums fit 16 bits may take the vec kernel (vec_block.cuh; IPK_GPU_VEC), which
- * rounds with conv_swar.h as the strip kernel does. IPK_GPU_VEC also reaches the separable vec
- * kernel (vecsep_block.cuh: integer, radius 1 to 3, 32-bit column sums, conv_round.h's finish)
- * and the float vec kernels (vecf_block.cuh 3x3, vecfr_block.cuh 5x5 and 7x7). */
+ * What a plain call (IPK_GPU_AUTO) runs, first that takes the case (ipk_convolve_gpu_path):
+ * on 1-channel u8 input, the float vec kernel for float 3x3 (vecf_block.cuh), the vec kernel for
+ * 3x3 and 5x5 integer weights whose sums fit 16-bit lanes (vec_block.cuh, rounding with
+ * conv_swar.h), the separable vec kernel for separable integer 7x7 with u8 output
+ * (vecsep_block.cuh), the tensor-core kernel for direct float 5x5 and 7x7 with u8 output
+ * (conv_tc.cuh), the certified tile kernel up to 9x9 (rb_cert.cuh), then the register-blocked
+ * fast path (rb_kernel of gpu_common.cuh) up to 9x9; everything else, and what those refuse, the
+ * shared-memory tiles below: one block computes a CONV_TW x CONV_TH tile, the input tile with its
+ * halo in shared memory once (borders resolved while loading), a split kernel's row pass into
+ * shared memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
+ * Every kernel gives the CPU's bytes. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
+#include "ipk_bench.h"
 #include "conv_separable.h"
-#include "swar_strip.cuh"
-#include "reg_block.cuh"
 #include "vec_block.cuh"
 #include "vecf_block.cuh"
 #include "vecsep_block.cuh"
-#include "vecfr_block.cuh"
 #include "rb_cert.cuh"
 #include "conv_tc.cuh"
 
-/* Plain calls take the register kernel (reg_block.cuh) where it applies for kernels up to this
- * size (3, 5 or 7); 0: the tile kernels everywhere. 0, from the H100's numbers: the register
- * kernel ran 1.3-2.3x slower than the tiles in every convolve row (bench/RESULTS.md). */
-#define CONV_REG_AUTO_MAX_K 0
 /* 1: plain calls take the vec kernel (vec_block.cuh) for the 3x3 integer cases it takes (see
  * conv_vec_launch); 0: the tile kernels. 1: gaussian3 0.060 against 0.121 ms, sharpen3 0.063
  * against 0.173, at 8192x8192 on the H100. 5x5: CONV_VEC5_AUTO in conv_vec.h. */
@@ -48,12 +42,6 @@
  * 8192x8192 on the H100; its 3x3 and 5x5 cases and f32 outputs are not timed, so AUTO leaves them
  * to the tiles. */
 #define CONV_VECSEP_AUTO 1
-/* 1: plain calls take the float vec kernel at radius 2 and 3 (vecfr_block.cuh) for the float-weight
- * 5x5 and 7x7 cases it takes (see conv_vecf_launch); 0: the tile kernels. Float convolves never
- * fuse (core/src/fuse_window.c takes integer weights only), so fusion needs no change with it.
- * 0: on the H100 it took 0.251 (16 rows) and 0.230 (8 rows) ms at 5x5 against the tiles' 0.228,
- * 0.396 and 0.379 at 7x7 against 0.372 (2026-11-25). */
-#define CONV_VECFR_AUTO 0
 
 /* 1: plain calls take the certified tile kernel (rb_cert.cuh) for direct float-weight 5x5, 7x7
  * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch), where the
@@ -344,13 +332,9 @@ static int conv_pow2(float d, float *inv)
 }
 
 template <int K, bool SEP, bool CONTRACT, typename FinU8, typename FinF32>
-static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool reg,
-                         const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, const FinU8 &fu8,
+                         const FinF32 &ff32, cudaStream_t s)
 {
-    if constexpr (K <= RG_MAXK) {
-        if (reg && dst->dtype == IPK_F32) return rg_launch<K, SEP, CONTRACT, float>(src, dst, border, rg_from_rb(w), ff32, s);
-        if (reg) return rg_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, rg_from_rb(w), fu8, s);
-    }
     if (dst->dtype == IPK_F32) return rb_launch<K, SEP, CONTRACT, float>(src, dst, border, w, ff32, s);
     return rb_launch<K, SEP, CONTRACT, uint8_t>(src, dst, border, w, fu8, s);
 }
@@ -360,14 +344,14 @@ static int conv_fast_out(const ipk_img *src, const ipk_img *dst, int border, con
  * compiled with the other's arithmetic. */
 template <int K, bool EXACT, typename FinU8, typename FinF32>
 static int conv_fast_k(const ipk_img *src, const ipk_img *dst, int border, const rb_weights &w, bool split,
-                       bool reg, const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
+                       const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
-    return split ? conv_fast_out<K, true, EXACT>(src, dst, border, w, reg, fu8, ff32, s)
-                 : conv_fast_out<K, false, EXACT>(src, dst, border, w, reg, fu8, ff32, s);
+    return split ? conv_fast_out<K, true, EXACT>(src, dst, border, w, fu8, ff32, s)
+                 : conv_fast_out<K, false, EXACT>(src, dst, border, w, fu8, ff32, s);
 }
 
 template <bool EXACT, typename FinU8, typename FinF32>
-static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw, bool reg,
+static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, const conv_weights &cw,
                             const FinU8 &fu8, const FinF32 &ff32, cudaStream_t s)
 {
     rb_weights w;
@@ -381,10 +365,10 @@ static int conv_fast_launch(const ipk_img *src, const ipk_img *dst, int border, 
     }
     const bool split = cw.split != 0;
     switch (k) {
-    case 3: return conv_fast_k<3, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
-    case 5: return conv_fast_k<5, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
-    case 7: return conv_fast_k<7, EXACT>(src, dst, border, w, split, reg, fu8, ff32, s);
-    default: return conv_fast_k<9, EXACT>(src, dst, border, w, split, false, fu8, ff32, s);
+    case 3: return conv_fast_k<3, EXACT>(src, dst, border, w, split, fu8, ff32, s);
+    case 5: return conv_fast_k<5, EXACT>(src, dst, border, w, split, fu8, ff32, s);
+    case 7: return conv_fast_k<7, EXACT>(src, dst, border, w, split, fu8, ff32, s);
+    default: return conv_fast_k<9, EXACT>(src, dst, border, w, split, fu8, ff32, s);
     }
 }
 
@@ -394,7 +378,7 @@ static bool conv_fast_fits(const ipk_img *src, const ipk_conv_params *p)
 }
 
 static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
-                         bool reg, cudaStream_t s)
+                         cudaStream_t s)
 {
     fin_int f;
     f.div = p->divisor;
@@ -405,11 +389,11 @@ static int conv_fast_int(const ipk_img *src, const ipk_img *dst, const ipk_conv_
     fin_int_f32 ff32;
     (fin_int &)fu8 = f;
     (fin_int &)ff32 = f;
-    return conv_fast_launch<true>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
+    return conv_fast_launch<true>(src, dst, (int)p->border, cw, fu8, ff32, s);
 }
 
 static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, const conv_weights &cw,
-                           bool reg, cudaStream_t s)
+                           cudaStream_t s)
 {
     fin_float f;
     f.div = cw.divisor_f;
@@ -420,7 +404,7 @@ static int conv_fast_float(const ipk_img *src, const ipk_img *dst, const ipk_con
     fin_float_f32 ff32;
     (fin_float &)fu8 = f;
     (fin_float &)ff32 = f;
-    return conv_fast_launch<false>(src, dst, (int)p->border, cw, reg, fu8, ff32, s);
+    return conv_fast_launch<false>(src, dst, (int)p->border, cw, fu8, ff32, s);
 }
 
 /* The certified kernels' cases: 1-channel u8 in and out, a direct (not separable) float K x K
@@ -498,22 +482,6 @@ extern "C" size_t ipk_convolve_gpu_scratch(int width, int height, int channels, 
     return 0;
 }
 
-/* The strip kernel of swar_strip.cuh for what it takes (see ipk_gpu_path); *taken says whether it did. */
-static int conv_strip_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
-                             int *taken)
-{
-    ipk_swar_plan plan;
-    *taken = src->dtype == IPK_U8 && dst->dtype == IPK_U8 && src->channels == 1 &&
-             ipk_swar_plan_conv(p->weights, p->kw, p->kh, p->divisor, p->offset, &plan);
-    if (!*taken) return IPK_EINVAL;
-    const int b = (int)p->border;
-    if (plan.k == 3)
-        return plan.separable ? sw_launch_k<3, true>(src, dst, b, plan, s) : sw_launch_k<3, false>(src, dst, b, plan, s);
-    if (plan.k == 5)
-        return plan.separable ? sw_launch_k<5, true>(src, dst, b, plan, s) : sw_launch_k<5, false>(src, dst, b, plan, s);
-    return sw_launch_k<7, true>(src, dst, b, plan, s);
-}
-
 template <int R, int MODE>
 static int conv_vec_mode(const ipk_img *src, const ipk_img *dst, int border, const ipk_vec_plan &vp, cudaStream_t s)
 {
@@ -548,20 +516,18 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
     return vp.p.k == 5 ? conv_vec_radius<2>(src, dst, b, vp, s) : conv_vec_radius<1>(src, dst, b, vp, s);
 }
 
-/* The float vec kernels: 1-channel u8 in, u8 or f32 out, 3x3 (vecf_block.cuh), 5x5 or 7x7
- * (vecfr_block.cuh) weights that take the float path (not all whole numbers), every border.
- * *taken says whether it applies. */
+/* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
+ * the float path (not all whole numbers), every border. *taken says whether it applies. */
 static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
 {
     ipk_vecf_plan vp;
     *taken = src->dtype == IPK_U8 && src->channels == 1 && (dst->dtype == IPK_U8 || dst->dtype == IPK_F32) &&
-             p->kw == p->kh && ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &vp);
+             p->kw == 3 && p->kh == 3 && ipk_vecf_plan_conv_k(p->weights, 3, p->divisor, p->offset, &vp);
     if (!*taken) return IPK_EINVAL;
     const int b = (int)p->border;
-    if (dst->dtype == IPK_F32)
-        return vp.r == 1 ? vecf3_launch<float>(src, dst, b, vp, s) : vecfr_launch<float>(src, dst, b, vp, s);
-    return vp.r == 1 ? vecf3_launch<uint8_t>(src, dst, b, vp, s) : vecfr_launch<uint8_t>(src, dst, b, vp, s);
+    if (dst->dtype == IPK_F32) return vecf3_launch<float>(src, dst, b, vp, s);
+    return vecf3_launch<uint8_t>(src, dst, b, vp, s);
 }
 
 /* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
@@ -577,9 +543,8 @@ static int conv_vecsep_launch(const ipk_img *src, const ipk_img *dst, const ipk_
     return vecsep_launch(src, dst, (int)p->border, vp, s);
 }
 
-/* The tiled kernels: the register-blocked fast path (or, with reg, the register-streaming kernel
- * for the fast path's cases with K <= 7), else shared-memory halo tiles. */
-static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, bool reg, cudaStream_t s)
+/* The tiled kernels: the register-blocked fast path, else shared-memory halo tiles. */
+static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s)
 {
     conv_weights local;
     memset(&local, 0, sizeof(local));
@@ -595,7 +560,7 @@ static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
         int wide = 0;
         double bound = 0;
         conv_prepare_int(p, src->dtype, &local, &wide, &bound);
-        if (conv_fast_fits(src, p) && bound * 255.0 < 16777216.0) return conv_fast_int(src, dst, p, local, reg, s);
+        if (conv_fast_fits(src, p) && bound * 255.0 < 16777216.0) return conv_fast_int(src, dst, p, local, s);
         if (src->dtype == IPK_U8)
             return wide ? conv_launch_out<uint8_t, long long>(src, dst, border, local, s)
                         : conv_launch_out<uint8_t, int>(src, dst, border, local, s);
@@ -603,37 +568,21 @@ static int conv_tile_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
                     : conv_launch_out<uint16_t, int>(src, dst, border, local, s);
     }
     conv_prepare_float(p, &local);
-    if (conv_fast_fits(src, p)) return conv_fast_float(src, dst, p, local, reg, s);
+    if (conv_fast_fits(src, p)) return conv_fast_float(src, dst, p, local, s);
     if (src->dtype == IPK_U8) return conv_launch_out<uint8_t, float>(src, dst, border, local, s);
     if (src->dtype == IPK_U16) return conv_launch_out<uint16_t, float>(src, dst, border, local, s);
     return conv_launch_split<float, float, float>(src, dst, border, local, s);
-}
-
-/* The register kernel's cases: the fast path's with K <= 7 (integer sums exact in float). */
-static bool conv_reg_fits(const ipk_img *src, const ipk_conv_params *p)
-{
-    if (!conv_fast_fits(src, p) || p->kw > RG_MAXK) return false;
-    if (!ipk_conv_weights_integral(p->weights, p->kw * p->kh)) return true;
-    conv_weights local;
-    int wide = 0;
-    double bound = 0;
-    conv_prepare_int(p, src->dtype, &local, &wide, &bound);
-    return bound * 255.0 < 16777216.0;
 }
 
 extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, void *scratch,
                                      size_t scratch_bytes, void *stream, ipk_gpu_path path)
 {
     (void)scratch; (void)scratch_bytes;
-    if (!conv_args_ok(src, dst, p) || path < IPK_GPU_AUTO || path > IPK_GPU_VEC || path == IPK_GPU_NET) return IPK_EINVAL;
+    if (!conv_args_ok(src, dst, p) || (path != IPK_GPU_AUTO && path != IPK_GPU_TILE && path != IPK_GPU_VEC))
+        return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    /* The strip kernel only when asked for: it measured slower than the tiles on the H100. */
-    if (path == IPK_GPU_STRIP) {
-        int taken = 0;
-        return conv_strip_launch(src, dst, p, s, &taken);
-    }
-    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && (p->kw == 3 ? CONV_VECF_AUTO : CONV_VECFR_AUTO))) {
+    if (path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && CONV_VECF_AUTO)) {
         int taken = 0;
         const int rc = conv_vecf_launch(src, dst, p, s, &taken);
         if (taken && !(path == IPK_GPU_AUTO && rc == IPK_ERANGE)) return rc;   /* too tall: the tiles */
@@ -659,22 +608,19 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
         const int rc = conv_cert_launch(src, dst, p, s, &taken);
         if (taken) return rc;
     }
-    const bool reg_fits = conv_reg_fits(src, p);
-    if (path == IPK_GPU_REG && !reg_fits) return IPK_EINVAL;
-    const bool auto_reg = path == IPK_GPU_AUTO && p->kw <= CONV_REG_AUTO_MAX_K;
-    return conv_tile_launch(src, dst, p, reg_fits && (path == IPK_GPU_REG || auto_reg), s);
+    return conv_tile_launch(src, dst, p, s);
 }
 
 /* Timing hook (bench_gpu's "(vec path, N rows)" rows): the vec path with other rows a thread, so that
  * one run times them beside the defaults. shape 1: gaussian7-like kernels (vecsep, radius 3, SHIFT
- * finish, u8 out) 4 rows instead of 6; float direct with finish ONE and u8 out: 3x3 10 rows instead
- * of 8 (vecf3), 5x5 8 instead of 16, 7x7 4 instead of 8. Shapes 2 and 3: the float 3x3 of shape 1
+ * finish, u8 out) 4 rows instead of 6; float direct 3x3 with finish ONE and u8 out: 10 rows instead
+ * of 8 (vecf3). Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
  * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified
  * tile kernel (rb_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
  * 7x7; 8: the tensor-core kernel with the limb count its plan does not choose (conv_tc.h). Other
- * cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows or vecfr_rows, VECF_NARROW_AUTO
- * and VECF_CVT_AUTO. */
+ * cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows, VECF_NARROW_AUTO and
+ * VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,
                                           void *stream, int shape)
 {
@@ -695,19 +641,16 @@ extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst
         sp.fin == IPK_VECSEP_FIN_SHIFT)
         return vecsep_launch_rows<3, IPK_VECSEP_FIN_SHIFT, uint8_t, 4>(src, dst, b, sp, s);
     ipk_vecf_plan fp;
-    if (p->kw != p->kh || !ipk_vecf_plan_conv_k(p->weights, p->kw, p->divisor, p->offset, &fp) ||
+    if (p->kw != 3 || p->kh != 3 || !ipk_vecf_plan_conv_k(p->weights, 3, p->divisor, p->offset, &fp) ||
         fp.mode != IPK_VECF_DIRECT || fp.fin != IPK_VECF_FIN_ONE)
         return IPK_EINVAL;
     const int d = IPK_VECF_DIRECT, one = IPK_VECF_FIN_ONE;
-    if (fp.r == 1 && shape == 2) return vecf3_launch_rows<d, one, uint8_t, 8, true>(src, dst, b, fp, s);
-    if (fp.r == 1 && shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);
-    if (fp.r == 1 && shape == 4) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_I2F>(src, dst, b, fp, s);
-    if (fp.r == 1 && shape == 5) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
-    if (fp.r == 1 && shape == 6) return vecf3_launch_rows<d, one, uint8_t, 10, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
-    if (fp.r == 1) return vecf3_launch_rows<d, one, uint8_t, 10>(src, dst, b, fp, s);
-    if (shape != 1) return IPK_EINVAL;
-    return fp.r == 2 ? vecfr_launch_rows<2, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 8>(src, dst, b, fp, s)
-                     : vecfr_launch_rows<3, IPK_VECF_DIRECT, IPK_VECF_FIN_ONE, uint8_t, 4>(src, dst, b, fp, s);
+    if (shape == 2) return vecf3_launch_rows<d, one, uint8_t, 8, true>(src, dst, b, fp, s);
+    if (shape == 3) return vecf3_launch_rows<d, one, uint8_t, 10, true>(src, dst, b, fp, s);
+    if (shape == 4) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_I2F>(src, dst, b, fp, s);
+    if (shape == 5) return vecf3_launch_rows<d, one, uint8_t, 8, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
+    if (shape == 6) return vecf3_launch_rows<d, one, uint8_t, 10, true, IPK_VECF_CVT_HALF>(src, dst, b, fp, s);
+    return vecf3_launch_rows<d, one, uint8_t, 10>(src, dst, b, fp, s);
 }
 
 extern "C" int ipk_convolve_gpu(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,

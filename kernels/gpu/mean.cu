@@ -6,21 +6,15 @@
  *      rounding floor((sum + n/2) / n).
  * Cost per pixel does not grow with the radius past the first window of each segment.
  * Integer sums are exact in uint32 ((2*100+1)^2 * 65535 < 2^32); float sums run in double,
- * the horizontal sums kept as float. Needs no scratch. */
+ * the horizontal sums kept as float. Needs no scratch. Plain calls take this tile kernel where the
+ * faster ones below do not fit: on 1-channel u8, the band kernel (mean_band.cuh), the vec kernel
+ * (vec_block.cuh), the 3x3 float strips and the running sums (see ipk_mean_gpu_path). */
 #include <string.h>
 #include "gpu_common.cuh"
-#include "swar_strip.cuh"
-#include "reg_block.cuh"
+#include "ipk_bench.h"
 #include "vec_block.cuh"
 #include "mean_band.cuh"
 
-/* Plain calls take the register kernel (reg_block.cuh) for 1-channel u8, not shrink, radius 1 up
- * to this; 0 gives those cases to the tile kernels. 0, from the H100's numbers: 0.135 against
- * 0.104 ms at 3x3, 0.235 against 0.113 at 7x7 (bench/RESULTS.md). */
-#define MEAN_REG_AUTO_MAX_RADIUS 0
-/* 1: plain calls take the running-sum register kernel for 1-channel u8 of radius 4 to 15 (every
- * border); 0: the tile kernels. 0: it ran 0.361 against 0.162 ms at 31x31 on the H100. */
-#define MEAN_RM_AUTO 0
 /* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
  * border); 0: the tile kernels. 1: 0.060 against 0.103 ms at 8192x8192 on the H100. */
 #define MEAN_VEC_AUTO 1
@@ -383,150 +377,7 @@ extern "C" size_t ipk_mean_gpu_scratch(int width, int height, int channels, ipk_
     return 0;
 }
 
-/* Radius 1 to 3 without shrink on 1-channel u8: the strip kernel of swar_strip.cuh with unit
- * weights, rounded as rs_mean_kernel does. */
-static int sw_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
-{
-    ipk_swar_plan plan;
-    ipk_swar_plan_mean(2 * radius + 1, &plan);
-    if (radius == 1) return sw_launch_fin<3, true, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, plan, s);
-    if (radius == 2) return sw_launch_fin<5, true, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, plan, s);
-    return sw_launch_fin<7, true, IPK_SWAR_FIN_MEAN>(src, dst, (int)border, plan, s);
-}
-
-/* Radius 1 to 3 without shrink on 1-channel u8: the register-streaming kernel with unit weights
- * (the sum, at most 49 * 255, is exact in float), rounded as rs_mean_kernel does. The sum's
- * integer comes out of the float's low mantissa bits (2^23 + sum), not the conversion unit. */
-struct rg_mean_fin {
-    rs_div div;
-    __device__ __forceinline__ uint32_t operator()(float sum) const
-    {
-        return div.full(__float_as_uint(sum + 8388608.0f) & 0x7fffffu);
-    }
-};
-
-static int rg_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
-{
-    rg_weights w;
-    memset(&w, 0, sizeof w);
-    for (int k = 0; k < 2 * radius + 1; k++) w.row[k] = w.col[k] = 1.0f;
-    rg_mean_fin fin;
-    fin.div.n = (uint32_t)((2 * radius + 1) * (2 * radius + 1));
-    fin.div.mul = (uint32_t)(((1ull << 32) + fin.div.n - 1) / fin.div.n);
-    if (radius == 1) return rg_launch<3, true, true, uint8_t>(src, dst, (int)border, w, fin, s);
-    if (radius == 2) return rg_launch<5, true, true, uint8_t>(src, dst, (int)border, w, fin, s);
-    return rg_launch<7, true, true, uint8_t>(src, dst, (int)border, w, fin, s);
-}
-
-/* Radius 4 to RM_MAXR on 1-channel u8, every border: the running-sum register kernel
- * (reg_block.h), rounded as rs_mean_kernel does. Every thread of a block walks the same rows
- * (the shuffles need whole warps). */
-template <int R, bool SHRINK>
-__global__ void __launch_bounds__(RG_BX)
-    rm_kernel(const uint8_t *__restrict__ src, ptrdiff_t ss, uint8_t *__restrict__ dst, ptrdiff_t ds, int width,
-              int height, int border, int band, rs_div div)
-{
-    constexpr int D = RM_DEPTH, K = 2 * R + 1;
-    const int lane = threadIdx.x & 31, warp = blockIdx.x * (RG_BX / 32) + threadIdx.x / 32;
-    const int x = rm_lane_x(warp, lane);
-    const int y0 = blockIdx.y * band, j_first = y0 - R, n_in = min(band, height - y0) + K - 1;
-    const bool fast = x >= 0 && x + RG_PX <= width && ((uintptr_t)src % 8) == 0 && (ss % 8) == 0;
-    const bool store = rm_stores(lane) && x < width;
-    const bool vec_out = x + RG_PX <= width && ((uintptr_t)dst % 8) == 0 && (ds % 8) == 0;
-    const rm_row zero = { 0, 0 };
-    uint32_t cs[RG_PX];
-    #pragma unroll
-    for (int i = 0; i < RG_PX; i++) cs[i] = 0;
-    rm_row enter[D], leave[D];
-    #pragma unroll
-    for (int i = 0; i < D; i++) {
-        enter[i] = i < n_in ? rm_load(src, ss, width, height, border, x, j_first + i, fast) : zero;
-        leave[i] = zero;   /* D < K: no row leaves before row D */
-    }
-    for (int g = 0; g < n_in; g += D) {
-        #pragma unroll
-        for (int i = 0; i < D; i++) {
-            const int r = g + i;
-            if (r >= n_in) break;
-            const rm_row a = enter[i], b = leave[i];
-            if (r + D < n_in) {
-                enter[i] = rm_load(src, ss, width, height, border, x, j_first + r + D, fast);
-                leave[i] = r + D >= K ? rm_load(src, ss, width, height, border, x, j_first + r + D - K, fast) : zero;
-            }
-            rm_add(cs, a, 0);
-            if (r >= K) rm_add(cs, b, 1);
-            if (r < K - 1) continue;
-            uint32_t p[RG_PX];
-            rm_prefix(cs, p);
-            uint32_t incl = p[RG_PX - 1];
-            #pragma unroll
-            for (int d = 1; d < 32; d *= 2) {
-                const uint32_t v = __shfl_up_sync(0xffffffffu, incl, d);
-                if (lane >= d) incl += v;
-            }
-            const uint32_t before = incl - p[RG_PX - 1];
-            #pragma unroll
-            for (int k = 0; k < RG_PX; k++) p[k] += before;
-            const int y = y0 + r - (K - 1);
-            uint32_t q[RG_PX];
-            #pragma unroll
-            for (int k = 0; k < RG_PX; k++) {
-                const int hl = rm_hi_lanes(k, R), ll = rm_lo_lanes(k, R);
-                const uint32_t hv = p[rm_hi_elem(k, R)], lv = p[rm_lo_elem(k, R)];
-                const uint32_t hi = hl ? __shfl_down_sync(0xffffffffu, hv, hl) : hv;
-                const uint32_t lo = ll ? __shfl_up_sync(0xffffffffu, lv, ll) : lv;
-                const uint32_t sum = hi - lo;
-                q[k] = SHRINK ? div.any(sum, rm_span(x + k, width, R) * rm_span(y, height, R)) : div.full(sum);
-            }
-            if (store) rg_store(ipk_wrow<uint8_t>(dst, ds, y) + x, q, min(RG_PX, width - x), vec_out);
-        }
-    }
-}
-
-template <int R>
-static int rm_launch_r(const ipk_img *src, const ipk_img *dst, ipk_border border, cudaStream_t s)
-{
-    rs_div div;
-    div.n = (uint32_t)((2 * R + 1) * (2 * R + 1));
-    div.mul = (uint32_t)(((1ull << 32) + div.n - 1) / div.n);
-    const bool shrink = border == IPK_SHRINK;
-    long long slots = 0;
-    if (!rg_resident_slots(shrink ? rm_kernel<R, true> : rm_kernel<R, false>, &slots)) return IPK_ECUDA;
-    const unsigned gx = ipk_div_up(src->width, (long long)RM_OUT_COLS * (RG_BX / 32));
-    const int band = rg_band(src->height, (int)gx, slots, rm_min_band());
-    dim3 grid(gx, ipk_div_up(src->height, band));
-    if (grid.y > IPK_MAX_GRID_Y) return IPK_ERANGE;
-    const uint8_t *sp = (const uint8_t *)src->data;
-    uint8_t *dp = (uint8_t *)dst->data;
-    if (shrink)
-        rm_kernel<R, true><<<grid, RG_BX, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
-                                                  (int)border, band, div);
-    else
-        rm_kernel<R, false><<<grid, RG_BX, 0, s>>>(sp, src->stride, dp, dst->stride, src->width, src->height,
-                                                   (int)border, band, div);
-    return ipk_launch_status();
-}
-
-static int rm_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
-{
-    switch (radius) {
-    case 4: return rm_launch_r<4>(src, dst, border, s);
-    case 5: return rm_launch_r<5>(src, dst, border, s);
-    case 6: return rm_launch_r<6>(src, dst, border, s);
-    case 7: return rm_launch_r<7>(src, dst, border, s);
-    case 8: return rm_launch_r<8>(src, dst, border, s);
-    case 9: return rm_launch_r<9>(src, dst, border, s);
-    case 10: return rm_launch_r<10>(src, dst, border, s);
-    case 11: return rm_launch_r<11>(src, dst, border, s);
-    case 12: return rm_launch_r<12>(src, dst, border, s);
-    case 13: return rm_launch_r<13>(src, dst, border, s);
-    case 14: return rm_launch_r<14>(src, dst, border, s);
-    case 15: return rm_launch_r<15>(src, dst, border, s);
-    }
-    return IPK_EINVAL;
-}
-
-/* The kernels before the strip kernel: 3x3 strips in float, running sums, fused tiles. */
+/* The kernels before the vec and band kernels: 3x3 strips in float, running sums, fused tiles. */
 static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
 {
     if (src->dtype == IPK_U8 && src->channels == 1 && radius == 1 && border != IPK_SHRINK)
@@ -578,14 +429,11 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
 {
     (void)scratch; (void)scratch_bytes;
     if (!ipk_img_ok(src) || !ipk_img_ok(dst) || !ipk_same_shape(src, dst) || src->dtype != dst->dtype ||
-        radius < 0 || radius > 100 || border < IPK_REPLICATE || border > IPK_SHRINK || path < IPK_GPU_AUTO ||
-        path > IPK_GPU_VEC || path == IPK_GPU_NET)
+        radius < 0 || radius > 100 || border < IPK_REPLICATE || border > IPK_SHRINK ||
+        (path != IPK_GPU_AUTO && path != IPK_GPU_TILE && path != IPK_GPU_VEC))
         return IPK_EINVAL;
     if (ipk_img_empty(src)) return IPK_OK;
     cudaStream_t s = (cudaStream_t)stream;
-    const bool strip_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 1 && radius <= 3 &&
-                            border != IPK_SHRINK;
-    if (path == IPK_GPU_STRIP) return strip_fits ? sw_mean_launch(src, dst, radius, border, s) : IPK_EINVAL;
     const bool vec_fits = src->dtype == IPK_U8 && src->channels == 1 && (radius == 1 || radius == 2);
     if ((path == IPK_GPU_VEC || (path == IPK_GPU_AUTO && MEAN_BAND_AUTO)) && mband_fits(src, dst, radius, (int)border))
         return band_mean_launch(src, dst, radius, border, 0, s);
@@ -595,13 +443,6 @@ extern "C" int ipk_mean_gpu_path(const ipk_img *src, const ipk_img *dst, int rad
         const int rc = vec_mean_launch(src, dst, radius, border, s);
         if (rc != IPK_ERANGE) return rc;   /* too tall for its grid: the kernels below */
     }
-    /* the register kernels: the strip kernel's cases, and radius 4 to RM_MAXR on every border */
-    const bool rm_fits = src->dtype == IPK_U8 && src->channels == 1 && radius >= 4 && radius <= RM_MAXR;
-    if (path == IPK_GPU_REG && strip_fits) return rg_mean_launch(src, dst, radius, border, s);
-    if (path == IPK_GPU_REG) return rm_fits ? rm_launch(src, dst, radius, border, s) : IPK_EINVAL;
-    if (path == IPK_GPU_AUTO && strip_fits && radius <= MEAN_REG_AUTO_MAX_RADIUS)
-        return rg_mean_launch(src, dst, radius, border, s);
-    if (path == IPK_GPU_AUTO && rm_fits && MEAN_RM_AUTO) return rm_launch(src, dst, radius, border, s);
     return mean_tile_launch(src, dst, radius, border, s);
 }
 

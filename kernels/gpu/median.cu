@@ -16,7 +16,7 @@
  *   (correct for every case, cost grows with the window: the slow fallback). */
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include "ipk.h"
+#include "ipk_bench.h"
 #include "border.h"
 #include "median_sep.cuh"
 #include "median_huang.cuh"
@@ -455,18 +455,13 @@ static int med_launch_sep_r(const med_args *a, int wide, cudaStream_t s)
     return IPK_OK;
 }
 
-/* What u8 5x5 and 7x7 run: -1 med_sep_kernel, k >= 0 the k-th tile variant of that radius in
- * median_sep_var.cu (the bench's "median 5x5 (net, ...)" rows, in order). 3, the 8x2 shuffle
- * tiles, timed fastest on the H100 (2026-11-25): 0.203 ms against 0.472 at 5x5, 0.442 against
- * 1.098 at 7x7; 16-bit images keep med_sep_kernel. */
-#define MED_SEP_VARIANT_R2 3
-#define MED_SEP_VARIANT_R3 3
-
+/* u8 5x5 and 7x7 run the 8x2 shuffle tiles of median_sep_var.cu, timed fastest on the H100
+ * (2026-11-25): 0.203 ms against 0.472 at 5x5, 0.442 against 1.098 at 7x7; 16-bit images keep
+ * med_sep_kernel. */
 static int med_launch_sep(const med_args *a, int wide, cudaStream_t s)
 {
     if (a->radius == 1) return med_launch_sep_r<1, 8>(a, wide, s);
-    if (a->radius == 2 && !wide && MED_SEP_VARIANT_R2 >= 0) return med_sepv_run(a, MED_SEP_VARIANT_R2, s);
-    if (a->radius == 3 && !wide && MED_SEP_VARIANT_R3 >= 0) return med_sepv_run(a, MED_SEP_VARIANT_R3, s);
+    if ((a->radius == 2 || a->radius == 3) && !wide) return med_sepx_run(a, s);
     if (a->radius == 2) return med_launch_sep_r<2, 2>(a, wide, s);
     return med_launch_sep_r<3, 2>(a, wide, s);
 }

@@ -1,13 +1,13 @@
-/* Tile variants of the separable-network median (kernels/common/median_sep.cuh) on 1-channel
- * u8: the thread tile (2W pixels by ROWS rows) and the register budget (__launch_bounds__'
- * minimum of resident blocks of 128 threads: 4 -> at most 128 registers, 5 -> 96, 6 -> 80,
- * 7 -> 72, 8 -> 64, 10 -> 48) are template parameters. Unlike med_sep_kernel in median.cu, a row is held as loaded (W/2
- * words and one edge word each side) and put in the 16-bit-lane layout only when its pair of
- * output rows is computed, which halves the registers the loaded rows take. All rows of the
- * thread are loaded before any network; rows not aligned for the vector loads, and the image's
- * sides, go through an out-of-line gather through the border. med_sepx_kernel instead shares
- * the column sorts between the lanes of a warp (each lane sorts its own columns, takes the
- * edge columns from its neighbours by shuffles; 30 of 32 lanes make outputs). */
+/* The u8 5x5 and 7x7 median that plain calls run (median.cu's med_launch_sep): the separable
+ * networks of kernels/common/median_sep.cuh, 1-channel u8, a thread making 2W pixels by ROWS rows
+ * (1 or 2) with the register budget of __launch_bounds__' minimum of resident blocks of 128
+ * threads (4 -> at most 128 registers, 7 -> 72) as template parameters. Unlike med_sep_kernel in
+ * median.cu, a row is held as loaded (W/2 words) and put in the 16-bit-lane layout only when its
+ * output rows are computed, which halves the registers the loaded rows take; and the lanes of a
+ * warp share the column sorts (each lane sorts its own columns and takes the edge columns from
+ * its neighbours by shuffles; 30 of 32 lanes make outputs). Rows not aligned for the vector
+ * loads, and the image's sides, go through an out-of-line gather through the border. The other
+ * tile variants once timed beside it are gone; bench/RESULTS.md keeps their numbers. */
 #ifndef IPK_MEDIAN_SEP_VAR_CUH
 #define IPK_MEDIAN_SEP_VAR_CUH
 #include "gpu_common.cuh"
@@ -30,7 +30,7 @@ static inline dim3 med_sepv_grid(unsigned groups, long long bands)
     return dim3(groups, gy, ipk_div_up(rows, gy));
 }
 
-/* A loaded row: v[0..W/2-1] pixels gx..gx+2W-1, v[W/2] gx-4..gx-1, v[W/2+1] gx+2W..gx+2W+3. */
+/* A gathered row: v[0..W/2-1] pixels gx..gx+2W-1, v[W/2] gx-4..gx-1, v[W/2+1] gx+2W..gx+2W+3. */
 template <int W> struct med_raw {
     unsigned v[med_sp_raw<W>::N];
 };
@@ -52,33 +52,6 @@ static __device__ __noinline__ med_raw<W> med_sepv_gather(const unsigned char *r
     return r;
 }
 
-/* Logical row ly around columns gx-4..gx+2W+3: one 2W-byte load and two 4-byte ones where the
- * row allows them; rows the zero border drops read 0. */
-template <int W>
-__device__ __forceinline__ med_raw<W> med_sepv_load(const med_args &a, int gx, int ly)
-{
-    med_raw<W> r;
-    const int yy = ipk_border_index(ly, a.height, a.border);
-    if (yy < 0) {
-#pragma unroll
-        for (int i = 0; i < med_sp_raw<W>::N; i++) r.v[i] = 0;
-        return r;
-    }
-    const unsigned char *row = (const unsigned char *)(a.src + (ptrdiff_t)yy * a.src_stride);
-    if (gx < 4 || gx + 2 * W + 4 > a.width || ((uintptr_t)(row + gx) & (2 * W - 1)) != 0)
-        return med_sepv_gather<W>(row, gx, a.width, a.border);
-    if constexpr (W == 8) {
-        const uint4 c = __ldg((const uint4 *)(row + gx));
-        r.v[0] = c.x, r.v[1] = c.y, r.v[2] = c.z, r.v[3] = c.w;
-    } else {
-        const uint2 c = __ldg((const uint2 *)(row + gx));
-        r.v[0] = c.x, r.v[1] = c.y;
-    }
-    r.v[W / 2] = __ldg((const unsigned *)(row + gx - 4));
-    r.v[W / 2 + 1] = __ldg((const unsigned *)(row + gx + 2 * W));
-    return r;
-}
-
 /* Output row y (if in the image) from the split layout's W words: one 2W-byte store where it can. */
 template <int W>
 __device__ __forceinline__ void med_sepv_store(const med_args &a, int gx, int y, const unsigned *words)
@@ -93,29 +66,6 @@ __device__ __forceinline__ void med_sepv_store(const med_args &a, int gx, int y,
         return;
     }
     for (int j = 0; j < 2 * W && gx + j < a.width; j++) row[j] = (unsigned char)(q[j >> 2] >> (8 * (j & 3)));
-}
-
-/* ROWS output rows of 2W pixels a thread: one, or an even count in pairs (med_sp_tile_step). */
-template <int R, int W, int ROWS, int MINB>
-__global__ void __launch_bounds__(32 * MED_SEPV_WARPS, MINB) med_sepv_kernel(med_args a)
-{
-    const int gx = 2 * W * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int y0 = med_sepv_band() * ROWS;
-    if (gx >= a.width || y0 >= a.height) return;
-    unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
-#pragma unroll
-    for (int j = 0; j < ROWS + 2 * R; j++) {
-        const med_raw<W> r = med_sepv_load<W>(a, gx, y0 - R + j);
-#pragma unroll
-        for (int i = 0; i < med_sp_raw<W>::N; i++) raw[j][i] = r.v[i];
-    }
-#pragma unroll
-    for (int p = 0; p < ROWS; p += ROWS == 1 ? 1 : 2) {
-        unsigned top[W], bottom[W];
-        med_sp_tile_step<R, W, ROWS>(raw, p, top, bottom);
-        med_sepv_store<W>(a, gx, y0 + p, top);
-        if (ROWS > 1) med_sepv_store<W>(a, gx, y0 + p + 1, bottom);
-    }
 }
 
 /* Lanes 1..30 of a warp make outputs; lanes 0 and 31 only sort columns for their neighbours. */
@@ -202,16 +152,7 @@ static int med_sepx_launch(const med_args *a, cudaStream_t s)
     return ipk_launch_status();
 }
 
-template <int R, int W, int ROWS, int MINB>
-static int med_sepv_launch(const med_args *a, cudaStream_t s)
-{
-    dim3 block(32, MED_SEPV_WARPS);
-    const dim3 grid = med_sepv_grid(ipk_div_up(ipk_div_up(a->width, 2 * W), 32), ipk_div_up(a->height, ROWS));
-    med_sepv_kernel<R, W, ROWS, MINB><<<grid, block, 0, s>>>(*a);
-    return ipk_launch_status();
-}
-
-/* Variant `variant` of radius a->radius (median_sep_var.cu's table) on u8 arguments already
- * checked: IPK_EINVAL for a variant or radius it does not have. */
-int med_sepv_run(const med_args *a, int variant, cudaStream_t s);
+/* The u8 5x5 or 7x7 median (a->radius 2 or 3) on arguments already checked: median_sep_var.cu's
+ * shuffle kernel; IPK_EINVAL for another radius. */
+int med_sepx_run(const med_args *a, cudaStream_t s);
 #endif

@@ -1,13 +1,13 @@
 /* GPU convolve against the CPU kernel: bit-identical integer outputs, 1e-5 for f32 outputs,
  * for the named kernels and literal ones (5x5, 7x7, 1x7, 7x1, 31x31; separable and not;
  * integer and fractional weights), divisors, offsets, every border, dtype, channel count,
- * output same and f32, odd sizes and pitches; the strip, tile, register and vec paths of
+ * output same and f32, odd sizes and pitches; the tile and vec paths of
  * ipk_convolve_gpu_path one by one (the vec path's 3x3 and 5x5 16-bit kernels and its separable
  * kernel of radius 1 to 3). */
 #include <math.h>
 #include <stdlib.h>
 #include "gpu_testutil.h"
-#include "ipk.h"
+#include "ipk_bench.h"
 
 typedef struct {
     const char *name;
@@ -99,7 +99,7 @@ static void check_case(int w, int h, int c, ipk_dtype t, ipk_dtype out, const ke
 /* The 1-channel u8 fast path (square kernels up to 9x9): every kind of weights it takes
  * (float and integer, split or not), power-of-two and other divisors, offsets, both outputs,
  * tiles inside and across the image edge, pitches that are not a multiple of 4; on the plain
- * call, the tile path and (up to 7x7) the register path. */
+ * call and the tile path. */
 static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
 {
     static kernel_case k;
@@ -127,9 +127,6 @@ static void check_fast_path(int quick, cudaStream_t s, tu_rng *rng)
                 check_case(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n) & 1, s, rng);
                 check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n + 1) & 1, IPK_GPU_TILE, s,
                                 rng);
-                if (kw <= 7)
-                    check_case_path(sizes[i][0], sizes[i][1], 1, IPK_U8, out, &k, b, (int)(i + n + 1) & 1, IPK_GPU_REG,
-                                    s, rng);
             }
         }
 }
@@ -187,11 +184,11 @@ static void check_vec_sizes(const kernel_case *ks, int n, int skip, const int (*
     }
 }
 
-/* The strip kernel: every finish it has (shift in lanes, and per lane the shift, odd-divisor
- * and double roundings), separable and direct 3x3 and 5x5, separable 7x7, signed weights;
- * groups of 16 columns whole or cut, warps and 2048-column blocks whole or cut, bands of rows
- * (tall images get many), 16-byte rows or not, every border. The same cases on the tile path. */
-static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
+/* The tile path on the 16-bit-lane cases (every finish of conv_swar.h, separable and direct 3x3
+ * and 5x5, separable 7x7, signed weights), which the deleted strip kernel took: sizes around 16
+ * columns, warps and 2048-column blocks, tall images, 16-byte rows or not, every border; the
+ * values 1 and 4, which named the strip and register kernels, refused. */
+static void check_tile_paths(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
 {
     static kernel_case ks[12];
     int n = 0;
@@ -212,38 +209,14 @@ static void check_strip_paths(const kernel_case *named, int quick, cudaStream_t 
     for (int ki = 0; ki < n; ki++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++, c++) {
             if (quick && c % 4) continue;
-            const ipk_border b = (ipk_border)(c % 4);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_STRIP, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 1) % 4), 1, 1 + c % 3, IPK_GPU_STRIP, s,
-                       rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_TILE, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], b, c & 1, 0, IPK_GPU_REG, s, rng);
-            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)((c + 2) % 4), 1, 1 + c % 7, IPK_GPU_REG, s,
-                       rng);
+            check_path(sizes[i][0], sizes[i][1], &ks[ki], (ipk_border)(c % 4), c & 1, 0, IPK_GPU_TILE, s, rng);
         }
-    for (int ki = 1; ki < 3; ki++) {
-        check_path(quick ? 1031 : 8192, quick ? 301 : 2049, &ks[ki], IPK_REFLECT101, 1, 0, IPK_GPU_STRIP, s, rng);
-        check_path(quick ? 1031 : 8192, quick ? 301 : 2049, &ks[ki], IPK_REFLECT101, 1, 0, IPK_GPU_REG, s, rng);
-    }
-    check_path(quick ? 1031 : 8192, quick ? 101 : 1001, &ks[9], IPK_ZERO, 1, 0, IPK_GPU_REG, s, rng);
-    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1), f = dev_alloc(64, 8, 1, IPK_F32, 1), u = dev_alloc(64, 8, 1, IPK_U16, 1);
-    static double gauss7[49];
-    static const double b7[7] = { 1, 6, 15, 20, 15, 6, 1 };
-    for (int i = 0; i < 49; i++) gauss7[i] = b7[i / 7] * b7[i % 7];
-    ipk_conv_params g7 = { gauss7, 7, 7, 4096, 0, IPK_ZERO }, g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO };
-    CHECK(ipk_convolve_gpu_path(&a, &a, &g7, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: gaussian7 refused");
-    CHECK(ipk_convolve_gpu_path(&a, &f, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: f32 output refused");
-    CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_STRIP) == IPK_EINVAL, "strip: u16 refused");
+    ipk_img a = dev_alloc(64, 8, 1, IPK_U8, 1);
+    ipk_conv_params g3 = { ks[1].w, 3, 3, 16, 0, IPK_ZERO };
+    CHECK(ipk_convolve_gpu_path(&a, &a, &g3, NULL, 0, s, (ipk_gpu_path)1) == IPK_EINVAL, "strip value refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &g3, NULL, 0, s, (ipk_gpu_path)4) == IPK_EINVAL, "reg value refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &g3, NULL, 0, s, (ipk_gpu_path)7) == IPK_EINVAL, "unknown path refused");
-    CHECK(ipk_convolve_gpu_path(&u, &u, &g3, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: u16 refused");
-    ipk_conv_params big = { named[16].w, 3, 3, 1, 0, IPK_ZERO };   /* "3x3 big weights": sums past 2^24 */
-    CHECK(ipk_convolve_gpu_path(&a, &a, &big, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: wide sums refused");
-    static double w9[81];
-    ipk_conv_params k9 = { w9, 9, 9, 1, 0, IPK_ZERO };
-    CHECK(ipk_convolve_gpu_path(&a, &a, &k9, NULL, 0, s, IPK_GPU_REG) == IPK_EINVAL, "reg: 9x9 refused");
     dev_free(&a);
-    dev_free(&f);
-    dev_free(&u);
 }
 
 /* The vec kernel: every mode of conv_vec.h (unit, separable, direct) and every finish of
@@ -354,13 +327,15 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     ipk_img f = dev_alloc(64, 8, 1, IPK_F32, 1);
     g7[24] += 1;   /* not separable: no vec kernel takes it (check_vecsep_path has gaussian7 itself) */
     static double frac9w[81];
-    for (int i = 0; i < 81; i++) frac9w[i] = 0.5 + 0.01 * i;   /* float 5x5 and 7x7 are the vecfr kernel's now */
+    for (int i = 0; i < 81; i++) frac9w[i] = 0.5 + 0.01 * i;
     ipk_conv_params k53 = { ks[0].w, 5, 3, 64, 0, IPK_ZERO }, frac = { frac9w, 9, 9, 1, 0.25, IPK_ZERO };
+    ipk_conv_params frac5 = { frac9w, 5, 5, 1, 0.25, IPK_ZERO };   /* the float vec kernel is 3x3 only */
     CHECK(ipk_convolve_gpu_path(&a, &a, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 refused");
     CHECK(ipk_convolve_gpu_path(&a, &f, &k7, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: direct 7x7 to f32 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &k53, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x3 refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &ov, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 past 16 bits refused");
     CHECK(ipk_convolve_gpu_path(&a, &a, &frac, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 9x9 fractional refused");
+    CHECK(ipk_convolve_gpu_path(&a, &a, &frac5, NULL, 0, s, IPK_GPU_VEC) == IPK_EINVAL, "vec: 5x5 fractional refused");
     dev_free(&a);
     dev_free(&f);
 }
@@ -454,7 +429,7 @@ int main(void)
                         check_case(sizes[i][0], sizes[i][1], c, types[ti], out, &ks[ki], (ipk_border)b, n & 1, s, &rng);
                 }
     check_fast_path(quick, s, &rng);
-    check_strip_paths(ks, quick, s, &rng);
+    check_tile_paths(ks, quick, s, &rng);
     check_vec_path(ks, quick, s, &rng);
     check_vec5_path(ks, quick, s, &rng);
     check_vecsep_path(quick, s, &rng);

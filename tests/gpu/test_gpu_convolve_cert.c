@@ -11,7 +11,7 @@
  * plan has no threshold: conv_cert.h) still give the CPU's bytes. */
 #include <string.h>
 #include "gpu_testutil.h"
-#include "ipk.h"
+#include "ipk_bench.h"
 #include "conv_cert.h"
 #include "conv_tc.h"
 #include "conv_separable.h"

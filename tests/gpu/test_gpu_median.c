@@ -1,13 +1,14 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
  * sizes, device pitches that are not the width, and a few large images; u8 through both the
  * issue-14 kernels (IPK_GPU_NET, what AUTO runs but for 8-bit 3x3) and the ones before them
- * (IPK_GPU_TILE); 1-channel u8 5x5 and 7x7 through every tile variant of the separable networks
- * (ipk_median_gpu_sep_variant), and 1-channel u8 3x3 through the vec median (IPK_GPU_VEC and each
- * of its instantiations), on the same images and on misaligned base pointers. */
+ * (IPK_GPU_TILE); 1-channel u8 5x5 and 7x7 (the shuffle tiles of median_sep_var.cu) and 3x3
+ * through the vec median (IPK_GPU_VEC and each of its instantiations) on the same images and on
+ * misaligned base pointers. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
+#include "ipk_bench.h"
 
 static size_t elem_bytes(ipk_dtype t) { return t == IPK_U8 ? 1 : t == IPK_U16 ? 2 : 4; }
 
@@ -37,19 +38,16 @@ static size_t row_bytes(const ipk_img *im) { return (size_t)im->width * im->chan
 static const int VEC_VARIANTS[][3] = {{2, 8, 0}, {2, 10, 0}, {4, 7, 0}, {6, 6, 0}, {2, 6, 1}};
 #define N_VEC_VARIANTS ((int)(sizeof VEC_VARIANTS / sizeof VEC_VARIANTS[0]))
 
-/* How a run calls the GPU: through ipk_median_gpu_path on `path`, one of VEC_VARIANTS (variant >= 0)
- * or a tile variant of the separable networks (sep >= 0); shift: bytes the source's base pointer is
- * off (the destination's: 16 - shift). */
+/* How a run calls the GPU: through ipk_median_gpu_path on `path`, or one of VEC_VARIANTS (variant
+ * >= 0); shift: bytes the source's base pointer is off (the destination's: 16 - shift). */
 typedef struct {
     ipk_gpu_path path;
     int variant;
     int shift;
-    int sep;
 } gpu_call;
 
 static int call_gpu(const ipk_img *dsrc, const ipk_img *ddst, int radius, ipk_border border, gpu_call call)
 {
-    if (call.sep >= 0) return ipk_median_gpu_sep_variant(dsrc, ddst, radius, border, NULL, call.sep);
     if (call.variant >= 0) {
         const int *v = VEC_VARIANTS[call.variant];
         return ipk_median_gpu_vec_variant(dsrc, ddst, border, v[0], v[1], v[2], NULL);
@@ -88,8 +86,8 @@ static int run_call(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     CHECK(cpu == IPK_OK, "ipk_median_cpu rc %d", cpu);
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d variant %d sep %d shift %d: max diff %g", w, h, c, (int)t,
-              radius, (int)border, (int)call.path, call.variant, call.sep, call.shift, diff);
+        CHECK(diff == 0, "%dx%d c%d dtype %d r%d border %d path %d variant %d shift %d: max diff %g", w, h, c, (int)t,
+              radius, (int)border, (int)call.path, call.variant, call.shift, diff);
         ok = diff == 0;
     }
     cudaFree(src_base);
@@ -100,11 +98,10 @@ static int run_call(int w, int h, int c, ipk_dtype t, int radius, ipk_border bor
     return ok;
 }
 
-/* `path`, or tile variant `sep` of the separable networks when >= 0. */
 static int run_path(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad,
-                    ipk_gpu_path path, int sep)
+                    ipk_gpu_path path)
 {
-    gpu_call call = {path, -1, 0, sep};
+    gpu_call call = {path, -1, 0};
     return run_call(w, h, c, t, radius, border, seed, dev_pad, call);
 }
 
@@ -114,23 +111,15 @@ static int vec_case(int c, ipk_dtype t, int radius, ipk_border border)
     return c == 1 && t == IPK_U8 && radius == 1 && border != IPK_SHRINK;
 }
 
-/* Whether the separable networks' tile variants take this case (u8, 1 channel, 5x5 or 7x7, not shrink). */
-static int has_variants(int c, ipk_dtype t, int radius, ipk_border border)
-{
-    return t == IPK_U8 && c == 1 && (radius == 2 || radius == 3) && border != IPK_SHRINK;
-}
-
 /* u8 and u16 through both paths (they differ only there), and 8-bit 3x3 through the networks and the
- * vec median too; f32 through AUTO; 1-channel u8 5x5 and 7x7 through every tile variant. */
+ * vec median too; f32 through AUTO. */
 static int run_case_pad(int w, int h, int c, ipk_dtype t, int radius, ipk_border border, uint64_t seed, int dev_pad)
 {
-    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO, -1);
-    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE, -1) && ok;
+    int ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_AUTO);
+    if (t != IPK_F32) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_TILE) && ok;
     /* 8-bit 3x3: AUTO takes the tile kernel (faster there), so the networks are asked for by name */
-    if (t == IPK_U8 && radius == 1) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, -1) && ok;
-    if (vec_case(c, t, radius, border)) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_VEC, -1) && ok;
-    for (int v = 0; has_variants(c, t, radius, border) && ipk_median_gpu_sep_variant_name(radius, v); v++)
-        ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET, v) && ok;
+    if (t == IPK_U8 && radius == 1) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_NET) && ok;
+    if (vec_case(c, t, radius, border)) ok = run_path(w, h, c, t, radius, border, seed, dev_pad, IPK_GPU_VEC) && ok;
     return ok;
 }
 
@@ -198,13 +187,13 @@ static void vec_paths(int quick)
         for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
             for (int v = -1; v < N_VEC_VARIANTS; v++) {
                 const int w = sizes[i][0], h = sizes[i][1];
-                gpu_call call = {IPK_GPU_VEC, v, (int)((seed * 7) % 16), -1};
+                gpu_call call = {IPK_GPU_VEC, v, (int)((seed * 7) % 16)};
                 run_call(w, h, 1, IPK_U8, 1, (ipk_border)b, seed++, -1, call);
                 call.shift = 0;
                 run_call(w, h, 1, IPK_U8, 1, (ipk_border)b, seed++, (16 - w % 16) % 16 + 16 * (int)(i % 2), call);
             }
     for (int v = -1; v < N_VEC_VARIANTS && !quick; v++) {
-        gpu_call call = {IPK_GPU_VEC, v, 0, -1};
+        gpu_call call = {IPK_GPU_VEC, v, 0};
         run_call(4097, 3001, 1, IPK_U8, 1, IPK_REFLECT101, 950 + v, -1, call);
         run_call(4096, 2049, 1, IPK_U8, 1, IPK_ZERO, 960 + v, 0, call);
         call.shift = 3;
@@ -231,10 +220,9 @@ static void large(void)
     run_case(1031, 517, 2, IPK_F32, 1, IPK_REFLECT101, 314);
 }
 
-/* Tile variant `variant` on a 1-channel u8 image whose device source and destination start
- * src_off and dst_off bytes past a cudaMalloc'd (256-byte aligned) base, rows width + 7 apart. */
-static void run_offset(int w, int h, int radius, ipk_border border, uint64_t seed, int src_off, int dst_off,
-                       int variant)
+/* The plain call on a 1-channel u8 image whose device source and destination start src_off and
+ * dst_off bytes past a cudaMalloc'd (256-byte aligned) base, rows width + 7 apart. */
+static void run_offset(int w, int h, int radius, ipk_border border, uint64_t seed, int src_off, int dst_off)
 {
     tu_rng rng;
     tu_seed(&rng, seed);
@@ -251,8 +239,8 @@ static void run_offset(int w, int h, int radius, ipk_border border, uint64_t see
                                     cudaMemcpyHostToDevice), "upload");
     ok = ok && cuda_ok(cudaMemset(dbase, 0xa5, bytes), "poison");
     if (ok) {
-        int rc = ipk_median_gpu_sep_variant(&dsrc, &ddst, radius, border, NULL, variant);
-        CHECK(rc == IPK_OK, "variant %d rc %d", variant, rc);
+        int rc = ipk_median_gpu(&dsrc, &ddst, radius, border, NULL, 0, NULL);
+        CHECK(rc == IPK_OK, "r%d rc %d", radius, rc);
         ok = cuda_ok(cudaDeviceSynchronize(), "kernel");
     }
     ok = ok && cuda_ok(cudaMemcpy2D(got.data, got.stride, ddst.data, ddst.stride, (size_t)w, h,
@@ -260,8 +248,8 @@ static void run_offset(int w, int h, int radius, ipk_border border, uint64_t see
     CHECK(ipk_median_cpu(&src, &want, radius, border, 1) == IPK_OK, "ipk_median_cpu");
     if (ok) {
         double diff = tu_max_diff(&want, &got);
-        CHECK(diff == 0, "%dx%d r%d border %d offsets %d,%d variant %d: max diff %g", w, h, radius, (int)border,
-              src_off, dst_off, variant, diff);
+        CHECK(diff == 0, "%dx%d r%d border %d offsets %d,%d: max diff %g", w, h, radius, (int)border, src_off,
+              dst_off, diff);
     }
     cudaFree(sbase);
     cudaFree(dbase);
@@ -270,9 +258,9 @@ static void run_offset(int w, int h, int radius, ipk_border border, uint64_t see
     tu_img_free(&got);
 }
 
-/* Every tile variant with source and destination at base pointers off by 1..15 bytes (the
- * vector loads and stores fall back to the gathers) and pitches that are not multiples of 16. */
-static void variants_misaligned(void)
+/* The u8 5x5 and 7x7 shuffle tiles with source and destination at base pointers off by 1..15 bytes
+ * (the vector loads and stores fall back to the gathers) and pitches that are not multiples of 16. */
+static void sep_misaligned(void)
 {
     static const int offsets[][2] = {{1, 5}, {3, 0}, {4, 12}, {8, 8}, {15, 1}};
     static const int sizes[][2] = {{37, 23}, {130, 17}, {1000, 9}};
@@ -281,19 +269,15 @@ static void variants_misaligned(void)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
             for (int r = 2; r <= 3; r++)
                 for (int b = IPK_REPLICATE; b <= IPK_ZERO; b++)
-                    for (int v = 0; ipk_median_gpu_sep_variant_name(r, v); v++)
-                        run_offset(sizes[s][0], sizes[s][1], r, (ipk_border)b, seed++, offsets[o][0], offsets[o][1], v);
+                    run_offset(sizes[s][0], sizes[s][1], r, (ipk_border)b, seed++, offsets[o][0], offsets[o][1]);
 }
 
-/* Images taller than 65535 blocks of rows (4 warps of 1 or 2 rows): the variants take the
- * rest of the grid's rows in its third dimension. */
-static void variants_tall(void)
+/* Images taller than 65535 blocks of rows (4 warps of 2 rows): the u8 5x5 and 7x7 shuffle tiles
+ * take the rest of the grid's rows in its third dimension. */
+static void sep_tall(void)
 {
-    for (int r = 2; r <= 3; r++) {
-        const ipk_border border = r == 2 ? IPK_ZERO : IPK_REFLECT101;
-        for (int v = 0; ipk_median_gpu_sep_variant_name(r, v); v++)
-            run_path(9, 530000, 1, IPK_U8, r, border, 330 + (uint64_t)v, -1, IPK_GPU_NET, v);
-    }
+    for (int r = 2; r <= 3; r++)
+        run_path(9, 530000, 1, IPK_U8, r, r == 2 ? IPK_ZERO : IPK_REFLECT101, 330 + (uint64_t)r, -1, IPK_GPU_NET);
 }
 
 static void bad_arguments(void)
@@ -301,12 +285,12 @@ static void bad_arguments(void)
     static unsigned char buf[64];
     ipk_img a = {buf, 16, 4, 4, 1, IPK_U8}, b = a;
     CHECK(ipk_median_gpu(&a, &b, 26, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "radius 26 accepted");
-    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_STRIP) == IPK_EINVAL,
-          "strip path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)1) == IPK_EINVAL,
+          "the deleted strip path accepted");
     CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)7) == IPK_EINVAL,
           "unknown path accepted");
-    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_REG) == IPK_EINVAL,
-          "reg path accepted");
+    CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL, (ipk_gpu_path)4) == IPK_EINVAL,
+          "the deleted reg path accepted");
     CHECK(ipk_median_gpu_path(&a, &b, 2, IPK_REPLICATE, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
           "vec path: radius 2 accepted");
     CHECK(ipk_median_gpu_path(&a, &b, 1, IPK_SHRINK, NULL, 0, NULL, IPK_GPU_VEC) == IPK_EINVAL,
@@ -326,16 +310,6 @@ static void bad_arguments(void)
     b.channels = 2;
     CHECK(ipk_median_gpu(&a, &b, 1, IPK_REPLICATE, NULL, 0, NULL) == IPK_EINVAL, "channel mismatch accepted");
     b.channels = 1;
-    CHECK(ipk_median_gpu_sep_variant_name(2, 0) && ipk_median_gpu_sep_variant_name(3, 0), "no 5x5 or 7x7 variant");
-    CHECK(!ipk_median_gpu_sep_variant_name(1, 0) && !ipk_median_gpu_sep_variant_name(2, -1),
-          "a variant of radius 1, or variant -1");
-    CHECK(ipk_median_gpu_sep_variant(&a, &b, 1, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "variant at radius 1 accepted");
-    CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_SHRINK, NULL, 0) == IPK_EINVAL, "variant with shrink accepted");
-    CHECK(ipk_median_gpu_sep_variant(&a, &b, 2, IPK_REPLICATE, NULL, 99) == IPK_EINVAL, "variant 99 accepted");
-    ipk_img wide16 = {buf, 8, 4, 4, 1, IPK_U16}, multi = {buf, 16, 4, 4, 4, IPK_U8};
-    CHECK(ipk_median_gpu_sep_variant(&wide16, &wide16, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "u16 variant accepted");
-    CHECK(ipk_median_gpu_sep_variant(&multi, &multi, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "4 channels accepted");
-    CHECK(ipk_median_gpu_sep_variant(&a, NULL, 2, IPK_REPLICATE, NULL, 0) == IPK_EINVAL, "NULL dst accepted");
 }
 
 int main(void)
@@ -353,11 +327,11 @@ int main(void)
     small_sizes(quick);
     packed(quick);
     packed_aligned(quick);
-    variants_misaligned();
+    sep_misaligned();
     vec_paths(quick);
     if (!quick) {
         large();
-        variants_tall();
+        sep_tall();
     }
     return tu_finish();
 }
