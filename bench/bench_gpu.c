@@ -200,7 +200,7 @@ static void init_kernels(void)
         for (int i = 0; i < n; i++) floats[k][i] /= sum;
     }
     /* Weights with all 24 bits of a float, no common step: the certified kernels' hardest case
-     * (conv_tc.h's scale search gains little on them), next to the decimal FLOAT kernels. */
+     * (convolve_tc.h's scale search gains little on them), next to the decimal FLOAT kernels. */
     double *randoms[2] = { RANDOM5, RANDOM7 };
     uint32_t state = 12345u;
     for (int k = 0; k < 2; k++) {

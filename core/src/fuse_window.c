@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "conv_round.h"
-#include "conv_separable.h"
-#include "conv_vec.h"
+#include "convolve_separable.h"
+#include "convolve_vec.h"
 #include "ipk_conv_named.h"
 
 #define CONV_MAX_SIDE 31

@@ -3,7 +3,7 @@
  * compiles too, so that tests/unit/test_median_vec.c runs it, lane by lane of a modelled warp,
  * against the CPU median without a GPU.
  *
- * A thread owns 16 pixels x .. x+15 of a row, split as conv_vec.h splits them: word m holds pixels
+ * A thread owns 16 pixels x .. x+15 of a row, split as convolve_vec.h splits them: word m holds pixels
  * (4m, 4m+2), word 4+m pixels (4m+1, 4m+3), m = 0..3, and word 8, the edge word, pixel x+16 in
  * its low lane and x-1 in its high lane (from the neighbouring lanes' words 0 and 7, or the byte
  * the warp's first and last lanes load). Each column word is sorted once per output row (lo, mid,
@@ -26,9 +26,9 @@ typedef unsigned int uint32_t;
 /* A row as the thread holds it: its 16 bytes as loaded (4 words, little-endian) and the edge word. */
 #define IPK_MVEC_ROW 5
 #define IPK_MVEC_EDGE 4
-#define IPK_MVEC_EDGE_COL 8   /* ipk_mvec_word's index of the edge word (conv_vec.h's IPK_VEC_EDGE) */
+#define IPK_MVEC_EDGE_COL 8   /* ipk_mvec_word's index of the edge word (convolve_vec.h's IPK_VEC_EDGE) */
 
-/* Split word i of a row (conv_vec.h's ipk_vec_split, one word at a time, so that a row's words
+/* Split word i of a row (convolve_vec.h's ipk_vec_split, one word at a time, so that a row's words
  * are made where they are used and the loaded bytes are all a thread keeps). */
 IPK_HD uint32_t ipk_mvec_word(const uint32_t *row, int i)
 {

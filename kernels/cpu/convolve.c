@@ -5,7 +5,7 @@
 #include "ipk.h"
 #include "border.h"
 #include "conv_round.h"
-#include "conv_separable.h"
+#include "convolve_separable.h"
 #include "pixels.h"
 #include "threads.h"
 

@@ -3,39 +3,40 @@
  * - integer path (u8/u16 input, whole weights |w| <= 2^16): exact sums (int32 when the
  *   weights' bound allows, else int64), v = (double)S / divisor + offset, rint, saturate;
  * - float path: float products and sums without contraction (__fmul_rn, __fadd_rn), kx
- *   ascending inside ky ascending, or for a split kernel (conv_separable.h) a row pass into
+ *   ascending inside ky ascending, or for a split kernel (convolve_separable.h) a row pass into
  *   float intermediates then a column pass; v = acc / divisor + offset in float.
- * What a plain call (IPK_GPU_AUTO) runs, first that takes the case (ipk_convolve_gpu_path):
- * on 1-channel u8 input, the float vec kernel for float 3x3 (vecf_block.cuh), the vec kernel for
- * 3x3 and 5x5 integer weights whose sums fit 16-bit lanes (vec_block.cuh, rounding with
- * conv_swar.h), the separable vec kernel for separable integer 7x7 with u8 output
- * (vecsep_block.cuh), the tensor-core kernel for direct float 5x5 and 7x7 with u8 output
- * (conv_tc.cuh), the certified tile kernel up to 9x9 (rb_cert.cuh), then the register-blocked
- * fast path (rb_kernel of gpu_common.cuh) up to 9x9; everything else, and what those refuse, the
- * shared-memory tiles below: one block computes a CONV_TW x CONV_TH tile, the input tile with its
- * halo in shared memory once (borders resolved while loading), a split kernel's row pass into
- * shared memory too, then each thread computes CONV_TH / CONV_ROWS output rows of one column.
- * Every kernel gives the CPU's bytes. */
+ * What a plain call (IPK_GPU_AUTO) runs, the first that takes the case (ipk_convolve_gpu_path):
+ * on 1-channel u8 input, the float vec kernel for float 3x3 (convolve_vecf_block.cuh); the vec
+ * kernel for 3x3 and 5x5 integer weights whose sums fit 16-bit lanes, u8 out
+ * (convolve_vec_block.cuh, rounding with convolve_swar.h); the separable vec kernel for separable
+ * integer 7x7, u8 out (convolve_vecsep_block.cuh); the tensor-core kernel for direct float 5x5 and
+ * 7x7, u8 out (convolve_tc.cuh), or the certified tile kernel for those and 9x9
+ * (convolve_cert.cuh), where their plan has a certificate; then the register-blocked fast path
+ * (rb_kernel of gpu_common.cuh) for square kernels up to 9x9. Everything else, and what those
+ * refuse, takes the shared-memory tiles below: one block computes a CONV_TW x CONV_TH tile, the
+ * input tile with its halo in shared memory once (borders resolved while loading), a split
+ * kernel's row pass into shared memory too, then each thread computes CONV_TH / CONV_ROWS output
+ * rows of one column. Every kernel gives the CPU's bytes. */
 #include <math.h>
 #include <string.h>
 #include "gpu_common.cuh"
 #include "ipk_bench.h"
-#include "conv_separable.h"
-#include "vec_block.cuh"
-#include "vecf_block.cuh"
-#include "vecsep_block.cuh"
-#include "rb_cert.cuh"
-#include "conv_tc.cuh"
+#include "convolve_separable.h"
+#include "convolve_vec_block.cuh"
+#include "convolve_vecf_block.cuh"
+#include "convolve_vecsep_block.cuh"
+#include "convolve_cert.cuh"
+#include "convolve_tc.cuh"
 
-/* 1: plain calls take the vec kernel (vec_block.cuh) for the 3x3 integer cases it takes (see
+/* 1: plain calls take the vec kernel (convolve_vec_block.cuh) for the 3x3 integer cases it takes (see
  * conv_vec_launch); 0: the tile kernels. 1: gaussian3 0.060 against 0.121 ms, sharpen3 0.063
- * against 0.173, at 8192x8192 on the H100. 5x5: CONV_VEC5_AUTO in conv_vec.h. */
+ * against 0.173, at 8192x8192 on the H100. 5x5: CONV_VEC5_AUTO in convolve_vec.h. */
 #define CONV_VEC_AUTO 1
-/* 1: plain calls take the float vec kernel (vecf_block.cuh) for the float-weight 3x3 cases it
+/* 1: plain calls take the float vec kernel (convolve_vecf_block.cuh) for the float-weight 3x3 cases it
  * takes (see conv_vecf_launch); 0: the tile kernels. 1: a float 3x3 0.088 against 0.139 ms, a
  * separable one 0.072 against 0.133, at 8192x8192 on the H100. */
 #define CONV_VECF_AUTO 1
-/* 1: plain calls take the separable vec kernel (vecsep_block.cuh) for the separable integer 7x7
+/* 1: plain calls take the separable vec kernel (convolve_vecsep_block.cuh) for the separable integer 7x7
  * kernels with u8 output it takes (gaussian7 above all; see conv_vecsep_launch and
  * conv_vecsep_auto); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
  * already runs every separable integer kernel apart. 1: gaussian7 0.149 against 0.161 ms at
@@ -43,13 +44,13 @@
  * to the tiles. */
 #define CONV_VECSEP_AUTO 1
 
-/* 1: plain calls take the certified tile kernel (rb_cert.cuh) for direct float-weight 5x5, 7x7
+/* 1: plain calls take the certified tile kernel (convolve_cert.cuh) for direct float-weight 5x5, 7x7
  * and 9x9 kernels with u8 output whose plan has a certificate (see conv_cert_launch), where the
  * tensor-core kernel does not take them; 0: the tile kernels. 1: 9x9 0.386 against 0.602 ms, 5x5
  * 0.186 against 0.227, 7x7 0.262 against 0.369, at 8192x8192 on the H100 (2026-11-27). */
 #define CONV_CERT_AUTO 1
 
-/* 1: plain calls take the tensor-core kernel (conv_tc.cuh) for direct float-weight 5x5 and 7x7
+/* 1: plain calls take the tensor-core kernel (convolve_tc.cuh) for direct float-weight 5x5 and 7x7
  * kernels with u8 output whose plan has a certificate (see conv_tc_launch), before the certified
  * tile kernel; 0: not. 1: 5x5 0.097 against 0.186 (certified tiles) and 0.226 (tiles) ms, 7x7
  * 0.109 against 0.262 and 0.369, at 8192x8192 on the H100 (2026-11-27, 6b542a3). */
@@ -300,7 +301,7 @@ struct fin_int {
     float inv;
     bool pow2;
 };
-/* The double arithmetic out of line: inlined at every store of the unrolled register kernel, its
+/* The double arithmetic out of line: inlined at every store of the unrolled fast-path kernels, its
  * registers made the power-of-two case spill. */
 static __device__ __noinline__ double fin_int_general(float acc, double div, double off)
 {
@@ -427,7 +428,7 @@ static bool conv_cert_case(const ipk_img *src, const ipk_img *dst, const ipk_con
 }
 
 /* The certified tile kernel: conv_cert_case's with K up to 9 whose weights and finish have a
- * certificate (conv_cert.h). */
+ * certificate (convolve_cert.h). */
 static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
 {
@@ -446,7 +447,7 @@ static int conv_cert_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
 }
 
 /* The tensor-core kernel: conv_cert_case's with K 5 or 7 whose limbs and bound give a certificate
- * (conv_tc.h); other_limbs: the limb count the plan does not choose (the timing hook's). */
+ * (convolve_tc.h); other_limbs: the limb count the plan does not choose (the timing hook's). */
 static int conv_tc_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                           int *taken, bool other_limbs = false)
 {
@@ -502,8 +503,8 @@ static int conv_vec_radius(const ipk_img *src, const ipk_img *dst, int border, c
     return conv_vec_mode<R, IPK_VEC_DIRECT>(src, dst, border, vp, s);
 }
 
-/* The vec kernel of vec_block.cuh: 1-channel u8 in and out, 3x3 or 5x5 integer weights that the
- * 16-bit lanes hold (conv_vec.h's planner), every border (shrink adds nothing outside, as zero
+/* The vec kernel of convolve_vec_block.cuh: 1-channel u8 in and out, 3x3 or 5x5 integer weights that the
+ * 16-bit lanes hold (convolve_vec.h's planner), every border (shrink adds nothing outside, as zero
  * does). *taken says whether it applies. */
 static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                            int *taken)
@@ -516,7 +517,7 @@ static int conv_vec_launch(const ipk_img *src, const ipk_img *dst, const ipk_con
     return vp.p.k == 5 ? conv_vec_radius<2>(src, dst, b, vp, s) : conv_vec_radius<1>(src, dst, b, vp, s);
 }
 
-/* The float vec kernel of vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
+/* The float vec kernel of convolve_vecf_block.cuh: 1-channel u8 in, u8 or f32 out, 3x3 weights that take
  * the float path (not all whole numbers), every border. *taken says whether it applies. */
 static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                             int *taken)
@@ -530,8 +531,8 @@ static int conv_vecf_launch(const ipk_img *src, const ipk_img *dst, const ipk_co
     return vecf3_launch<uint8_t>(src, dst, b, vp, s);
 }
 
-/* The separable vec kernel of vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
- * 3x3, 5x5 or 7x7 weights whose row sums fit 16 bits (conv_vecsep.h's planner), every border.
+/* The separable vec kernel of convolve_vecsep_block.cuh: 1-channel u8 in, u8 or f32 out, separable integer
+ * 3x3, 5x5 or 7x7 weights whose row sums fit 16 bits (convolve_vecsep.h's planner), every border.
  * *taken says whether it applies. */
 static int conv_vecsep_launch(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p, cudaStream_t s,
                               int *taken)
@@ -617,8 +618,8 @@ extern "C" int ipk_convolve_gpu_path(const ipk_img *src, const ipk_img *dst, con
  * of 8 (vecf3). Shapes 2 and 3: the float 3x3 of shape 1
  * with a narrow plan through the narrow finish, 8 and 10 rows; 4 and 5: that of shape 2 with the
  * I2F and the HALF conversions, 6: HALF with 10 rows (5 and 6: a scaled plan); 7: the certified
- * tile kernel (rb_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
- * 7x7; 8: the tensor-core kernel with the limb count its plan does not choose (conv_tc.h). Other
+ * tile kernel (convolve_cert.cuh) for what it takes, which AUTO gives the tensor-core kernel at 5x5 and
+ * 7x7; 8: the tensor-core kernel with the limb count its plan does not choose (convolve_tc.h). Other
  * cases and shapes: IPK_EINVAL. The winner goes into vecsep_rows, vecf_rows, VECF_NARROW_AUTO and
  * VECF_CVT_AUTO. */
 extern "C" int ipk_convolve_gpu_vec_shape(const ipk_img *src, const ipk_img *dst, const ipk_conv_params *p,

@@ -8,14 +8,14 @@
  * Integer sums are exact in uint32 ((2*100+1)^2 * 65535 < 2^32); float sums run in double,
  * the horizontal sums kept as float. Needs no scratch. Plain calls take this tile kernel where the
  * faster ones below do not fit: on 1-channel u8, the band kernel (mean_band.cuh), the vec kernel
- * (vec_block.cuh), the 3x3 float strips and the running sums (see ipk_mean_gpu_path). */
+ * (convolve_vec_block.cuh), the 3x3 float strips and the running sums (see ipk_mean_gpu_path). */
 #include <string.h>
 #include "gpu_common.cuh"
 #include "ipk_bench.h"
-#include "vec_block.cuh"
+#include "convolve_vec_block.cuh"
 #include "mean_band.cuh"
 
-/* 1: plain calls take the vec kernel (vec_block.cuh) for 1-channel u8 of radius 1 (every
+/* 1: plain calls take the vec kernel (convolve_vec_block.cuh) for 1-channel u8 of radius 1 (every
  * border); 0: the tile kernels. 1: 0.060 against 0.103 ms at 8192x8192 on the H100. */
 #define MEAN_VEC_AUTO 1
 /* 1: plain calls take the vec kernel for 1-channel u8 of radius 2 too (every border); 0: the
@@ -389,7 +389,7 @@ static int mean_tile_launch(const ipk_img *src, const ipk_img *dst, int radius, 
     return mean_launch<float>(src, dst, radius, border, 0, s);
 }
 
-/* Radius 1 or 2 on 1-channel u8 by the vec kernel: floor((S + n/2) / n) as the plan of conv_vec.h,
+/* Radius 1 or 2 on 1-channel u8 by the vec kernel: floor((S + n/2) / n) as the plan of convolve_vec.h,
  * or with shrink the count of in-image pixels at the image's edges. */
 static int vec_mean_launch(const ipk_img *src, const ipk_img *dst, int radius, ipk_border border, cudaStream_t s)
 {

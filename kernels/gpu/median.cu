@@ -20,7 +20,7 @@
 #include "border.h"
 #include "median_sep.cuh"
 #include "median_huang.cuh"
-#include "median_sep_var.cuh"
+#include "median_sep_warp.cuh"
 #include "median_vec_block.cuh"
 
 /* 1: plain calls take the vec median (median_vec_block.cuh) for 1-channel u8 3x3, not shrink;
@@ -455,7 +455,7 @@ static int med_launch_sep_r(const med_args *a, int wide, cudaStream_t s)
     return IPK_OK;
 }
 
-/* u8 5x5 and 7x7 run the 8x2 shuffle tiles of median_sep_var.cu, timed fastest on the H100
+/* u8 5x5 and 7x7 run the 8x2 shuffle tiles of median_sep_warp.cu, timed fastest on the H100
  * (2026-11-25): 0.203 ms against 0.472 at 5x5, 0.442 against 1.098 at 7x7; 16-bit images keep
  * med_sep_kernel. */
 static int med_launch_sep(const med_args *a, int wide, cudaStream_t s)

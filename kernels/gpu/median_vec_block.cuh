@@ -1,5 +1,5 @@
 /* The vec median (IPK_GPU_VEC): 3x3 median of a 1-channel u8 image, built like the vec kernel of
- * vec_block.cuh (whose loads it reuses) for bytes in flight and occupancy; the lane arithmetic is
+ * convolve_vec_block.cuh (whose loads it reuses) for bytes in flight and occupancy; the lane arithmetic is
  * kernels/common/median_vec.h, which test_median_vec checks on the host.
  *
  * A thread makes 16 output bytes x ROWS rows; a warp covers 512 columns, a block VEC_WARPS warps
@@ -13,7 +13,7 @@
  * (8: 64, 10: 48, 7: 72, 6: 80). */
 #ifndef IPK_MEDIAN_VEC_BLOCK_CUH
 #define IPK_MEDIAN_VEC_BLOCK_CUH
-#include "vec_block.cuh"
+#include "convolve_vec_block.cuh"
 #include "median_vec.h"
 
 /* What IPK_GPU_VEC runs: output rows a thread, blocks per SM (7: at most 72 registers), rows paired

@@ -16,15 +16,15 @@ extern "C" {
  * fast path, running sums and shared-memory tiles; median: packed rank rows, Huang by
  * load-add-store, u16 radix selection). NET is median's issue-14 kernels (convolve and mean
  * refuse it). VEC forces the vec kernels:
- * - convolve: 1-channel u8 in; the 16-bit-lane kernel (kernels/gpu/vec_block.cuh: 16 columns x 1
- *   to 6 rows a thread, every input row loaded before any arithmetic) for 3x3 and 5x5 integer
- *   weights whose sums the lanes hold (sum |w| * 255 <= 65535), u8 out; the float kernel
- *   (vecf_block.cuh: 8 columns x 6 or 8 rows a thread, bit-identical to the CPU) for 3x3 float
- *   weights (not all whole numbers), u8 or f32 out; the separable kernel (vecsep_block.cuh: 8
- *   columns x 2 to 8 rows a thread, row pass in 16-bit lanes, column pass in 32 bits) for
- *   separable integer 3x3, 5x5 and 7x7 with factors of one sign each whose row sums fit 16 bits,
- *   u8 or f32 out; every border. Plain calls take them where CONV_VEC_AUTO, CONV_VECF_AUTO,
- *   CONV_VECSEP_AUTO (convolve.cu) and CONV_VEC5_AUTO (conv_vec.h) say.
+ * - convolve: 1-channel u8 in; the 16-bit-lane kernel (kernels/gpu/convolve_vec_block.cuh: 16
+ *   columns x 1 to 6 rows a thread, every input row loaded before any arithmetic) for 3x3 and 5x5
+ *   integer weights whose sums the lanes hold (sum |w| * 255 <= 65535), u8 out; the float kernel
+ *   (convolve_vecf_block.cuh: 8 columns x 6 or 8 rows a thread, bit-identical to the CPU) for 3x3
+ *   float weights (not all whole numbers), u8 or f32 out; the separable kernel
+ *   (convolve_vecsep_block.cuh: 8 columns x 2 to 8 rows a thread, row pass in 16-bit lanes, column
+ *   pass in 32 bits) for separable integer 3x3, 5x5 and 7x7 with factors of one sign each whose row
+ *   sums fit 16 bits, u8 or f32 out; every border. Plain calls take them where CONV_VEC_AUTO,
+ *   CONV_VECF_AUTO, CONV_VECSEP_AUTO (convolve.cu) and CONV_VEC5_AUTO (convolve_vec.h) say.
  * - mean: 1-channel u8; radius 1 or 2 by the 16-bit-lane kernel, every border; radius 3 to 31
  *   (not shrink, 16-byte rows, width at least 272, or 288 past radius 15) by the band kernel
  *   (mean_band.cuh: each thread walks a band of rows down 32 columns with their vertical sums in

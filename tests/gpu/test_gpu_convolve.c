@@ -184,7 +184,7 @@ static void check_vec_sizes(const kernel_case *ks, int n, int skip, const int (*
     }
 }
 
-/* The tile path on the 16-bit-lane cases (every finish of conv_swar.h, separable and direct 3x3
+/* The tile path on the 16-bit-lane cases (every finish of convolve_swar.h, separable and direct 3x3
  * and 5x5, separable 7x7, signed weights), which the deleted strip kernel took: sizes around 16
  * columns, warps and 2048-column blocks, tall images, 16-byte rows or not, every border; the
  * values 1 and 4, which named the strip and register kernels, refused. */
@@ -219,8 +219,8 @@ static void check_tile_paths(const kernel_case *named, int quick, cudaStream_t s
     dev_free(&a);
 }
 
-/* The vec kernel: every mode of conv_vec.h (unit, separable, direct) and every finish of
- * conv_swar.h, signed weights; 16-column groups, 512-column warps and row groups whole or cut,
+/* The vec kernel: every mode of convolve_vec.h (unit, separable, direct) and every finish of
+ * convolve_swar.h, signed weights; 16-column groups, 512-column warps and row groups whole or cut,
  * 1xN and Nx1, prime widths, 16-byte rows or not (pitches that are not the width, base pointers
  * off by 1 to 15 bytes), every border; and the cases it refuses. */
 static void check_vec_path(const kernel_case *named, int quick, cudaStream_t s, tu_rng *rng)
@@ -340,7 +340,7 @@ static void check_vec5_path(const kernel_case *named, int quick, cudaStream_t s,
     dev_free(&f);
 }
 
-/* The separable vec kernel (vecsep_block.cuh): gaussian7 and the separable integer kernels of radius
+/* The separable vec kernel (convolve_vecsep_block.cuh): gaussian7 and the separable integer kernels of radius
  * 1 to 3 past the 16-bit lanes, with every finish (SHIFT, ODD, DOUBLE; each its own rows a thread),
  * negated kernels, offsets; u8 output on 8-column groups, 256-column warps and row groups whole or
  * cut, 1xN and Nx1, prime widths, rows not 8-byte aligned (base pointers off by 1 to 15 bytes,

@@ -1,20 +1,20 @@
 /* The certified float kernels against the CPU convolve, byte for byte: the tensor-core kernel
- * (kernels/gpu/conv_tc.cuh: what IPK_GPU_AUTO runs for a direct float 5x5 or 7x7 on 1-channel u8
+ * (kernels/gpu/convolve_tc.cuh: what IPK_GPU_AUTO runs for a direct float 5x5 or 7x7 on 1-channel u8
  * with u8 output; shape 8 of ipk_convolve_gpu_vec_shape its other limb count), and the certified
- * tile kernel (rb_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7 through shape 7). Over bench_gpu's
+ * tile kernel (convolve_cert.cuh: AUTO's at 9x9, and at 5x5 and 7x7 through shape 7). Over bench_gpu's
  * FLOAT5 and FLOAT7, random direct kernels with divisors (negative, powers of two and not) and
  * offsets (-0.0 among them), dyadic kernels whose sums land on half-integers (every such pixel goes
  * through the recompute in the CPU's order), cancelling weights, crowded ones (a few % of pixels
  * open: more than a warp's queue holds, so that lanes recompute on the spot); 1x1, 1xN, Nx1, prime widths, one
  * tile exactly and one more pixel, 1021x23 and larger, pitches that are not the width and base
  * pointers off by 1 to 3 bytes, every border. The cases it must leave to the exact kernels (the
- * plan has no threshold: conv_cert.h) still give the CPU's bytes. */
+ * plan has no threshold: convolve_cert.h) still give the CPU's bytes. */
 #include <string.h>
 #include "gpu_testutil.h"
 #include "ipk_bench.h"
-#include "conv_cert.h"
-#include "conv_tc.h"
-#include "conv_separable.h"
+#include "convolve_cert.h"
+#include "convolve_tc.h"
+#include "convolve_separable.h"
 
 typedef struct {
     const char *name;

@@ -1,4 +1,4 @@
-/* The float vec kernel (kernels/gpu/vecf_block.cuh, IPK_GPU_VEC with float 3x3 weights) against the
+/* The float vec kernel (kernels/gpu/convolve_vecf_block.cuh, IPK_GPU_VEC with float 3x3 weights) against the
  * CPU convolve, bit for bit: u8 outputs byte for byte, f32 outputs bit for bit (the sign of a zero
  * counts). Separable and direct kernels, every finish (divisor 1, powers of two, others; offsets
  * among them -0.0), negative weights and divisors, bench_gpu's FLOAT3, random kernels with fixed
@@ -11,7 +11,7 @@
 #include <string.h>
 #include "gpu_testutil.h"
 #include "ipk_bench.h"
-#include "conv_vecf.h"
+#include "convolve_vecf.h"
 
 typedef struct {
     const char *name;

@@ -1,7 +1,7 @@
 /* GPU median against the CPU kernel: every dtype, channel count, border and radius on odd
  * sizes, device pitches that are not the width, and a few large images; u8 through both the
  * issue-14 kernels (IPK_GPU_NET, what AUTO runs but for 8-bit 3x3) and the ones before them
- * (IPK_GPU_TILE); 1-channel u8 5x5 and 7x7 (the shuffle tiles of median_sep_var.cu) and 3x3
+ * (IPK_GPU_TILE); 1-channel u8 5x5 and 7x7 (the shuffle tiles of median_sep_warp.cu) and 3x3
  * through the vec median (IPK_GPU_VEC and each of its instantiations) on the same images and on
  * misaligned base pointers. */
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-/* The certified tile kernel's arithmetic (kernels/common/conv_cert.h) on the host, against the CPU:
+/* The certified tile kernel's arithmetic (kernels/common/convolve_cert.h) on the host, against the CPU:
  * - the bound: over random and extreme windows the CPU's value (every product and sum rounded)
  *   is never farther than the bound from the fused one (a fused multiply-add a tap), through the
  *   same finish; and every pixel called certain has the CPU's byte;
@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 #include "conv_model.h"
-#include "conv_cert.h"
+#include "convolve_cert.h"
 
 #define MAX_K 9
 

@@ -1,11 +1,11 @@
-/* The GPU strip kernel's lane arithmetic (kernels/common/conv_swar.h) run on the host, group by
+/* The GPU strip kernel's lane arithmetic (kernels/common/convolve_swar.h) run on the host, group by
  * group and row by row as the kernel walks them, against the CPU convolve and mean: every
  * finish kind, signed and separable weights, sums at the lanes' limit, every border, widths
  * around the 16-pixel groups. Also which kernels the planner takes. */
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "conv_swar.h"
+#include "convolve_swar.h"
 
 typedef struct { const char *name; int k; double w[49]; double divisor, offset; int fin; } swar_case;
 

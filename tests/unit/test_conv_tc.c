@@ -1,4 +1,4 @@
-/* The tensor-core convolve's arithmetic (kernels/common/conv_tc.h) on the host, against the CPU:
+/* The tensor-core convolve's arithmetic (kernels/common/convolve_tc.h) on the host, against the CPU:
  * - the limbs: two or three digits in -128..127 whose value is the weight rounded to a multiple of
  *   1 / (S 256^(L-1)), the largest scaled weight in (63, 126]; the scale search rounds decimal
  *   weights over their sum (bench_gpu's) almost exactly;
@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 #include "conv_model.h"
-#include "conv_tc.h"
+#include "convolve_tc.h"
 
 #define MAX_K 7
 

@@ -1,4 +1,4 @@
-/* The GPU vec kernel's lane arithmetic (kernels/common/conv_vec.h) run on the host as the kernel
+/* The GPU vec kernel's lane arithmetic (kernels/common/convolve_vec.h) run on the host as the kernel
  * runs it: warps of 32 threads x 16 pixels, edge words on the warps' first and last lanes,
  * neighbours' column sums where the kernel shuffles; against the CPU convolve and mean for every
  * mode (unit, separable, direct), every finish kind, signed weights, every border (mean's shrink
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "conv_vec.h"
+#include "convolve_vec.h"
 
 #define WARP 32
 

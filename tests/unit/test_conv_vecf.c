@@ -1,4 +1,4 @@
-/* The GPU float vec kernel's arithmetic (kernels/common/conv_vecf.h) run on the host as the kernel
+/* The GPU float vec kernel's arithmetic (kernels/common/convolve_vecf.h) run on the host as the kernel
  * runs it: warps of 32 threads x 8 pixels, ROWS output rows a thread streamed down from its ROWS + 2
  * input rows, edge bytes on the warps' first and last lanes, the neighbours' words where the kernel
  * shuffles; against the CPU convolve, bit for bit (f32 outputs compared as bits, so that the sign
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "conv_vecf.h"
+#include "convolve_vecf.h"
 
 #define WARP 32
 #define MAX_ROWS 8

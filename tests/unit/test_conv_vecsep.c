@@ -1,4 +1,4 @@
-/* The GPU separable vec kernel's arithmetic (kernels/common/conv_vecsep.h) run on the host as the
+/* The GPU separable vec kernel's arithmetic (kernels/common/convolve_vecsep.h) run on the host as the
  * kernel runs it: warps of 32 threads x 8 pixels, ROWS output rows a thread streamed down from its
  * ROWS + 2R input rows through a rolling window of row sums, side words on the warps' first and last
  * lanes, the neighbours' words where the kernel shuffles; against the CPU convolve, bit for bit, for
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "conv_vecsep.h"
+#include "convolve_vecsep.h"
 
 #define WARP 32
 #define MAX_ROWS 8

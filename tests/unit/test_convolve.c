@@ -2,7 +2,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "../../kernels/common/border.h"
-#include "../../kernels/common/conv_separable.h"
+#include "../../kernels/common/convolve_separable.h"
 
 typedef struct { const char *name; int kw, kh; double w[49]; double divisor, offset; } kernel_case;
 

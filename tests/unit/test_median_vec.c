@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testutil.h"
-#include "conv_vec.h"
+#include "convolve_vec.h"
 #include "median_vec.h"
 
 #define WARP 32

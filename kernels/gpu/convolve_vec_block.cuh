@@ -1,5 +1,5 @@
 /* The vec kernel (IPK_GPU_VEC): exact 3x3 and 5x5 integer window sums of a 1-channel u8 image, sized for
- * bytes in flight and occupancy rather than reuse (the arithmetic is kernels/common/conv_vec.h,
+ * bytes in flight and occupancy rather than reuse (the arithmetic is kernels/common/convolve_vec.h,
  * which test_conv_vec checks on the host).
  *
  * A thread makes 16 output bytes x ROWS rows (vec_rows); a warp covers 512 columns, a block
@@ -13,8 +13,8 @@
 #ifndef IPK_VEC_BLOCK_CUH
 #define IPK_VEC_BLOCK_CUH
 #include "gpu_common.cuh"
-#include "swar_strip.cuh"
-#include "conv_vec.h"
+#include "gpu_bytes.cuh"
+#include "convolve_vec.h"
 
 #define VEC_WARPS 4
 #define VEC_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */
@@ -230,7 +230,7 @@ __device__ __forceinline__ void vec5_vsum(const uint4 *in, const uint32_t *edge,
 
 /* The accumulator of one output row from its five input rows: UNIT and SEP one vertical pass and
  * five shifted additions of it; DIRECT each split row's five taps added at their shifts (the
- * start covers the negative taps, as in conv_swar.h, so no lane leaves 0..65535). */
+ * start covers the negative taps, as in convolve_swar.h, so no lane leaves 0..65535). */
 template <int MODE>
 __device__ __forceinline__ void vec5_row(const uint4 *in, const uint32_t *edge, const ipk_vec_plan &vp, int lane,
                                          uint32_t *acc)

@@ -1,6 +1,7 @@
-/* Float-weight 3x3 convolve of 1-channel u8 rows for the GPU vecf kernel (kernels/gpu/vecf_block.cuh),
- * in C that the host compiles too, so that tests/unit/test_conv_vecf.c runs it, lane by lane of a
- * modelled warp, against the CPU convolve without a GPU.
+/* Float-weight 3x3 convolve of 1-channel u8 rows for the GPU vecf kernel
+ * (kernels/gpu/convolve_vecf_block.cuh), in C that the host compiles too, so that
+ * tests/unit/test_conv_vecf.c runs it, lane by lane of a modelled warp, against the CPU convolve
+ * without a GPU.
  *
  * The operations are the CPU float path's (kernels/cpu/convolve.c), each rounded once, no fused
  * multiply-add: a separable kernel (ipk_conv_split_float) as the row pass h = r0*v(x-1) + r1*v(x) +
@@ -21,7 +22,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include "conv_separable.h"
+#include "convolve_separable.h"
 #include "swar_ops.h"
 #ifdef __CUDACC__
 #include <cuda_fp16.h>

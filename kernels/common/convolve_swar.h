@@ -1,5 +1,5 @@
 /* Exact integer window sums of 1-channel u8 rows, two pixels per 32-bit word in 16-bit lanes
- * (SWAR): the plan and the finishes of the GPU vec kernel (kernels/gpu/vec_block.cuh). The
+ * (SWAR): the plan and the finishes of the GPU vec kernel (kernels/gpu/convolve_vec_block.cuh). The
  * arithmetic lives here, in C that the host compiles too, so that tests/unit/test_conv_swar.c
  * checks it against the CPU convolve without a GPU, through the lane sums below (ipk_swar_lanes,
  * _hadd, _vadd), which the deleted strip kernel ran and the test still models.
@@ -19,7 +19,7 @@
 #include "border.h"
 #include "conv_round.h"
 #include "swar_ops.h"
-#include "conv_separable.h"
+#include "convolve_separable.h"
 
 #define IPK_SWAR_MAXK 7
 #define IPK_SWAR_LANES 0x00010001u
@@ -122,7 +122,7 @@ IPK_HD uint32_t ipk_swar_out_word(const ipk_swar_plan *p, int kind, const uint32
     return ipk_swar_perm(ipk_swar_lanes_out(p, kind, acc[j]), ipk_swar_lanes_out(p, kind, acc[4 + j]), 0x6240);
 }
 
-/* Separable with non-negative factors, from conv_separable.h's exact split (both factors
+/* Separable with non-negative factors, from convolve_separable.h's exact split (both factors
  * negated when both are <= 0). */
 static inline int ipk_swar_split(const double *w, int k, ipk_swar_plan *p)
 {

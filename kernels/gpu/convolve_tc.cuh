@@ -1,4 +1,4 @@
-/* Certified float convolve on the tensor cores (conv_tc.h): a direct 5x5 or 7x7 float kernel, 1-channel
+/* Certified float convolve on the tensor cores (convolve_tc.h): a direct 5x5 or 7x7 float kernel, 1-channel
  * u8 in and out. For each pair of kernel rows ky, ky + 1 and limb l, one mma.m16n8k32 (u8 pixels x
  * s8 weights, exact int32 sums) adds 16 output rows x 8 output columns: A is 16 input bytes of 16
  * rows for each of the two kernel rows (from 4 left of an 8-column group, so that its words are
@@ -13,8 +13,8 @@
  * time. */
 #ifndef IPK_CONV_TC_CUH
 #define IPK_CONV_TC_CUH
-#include "conv_tc.h"
-#include "rb_cert.cuh"
+#include "convolve_tc.h"
+#include "convolve_cert.cuh"
 
 #define TC_WARPS 4
 #define TC_GROUPS 2     /* 8-column groups a warp: blocks of 4 warps, 8 an SM, whose phases overlap */
@@ -312,7 +312,7 @@ __device__ void tc_recompute(const uint8_t *tile, uint8_t *out, tc_queue &q, con
     for (int k = lane; k < pixels; k += 32) tc_recompute_pixel<K>(tile, out, list[k], p);
 }
 
-/* SHIFT: the plan's shift is not 0 (conv_tc.h); without it x is T's high word. 32 warps an SM at
+/* SHIFT: the plan's shift is not 0 (convolve_tc.h); without it x is T's high word. 32 warps an SM at
  * 64 registers a thread. */
 template <int K, int L, bool SHIFT>
 __global__ void __launch_bounds__(TC_WARPS * 32, 32 / TC_WARPS)

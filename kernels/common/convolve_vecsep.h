@@ -1,5 +1,5 @@
 /* Exact separable integer convolve of radius 1 to 3 (3x3, 5x5, 7x7: the 7x7 binomial above all) of
- * 1-channel u8 rows for the GPU vecsep kernel (kernels/gpu/vecsep_block.cuh), in C that the host
+ * 1-channel u8 rows for the GPU vecsep kernel (kernels/gpu/convolve_vecsep_block.cuh), in C that the host
  * compiles too, so that tests/unit/test_conv_vecsep.c runs it, lane by lane of a modelled warp,
  * against the CPU convolve without a GPU.
  *
@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 #include "conv_round.h"
-#include "conv_separable.h"
-#include "conv_vecf.h"   /* ipk_vecf_pack4 */
+#include "convolve_separable.h"
+#include "convolve_vecf.h"   /* ipk_vecf_pack4 */
 #include "swar_ops.h"
 
 #define IPK_VECSEP_PX 8
@@ -115,7 +115,7 @@ IPK_HD uint32_t ipk_vecsep_u8(const ipk_vecsep_plan *p, int fin, uint32_t s)
 }
 
 /* The kernels the vecsep kernel takes, for u8 input: square, side 3, 5 or 7, whole weights that
- * conv_separable.h's integer split factors into a column and a row of one sign each (the kernel
+ * convolve_separable.h's integer split factors into a column and a row of one sign each (the kernel
  * is then +-|col| x |row|), |row| whose sum x 255 fits 16 bits, and sum |w| x 255 below 2^31 (which
  * whole weights of at most 2^16 always keep). f32_out: the output is f32 (the CPU's finish is then
  * the double reference). 1 with the plan, 0 when it does not apply. */

@@ -1,11 +1,9 @@
-/* Byte helpers of the vec kernels (vec_block.cuh, vecf_block.cuh, median_vec_block.cuh): a word
- * gathered through the border, and up to 16 output bytes stored as one 16-byte store or byte by
- * byte. They once served the 16-bit-lane strip kernel too, which measured slower than the tiles
- * on the H100 and was deleted (bench/RESULTS.md keeps its numbers). */
-#ifndef IPK_SWAR_STRIP_CUH
-#define IPK_SWAR_STRIP_CUH
+/* Byte helpers of the vec kernels of convolve, mean and median (convolve_vec_block.cuh,
+ * convolve_vecf_block.cuh, median_vec_block.cuh): a word gathered through the border, and up to 16
+ * output bytes stored as one 16-byte store or byte by byte. */
+#ifndef IPK_GPU_BYTES_CUH
+#define IPK_GPU_BYTES_CUH
 #include "gpu_common.cuh"
-#include "conv_swar.h"
 
 /* Bytes x .. x+3 of a row through the border, 0 where it drops them. */
 __device__ __forceinline__ uint32_t sw_gather4(const uint8_t *row, int x, int width, int border)

@@ -1,4 +1,4 @@
-/* Certified float sums for the GPU tile kernel (kernels/gpu/rb_cert.cuh): the CPU float path's u8
+/* Certified float sums for the GPU tile kernel (kernels/gpu/convolve_cert.cuh): the CPU float path's u8
  * result of a direct (not separable) K x K float kernel, bit for bit, from sums computed with fused
  * multiply-adds; in C that the host compiles too, so that tests/unit/test_conv_cert.c checks it
  * against the CPU's order without a GPU.
@@ -15,7 +15,7 @@
 #define IPK_CONV_CERT_H
 #include <math.h>
 #include <stdint.h>
-#include "conv_vecf.h"
+#include "convolve_vecf.h"
 
 /* Plans whose bound is larger are left to the exact kernels: past it, more than about one pixel
  * in ten would be computed twice. */

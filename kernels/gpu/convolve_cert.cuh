@@ -1,11 +1,11 @@
-/* The certified tile kernel (conv_cert.h): rb_kernel's tile and sums, with fused multiply-adds, for
+/* The certified tile kernel (convolve_cert.h): rb_kernel's tile and sums, with fused multiply-adds, for
  * a direct K x K float kernel with u8 output. Each thread flags the pixels the certificate leaves
  * open, a bit each in a word (RB_ROWS x RB_PX = 32), stores every byte, then recomputes the flagged
  * ones from the shared tile in the CPU's order and stores them again: the same thread's later
  * store wins, and the sums' registers are free by then. */
 #ifndef IPK_RB_CERT_CUH
 #define IPK_RB_CERT_CUH
-#include "conv_cert.h"
+#include "convolve_cert.h"
 
 static_assert(RB_ROWS * RB_PX <= 32, "a thread's pixels flagged in one word");
 

@@ -1,14 +1,14 @@
 /* Exact 3x3 and 5x5 integer window sums of 1-channel u8 rows for the GPU vec kernel
- * (kernels/gpu/vec_block.cuh), vertical pass first, in 16-bit lanes, two pixels per word. In C
+ * (kernels/gpu/convolve_vec_block.cuh), vertical pass first, in 16-bit lanes, two pixels per word. In C
  * that the host compiles too, so that tests/unit/test_conv_vec.c runs it, lane by lane of a
  * modelled warp, against the CPU convolve and mean without a GPU.
  *
  * A thread owns 16 pixels x .. x+15 of a row. A split row is 9 words: a[m] = bytes (4m, 4m+2),
- * a[4+m] = bytes (4m+1, 4m+3) for m = 0..3 (as conv_swar.h's accumulators), and a[8], the edge
+ * a[4+m] = bytes (4m+1, 4m+3) for m = 0..3 (as convolve_swar.h's accumulators), and a[8], the edge
  * word: byte x+16 in the low lane, byte x-1 in the high lane (only the warp's first and last
  * lanes load it; the others take their neighbours' column sums by shuffles). The vertical pass
  * weighs three split rows into column sums (9 words), the horizontal pass adds the shifted column
- * sums into conv_swar.h's accumulator (8 words), whose finish rounds exactly as the CPU.
+ * sums into convolve_swar.h's accumulator (8 words), whose finish rounds exactly as the CPU.
  * Lanes that are moved between words (the shifts) must hold their true value in 0..65535:
  * separable weights are non-negative (the planner's split), and each column sum of a direct
  * kernel starts at an offset that covers its negative taps.
@@ -18,7 +18,7 @@
  * taps, so no lane of the accumulator ever leaves 0..65535). */
 #ifndef IPK_CONV_VEC_H
 #define IPK_CONV_VEC_H
-#include "conv_swar.h"
+#include "convolve_swar.h"
 
 #define IPK_VEC_PX 16
 #define IPK_VEC_WORDS 9          /* a split row or a column sum: 4 even, 4 odd, the edge word */
@@ -78,7 +78,7 @@ IPK_HD uint32_t ipk_vec_even_right(const uint32_t *v, uint32_t right, int m)
     return ipk_swar_perm(v[m], m == 3 ? right : v[m + 1], 0x5432);
 }
 
-/* Separable or unit: acc = start + r0 * v(x-1) + r1 * v(x) + r2 * v(x+1), lanes as conv_swar.h. */
+/* Separable or unit: acc = start + r0 * v(x-1) + r1 * v(x) + r2 * v(x+1), lanes as convolve_swar.h. */
 IPK_HD void ipk_vec_hsum(const uint32_t *v, uint32_t left, uint32_t right, uint32_t r0, uint32_t r1, uint32_t r2,
                          uint32_t start, uint32_t *acc)
 {
@@ -137,7 +137,7 @@ IPK_HD uint32_t ipk_vec5_cols(const uint32_t *v, uint32_t left, uint32_t right, 
                                                       : ipk_swar_perm(v[4 + m], v[5 + m], 0x5432);
 }
 
-/* acc += r * the column sums d columns right of each output (d = -2 .. 2), lanes as conv_swar.h. */
+/* acc += r * the column sums d columns right of each output (d = -2 .. 2), lanes as convolve_swar.h. */
 IPK_HD void ipk_vec5_hadd(const uint32_t *v, uint32_t left, uint32_t right, int d, uint32_t r, uint32_t *acc)
 {
     IPK_UNROLL
@@ -191,7 +191,7 @@ static inline void ipk_vec_direct_starts(ipk_vec_plan *v)
     v->col_start[2] = v->p.start - used;
 }
 
-/* A 3x3 or 5x5 integer kernel with u8 output the 16-bit lanes hold (conv_swar.h's planner); 0
+/* A 3x3 or 5x5 integer kernel with u8 output the 16-bit lanes hold (convolve_swar.h's planner); 0
  * otherwise. */
 static inline int ipk_vec_plan_conv(const double *w, int kw, int kh, double divisor, double offset, ipk_vec_plan *v)
 {

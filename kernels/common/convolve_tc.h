@@ -1,4 +1,4 @@
-/* Certified float convolve on the tensor cores (kernels/gpu/conv_tc.cuh): the CPU float path's u8
+/* Certified float convolve on the tensor cores (kernels/gpu/convolve_tc.cuh): the CPU float path's u8
  * result of a direct 5x5 or 7x7 float kernel, bit for bit, from exact integer sums; in C that the
  * host compiles too, so that tests/unit/test_conv_tc.c checks it against the CPU without a GPU.
  *
@@ -17,7 +17,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include "conv_cert.h"
+#include "convolve_cert.h"
 
 #define IPK_CONV_TC_MAXK 7
 #define IPK_CONV_TC_LIMBS 3

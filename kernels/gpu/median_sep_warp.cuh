@@ -8,8 +8,8 @@
  * its neighbours by shuffles; 30 of 32 lanes make outputs). Rows not aligned for the vector
  * loads, and the image's sides, go through an out-of-line gather through the border. The other
  * tile variants once timed beside it are gone; bench/RESULTS.md keeps their numbers. */
-#ifndef IPK_MEDIAN_SEP_VAR_CUH
-#define IPK_MEDIAN_SEP_VAR_CUH
+#ifndef IPK_MEDIAN_SEP_WARP_CUH
+#define IPK_MEDIAN_SEP_WARP_CUH
 #include "gpu_common.cuh"
 #include "median_sep.cuh"
 #include "median_huang.cuh"
@@ -152,7 +152,7 @@ static int med_sepx_launch(const med_args *a, cudaStream_t s)
     return ipk_launch_status();
 }
 
-/* The u8 5x5 or 7x7 median (a->radius 2 or 3) on arguments already checked: median_sep_var.cu's
+/* The u8 5x5 or 7x7 median (a->radius 2 or 3) on arguments already checked: median_sep_warp.cu's
  * shuffle kernel; IPK_EINVAL for another radius. */
 int med_sepx_run(const med_args *a, cudaStream_t s);
 #endif

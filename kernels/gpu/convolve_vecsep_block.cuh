@@ -1,7 +1,7 @@
 /* The separable vec kernel (IPK_GPU_VEC for separable integer kernels of radius 1 to 3 whose row
  * sums fit 16 bits, the 7x7 binomial above all): 1-channel u8 in, u8 or f32 out, bit-identical to
- * the CPU integer path (the arithmetic is kernels/common/conv_vecsep.h, which test_conv_vecsep
- * checks on the host), sized for bytes in flight and occupancy as vec_block.cuh is.
+ * the CPU integer path (the arithmetic is kernels/common/convolve_vecsep.h, which test_conv_vecsep
+ * checks on the host), sized for bytes in flight and occupancy as convolve_vec_block.cuh is.
  *
  * A thread makes 8 outputs x ROWS rows; a warp covers 256 columns, a block VECSEP_WARPS warps
  * stacked down the image. A thread first issues all of its ROWS + 2R input rows as 8-byte loads,
@@ -15,9 +15,8 @@
 #ifndef IPK_VECSEP_BLOCK_CUH
 #define IPK_VECSEP_BLOCK_CUH
 #include "gpu_common.cuh"
-#include "swar_strip.cuh"
-#include "vecf_block.cuh"
-#include "conv_vecsep.h"
+#include "convolve_vecf_block.cuh"
+#include "convolve_vecsep.h"
 
 #define VECSEP_WARPS 4
 #define VECSEP_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */

@@ -1,7 +1,7 @@
 /* The float vec kernel (IPK_GPU_VEC for float-weight 3x3): convolve of a 1-channel u8 image with
  * 3x3 float weights, u8 or f32 output, bit-identical to the CPU float path (the arithmetic is
- * kernels/common/conv_vecf.h, which test_conv_vecf checks on the host), sized for bytes in flight
- * and occupancy as vec_block.cuh is.
+ * kernels/common/convolve_vecf.h, which test_conv_vecf checks on the host), sized for bytes in flight
+ * and occupancy as convolve_vec_block.cuh is.
  *
  * A thread makes 8 outputs x ROWS rows (vecf_rows: 8, or 6); a warp covers 256 columns, a block VECF_WARPS
  * warps stacked down the image. A thread first issues all of its ROWS + 2 input rows as 8-byte
@@ -14,18 +14,18 @@
 #ifndef IPK_VECF_BLOCK_CUH
 #define IPK_VECF_BLOCK_CUH
 #include "gpu_common.cuh"
-#include "swar_strip.cuh"
-#include "conv_vecf.h"
+#include "gpu_bytes.cuh"
+#include "convolve_vecf.h"
 
 #define VECF_WARPS 4
 #define VECF_MIN_BLOCKS 8   /* 8 blocks of 128 threads per SM: at most 64 registers a thread */
 #define VECF_EDGE_AHEAD 2
-/* 1: u8 outputs of narrow plans (conv_vecf.h: |v| bounded, as any kernel with weights of moderate
+/* 1: u8 outputs of narrow plans (convolve_vecf.h: |v| bounded, as any kernel with weights of moderate
  * size has) take the narrow finish, 9 instructions for 4 pixels instead of 15; 0: the clamp of each
  * value in float. Both bit-identical to the CPU; bench_gpu's "(vec, narrow finish)" rows time it.
  * 1: float 3x3 0.0801 against 0.0859 ms on the H100. */
 #define VECF_NARROW_AUTO 1
-/* How plain calls make floats of the bytes (conv_vecf.h's IPK_VECF_CVT_*: MAGIC 2 instructions a
+/* How plain calls make floats of the bytes (convolve_vecf.h's IPK_VECF_CVT_*: MAGIC 2 instructions a
  * byte, I2F 1.5 of which 0.5 on the conversion pipe, HALF 1.5 with no conversion pipe); HALF falls
  * back to MAGIC for plans that are not scaled. bench_gpu's "(vec, narrow, I2F)" and "(vec, narrow,
  * HALF)" rows time them with the narrow finish, against "(vec, narrow finish)". I2F: 0.0763 ms
@@ -101,8 +101,8 @@ __device__ __forceinline__ void vecf_gather_into(uint32_t &w, const uint8_t *row
 }
 
 /* The side word of row y from column xw on the warp's first and last lanes (the 4 bytes beyond
- * their side: vecsep_block.cuh, vecfr_block.cuh); 0 on the other lanes and where the border drops
- * the row. */
+ * their side; convolve_vecsep_block.cuh uses it too); 0 on the other lanes and where the border
+ * drops the row. */
 __device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ src, ptrdiff_t ss, int width,
                                                      int height, int border, int xw, int y, bool edge_lane,
                                                      bool edge_fast, bool rows_in)
@@ -115,8 +115,8 @@ __device__ __forceinline__ uint32_t vecf_edge_word(const uint8_t *__restrict__ s
 }
 
 /* PX (4 or 8) outputs of a row: u8 from the low bytes of q as one 4- or 8-byte store when whole
- * and aligned, f32 as 16-byte stores when whole and aligned (vecsep_block.cuh and vecfr_block.cuh
- * use them too). */
+ * and aligned, f32 as 16-byte stores when whole and aligned (convolve_vecsep_block.cuh uses them
+ * too). */
 template <int PX>
 __device__ __forceinline__ void vecf_put_words(uint8_t *d, uint32_t w0, uint32_t w1, int n, bool vec)
 {
