@@ -347,43 +347,12 @@ IPK_UNROLL
     }
 }
 
-/* One output row (W words) from its 2R+1 input rows: each column sorted whole, nothing shared
- * with the rows around it (more min/max than med_sp_pair, fewer values live at once). */
-template <int R, int W>
-IPK_HD void med_sp_single(unsigned (*rows)[med_sp<R, W>::NW], unsigned *out)
-{
-    typedef med_sp<R, W> P;
-    unsigned sorted[P::S][P::NW];
-    med_sp_sort_columns<R, W>(rows, 0, P::NW, sorted);
-IPK_UNROLL
-    for (int j0 = 0; j0 < W; j0 += 4) med_sp_quad<R, W>(sorted, j0, out);
-}
-
 /* Words a loaded row takes: pixels gx..gx+2W-1 (4 a word), then gx-4..gx-1 and gx+2W..gx+2W+3;
  * word(i): the word that holds pixel gx-4+i. */
 template <int W> struct med_sp_raw {
     static constexpr int N = W / 2 + 2;
     static IPK_HD int word(int i) { return i < 4 ? W / 2 : i < 2 * W + 4 ? (i - 4) / 4 : W / 2 + 1; }
 };
-
-/* Step p of a thread tile of ROWS output rows (1, or an even count) from its ROWS+2R loaded
- * rows raw[]: output row 0 into top (ROWS == 1), or rows p and p+1 (p even) into top and
- * bottom; rows are put in the split layout only here, so that loaded rows stay packed 4 a word. */
-template <int R, int W, int ROWS>
-IPK_HD void med_sp_tile_step(unsigned (*raw)[med_sp_raw<W>::N], int p, unsigned *top, unsigned *bottom)
-{
-    typedef med_sp<R, W> P;
-    constexpr int NR = ROWS == 1 ? 2 * R + 1 : 2 * R + 2;
-    unsigned rows[NR][P::NW];
-IPK_UNROLL
-    for (int j = 0; j < NR; j++) med_sp_pack<R, W>(raw[p + j], raw[p + j][W / 2], raw[p + j][W / 2 + 1], rows[j]);
-    if constexpr (ROWS == 1) {
-        (void)bottom;
-        med_sp_single<R, W>(rows, top);
-    } else {
-        med_sp_pair<R, W>(rows, top, bottom);
-    }
-}
 
 /* Column sorts shared between the threads of a warp (med_sepx_kernel): a thread sorts only
  * its own W columns; its edge columns j = -R..-1 pair the left neighbour's word W+j (high

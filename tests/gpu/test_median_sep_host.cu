@@ -3,10 +3,10 @@
  * the rank selection against sorting, and whole images cut into the separable kernel's thread
  * tiles (16 pixels by 2 rows, rows packed by the kernel's own byte shuffles) against
  * ipk_median_cpu, u8 and u16, on odd sizes and every border the kernel takes, full-range and
- * few-valued (many ties) pixels; the same for every tile of the u8 variants
- * (kernels/gpu/median_sep_var.cu: 8 or 16 pixels by 1, 2 or 4 rows, radius 2 and 3), and for
- * the warps of the variant that shares column sorts between lanes. Histograms (median_huang.cuh): every column and strip of the
- * shared-atomic Huang kernel, 1-4 channels, every border, radii 1 to 25. */
+ * few-valued (many ties) pixels; the same for the warps of the u8 kernel that shares column sorts
+ * between lanes (kernels/gpu/median_sep_warp.cuh: 8 or 16 pixels by 1 or 2 rows, radius 2 and 3).
+ * Histograms (median_huang.cuh): every column and strip of the shared-atomic Huang kernel, 1-4
+ * channels, every border, radii 1 to 25. */
 #include <stdlib.h>
 #include <string.h>
 extern "C" {
@@ -164,8 +164,8 @@ static void emulate(const ipk_img *src, ipk_img *out, int border)
         }
 }
 
-/* A loaded row of the variant kernels (med_sepv_load): pixels gx..gx+2W-1 4 a word, then the
- * words of gx-4..gx-1 and gx+2W..gx+2W+3. */
+/* A row as med_sepv_gather makes it: pixels gx..gx+2W-1 4 a word, then the words of gx-4..gx-1
+ * and gx+2W..gx+2W+3. */
 template <int W>
 static void load_raw(const ipk_img *im, int border, int gx, int ly, unsigned *raw)
 {
@@ -181,24 +181,6 @@ static void store_raw_row(ipk_img *out, int gx, int y, const unsigned *words)
     med_sp_unpack<W>(words, q);
     for (int j = 0; j < 2 * W && gx + j < out->width && y < out->height; j++)
         *(unsigned char *)tu_px(out, gx + j, y, 0) = (unsigned char)(q[j / 4] >> (8 * (j % 4)));
-}
-
-/* Every thread tile of the image (2W pixels by ROWS rows) through med_sp_tile_step, as
- * med_sepv_kernel runs them (u8). */
-template <int R, int W, int ROWS>
-static void emulate_tiles(const ipk_img *src, ipk_img *out, int border)
-{
-    for (int y0 = 0; y0 < src->height; y0 += ROWS)
-        for (int gx = 0; gx < src->width; gx += 2 * W) {
-            unsigned raw[ROWS + 2 * R][med_sp_raw<W>::N];
-            for (int j = 0; j < ROWS + 2 * R; j++) load_raw<W>(src, border, gx, y0 - R + j, raw[j]);
-            for (int p = 0; p < ROWS; p += ROWS == 1 ? 1 : 2) {
-                unsigned top[W], bottom[W];
-                med_sp_tile_step<R, W, ROWS>(raw, p, top, bottom);
-                store_raw_row<W>(out, gx, y0 + p, top);
-                if (ROWS > 1) store_raw_row<W>(out, gx, y0 + p + 1, bottom);
-            }
-        }
 }
 
 /* Lane `lane` of a med_sepx_kernel warp whose lane 1 starts at column base: its own sorted
@@ -253,23 +235,20 @@ static void emulate_warps(const ipk_img *src, ipk_img *out, int border)
 
 typedef void (*emulate_fn)(const ipk_img *src, ipk_img *out, int border);
 
-/* The tiles of the variant kernels; radius 2 then radius 3. */
+/* The warp shapes of med_sepx_kernel (plain calls run 8x2); radius 2 then radius 3. */
 static const struct {
     int radius;
     const char *tile;
     emulate_fn run;
 } TILES[] = {
-    {2, "8x1", emulate_tiles<2, 4, 1>}, {2, "8x2", emulate_tiles<2, 4, 2>}, {2, "8x4", emulate_tiles<2, 4, 4>},
-    {2, "16x1", emulate_tiles<2, 8, 1>}, {2, "16x2", emulate_tiles<2, 8, 2>}, {3, "8x1", emulate_tiles<3, 4, 1>},
-    {3, "8x2", emulate_tiles<3, 4, 2>}, {3, "16x1", emulate_tiles<3, 8, 1>}, {3, "16x2", emulate_tiles<3, 8, 2>},
     {2, "8x1 shfl", emulate_warps<2, 4, 1>}, {2, "16x1 shfl", emulate_warps<2, 8, 1>},
     {2, "8x2 shfl", emulate_warps<2, 4, 2>}, {2, "16x2 shfl", emulate_warps<2, 8, 2>},
     {3, "8x1 shfl", emulate_warps<3, 4, 1>}, {3, "16x1 shfl", emulate_warps<3, 8, 1>},
     {3, "8x2 shfl", emulate_warps<3, 4, 2>}, {3, "16x2 shfl", emulate_warps<3, 8, 2>},
 };
 
-/* The u8 image through each variant tile of its radius against the CPU. */
-static void variant_cases(const ipk_img *src, const ipk_img *want, int radius, int border, int few_values)
+/* The u8 image through each warp shape of its radius against the CPU. */
+static void warp_cases(const ipk_img *src, const ipk_img *want, int radius, int border, int few_values)
 {
     for (size_t v = 0; v < sizeof TILES / sizeof TILES[0]; v++) {
         if (TILES[v].radius != radius) continue;
@@ -301,7 +280,7 @@ static void image_case(int w, int h, ipk_dtype t, int radius, int border, int fe
     else emulate<3>(&src, &got, border);
     double diff = tu_max_diff(&want, &got);
     CHECK(diff == 0, "%dx%d dtype %d r%d border %d few %d: max diff %g", w, h, (int)t, radius, border, few_values, diff);
-    if (t == IPK_U8) variant_cases(&src, &want, radius, border, few_values);
+    if (t == IPK_U8) warp_cases(&src, &want, radius, border, few_values);
     tu_img_free(&src);
     tu_img_free(&want);
     tu_img_free(&got);
