@@ -29,8 +29,8 @@ PYEOF
 same() { echo "$2|$3|$4|$1" >> pairs.txt; }
 
 compare_pairs() {
-  [ -s pairs.txt ] || return
-  $PY - <<'PYEOF'
+  [ -s pairs.txt ] || { bad "no GPU and CPU pairs were made"; return; }
+  verdicts "GPU and CPU pairs" <<'PYEOF'
 import cv2, numpy as np
 for line in open("pairs.txt"):
     a_path, b_path, tol, what = line.rstrip("\n").split("|", 3)
@@ -204,9 +204,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 xargs -0 -n 5 -P "$jobs" bash -c 'run_job "$@"' _ < jobs.bin > job-failures.txt
 if [ -s job-failures.txt ]; then bad "runs failed: $(head -c 2000 job-failures.txt)"; else ok; fi
 
-while read -r verdict rest; do
-  if [ "$verdict" = ok ]; then ok; else bad "GPU and CPU differ: $rest"; fi
-done < <(compare_pairs)
+compare_pairs
 
 # auto: a small image stays on the CPU (no GPU start-up), heavy work on a large one goes to the GPU
 heavy="median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15"
@@ -255,7 +253,7 @@ for f in a444 a420 gray prog; do
   "$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" "jin/$f.jpg" "jg_$f.jpg" || bad "nvJPEG jpg->jpg on $f failed"
   "$B" run -q --device cpu -e "grayscale | median" "jin/$f.jpg" "jc_$f.jpg" || bad "CPU jpg->jpg on $f failed"
 done
-$PY - <<'PYEOF' | while read -r verdict rest; do if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi; done
+verdicts "nvJPEG pixels and GPU-encoded JPEG" <<'PYEOF'
 import cv2, numpy as np
 for f in ("a444", "a420", "gray", "prog"):
     g = cv2.imread("jg_%s.png" % f, 0); c = cv2.imread("jc_%s.png" % f, 0)
@@ -303,7 +301,7 @@ PYEOF
 "$B" run -q --device cpu -e "grayscale | median" o6.jpg o6_c.png || bad "CPU run on an oriented JPEG failed"
 cmp -s o6_g.png o6_c.png && ok || bad "oriented JPEG: the GPU run's output differs from the CPU's"
 "$B" run -q --device gpu --jpeg-decoder gpu -e "median" o6.jpg o6_g.jpg || bad "nvJPEG jpg->jpg on an oriented JPEG failed"
-$PY - <<'PYEOF' | while read -r verdict rest; do if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi; done
+verdicts "GPU-encoded JPEG metadata" <<'PYEOF'
 from PIL import Image
 im, src = Image.open("o6_g.jpg"), Image.open("o6.jpg")
 ex = im.getexif()

@@ -42,7 +42,24 @@ no_temporaries() {
 outputs() { ls "$1" 2>/dev/null | grep -c '^img' || true; }
 wait_outputs() { for _ in $(seq 600); do [ "$(outputs "$1")" -ge "$2" ] && return; sleep 0.1; done; }
 
+# verdicts "what" <<'PYEOF' ... : runs the Python script on stdin, which prints one "ok ..." or
+# "FAIL ..." line a check, and counts each here. Fed from a file, not a pipe: a loop at the end of a
+# pipe runs in a subshell and its counts are lost. A script that fails or gives no verdict fails.
+verdicts() {
+  local what=$1 verdict rest given=0
+  $PY - >"$TMP/.verdicts" 2>"$TMP/.verdicts.err"
+  local status=$?
+  while read -r verdict rest; do
+    given=$((given + 1))
+    if [ "$verdict" = ok ]; then ok; else bad "$what: $verdict $rest"; fi
+  done <"$TMP/.verdicts"
+  [ "$status" -eq 0 ] || bad "$what: the check script failed (exit $status): $(tail -c 400 "$TMP/.verdicts.err")"
+  [ "$given" -gt 0 ] || bad "$what: the check script gave no verdict"
+}
+
+# A script whose checks never ran has proved nothing: that fails too (a skip exits 77 before).
 finish() {
   echo "$passed passed, $failed failed"
+  if [ $((passed + failed)) -eq 0 ]; then echo "FAIL: no check ran" >&2; return 1; fi
   [ "$failed" -eq 0 ]
 }
