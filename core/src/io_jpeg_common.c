@@ -9,16 +9,36 @@
 static int is_unsupported_feature(int code)
 {
     return code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL ||
-           code == JERR_NOTIMPL;
+           code == JERR_NOTIMPL || code == JERR_ARITH_NOTIMPL;
 }
 
+/* The coding process a start-of-frame marker libjpeg-turbo refuses declares (ITU T.81, B.1.1.3). */
+static const char *refused_process(int marker)
+{
+    switch (marker) {
+    case 0xC3: return "lossless JPEG";
+    case 0xC5: case 0xC6: case 0xC7: return "hierarchical JPEG";
+    case 0xCB: return "lossless arithmetic-coded JPEG";
+    case 0xCD: case 0xCE: case 0xCF: return "hierarchical arithmetic-coded JPEG";
+    default: return "JPEG of a reserved coding process";
+    }
+}
+
+/* A frame of a process libjpeg-turbo does not decode is a file of another kind, not damage: the
+ * message says which, where libjpeg's says "Unsupported JPEG process: SOF type 0xc3". */
 static void fail_with_message(j_common_ptr cinfo)
 {
     jpegx_error_ctx *ctx = (jpegx_error_ctx *)cinfo->err;
-    char msg[JMSG_LENGTH_MAX];
-    cinfo->err->format_message(cinfo, msg);
-    int unsupported = cinfo->is_decompressor && is_unsupported_feature(cinfo->err->msg_code);
-    snprintf(ctx->err, ctx->errlen, "%s%s", unsupported ? "unsupported JPEG: " : ctx->prefix, msg);
+    int code = cinfo->err->msg_code;
+    if (cinfo->is_decompressor && code == JERR_SOF_UNSUPPORTED) {
+        int marker = cinfo->err->msg_parm.i[0];
+        snprintf(ctx->err, ctx->errlen, "%s (SOF%d) is not supported", refused_process(marker), marker - 0xC0);
+    } else {
+        char msg[JMSG_LENGTH_MAX];
+        cinfo->err->format_message(cinfo, msg);
+        int unsupported = cinfo->is_decompressor && is_unsupported_feature(code);
+        snprintf(ctx->err, ctx->errlen, "%s%s", unsupported ? "unsupported JPEG: " : ctx->prefix, msg);
+    }
     ctx->rc = IP_EFORMAT;
     longjmp(ctx->jmp, 1);
 }
