@@ -428,6 +428,19 @@ static void worker_close(tiff_reader *r, block_worker *w)
     free(w->scratch);
 }
 
+/* Decodes block b into dst (room for size bytes, of which need must come); 0 or -1. */
+static int decode_block(tiff_reader *r, const block_layout *l, block_worker *w, uint64_t b, unsigned char *dst,
+                        tmsize_t size, tmsize_t need)
+{
+    *w->log = (tiff_log){ .warnings = w->log->warnings };   /* this block's own message, not an earlier one's */
+    if (tiff_decoder_may_skip_bits(r->compression)) memset(dst, 0, (size_t)size);
+    tmsize_t got = l->tiled ? TIFFReadEncodedTile(w->tif, (uint32_t)b, dst, size)
+                            : TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, size);
+    if (got < need) return -1;
+    tiff_log_went_past(w->log);
+    return 0;
+}
+
 static int read_block(tiff_reader *r, const block_layout *l, block_worker *w, uint64_t b)
 {
     uint64_t per_plane = (uint64_t)l->across * l->down;
@@ -437,14 +450,11 @@ static int read_block(tiff_reader *r, const block_layout *l, block_worker *w, ui
     uint32_t rows = r->height - y0 < l->bh ? r->height - y0 : l->bh;
     uint32_t data_rows = subsampled(r) ? (rows + r->ycbcr_v - 1) / r->ycbcr_v : rows;
     tmsize_t need = (tmsize_t)(data_rows * l->row_bytes);
-    *w->log = (tiff_log){ .warnings = w->log->warnings };   /* this block's own message, not an earlier one's */
-    if (l->direct) {
+    if (l->direct) {   /* strips straight into the image */
         unsigned char *dst = (unsigned char *)r->raw.data + (size_t)y0 * (size_t)r->raw.stride;
-        return TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need ? -1 : 0;
+        return decode_block(r, l, w, b, dst, need, need);
     }
-    tmsize_t got = l->tiled ? TIFFReadEncodedTile(w->tif, (uint32_t)b, w->scratch, (tmsize_t)l->block_bytes)
-                            : TIFFReadEncodedStrip(w->tif, (uint32_t)b, w->scratch, need);
-    if (got < need) return -1;
+    if (decode_block(r, l, w, b, w->scratch, l->tiled ? (tmsize_t)l->block_bytes : need, need) != 0) return -1;
     if (subsampled(r)) {
         uint32_t cols = l->bw < r->width - x0 ? l->bw : r->width - x0;
         unsigned char *dst = (unsigned char *)r->raw.data + (size_t)y0 * (size_t)r->raw.stride + (size_t)x0 * 3;

@@ -67,6 +67,20 @@ const char *tiff_log_text(const tiff_log *log, const char *fallback)
     return log->have ? log->text : log->warning[0] ? log->warning : fallback;
 }
 
+void tiff_log_went_past(tiff_log *log)
+{
+    if (!log->have || !log->warnings) return;
+    char what[sizeof log->text + 8];
+    snprintf(what, sizeof what, "TIFF: %s", log->text);
+    io_warnings_add(log->warnings, 1, what);
+}
+
+int tiff_decoder_may_skip_bits(uint16_t compression)
+{
+    return compression == COMPRESSION_CCITTRLE || compression == COMPRESSION_CCITTRLEW ||
+           compression == COMPRESSION_CCITTFAX3 || compression == COMPRESSION_CCITTFAX4;
+}
+
 static TIFFOpenOptions *options_for(tiff_log *log)
 {
     TIFFOpenOptions *o = TIFFOpenOptionsAlloc();

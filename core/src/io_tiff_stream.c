@@ -150,10 +150,13 @@ static int read_block(tiff_stream_reader *r, tiff_worker *w, uint64_t b, uint32_
     w->log = (tiff_log){ .warnings = &r->seen };
     if (!r->tiled) {
         tmsize_t need = (tmsize_t)(rows * r->row_bytes);
-        return TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need ? -1 : 0;
+        if (TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need) return -1;
+        tiff_log_went_past(&w->log);
+        return 0;
     }
     tmsize_t need = (tmsize_t)(rows * r->block_row_bytes);
     if (TIFFReadEncodedTile(w->tif, (uint32_t)b, w->scratch, (tmsize_t)r->block_bytes) < need) return -1;
+    tiff_log_went_past(&w->log);
     size_t px = r->row_bytes / r->width, cols = r->width - x0 < r->bw ? r->width - x0 : r->bw;
     for (uint32_t y = 0; y < rows; y++)
         memcpy(dst + (size_t)y * r->row_bytes + (size_t)x0 * px, w->scratch + (size_t)y * r->block_row_bytes, cols * px);
