@@ -18,7 +18,7 @@ extern int tu_passed, tu_failed;
         }                                                                       \
     } while (0)
 
-/* Prints the summary line; returns the process exit code. */
+/* Prints the summary line; returns the process exit code: 1 when a check failed or none ran. */
 int tu_finish(void);
 /* Exits 77 (ctest: skipped) after printing one line with the reason. */
 void tu_skip(const char *reason);

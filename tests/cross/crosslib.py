@@ -19,8 +19,12 @@ def check(ok, what):
 
 
 def summary():
-    """Prints the closing line; returns the exit code."""
+    """Prints the closing line; returns the exit code: 1 when a check failed or none ran (a test
+    with nothing to check exits 77 with its reason instead)."""
     print("%d passed, %d failed" % (_tally["passed"], _tally["failed"]))
+    if _tally["passed"] + _tally["failed"] == 0:
+        print("FAIL: no check ran")
+        return 1
     return 1 if _tally["failed"] else 0
 
 
