@@ -1,5 +1,6 @@
 #include "stage_class.h"
 #include <stddef.h>
+#include <string.h>
 
 #define COVERS(s, field) ((s)->struct_size >= offsetof(ip_stage, field) + sizeof((s)->field))
 
@@ -8,6 +9,21 @@ int stage_has_class_fields(const ip_stage *s) { return COVERS(s, reduce_finish);
 int (*stage_point_cuda(const ip_stage *s))(const void *, const ip_shape *, char *, size_t)
 {
     return COVERS(s, point_cuda) ? s->point_cuda : NULL;
+}
+
+int (*stage_cost_hook(const ip_stage *s))(const void *, const ip_shape *, ip_cost *)
+{
+    return COVERS(s, cost_of) ? s->cost_of : NULL;
+}
+
+int stage_window(const ip_stage *s, const void *state, const ip_shape *in, ip_window *w)
+{
+    memset(w, 0, sizeof *w);
+    if (!COVERS(s, window_of) || !s->window_of || s->window_of(state, in, w) != IP_OK) {
+        w->kind = IP_WINDOW_NONE;
+        return 0;
+    }
+    return w->kind != IP_WINDOW_NONE;
 }
 
 ip_stage_class stage_declared_class(const ip_stage *s)

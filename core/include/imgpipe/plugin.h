@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,6 +70,40 @@ typedef enum {
     IP_CLASS_REDUCTION = 3   /* reads every pixel, passes the image on unchanged, combines per-band results */
 } ip_stage_class;
 
+/* Filled by cost_of: what one use of the stage costs per byte of its input (one channel value of
+ * a pixel, deeper samples counted by their bytes), for --device auto's estimate. */
+typedef struct {
+    double cpu_ns;   /* core-nanoseconds of run_cpu: its time times the cores it used */
+    double gpu_ns;   /* nanoseconds of the card running run_gpu */
+} ip_cost;
+
+/* The borders of the in-tree window stages, in the order of their "border" choices. */
+typedef enum { IP_BORDER_REPLICATE = 0, IP_BORDER_REFLECT101 = 1, IP_BORDER_ZERO = 2, IP_BORDER_SHRINK = 3 } ip_border;
+
+/* The core's own kernels that run-time fusion can end a chain of point stages with (docs/PLUGINS.md,
+ * "Fused windows"). A stage that computes exactly what one of them computes names it. */
+typedef enum {
+    IP_WINDOW_NONE = 0,
+    IP_WINDOW_MEDIAN = 1,     /* per channel, the median of the (2*radius+1)^2 window (OpenCV medianBlur) */
+    IP_WINDOW_MEAN = 2,       /* per channel, the window's average rounded half up (OpenCV blur) */
+    IP_WINDOW_CONVOLVE = 3,   /* weights / divisor + offset, rounded and saturated (OpenCV filter2D) */
+    IP_WINDOW_ENTROPY = 4,    /* Shannon entropy of the window's bins (scikit-image rank.entropy) */
+    IP_WINDOW_HISTOGRAM = 5   /* a reduction whose partial is uint64 counts[channel * bins + bin] */
+} ip_window_kind;
+
+/* Filled by window_of (the core zeroes it first); each kind reads only the fields it names. */
+typedef struct {
+    uint32_t kind;            /* an ip_window_kind */
+    int radius;               /* median, mean, entropy: the window is (2*radius+1) pixels square */
+    uint32_t border;          /* median, mean, convolve: an ip_border */
+    const double *weights;    /* convolve: kh rows of kw weights (odd sides), memory of the state */
+    int kw, kh;               /* convolve */
+    double divisor, offset;   /* convolve: the divisor used (never "auto"), the offset added after */
+    int levels;               /* entropy: possible input values; bin = value * bins / levels */
+    int bins;                 /* entropy, histogram: bins (per channel for histogram) */
+    double log_scale;         /* entropy: what the entropy in nats is multiplied by (1, 1/ln 2, 1/ln 10) */
+} ip_window;
+
 typedef struct ip_stage {
     uint32_t abi_version;     /* IP_ABI_VERSION */
     uint32_t struct_size;     /* sizeof(ip_stage) when built: lets the descriptor grow */
@@ -113,6 +148,15 @@ typedef struct ip_stage {
      * functions"). Returns IP_OK, IP_EUNSUPPORTED for a use it does not offer, IP_ELIMIT when
      * cap is too small. */
     int (*point_cuda)(const void *state, const ip_shape *in, char *src, size_t cap);
+
+    /* Added with descriptor hints, read only when struct_size covers them, so that the core never
+     * tells a stage by its name or the order of its parameters (docs/PLUGINS.md, "Hints").
+     * Optional: what this use costs on each device for this input shape; IP_OK, or any other
+     * status for "unknown" (NULL too), which the core estimates as a light window stage. */
+    int (*cost_of)(const void *state, const ip_shape *in, ip_cost *cost);
+    /* Optional: which of the core's fused kernels computes this use, bit for bit, on this input
+     * shape; IP_OK with w->kind set, or IP_EUNSUPPORTED (NULL too): never fused as a window. */
+    int (*window_of)(const void *state, const ip_shape *in, ip_window *w);
 } ip_stage;
 
 #if defined(_WIN32)
@@ -123,6 +167,28 @@ typedef struct ip_stage {
 
 /* The one symbol every plugin exports. */
 IP_EXPORT const ip_stage *imgpipe_stage(void);
+
+/* The number of entries of a table (an array, not a pointer): .n_params = IP_COUNT(params). */
+#define IP_COUNT(table) ((int)(sizeof(table) / sizeof((table)[0])))
+
+/* create()'s argument for the parameter called name, from args in the order of params (n_params
+ * of them); NULL when params has no such name. IP_ARG looks it up in a table of IP_COUNT entries. */
+static inline const ip_value *ip_arg(const ip_param *params, int n_params, const ip_value *args, const char *name)
+{
+    for (int k = 0; params && args && name && k < n_params; k++)
+        if (params[k].name && strcmp(params[k].name, name) == 0) return &args[k];
+    return NULL;
+}
+#define IP_ARG(params, args, name) ip_arg((params), IP_COUNT(params), (args), (name))
+
+/* A GPU entry of the descriptor (.run_gpu = IP_GPU_ENTRY(my_run_gpu)): the function when the plugin
+ * is built with CUDA (IMGPIPE_HAVE_CUDA defined, as imgpipe_add_plugin does for a .cu source), else
+ * NULL, so that the function may be defined under #ifdef IMGPIPE_HAVE_CUDA alone. */
+#ifdef IMGPIPE_HAVE_CUDA
+#define IP_GPU_ENTRY(fn) (fn)
+#else
+#define IP_GPU_ENTRY(fn) NULL
+#endif
 
 static inline size_t ip_dtype_size(ip_dtype t) { return t == IP_U8 ? 1 : t == IP_U16 ? 2 : 4; }
 
