@@ -3,6 +3,7 @@
 #include <string.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../common/cost.h"
 #include "ipk_conv_named.h"
 
 #define CONV_MAX_SIDE 31
@@ -72,29 +73,47 @@ static int conv_take_divisor(const ip_value *arg, conv_state *s, char *err, size
     return IP_OK;
 }
 
+/* The offset, border and output arguments into the state. */
+static int conv_take_rest(const ip_value *offset, const ip_value *border, const ip_value *output, conv_state *s,
+                          char *err, size_t errlen)
+{
+    if (!isfinite(offset->f)) {
+        snprintf(err, errlen, "offset must be a finite number");
+        return IP_EINVAL;
+    }
+    s->offset = offset->f;
+    s->border = (ipk_border)border->i;
+    s->output_f32 = output->i == 1;
+    return IP_OK;
+}
+
 static int conv_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
+    const ip_value *kernel = IP_ARG(conv_params, args, "kernel"), *divisor = IP_ARG(conv_params, args, "divisor"),
+                   *offset = IP_ARG(conv_params, args, "offset"), *border = IP_ARG(conv_params, args, "border"),
+                   *output = IP_ARG(conv_params, args, "output");
+    if (!kernel || !divisor || !offset || !border || !output) {
+        snprintf(err, errlen, "convolve's parameter table lacks a parameter its create reads");
+        return IP_EINVAL;
+    }
     conv_state *s = malloc(sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    int rc = conv_take_kernel(&args[0], s, err, errlen);
-    if (!rc) rc = conv_take_divisor(&args[1], s, err, errlen);
-    if (!rc && !isfinite(args[2].f)) {
-        snprintf(err, errlen, "offset must be a finite number");
-        rc = IP_EINVAL;
-    }
+    int rc = conv_take_kernel(kernel, s, err, errlen);
+    if (!rc) rc = conv_take_divisor(divisor, s, err, errlen);
+    if (!rc) rc = conv_take_rest(offset, border, output, s, err, errlen);
     if (rc) {
         free(s);
         return rc;
     }
-    s->offset = args[2].f;
-    s->border = (ipk_border)args[3].i;
-    s->output_f32 = args[4].i == 1;
     *state = s;
     return IP_OK;
 }
+
+/* The larger half-side of the kernel: rows and columns read around each output pixel. */
+static int conv_halo(const conv_state *s) { return (s->kw > s->kh ? s->kw : s->kh) / 2; }
 
 static int conv_plan(const void *state, const ip_shape *in, ip_shape *out, ip_needs *needs,
                      char *err, size_t errlen)
@@ -106,14 +125,11 @@ static int conv_plan(const void *state, const ip_shape *in, ip_shape *out, ip_ne
     }
     *out = *in;
     if (s->output_f32) out->dtype = IP_F32;
-    needs->halo = (s->kw > s->kh ? s->kw : s->kh) / 2;
+    needs->halo = conv_halo(s);
     needs->scratch_bytes = 0;
-#ifdef IMGPIPE_HAVE_CUDA
-    needs->gpu_scratch_bytes = ipk_convolve_gpu_scratch(in->width, in->height, in->channels,
-                                                        (ipk_dtype)in->dtype, s->kw, s->kh);
-#else
-    needs->gpu_scratch_bytes = 0;
-#endif
+    size_t (*gpu_scratch)(int, int, int, ipk_dtype, int, int) = IP_GPU_ENTRY(ipk_convolve_gpu_scratch);
+    needs->gpu_scratch_bytes =
+        gpu_scratch ? gpu_scratch(in->width, in->height, in->channels, (ipk_dtype)in->dtype, s->kw, s->kh) : 0;
     return IP_OK;
 }
 
@@ -138,10 +154,30 @@ static int conv_run_gpu(const void *state, const ip_image *in, ip_image *out, co
     return adapt_status(ipk_convolve_gpu(&src, &dst, &p, ex->scratch, ex->scratch_bytes, ex->stream),
                         "convolve", ex);
 }
-#define CONV_RUN_GPU conv_run_gpu
-#else
-#define CONV_RUN_GPU NULL
 #endif
+
+static int conv_cost(const void *state, const ip_shape *in, ip_cost *cost)
+{
+    const double side = cost_side(conv_halo(state));
+    (void)in;
+    return cost_set(cost, 0.2 * side * side, 0.0030);
+}
+
+/* Same-type output only: the fused kernel rounds and saturates as run_cpu does for it. */
+static int conv_window(const void *state, const ip_shape *in, ip_window *w)
+{
+    const conv_state *s = state;
+    (void)in;
+    if (s->output_f32) return IP_EUNSUPPORTED;
+    w->kind = IP_WINDOW_CONVOLVE;
+    w->border = (uint32_t)s->border;
+    w->weights = s->weights;
+    w->kw = s->kw;
+    w->kh = s->kh;
+    w->divisor = s->divisor;
+    w->offset = s->offset;
+    return IP_OK;
+}
 
 static const ip_stage conv_stage = {
     .abi_version = IP_ABI_VERSION,
@@ -149,13 +185,15 @@ static const ip_stage conv_stage = {
     .name = "convolve",
     .summary = "weighted sum of the window as OpenCV filter2D, / divisor + offset, rounded and saturated",
     .params = conv_params,
-    .n_params = 5,
+    .n_params = IP_COUNT(conv_params),
     .create = conv_create,
     .plan = conv_plan,
     .run_cpu = conv_run_cpu,
-    .run_gpu = CONV_RUN_GPU,
+    .run_gpu = IP_GPU_ENTRY(conv_run_gpu),
     .destroy = free,
     .stage_class = IP_CLASS_AREA,
+    .cost_of = conv_cost,
+    .window_of = conv_window,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &conv_stage; }

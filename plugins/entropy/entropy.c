@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../common/cost.h"
 #include "../../kernels/common/entropy_tables.h"
 
 typedef struct {
@@ -20,9 +21,16 @@ static const ip_param entropy_params[] = {
 
 static int entropy_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
-    if (args[2].i > args[1].i) {
-        snprintf(err, errlen, "bins=%lld is more than levels=%lld: bins must be at most levels", (long long)args[2].i,
-                 (long long)args[1].i);
+    const ip_value *radius = IP_ARG(entropy_params, args, "radius"), *levels = IP_ARG(entropy_params, args, "levels"),
+                   *bins = IP_ARG(entropy_params, args, "bins"), *base = IP_ARG(entropy_params, args, "base"),
+                   *output = IP_ARG(entropy_params, args, "output");
+    if (!radius || !levels || !bins || !base || !output) {
+        snprintf(err, errlen, "entropy's parameter table lacks a parameter its create reads");
+        return IP_EINVAL;
+    }
+    if (bins->i > levels->i) {
+        snprintf(err, errlen, "bins=%lld is more than levels=%lld: bins must be at most levels", (long long)bins->i,
+                 (long long)levels->i);
         return IP_EINVAL;
     }
     entropy_state *s = malloc(sizeof *s);
@@ -31,11 +39,11 @@ static int entropy_create(const ip_value *args, void **state, char *err, size_t 
         return IP_ENOMEM;
     }
     static const double log_scales[] = IPK_ENTROPY_LOG_SCALES;
-    s->p.radius = (int)args[0].i;
-    s->p.levels = (int)args[1].i;
-    s->p.bins = (int)args[2].i;
-    s->p.log_scale = log_scales[args[3].i];
-    s->out_u8 = args[4].i == 1;
+    s->p.radius = (int)radius->i;
+    s->p.levels = (int)levels->i;
+    s->p.bins = (int)bins->i;
+    s->p.log_scale = log_scales[base->i];
+    s->out_u8 = output->i == 1;
     *state = s;
     return IP_OK;
 }
@@ -56,9 +64,8 @@ static int entropy_plan(const void *state, const ip_shape *in, ip_shape *out, ip
     *out = *in;
     out->dtype = s->out_u8 ? IP_U8 : IP_F32;
     needs->halo = s->p.radius;
-#ifdef IMGPIPE_HAVE_CUDA
-    needs->gpu_scratch_bytes = ipk_entropy_gpu_scratch(in->width, in->height, &s->p);
-#endif
+    size_t (*gpu_scratch)(int, int, const ipk_entropy_params *) = IP_GPU_ENTRY(ipk_entropy_gpu_scratch);
+    needs->gpu_scratch_bytes = gpu_scratch ? gpu_scratch(in->width, in->height, &s->p) : 0;
     return IP_OK;
 }
 
@@ -108,10 +115,26 @@ static int entropy_run_gpu(const void *state, const ip_image *in, ip_image *out,
     if (rc != IPK_OK) return adapt_status(rc, "entropy", ex);
     return entropy_gpu_check_range(s, in, ex);
 }
-#define ENTROPY_RUN_GPU entropy_run_gpu
-#else
-#define ENTROPY_RUN_GPU NULL
 #endif
+
+static int entropy_cost(const void *state, const ip_shape *in, ip_cost *cost)
+{
+    const double side = cost_side(((const entropy_state *)state)->p.radius);
+    (void)in;
+    return cost_set(cost, 11.0 * side * side / 25.0, 0.0065 * side * side / 25.0);
+}
+
+static int entropy_window(const void *state, const ip_shape *in, ip_window *w)
+{
+    const entropy_state *s = state;
+    (void)in;
+    w->kind = IP_WINDOW_ENTROPY;
+    w->radius = s->p.radius;
+    w->levels = s->p.levels;
+    w->bins = s->p.bins;
+    w->log_scale = s->p.log_scale;
+    return IP_OK;
+}
 
 static const ip_stage entropy_stage = {
     .abi_version = IP_ABI_VERSION,
@@ -119,13 +142,15 @@ static const ip_stage entropy_stage = {
     .name = "entropy",
     .summary = "local Shannon entropy of each pixel's window (as scikit-image rank.entropy)",
     .params = entropy_params,
-    .n_params = 5,
+    .n_params = IP_COUNT(entropy_params),
     .create = entropy_create,
     .plan = entropy_plan,
     .run_cpu = entropy_run_cpu,
-    .run_gpu = ENTROPY_RUN_GPU,
+    .run_gpu = IP_GPU_ENTRY(entropy_run_gpu),
     .destroy = free,
     .stage_class = IP_CLASS_AREA,
+    .cost_of = entropy_cost,
+    .window_of = entropy_window,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &entropy_stage; }

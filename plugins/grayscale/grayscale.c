@@ -2,6 +2,7 @@
 #include <string.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../common/cost.h"
 
 typedef struct { int32_t weights_q15[3]; } gray_state;
 
@@ -19,12 +20,17 @@ static const ip_param gray_params[] = {
 
 static int gray_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
+    const ip_value *weights = IP_ARG(gray_params, args, "weights");
+    if (!weights) {
+        snprintf(err, errlen, "grayscale's parameter table has no weights");
+        return IP_EINVAL;
+    }
     gray_state *s = malloc(sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    memcpy(s->weights_q15, gray_weights[args[0].i], sizeof s->weights_q15);
+    memcpy(s->weights_q15, gray_weights[weights->i], sizeof s->weights_q15);
     *state = s;
     return IP_OK;
 }
@@ -116,10 +122,14 @@ static int gray_run_gpu(const void *state, const ip_image *in, ip_image *out, co
     ipk_img src = adapt_img(in), dst = adapt_img(out);
     return adapt_status(ipk_grayscale_gpu(&src, &dst, s->weights_q15, ex->stream), "grayscale", ex);
 }
-#define GRAY_RUN_GPU gray_run_gpu
-#else
-#define GRAY_RUN_GPU NULL
 #endif
+
+static int gray_cost(const void *state, const ip_shape *in, ip_cost *cost)
+{
+    (void)state;
+    (void)in;
+    return cost_set(cost, 0.64, 0.00064);
+}
 
 static const ip_stage gray_stage = {
     .abi_version = IP_ABI_VERSION,
@@ -127,14 +137,15 @@ static const ip_stage gray_stage = {
     .name = "grayscale",
     .summary = "RGB(A) to one gray channel with luma weights (identical to OpenCV cvtColor RGB2GRAY)",
     .params = gray_params,
-    .n_params = 1,
+    .n_params = IP_COUNT(gray_params),
     .create = gray_create,
     .plan = gray_plan,
     .run_cpu = gray_run_cpu,
-    .run_gpu = GRAY_RUN_GPU,
+    .run_gpu = IP_GPU_ENTRY(gray_run_gpu),
     .destroy = free,
     .stage_class = IP_CLASS_POINT,
     .point_cuda = gray_point_cuda,
+    .cost_of = gray_cost,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &gray_stage; }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../common/cost.h"
 
 /* out and plot point into the core's argument memory, which outlives the stage. */
 typedef struct {
@@ -28,14 +29,20 @@ static const ip_param hist_params[] = {
 
 static int hist_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
+    const ip_value *bins = IP_ARG(hist_params, args, "bins"), *out = IP_ARG(hist_params, args, "out"),
+                   *plot = IP_ARG(hist_params, args, "plot");
+    if (!bins || !out || !plot) {
+        snprintf(err, errlen, "histogram's parameter table lacks a parameter its create reads");
+        return IP_EINVAL;
+    }
     hist_state *s = malloc(sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
-    s->bins = (int)args[0].i;
-    s->out = args[1].s ? args[1].s : "";
-    s->plot = args[2].s ? args[2].s : "";
+    s->bins = (int)bins->i;
+    s->out = out->s ? out->s : "";
+    s->plot = plot->s ? plot->s : "";
     *state = s;
     return IP_OK;
 }
@@ -422,9 +429,6 @@ static int hist_run_gpu(const void *state, const ip_image *in, ip_image *out, co
         rc = adapt_status(IPK_ECUDA, "histogram", ex);
     return rc;
 }
-#define HIST_RUN_GPU hist_run_gpu
-#else
-#define HIST_RUN_GPU NULL
 #endif
 
 /* Streamed: counts per band added into the partial (uint64 per channel and bin), partials
@@ -469,23 +473,42 @@ static int hist_reduce_finish(const void *state, const ip_shape *in, const void 
     return hist_write_outputs(s, &h, ex);
 }
 
+static int hist_cost(const void *state, const ip_shape *in, ip_cost *cost)
+{
+    (void)state;
+    (void)in;
+    return cost_set(cost, 9.0, 0.0105);
+}
+
+/* The partial is the fused histogram kernel's layout, so the core may count in it and hand the
+ * total to hist_reduce_finish. */
+static int hist_window(const void *state, const ip_shape *in, ip_window *w)
+{
+    (void)in;
+    w->kind = IP_WINDOW_HISTOGRAM;
+    w->bins = ((const hist_state *)state)->bins;
+    return IP_OK;
+}
+
 static const ip_stage hist_stage = {
     .abi_version = IP_ABI_VERSION,
     .struct_size = sizeof(ip_stage),
     .name = "histogram",
     .summary = "per-channel counts written as CSV (and a bar chart PNG); the image passes on unchanged",
     .params = hist_params,
-    .n_params = 3,
+    .n_params = IP_COUNT(hist_params),
     .create = hist_create,
     .plan = hist_plan,
     .run_cpu = hist_run_cpu,
-    .run_gpu = HIST_RUN_GPU,
+    .run_gpu = IP_GPU_ENTRY(hist_run_gpu),
     .destroy = free,
     .stage_class = IP_CLASS_REDUCTION,
     .partial_bytes = hist_partial_bytes,
     .reduce_band = hist_reduce_band,
     .reduce_merge = hist_reduce_merge,
     .reduce_finish = hist_reduce_finish,
+    .cost_of = hist_cost,
+    .window_of = hist_window,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &hist_stage; }

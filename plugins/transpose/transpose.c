@@ -1,5 +1,6 @@
 #include "imgpipe/plugin.h"
 #include "../common/adapt.h"
+#include "../common/cost.h"
 
 static int transpose_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
@@ -37,10 +38,14 @@ static int transpose_run_gpu(const void *state, const ip_image *in, ip_image *ou
     ipk_img src = adapt_img(in), dst = adapt_img(out);
     return adapt_status(ipk_transpose_gpu(&src, &dst, ex->stream), "transpose", ex);
 }
-#define TRANSPOSE_RUN_GPU transpose_run_gpu
-#else
-#define TRANSPOSE_RUN_GPU NULL
 #endif
+
+static int transpose_cost(const void *state, const ip_shape *in, ip_cost *cost)
+{
+    (void)state;
+    (void)in;
+    return cost_set(cost, 17.8, 0.0011);
+}
 
 static void transpose_destroy(void *state) { (void)state; }
 
@@ -54,9 +59,10 @@ static const ip_stage transpose_stage = {
     .create = transpose_create,
     .plan = transpose_plan,
     .run_cpu = transpose_run_cpu,
-    .run_gpu = TRANSPOSE_RUN_GPU,
+    .run_gpu = IP_GPU_ENTRY(transpose_run_gpu),
     .destroy = transpose_destroy,
     .stage_class = IP_CLASS_GLOBAL,
+    .cost_of = transpose_cost,
 };
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &transpose_stage; }
