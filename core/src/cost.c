@@ -1,13 +1,6 @@
 #include "cost.h"
-#include <string.h>
-
-/* Costs per input sample (pixel x channel, counted in bytes for deeper samples), measured by
- * bench/stage-costs on the H100 machine (16 cores; 8192x8192 u8 photographs, each stage alone,
- * its --profile time: the CPU's includes touching fresh output memory) on 2026-11-23 at commit
- * caf9004. CPU: core-nanoseconds (ms x 16 cores / samples); GPU: nanoseconds of the card. */
-typedef struct {
-    double cpu_core_ns, gpu_ns;
-} stage_cost;
+#include <math.h>
+#include "stage_class.h"
 
 /* Driver, context and every plugin's kernels loaded eagerly: 212-244 ms in a fresh process there
  * (192-194 ms lazily, but then each stage's first launch costs 1-8 ms more). */
@@ -28,30 +21,19 @@ typedef struct {
 #define NVJPEG_ENCODE_FIRST_MS 46.0
 #define JPEG_ENCODE_NS_CPU 2.0
 
-/* Median by radius: measured at 1, 2, 3, 7 and 15, straight lines between (and beyond 15). */
-static stage_cost median_cost(int r)
-{
-    static const struct { int r; double cpu, gpu; } at[] = {
-        { 1, 1.51, 0.0028 }, { 2, 3.68, 0.0120 }, { 3, 18.5, 0.0405 }, { 7, 19.2, 0.116 }, { 15, 19.6, 0.209 },
-    };
-    int n = (int)(sizeof at / sizeof *at), i = 0;
-    if (r <= at[0].r) return (stage_cost){ at[0].cpu, at[0].gpu };
-    while (i < n - 2 && r > at[i + 1].r) i++;
-    double f = (double)(r - at[i].r) / (at[i + 1].r - at[i].r);
-    return (stage_cost){ at[i].cpu + f * (at[i + 1].cpu - at[i].cpu), at[i].gpu + f * (at[i + 1].gpu - at[i].gpu) };
-}
+/* A stage without a cost hint (too old to have one, or giving none that is a number of nanoseconds):
+ * as a light window stage. */
+#define DEFAULT_CPU_NS 2.0
+#define DEFAULT_GPU_NS 0.01
 
-static stage_cost cost_of(const char *name, int r)
+ip_cost cost_of_step(const plan_step *st)
 {
-    double w = 2.0 * r + 1;
-    if (!strcmp(name, "grayscale")) return (stage_cost){ 0.64, 0.00064 };
-    if (!strcmp(name, "median")) return median_cost(r);
-    if (!strcmp(name, "mean")) return (stage_cost){ 1.45 + 0.12 * r, 0.0020 + 0.00006 * r };
-    if (!strcmp(name, "convolve")) return (stage_cost){ 0.2 * w * w, 0.0030 };
-    if (!strcmp(name, "entropy")) return (stage_cost){ 11.0 * w * w / 25.0, 0.0065 * w * w / 25.0 };
-    if (!strcmp(name, "histogram")) return (stage_cost){ 9.0, 0.0105 };
-    if (!strcmp(name, "transpose")) return (stage_cost){ 17.8, 0.0011 };
-    return (stage_cost){ 2.0, 0.01 };   /* a stage of someone else's: as a light window stage */
+    int (*hint)(const void *, const ip_shape *, ip_cost *) = stage_cost_hook(st->plugin->stage);
+    ip_cost c = { DEFAULT_CPU_NS, DEFAULT_GPU_NS };
+    if (hint && hint(st->state, &st->in, &c) == IP_OK && isfinite(c.cpu_ns) && isfinite(c.gpu_ns) && c.cpu_ns >= 0 &&
+        c.gpu_ns >= 0)
+        return c;
+    return (ip_cost){ DEFAULT_CPU_NS, DEFAULT_GPU_NS };
 }
 
 static double samples(const ip_shape *s)
@@ -100,9 +82,9 @@ void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *s
     double cpu = 0, gpu = 0, stages = 0;
     for (int i = 0; i < p->n; i++) {
         const plan_step *st = &p->steps[i];
-        stage_cost c = cost_of(st->plugin->stage->name, st->needs.halo);
+        ip_cost c = cost_of_step(st);
         double work = bytes_of(&st->in);
-        double cpu_ms = c.cpu_core_ns * work / threads / 1e6;
+        double cpu_ms = c.cpu_ns * work / threads / 1e6;
         cpu += cpu_ms;
         if (st->plugin->stage->run_gpu) stages += c.gpu_ns * work / 1e6;
         else gpu += cpu_ms + bytes_of(&st->in) / DOWNLOAD_BYTES_PER_MS + bytes_of(&st->out) / UPLOAD_BYTES_PER_MS;

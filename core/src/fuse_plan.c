@@ -1,4 +1,5 @@
 #include "fuse_plan.h"
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,74 +72,64 @@ static int is_point(const plan_step *st)
     return point_source(st, buf, sizeof buf);
 }
 
-/* The in-tree window stages, told by name and parameter table: radius (int), border (enum). */
-static int is_window_stage(const plan_step *st, const char *name)
+/* An entropy inside the fused kernel's reach: the fast path of kernels/gpu/entropy.cu (radius <= 3,
+ * bins <= 16) on u8 pixels, and levels >= 256 so that no value can be out of range (the unfused
+ * stage reports such a value; the fused kernel has no scratch to flag it in). */
+static int is_fusable_entropy(const plan_step *st, const ip_window *w)
+{
+    return w->kind == IP_WINDOW_ENTROPY && st->in.dtype == IP_U8 && st->in.channels == 1 &&
+           (st->out.dtype == IP_F32 || st->out.dtype == IP_U8) && w->radius >= 1 &&
+           w->radius <= FUSE_ENTROPY_MAX_RADIUS && w->levels >= 256 && w->levels <= 65536 && w->bins >= 1 &&
+           w->bins <= FUSE_ENTROPY_MAX_BINS && isfinite(w->log_scale);
+}
+
+/* A histogram reduction whose partial is uint64 counts[channel * bins + bin], as its window promises
+ * (plugins/histogram/histogram.c): the fused kernel hands reduce_finish its counts in that layout,
+ * so the stage writes what it writes unfused. */
+static int is_fusable_histogram(const plan_step *st, const ip_window *w)
 {
     const ip_stage *s = st->plugin->stage;
-    return strcmp(s->name, name) == 0 && s->n_params == 2 && strcmp(s->params[0].name, "radius") == 0 &&
-           s->params[0].type == IP_INT && strcmp(s->params[1].name, "border") == 0 && s->params[1].type == IP_ENUM &&
-           st->in.dtype == IP_U8;
-}
-
-static int param_is(const ip_param *p, const char *name, ip_type type, const char *choices)
-{
-    return strcmp(p->name, name) == 0 && p->type == type &&
-           (!choices || (p->choices && strcmp(p->choices, choices) == 0));
-}
-
-/* The in-tree entropy, told by name and parameter table (radius, levels, bins, base e|2|10,
- * output f32|u8), inside the fused kernel's reach: the fast path of kernels/gpu/entropy.cu
- * (radius <= 3, bins <= 16) on u8 pixels, and levels >= 256 so that no value can be out of range
- * (the unfused stage reports such a value; the fused kernel has no scratch to flag it in). */
-static int is_fusable_entropy(const plan_step *st)
-{
-    const ip_stage *s = st->plugin->stage;
-    if (strcmp(s->name, "entropy") != 0 || s->n_params != 5 || !param_is(&s->params[0], "radius", IP_INT, NULL) ||
-        !param_is(&s->params[1], "levels", IP_INT, NULL) || !param_is(&s->params[2], "bins", IP_INT, NULL) ||
-        !param_is(&s->params[3], "base", IP_ENUM, "e|2|10") || !param_is(&s->params[4], "output", IP_ENUM, "f32|u8"))
+    if (w->kind != IP_WINDOW_HISTOGRAM || stage_use_class(s, st->state) != IP_CLASS_REDUCTION) return 0;
+    if (st->in.dtype != IP_U8 || st->in.channels < 1 || st->in.channels > 4 || w->bins < 1 || w->bins > 65536)
         return 0;
-    const ip_value *v = st->args.values;
-    return st->in.dtype == IP_U8 && st->in.channels == 1 && (st->out.dtype == IP_F32 || st->out.dtype == IP_U8) &&
-           v[0].i >= 1 && v[0].i <= FUSE_ENTROPY_MAX_RADIUS && v[1].i >= 256 && v[1].i <= 65536 && v[2].i >= 1 &&
-           v[2].i <= FUSE_ENTROPY_MAX_BINS &&
-           v[3].i >= 0 && v[3].i <= 2;
+    return s->partial_bytes(st->state, &st->in) == (size_t)st->in.channels * (size_t)w->bins * sizeof(uint64_t);
 }
 
-/* The in-tree histogram, told by name and parameter table (bins, out, plot), a reduction whose
- * partial is uint64 counts[channel * bins + bin] (plugins/histogram/histogram.c): the fused kernel
- * hands reduce_finish its counts in that layout, so the stage writes what it writes unfused. */
-static int is_fusable_histogram(const plan_step *st)
-{
-    const ip_stage *s = st->plugin->stage;
-    if (strcmp(s->name, "histogram") != 0 || s->n_params != 3 || !param_is(&s->params[0], "bins", IP_INT, NULL) ||
-        !param_is(&s->params[1], "out", IP_PATH, NULL) || !param_is(&s->params[2], "plot", IP_PATH, NULL) ||
-        stage_use_class(s, st->state) != IP_CLASS_REDUCTION)
-        return 0;
-    const ip_value *v = st->args.values;
-    if (st->in.dtype != IP_U8 || st->in.channels < 1 || st->in.channels > 4 || v[0].i < 1 || v[0].i > 65536)
-        return 0;
-    return s->partial_bytes(st->state, &st->in) == (size_t)st->in.channels * (size_t)v[0].i * sizeof(uint64_t);
-}
-
-/* The kind of fused kernel step st can end, with its radius and border; FUSE_NONE if none. */
+/* The kind of fused kernel step st can end, with its radius and border, from the window its
+ * descriptor names (never from its name or its parameters); FUSE_NONE if none. */
 static fuse_kind consumer_kind(const plan_step *st, int *radius, int *border)
 {
-    const ip_value *v = st->args.values;
-    const int median = is_window_stage(st, "median"), mean = is_window_stage(st, "mean");
-    *radius = median || mean ? (int)v[0].i : 0;
-    *border = *radius ? (int)v[1].i : 0;
-    if (median && *radius == 1 && *border >= 0 && *border <= 2 && st->in.channels == 1)
+    ip_window w;
+    *radius = *border = 0;
+    if (!stage_window(st->plugin->stage, st->state, &st->in, &w)) return FUSE_NONE;
+    const int one_u8 = st->in.dtype == IP_U8 && st->in.channels == 1;
+    if (w.kind == IP_WINDOW_MEDIAN && one_u8 && w.radius == 1 && w.border <= IP_BORDER_ZERO) {
+        *radius = 1;
+        *border = (int)w.border;
         return FUSE_MEDIAN3;
-    if (mean && *radius >= 1 && *radius <= FUSE_WINDOW_MAX_RADIUS && *border >= 0 && *border <= 3 &&
-        st->in.channels == 1)
+    }
+    if (w.kind == IP_WINDOW_MEAN && one_u8 && w.radius >= 1 && w.radius <= FUSE_WINDOW_MAX_RADIUS &&
+        w.border <= IP_BORDER_SHRINK) {
+        *radius = w.radius;
+        *border = (int)w.border;
         return FUSE_MEAN;
-    if (fuse_convolve_fits(st, radius, border)) return FUSE_CONVOLVE;
-    if (is_fusable_entropy(st)) {
-        *radius = (int)v[0].i;
+    }
+    if (w.kind == IP_WINDOW_CONVOLVE && fuse_convolve_fits(st, radius, border)) return FUSE_CONVOLVE;
+    if (is_fusable_entropy(st, &w)) {
+        *radius = w.radius;
         return FUSE_ENTROPY;
     }
-    if (is_fusable_histogram(st)) return FUSE_HISTOGRAM;
+    if (is_fusable_histogram(st, &w)) return FUSE_HISTOGRAM;
     return FUSE_NONE;
+}
+
+/* The window of a fused group's consumer (its kind checked when the group was made). */
+static ip_window group_window(const plan *p, const fuse_group *g)
+{
+    const plan_step *st = &p->steps[g->first + g->n_points];
+    ip_window w;
+    stage_window(st->plugin->stage, st->state, &st->in, &w);
+    return w;
 }
 
 fuse_group fuse_group_at(const plan *p, int i)
@@ -159,7 +150,7 @@ size_t fuse_counter_count(const plan *p, const fuse_group *g)
 {
     if (g->kind != FUSE_HISTOGRAM) return 0;
     const plan_step *st = &p->steps[g->first + g->n_points];
-    return (size_t)st->in.channels * (size_t)st->args.values[0].i;
+    return (size_t)st->in.channels * (size_t)group_window(p, g).bins;
 }
 
 void fuse_group_label(const plan *p, const fuse_group *g, char *buf, size_t len)
@@ -229,21 +220,19 @@ static void append_chain(text_buf *t, const plan *p, const fuse_group *g, char *
 
 /* The entropy's parameters and the tables the unfused kernel uploads, as constants of the source:
  * doubles in hexadecimal, so they are the host's values exactly. */
-static void append_entropy(text_buf *t, const plan_step *st)
+static void append_entropy(text_buf *t, const plan_step *st, const ip_window *w)
 {
-    static const double log_scales[] = IPK_ENTROPY_LOG_SCALES;
-    const ip_value *v = st->args.values;
-    const int radius = (int)v[0].i, bins = (int)v[2].i, f32 = st->out.dtype == IP_F32;
+    const int radius = w->radius, bins = w->bins, f32 = st->out.dtype == IP_F32;
     const int nmax = (2 * radius + 1) * (2 * radius + 1);
     int64_t t_n[(2 * FUSE_ENTROPY_MAX_RADIUS + 1) * (2 * FUSE_ENTROPY_MAX_RADIUS + 1) + 1];
     double inv_n[sizeof t_n / sizeof *t_n];
     char line[160];
     ipk_entropy_host_tables(t_n, inv_n, nmax);
     snprintf(line, sizeof line, "#define IP_ENT_RADIUS %d\n#define IP_ENT_LEVELS %d\n#define IP_ENT_BINS %d\n",
-             radius, (int)v[1].i, bins);
+             radius, w->levels, bins);
     append(t, line);
     snprintf(line, sizeof line, "#define IP_ENT_F32 %d\n#define IP_ENT_OUT_SCALE %a\n", f32,
-             ipk_entropy_out_scale(radius, bins, !f32, log_scales[v[3].i]));
+             ipk_entropy_out_scale(radius, bins, !f32, w->log_scale));
     append(t, line);
     snprintf(line, sizeof line, "__device__ const long long ip_ent_t_n[%d] = {", nmax + 1);
     append(t, line);
@@ -278,10 +267,13 @@ int fuse_source(const plan *p, const fuse_group *g, char **src, char *err, size_
             else
                 t.failed = 1;
         }
-        if (g->kind == FUSE_ENTROPY) append_entropy(&t, &p->steps[g->first + g->n_points]);
+        if (g->kind == FUSE_ENTROPY) {
+            ip_window w = group_window(p, g);
+            append_entropy(&t, &p->steps[g->first + g->n_points], &w);
+        }
         if (g->kind == FUSE_HISTOGRAM) {
             char line[48];
-            snprintf(line, sizeof line, "#define IP_HIST_BINS %d\n", (int)p->steps[g->first + g->n_points].args.values[0].i);
+            snprintf(line, sizeof line, "#define IP_HIST_BINS %d\n", group_window(p, g).bins);
             append(&t, line);
         }
         char line[96];

@@ -6,65 +6,41 @@
 #include "conv_round.h"
 #include "convolve_separable.h"
 #include "convolve_vec.h"
-#include "ipk_conv_named.h"
+#include "stage_class.h"
 
 #define CONV_MAX_SIDE 31
 
-/* One use of convolve, as plugins/convolve/convolve.c reads its arguments. */
+/* One use of a convolve window, as its stage's window_of gives it. */
 typedef struct {
     int kw, kh, border;
     double w[CONV_MAX_SIDE * CONV_MAX_SIDE];
     double divisor, offset, abs_sum;
 } conv_use;
 
-/* The in-tree convolve, told by name and parameter table. */
-static int is_convolve_stage(const ip_stage *s)
+static int take_weights(const ip_window *win, conv_use *c)
 {
-    static const struct { const char *name; ip_type type; } want[] = {
-        { "kernel", IP_MATRIX }, { "divisor", IP_FLOAT }, { "offset", IP_FLOAT }, { "border", IP_ENUM },
-        { "output", IP_ENUM },
-    };
-    if (strcmp(s->name, "convolve") != 0 || s->n_params != (int)(sizeof want / sizeof *want)) return 0;
-    for (int i = 0; i < s->n_params; i++)
-        if (strcmp(s->params[i].name, want[i].name) != 0 || s->params[i].type != want[i].type) return 0;
-    return 1;
-}
-
-static int take_weights(const ip_value *kernel, conv_use *c)
-{
-    if (!kernel->m.v) {
-        if (kernel->choice < 0 || kernel->choice >= IPK_CONV_N_NAMED) return 0;
-        const ipk_named_kernel *k = &ipk_conv_named[kernel->choice];
-        c->kw = c->kh = k->side;
-        memcpy(c->w, k->w, sizeof(double) * (size_t)(k->side * k->side));
-        return 1;
-    }
-    c->kw = kernel->m.cols;
-    c->kh = kernel->m.rows;
-    if (c->kw < 1 || c->kh < 1 || c->kw > CONV_MAX_SIDE || c->kh > CONV_MAX_SIDE || !(c->kw & 1) || !(c->kh & 1))
+    c->kw = win->kw;
+    c->kh = win->kh;
+    if (!win->weights || c->kw < 1 || c->kh < 1 || c->kw > CONV_MAX_SIDE || c->kh > CONV_MAX_SIDE || !(c->kw & 1) ||
+        !(c->kh & 1))
         return 0;
-    memcpy(c->w, kernel->m.v, sizeof(double) * (size_t)(c->kw * c->kh));
+    memcpy(c->w, win->weights, sizeof(double) * (size_t)(c->kw * c->kh));
     return 1;
 }
 
-/* The use's kernel, divisor (auto: the weights' sum, or 1 when it is 0), offset and border; 0
- * when the fused kernel does not take it. */
+/* The use's kernel, divisor, offset and border; 0 when the fused kernel does not take it. */
 static int conv_use_of(const plan_step *st, conv_use *c)
 {
-    const ip_value *v = st->args.values;
-    if (!is_convolve_stage(st->plugin->stage) || st->in.dtype != IP_U8 || st->out.dtype != IP_U8 ||
-        st->in.channels != 1 || !take_weights(&v[0], c))
+    ip_window win;
+    if (!stage_window(st->plugin->stage, st->state, &st->in, &win) || win.kind != IP_WINDOW_CONVOLVE ||
+        st->in.dtype != IP_U8 || st->out.dtype != IP_U8 || st->in.channels != 1 || !take_weights(&win, c))
         return 0;
     const int n = c->kw * c->kh;
-    double sum = 0;
     c->abs_sum = 0;
-    for (int i = 0; i < n; i++) {
-        sum += c->w[i];
-        c->abs_sum += fabs(c->w[i]);
-    }
-    c->divisor = v[1].choice == 0 ? (sum == 0 ? 1 : sum) : v[1].f;
-    c->offset = v[2].f;
-    c->border = (int)v[3].i;
+    for (int i = 0; i < n; i++) c->abs_sum += fabs(c->w[i]);
+    c->divisor = win.divisor;
+    c->offset = win.offset;
+    c->border = win.border <= IP_BORDER_SHRINK ? (int)win.border : -1;
     return ipk_conv_weights_integral(c->w, n) && c->abs_sum * 255.0 < 2147483647.0 && c->divisor != 0 &&
            isfinite(c->divisor) && isfinite(c->offset) && c->border >= 0 && c->border <= 3 &&
            c->kw / 2 <= FUSE_WINDOW_MAX_RADIUS && c->kh / 2 <= FUSE_WINDOW_MAX_RADIUS;

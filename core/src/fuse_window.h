@@ -11,9 +11,9 @@
 /* Room for fuse_convolve_defines' text: 31 x 31 weights of up to 7 characters, and the rest. */
 #define FUSE_CONV_DEFINES_MAX 16384
 
-/* Whether st is the in-tree convolve on 8-bit one-channel input and output with whole weights
- * whose sums fit int32 (the integer path of kernels/cpu/convolve.c); its larger half-side and its
- * border in *radius and *border. */
+/* Whether st's stage names a convolve window (ip_window) for this use, on 8-bit one-channel input
+ * and output with whole weights whose sums fit int32 (the integer path of kernels/cpu/convolve.c);
+ * its larger half-side and its border in *radius and *border. */
 int fuse_convolve_fits(const plan_step *st, int *radius, int *border);
 /* fused_convolve.cu's IPF_KW, IPF_KH, IPF_WEIGHTS, IPF_FINISH, IPF_ROUNDING, IPF_DIVISOR and
  * IPF_OFFSET for st (which fuse_convolve_fits accepts) into buf; IP_ELIMIT when cap is too small. */
