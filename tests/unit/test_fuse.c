@@ -329,6 +329,59 @@ static void test_old_descriptors(void)
     CHECK(median && stage_point_cuda(median->stage) == NULL, "median offers a point function");
 }
 
+/* The consumer of text's first group under another name with its parameter table reversed fuses
+ * the same, to the byte of the source; without window_of (NULL, or a descriptor built before it)
+ * it ends no group. The name and the table play no part. */
+static void check_renamed(const char *text)
+{
+    const ip_shape shape = { 19, 11, 3, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, text, &shape, &p)) return;
+    fuse_group g = fuse_group_at(&p, 0);
+    char *want = NULL, *got = NULL, err[256] = "", label[128] = "";
+    CHECK(g.kind > FUSE_POINT && fuse_source(&p, &g, &want, err, sizeof err) == IP_OK, "%s: not fused %s", text, err);
+    plan_step *consumer = &p.steps[g.first + g.n_points];
+    const reg_plugin *own = consumer->plugin;
+    ip_stage copy = *own->stage;
+    ip_param reversed[8];
+    for (int k = 0; k < copy.n_params && copy.n_params <= 8; k++) reversed[k] = copy.params[copy.n_params - 1 - k];
+    copy.name = "renamed";
+    copy.params = reversed;
+    reg_plugin renamed = *own;
+    renamed.stage = &copy;
+    consumer->plugin = &renamed;
+    fuse_group h = fuse_group_at(&p, 0);
+    CHECK(h.kind == g.kind && h.n_steps == g.n_steps && h.radius == g.radius && h.border == g.border &&
+          fuse_counter_count(&p, &h) == fuse_counter_count(&p, &g), "%s renamed: kind %d, %d steps", text,
+          (int)h.kind, h.n_steps);
+    CHECK(h.kind == g.kind && fuse_source(&p, &h, &got, err, sizeof err) == IP_OK && want && got &&
+          strcmp(got, want) == 0, "%s renamed: another source", text);
+    fuse_group_label(&p, &h, label, sizeof label);
+    CHECK(strstr(label, "+renamed") != NULL, "%s renamed: label %s", text, label);
+    copy.window_of = NULL;
+    CHECK(fuse_group_at(&p, 0).kind <= FUSE_POINT, "%s: fused without window_of", text);
+    copy = *own->stage;
+    copy.struct_size = (uint32_t)offsetof(ip_stage, window_of);
+    CHECK(fuse_group_at(&p, 0).kind <= FUSE_POINT, "%s: window_of read past an old descriptor's size", text);
+    consumer->plugin = own;
+    free(want);
+    free(got);
+    plan_free(&p);
+}
+
+static void test_renamed_descriptors(void)
+{
+    static const char *const texts[] = {
+        "grayscale | median border=zero",
+        "grayscale | pointinv | mean radius=5 border=shrink",
+        "grayscale | convolve kernel=\"90 1 90; 1 1 1; 90 1 90\" divisor=3 offset=0.5 border=replicate",
+        "grayscale | entropy radius=2 levels=300 bins=9 base=2",
+        "grayscale | entropy radius=3 output=u8",
+        "grayscale | histogram bins=9",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) check_renamed(texts[i]);
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -340,6 +393,7 @@ int main(void)
     if (nvrtc_open(&nvrtc, err, sizeof err) != IP_OK) fprintf(stderr, "test_fuse: %s: compiles not checked\n", err);
     test_old_descriptors();
     test_groups(nvrtc);
+    test_renamed_descriptors();
     test_window_defines();
     test_large_kernels(nvrtc);
     test_source_changes_key();
