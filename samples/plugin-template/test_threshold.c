@@ -90,15 +90,27 @@ typedef struct {
     void *state;
 } loaded_stage;
 
-/* args: value, mode (0 binary, 1 otsu), invert: the table order of threshold_params. */
+#define MAX_ARGS 8
+
+/* Sets the argument called name in args (in the stage's table order, as the core hands them over). */
+static void set_arg(const ip_stage *stage, ip_value *args, const char *name, double f, int64_t i)
+{
+    const ip_value *slot = ip_arg(stage->params, stage->n_params, args, name);
+    EXPECT(slot != NULL, "the stage has no parameter '%s'", name);
+    if (!slot) return;
+    args[slot - args].f = f;
+    args[slot - args].i = i;
+}
+
+/* mode: 0 binary, 1 otsu (the index of its choice). */
 static loaded_stage create_stage(const ip_stage *stage, double value, int mode, int invert)
 {
-    ip_value args[3];
+    ip_value args[MAX_ARGS];
     memset(args, 0, sizeof args);
-    args[0].f = value;
-    args[0].i = (int64_t)value;
-    args[1].i = mode;
-    args[2].i = invert;
+    EXPECT(stage->n_params <= MAX_ARGS, "%d parameters", stage->n_params);
+    set_arg(stage, args, "value", value, (int64_t)value);
+    set_arg(stage, args, "mode", mode, mode);
+    set_arg(stage, args, "invert", invert, invert);
     loaded_stage ls = { stage, NULL };
     char err[256] = "";
     int rc = stage->create(args, &ls.state, err, sizeof err);
