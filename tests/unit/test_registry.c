@@ -127,6 +127,37 @@ static void test_classes(void)
     registry_free(&r);
 }
 
+/* An old descriptor has no hints (and is not read past its end for them); every in-tree stage has a
+ * cost hint, and the five that fused kernels compute a window. */
+static void test_hints(void)
+{
+    registry r;
+    char err[256];
+    ip_window w;
+    CHECK(registry_load(&r, dirs[5], NULL, NULL, err, sizeof err) == IP_OK, "%s", err);
+    const reg_plugin *old = registry_find(&r, "oldinvert");
+    CHECK(old && stage_cost_hook(old->stage) == NULL, "an old descriptor has a cost hint");
+    CHECK(old && !stage_window(old->stage, NULL, NULL, &w) && w.kind == IP_WINDOW_NONE, "an old descriptor has a window");
+    registry_free(&r);
+
+    const char *build = getenv("IMGPIPE_BUILD_DIR");
+    if (!build) return;
+    char in_tree[600];
+    snprintf(in_tree, sizeof in_tree, "%s/lib/imgpipe/plugins", build);
+    CHECK(registry_load(&r, in_tree, NULL, NULL, err, sizeof err) == IP_OK, "%s", err);
+    static const struct { const char *name; int window; } want[] = {
+        { "grayscale", 0 }, { "median", 1 }, { "mean", 1 }, { "convolve", 1 }, { "entropy", 1 }, { "histogram", 1 },
+        { "transpose", 0 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const reg_plugin *p = registry_find(&r, want[i].name);
+        CHECK(p && stage_cost_hook(p->stage) != NULL, "%s has no cost hint", want[i].name);
+        CHECK(p && (p->stage->window_of != NULL) == want[i].window, "%s: window_of %s", want[i].name,
+              p && p->stage->window_of ? "set" : "not set");
+    }
+    registry_free(&r);
+}
+
 int main(void)
 {
     const char *base = getenv("IMGPIPE_TEST_PLUGINS");
@@ -138,5 +169,6 @@ int main(void)
     test_search_order();
     test_same_plugin_twice();
     test_classes();
+    test_hints();
     return tu_finish();
 }

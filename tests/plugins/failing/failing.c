@@ -9,10 +9,14 @@ static const ip_param fail_params[] = {
 
 static int fail_create(const ip_value *args, void **state, char *err, size_t errlen)
 {
-    (void)err; (void)errlen;
+    const ip_value *where = IP_ARG(fail_params, args, "mode");
+    if (!where) {
+        snprintf(err, errlen, "no mode parameter");
+        return IP_EINVAL;
+    }
     int *mode = malloc(sizeof *mode);
     if (!mode) return IP_ENOMEM;
-    *mode = (int)args[0].i;
+    *mode = (int)where->i;
     *state = mode;
     return IP_OK;
 }
@@ -35,7 +39,17 @@ static int fail_run(const void *state, const ip_image *in, ip_image *out, const 
     return IP_EINVAL;
 }
 
-static const ip_stage fail_stage = { IP_ABI_VERSION, sizeof(ip_stage), "failing", "fails on purpose (test plugin)",
-                                     fail_params, 1, fail_create, fail_plan, fail_run, NULL, free };
+static const ip_stage fail_stage = {
+    .abi_version = IP_ABI_VERSION,
+    .struct_size = sizeof(ip_stage),
+    .name = "failing",
+    .summary = "fails on purpose (test plugin)",
+    .params = fail_params,
+    .n_params = IP_COUNT(fail_params),
+    .create = fail_create,
+    .plan = fail_plan,
+    .run_cpu = fail_run,
+    .destroy = free,
+};
 
 IP_EXPORT const ip_stage *imgpipe_stage(void) { return &fail_stage; }
