@@ -10,11 +10,11 @@
 #include <time.h>
 #include "bench_common.h"
 #include "bench_npp.h"
-#include "exec.h"
-#include "fuse.h"
-#include "pipeline.h"
-#include "plan.h"
-#include "registry.h"
+#include "exec/exec.h"
+#include "exec/fuse.h"
+#include "plan/pipeline.h"
+#include "plan/plan.h"
+#include "plan/registry.h"
 
 enum { IMG = 8192, ENT_IMG = 10240, CROP_W = 331, CROP_H = 173, MAX_RUNS = 1000, WARMUP = 5,
        DEFAULT_RUNS = 51, MAX_ROWS = 192, GRAPH_IMG = 1024 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Which device wins a folder: N 12-megapixel JPEGs through pipelines from light to heavy, to PNG
 # level 3 and to JPEG q90, with --device cpu, gpu and auto (what auto chose is in its summary).
-# The measurements behind the folder rule of --device auto (core/src/cost.c).
+# The measurements behind the folder rule of --device auto (core/src/run/cost.c).
 # usage: bench/folder-devices.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}

@@ -1,5 +1,5 @@
 # cmake -DDIR=samples/plugin-template -DOUT=file.c -P EmbedTemplate.cmake
-# Writes the template's files as C byte arrays for `imgpipe new-plugin` (core/src/newplugin.c),
+# Writes the template's files as C byte arrays for `imgpipe new-plugin` (core/src/cli/newplugin.c),
 # so the folder stays the one source of truth. Each array ends with a 0 that size leaves out.
 file(GLOB files LIST_DIRECTORIES false RELATIVE "${DIR}" "${DIR}/*")
 list(FILTER files EXCLUDE REGEX "^\\.")
@@ -20,7 +20,7 @@ if(index EQUAL 0)
 endif()
 file(WRITE "${OUT}.tmp"
   "/* Generated from samples/plugin-template by cmake/EmbedTemplate.cmake: do not edit. */\n"
-  "#include \"newplugin.h\"\n\n${arrays}\n"
+  "#include \"cli/newplugin.h\"\n\n${arrays}\n"
   "const newplugin_file newplugin_files[] = {\n${table}};\n"
   "const int newplugin_n_files = ${index};\n")
 file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "image.h"
+#include "base/image.h"
 #include "plan_testutil.h"
 #include "testutil.h"
 

@@ -2,11 +2,11 @@
  * run (CPU or GPU executor) and the streamed run (stream_run, any place and worker count). */
 #ifndef IMGPIPE_BAND_TESTUTIL_H
 #define IMGPIPE_BAND_TESTUTIL_H
-#include "exec.h"
-#include "plan.h"
+#include "exec/exec.h"
+#include "plan/plan.h"
 #include "plan_testutil.h"
-#include "registry.h"
-#include "stream.h"
+#include "plan/registry.h"
+#include "stream/stream.h"
 
 /* Random pixels from seed; max_value > 0 bounds integer values (entropy's levels). Free data. */
 ip_image bt_random_image(const ip_shape *s, uint64_t seed, int max_value);

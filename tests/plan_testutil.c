@@ -1,5 +1,5 @@
 #include "plan_testutil.h"
-#include "pipeline.h"
+#include "plan/pipeline.h"
 #include "testutil.h"
 
 int tu_build_plan(const registry *reg, const char *text, const ip_shape *shape, plan *p)

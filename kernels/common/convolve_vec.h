@@ -25,7 +25,7 @@
 #define IPK_VEC_EDGE 8
 
 /* 1: plain GPU convolve calls take the vec kernel for the 5x5 kernels it takes, and fusion
- * leaves them apart (core/src/fuse_window.c), as for 3x3 (CONV_VEC_AUTO in convolve.cu); 0: the
+ * leaves them apart (core/src/exec/fuse_window.c), as for 3x3 (CONV_VEC_AUTO in convolve.cu); 0: the
  * tile kernels and fusion as before. 1: gaussian5 0.077 against 0.136 ms at 8192x8192 on the
  * H100, and grayscale then gaussian5 0.09 + 0.077 apart against 0.243 fused. Here, so that both
  * read one switch. */

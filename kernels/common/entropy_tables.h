@@ -1,5 +1,5 @@
 /* The entropy kernels' host-side constants, in one place (glibc's log): the CPU kernel uses them, the
- * GPU kernel uploads these tables, and the run-time fused kernel (core/src/fuse_plan.c)
+ * GPU kernel uploads these tables, and the run-time fused kernel (core/src/exec/fuse_plan.c)
  * writes the same values into its source, so both match the CPU bit for bit. Plain C or CUDA host. */
 #ifndef IPK_ENTROPY_TABLES_H
 #define IPK_ENTROPY_TABLES_H

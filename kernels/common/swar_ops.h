@@ -1,5 +1,5 @@
 /* Lane-wise primitives of the SWAR filters and the median networks, host and device alike. No
- * system header, so that NVRTC compiles it as it is for run-time fusion (core/src/fuse_plan.c). */
+ * system header, so that NVRTC compiles it as it is for run-time fusion (core/src/exec/fuse_plan.c). */
 #ifndef IPK_SWAR_OPS_H
 #define IPK_SWAR_OPS_H
 #include "border.h"

@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): convolve with integer weights on u8 whose load applies
+/* Run-time fusion (core/src/exec/fuse_plan.c): convolve with integer weights on u8 whose load applies
  * a chain of point stages to the original pixels (ip_chain, with IP_T, IP_IN_CH, IP_OUT_CH and
  * IP_BORDER put before this file by the core), so that e.g. grayscale -> convolve reads the RGB
  * image once and never writes the gray one. The core also puts IPF_KW, IPF_KH, IPF_WEIGHTS (the

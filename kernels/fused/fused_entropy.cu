@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): the entropy map's fast path whose tile load applies a
+/* Run-time fusion (core/src/exec/fuse_plan.c): the entropy map's fast path whose tile load applies a
  * chain of point stages to the original pixels, so that e.g. grayscale -> entropy reads the RGB
  * image once and never writes the gray one. The core puts before this file ip_chain() with IP_T
  * (unsigned char), IP_IN_CH, IP_OUT_CH == 1, and the entropy's parameters: IP_ENT_RADIUS (1..3),

@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): a chain of point stages, then histogram (a reduction
+/* Run-time fusion (core/src/exec/fuse_plan.c): a chain of point stages, then histogram (a reduction
  * that passes the image on), as one kernel: each pixel is read once from the original image, the
  * chain's output is written (the stages after need it) and counted in the same pass, so the
  * chain's output is never read back. The core puts before this file ip_chain() with IP_T

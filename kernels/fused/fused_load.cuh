@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): the loads of the fused window kernels, which apply the
+/* Run-time fusion (core/src/exec/fuse_plan.c): the loads of the fused window kernels, which apply the
  * chain of point stages (ip_chain, with IP_T == unsigned char, IP_IN_CH, IP_OUT_CH and IP_BORDER
  * put before the kernel by the core) to the original pixels and keep the first output channel.
  * Compiled by NVRTC only. */

@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): median 3x3 on u8 whose load applies a chain of point
+/* Run-time fusion (core/src/exec/fuse_plan.c): median 3x3 on u8 whose load applies a chain of point
  * stages to the original pixels (ip_chain, with IP_T, IP_IN_CH, IP_OUT_CH == 1 and IP_BORDER put
  * before this file by the core), so that e.g. grayscale -> median reads the RGB image once and
  * never writes the gray one. The layout is the vec median's (kernels/gpu/median_vec_block.cuh),

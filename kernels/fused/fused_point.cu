@@ -1,4 +1,4 @@
-/* Run-time fusion (core/src/fuse_plan.c): a chain of point stages as one kernel. The core puts
+/* Run-time fusion (core/src/exec/fuse_plan.c): a chain of point stages as one kernel. The core puts
  * before this file IP_T, IP_IN_CH, IP_OUT_CH and ip_chain(), the stages' per-pixel functions in
  * order, so the image is read once and written once. Compiled by NVRTC, not by the build. */
 #include "fused_pixels.cuh"

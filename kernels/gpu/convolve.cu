@@ -38,7 +38,7 @@
 #define CONV_VECF_AUTO 1
 /* 1: plain calls take the separable vec kernel (convolve_vecsep_block.cuh) for the separable integer 7x7
  * kernels with u8 output it takes (gaussian7 above all; see conv_vecsep_launch and
- * conv_vecsep_auto); 0: the tile kernels. Fusion needs no change with it: core/src/fuse_window.c
+ * conv_vecsep_auto); 0: the tile kernels. Fusion needs no change with it: core/src/exec/fuse_window.c
  * already runs every separable integer kernel apart. 1: gaussian7 0.149 against 0.161 ms at
  * 8192x8192 on the H100; its 3x3 and 5x5 cases and f32 outputs are not timed, so AUTO leaves them
  * to the tiles. */

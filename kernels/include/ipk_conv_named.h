@@ -1,5 +1,5 @@
 /* The named convolution kernels, in the order of convolve's `kernel` choices: the plugin
- * (plugins/convolve) takes them from here, and so does run-time fusion (core/src/fuse_window.c),
+ * (plugins/convolve) takes them from here, and so does run-time fusion (core/src/exec/fuse_window.c),
  * which bakes the weights into the fused kernel's source. */
 #ifndef IPK_CONV_NAMED_H
 #define IPK_CONV_NAMED_H

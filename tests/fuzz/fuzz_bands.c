@@ -6,13 +6,13 @@
  * the memory the segments say they need fits the limit they were given. */
 #include <stdlib.h>
 #include <string.h>
-#include "band.h"
+#include "stream/band.h"
 #include "fuzz_common.h"
-#include "image.h"
-#include "pipeline.h"
-#include "plan.h"
-#include "registry.h"
-#include "stream_budget.h"
+#include "base/image.h"
+#include "plan/pipeline.h"
+#include "plan/plan.h"
+#include "plan/registry.h"
+#include "stream/stream_budget.h"
 
 #ifndef IMGPIPE_FUZZ_PLUGIN_DIR
 #define IMGPIPE_FUZZ_PLUGIN_DIR "."

@@ -3,7 +3,7 @@
 #define IMGPIPE_FUZZ_COMMON_H
 #include <stddef.h>
 #include <stdint.h>
-#include "io.h"
+#include "io/io.h"
 
 /* 4 Mpixel, as --max-pixels would set it: every decoder's pixel limit is exercised, a 4-channel
  * float image stays far within libFuzzer's -rss_limit_mb=2048, and a header claiming a large image

@@ -9,11 +9,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fuzz_common.h"
-#include "image.h"
-#include "io_internal.h"
-#include "io_stream_internal.h"
+#include "base/image.h"
+#include "io/io_internal.h"
+#include "io/io_stream_internal.h"
 #include <string.h>
-#include "meta.h"
+#include "io/meta.h"
 
 /* An anonymous in-memory file holding the bytes: TIFF reads it with pread on its descriptor. */
 static int memory_file(const uint8_t *data, size_t size)

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_common.h"
-#include "pipeline.h"
-#include "plan.h"
-#include "registry.h"
+#include "plan/pipeline.h"
+#include "plan/plan.h"
+#include "plan/registry.h"
 
 #ifndef IMGPIPE_FUZZ_PLUGIN_DIR
 #define IMGPIPE_FUZZ_PLUGIN_DIR "."

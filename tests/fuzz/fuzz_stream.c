@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fuzz_common.h"
-#include "image.h"
-#include "io_stream.h"
+#include "base/image.h"
+#include "io/io_stream.h"
 
 #define BAND_BYTES ((uint64_t)16 << 10)
 

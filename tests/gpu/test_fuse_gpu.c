@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "exec.h"
-#include "fuse.h"
+#include "exec/exec.h"
+#include "exec/fuse.h"
 #include "gpu_testutil.h"
-#include "image.h"
+#include "base/image.h"
 #include "plan_testutil.h"
-#include "plan.h"
-#include "registry.h"
+#include "plan/plan.h"
+#include "plan/registry.h"
 
 static registry reg;
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "band_testutil.h"
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "gpu_testutil.h"
-#include "image.h"
-#include "stream_budget.h"
+#include "base/image.h"
+#include "stream/stream_budget.h"
 
 static registry reg;
 static const int band_heights[] = { 1, 2, 7, 64 };

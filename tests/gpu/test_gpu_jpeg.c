@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "gpu_testutil.h"
-#include "image.h"
-#include "io.h"
-#include "jpeg_gpu.h"
-#include "jpeg_pool.h"
-#include "jpeg_layout.h"
+#include "base/image.h"
+#include "io/io.h"
+#include "io/jpeg_gpu.h"
+#include "io/jpeg_pool.h"
+#include "io/jpeg_layout.h"
 #include "jpeg_make.h"
 
 #define DECODE_MIN_PSNR 40.0

@@ -5,9 +5,9 @@
 #include <string.h>
 #include "testutil.h"
 #include "imgpipe/plugin.h"
-#include "pipeline.h"
-#include "args.h"
-#include "suggest.h"
+#include "plan/pipeline.h"
+#include "plan/args.h"
+#include "plan/suggest.h"
 
 enum { P_RADIUS, P_BORDER, P_OFFSET, P_FLAG, P_DIVISOR, P_KERNEL, P_OUT, P_PLOT, P_SCALE, P_COUNT };
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "band_testutil.h"
-#include "image.h"
+#include "base/image.h"
 #include "plan_testutil.h"
-#include "stream_budget.h"
+#include "stream/stream_budget.h"
 #include "testutil.h"
 
 static registry reg;

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "band_testutil.h"
-#include "gpu.h"
-#include "image.h"
-#include "stream_budget.h"
+#include "gpu/gpu.h"
+#include "base/image.h"
+#include "stream/stream_budget.h"
 #include "testutil.h"
 
 /* The mock device. */

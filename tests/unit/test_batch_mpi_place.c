@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "batch_mpi.h"
+#include "batch/batch_mpi.h"
 #include "testutil.h"
 
 static void set_env(const char *size, const char *rank, const char *local_size, const char *local_rank)

@@ -3,7 +3,7 @@
  * overstated message refused without a crash or a huge allocation. */
 #include <stdlib.h>
 #include <string.h>
-#include "batch_mpi_wire.h"
+#include "batch/batch_mpi_wire.h"
 #include "imgpipe/plugin.h"
 #include "testutil.h"
 

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "color_icc.h"
+#include "io/color_icc.h"
 #include "testutil.h"
 
 #ifdef IMGPIPE_HAVE_LCMS2

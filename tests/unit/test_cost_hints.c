@@ -1,17 +1,17 @@
 /* --device auto's per-stage costs come from each descriptor's cost_of: the in-tree stages give the
- * numbers core/src/cost.c held for them by name (so device choices stay as they were), a stage
+ * numbers core/src/run/cost.c held for them by name (so device choices stay as they were), a stage
  * without the hint, or built before it, gets the light window stage's default. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cost.h"
+#include "run/cost.h"
 #include "plan_testutil.h"
 #include "testutil.h"
 
 static registry reg;
 
-/* core/src/cost.c as it was at 23ca716, when it told stages by name: per input byte, r the step's
+/* core/src/run/cost.c as it was at 23ca716, when it told stages by name: per input byte, r the step's
  * halo. The reference the hints must reproduce to the last bit. */
 static ip_cost reference_cost(const char *name, int r)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "deflate_walk.h"
+#include "io/deflate_walk.h"
 #include "testutil.h"
 
 /* Kinds of content: random bytes (stored blocks), runs, text-like skewed bytes, a smooth ramp. */

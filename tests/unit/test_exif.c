@@ -3,9 +3,9 @@
  * without reading outside them. */
 #include <stdlib.h>
 #include <string.h>
-#include "exif.h"
+#include "io/exif.h"
 #include "imgpipe/plugin.h"
-#include "meta.h"
+#include "io/meta.h"
 #include "testutil.h"
 
 static void set_short(exif_ifd *d, uint16_t tag, uint16_t v)

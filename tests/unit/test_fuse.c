@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "fuse_cache.h"
-#include "fuse_plan.h"
-#include "nvrtc_lib.h"
+#include "exec/fuse_cache.h"
+#include "exec/fuse_plan.h"
+#include "gpu/nvrtc_lib.h"
 #include "plan_testutil.h"
-#include "plan.h"
-#include "registry.h"
-#include "stage_class.h"
+#include "plan/plan.h"
+#include "plan/registry.h"
+#include "plan/stage_class.h"
 #include "testutil.h"
 #include <stddef.h>
 

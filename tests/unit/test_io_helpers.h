@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "image.h"
-#include "io.h"
+#include "base/image.h"
+#include "io/io.h"
 #include "testutil.h"
 
 static inline const char *tio_path(const char *name)

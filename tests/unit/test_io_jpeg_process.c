@@ -3,7 +3,7 @@
  * naming the process, not as a damaged file. The files are a baseline JPEG whose SOF0 marker is
  * given another process's number: libjpeg-turbo refuses at the marker, before reading the frame. */
 #include "test_io_helpers.h"
-#include "io_stream.h"
+#include "io/io_stream.h"
 #include "jpeg_make.h"
 
 static char err[512];

@@ -7,8 +7,8 @@
 #include <tiffio.h>
 #include <zlib.h>
 #include "fuzz/fuzz_common.h"
-#include "io_limits.h"
-#include "jpeg_layout.h"
+#include "io/io_limits.h"
+#include "io/jpeg_layout.h"
 #include "jpeg_make.h"
 
 static char err[512];

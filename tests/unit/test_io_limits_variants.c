@@ -6,10 +6,10 @@
  * libtiff's or libjpeg's own pixels. */
 #include "test_io_helpers.h"
 #include <tiffio.h>
-#include "io_limits.h"
-#include "jpeg_layout.h"
+#include "io/io_limits.h"
+#include "io/jpeg_layout.h"
 #include "jpeg_make.h"
-#include "meta.h"
+#include "io/meta.h"
 
 static char err[512];
 

@@ -3,7 +3,7 @@
  * the whole-image writer's bytes, at every level, quality and group size; damage in the middle
  * fails as the whole-image reader does; interlaced PNG is declined. */
 #include "test_io_helpers.h"
-#include "io_stream.h"
+#include "io/io_stream.h"
 #include "jpeg_make.h"
 #include <png.h>
 

@@ -3,7 +3,7 @@
  * markers and a missing end-of-image marker fail; random damage never crashes (ASan run). */
 #include "test_io_helpers.h"
 #include <string.h>
-#include "jpeg_layout.h"
+#include "io/jpeg_layout.h"
 #include "jpeg_make.h"
 
 static char why[256];

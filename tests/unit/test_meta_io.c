@@ -8,10 +8,10 @@
 #include <png.h>
 #include <tiffio.h>
 #include <unistd.h>
-#include "exif.h"
-#include "meta.h"
-#include "meta_jpeg.h"
-#include "orient.h"
+#include "io/exif.h"
+#include "io/meta.h"
+#include "io/meta_jpeg.h"
+#include "io/orient.h"
 
 static char err[512];
 

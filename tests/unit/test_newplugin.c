@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "imgpipe/plugin.h"
-#include "newplugin.h"
+#include "cli/newplugin.h"
 #include "testutil.h"
 
 static char *read_file(const char *path, size_t *size)

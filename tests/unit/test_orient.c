@@ -1,7 +1,7 @@
 /* orient_apply: the eight EXIF orientations against a reference loop that places every stored pixel
  * where a viewer shows it, for every depth and channel count, odd sizes, padded strides, threads. */
 #include <string.h>
-#include "orient.h"
+#include "io/orient.h"
 #include "testutil.h"
 
 /* Where the stored pixel (x, y) of a w x h image is shown, by EXIF's definitions. */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "imgpipe/plugin.h"
-#include "pipeline.h"
+#include "plan/pipeline.h"
 
 static char err[1024];
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "registry.h"
-#include "stage_class.h"
+#include "plan/registry.h"
+#include "plan/stage_class.h"
 #include "testutil.h"
 
 static char dirs[7][512];

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "gpu.h"
-#include "image.h"
+#include "gpu/gpu.h"
+#include "base/image.h"
 #include "plan_testutil.h"
 #include "run/run.h"
 #include "testutil.h"

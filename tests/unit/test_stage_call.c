@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "band.h"
-#include "exec.h"
-#include "gpu.h"
-#include "stage_call.h"
+#include "stream/band.h"
+#include "exec/exec.h"
+#include "gpu/gpu.h"
+#include "exec/stage_call.h"
 #include "testutil.h"
 
 #define FAKE_SCRATCH 100

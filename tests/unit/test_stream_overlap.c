@@ -5,8 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include "image.h"
-#include "stream_overlap.h"
+#include "base/image.h"
+#include "stream/stream_overlap.h"
 #include "testutil.h"
 
 static uint8_t pattern(int x, int y, int c) { return (uint8_t)(x * 7 + y * 13 + c * 3 + 1); }

@@ -7,13 +7,13 @@
 #define IMGPIPE_RUN_H
 #include <signal.h>
 #include <stdint.h>
-#include "exec.h"
-#include "io.h"
-#include "jpeg_gpu.h"
-#include "jpeg_pool.h"
-#include "meta.h"
-#include "plan.h"
-#include "run_stream.h"
+#include "exec/exec.h"
+#include "io/io.h"
+#include "io/jpeg_gpu.h"
+#include "io/jpeg_pool.h"
+#include "io/meta.h"
+#include "plan/plan.h"
+#include "stream/run_stream.h"
 
 typedef enum { RUN_DEVICE_AUTO = 0, RUN_DEVICE_CPU, RUN_DEVICE_GPU } run_device;
 typedef enum { RUN_STREAM_AUTO = 0, RUN_STREAM_ON, RUN_STREAM_OFF } run_stream_mode;

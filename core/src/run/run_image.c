@@ -7,7 +7,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "cost.h"
+#include "run/cost.h"
 #include "run/run_internal.h"
 
 void run_default_options(run_options *o)

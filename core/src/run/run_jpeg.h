@@ -2,8 +2,8 @@
  * input for the planned pipeline. */
 #ifndef IMGPIPE_RUN_JPEG_H
 #define IMGPIPE_RUN_JPEG_H
-#include "exec.h"
-#include "jpeg_route.h"
+#include "exec/exec.h"
+#include "io/jpeg_route.h"
 
 typedef struct {
     exec_ctx *ctx;

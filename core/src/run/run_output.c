@@ -1,8 +1,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "image.h"
-#include "jpeg_route.h"
+#include "base/image.h"
+#include "io/jpeg_route.h"
 #include "run/run_output.h"
 
 static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size_t errlen)

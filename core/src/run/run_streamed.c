@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "run/run_internal.h"
-#include "stream_budget.h"
+#include "stream/stream_budget.h"
 
 /* Under auto an image streams past this many bytes held whole, where streaming measured as fast
  * as the whole-image path or faster (bench/RESULTS.md), or past the memory limit. */

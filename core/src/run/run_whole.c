@@ -4,16 +4,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fuse.h"
-#include "gpu.h"
-#include "image.h"
-#include "jpeg_layout.h"
-#include "jpeg_route.h"
-#include "mono_clock.h"
+#include "exec/fuse.h"
+#include "gpu/gpu.h"
+#include "base/image.h"
+#include "io/jpeg_layout.h"
+#include "io/jpeg_route.h"
+#include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
 #include "run/run_output.h"
-#include "startup.h"
+#include "exec/startup.h"
 
 typedef struct {
     const run_options *o;

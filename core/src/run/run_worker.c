@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "image.h"
-#include "jpeg_route.h"
-#include "mono_clock.h"
+#include "base/image.h"
+#include "io/jpeg_route.h"
+#include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
 #include "run/run_output.h"

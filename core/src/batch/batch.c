@@ -1,0 +1,558 @@
+#define _DEFAULT_SOURCE
+#include "batch/batch.h"
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "base/image.h"
+#include "gpu/gpu.h"
+#include "base/mono_clock.h"
+#include "run/run.h"
+
+typedef struct {
+    batch_entry *items;
+    int n, cap;
+    int not_images;
+    dev_t skip_dev;      /* the output folder, never listed as input (it may lie inside it) */
+    ino_t skip_ino;
+    int shard_index, shard_count;   /* --shard I/N: only the entries that hash to I */
+    int all_pages;                  /* an entry for each page of a multi-page TIFF */
+} entry_list;
+
+typedef struct {
+    const batch_options *o;
+    const plan *p;
+    const batch_callbacks *cb;
+    const batch_feed *feed;     /* NULL: the images of list */
+    batch_listing *list;
+    int next;
+    batch_progress prog;
+    double t0;
+    pthread_mutex_t lock;
+    jpeg_pool *jpeg;         /* nvJPEG shared by the workers of each GPU, when asked for */
+    double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
+    int jobs;
+} batch_shared;
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, *a && *b ? "/" : "", b);
+    return s;
+}
+
+int batch_is_batch_input(const char *input)
+{
+    struct stat st;
+    return input[0] == '@' || (stat(input, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+/* FNV-1a of the path below the input: a shard depends on the name alone, not on the order the
+ * files were listed in, so N copies started anywhere cover the folder exactly once. */
+static int shard_of(const char *rel, int count)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)rel; *c; c++) h = (h ^ *c) * 1099511628211ull;
+    return (int)(h % (uint64_t)count);
+}
+
+static int list_add_page(entry_list *l, const char *path, const char *rel, const struct stat *st, io_format fmt,
+                         uint32_t page, int paged)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        batch_entry *grown = realloc(l->items, (size_t)cap * sizeof *grown);
+        if (!grown) return IP_ENOMEM;
+        l->items = grown;
+        l->cap = cap;
+    }
+    batch_entry *e = &l->items[l->n];
+    memset(e, 0, sizeof *e);
+    e->in = strdup(path);
+    e->rel = strdup(rel);
+    e->size = page == 0 ? (uint64_t)st->st_size : 0;
+    e->fmt = fmt;
+    e->page = page;
+    e->paged = paged;
+    if (!e->in || !e->rel) {
+        free(e->in);
+        free(e->rel);
+        return IP_ENOMEM;
+    }
+    l->n++;
+    return IP_OK;
+}
+
+static int list_add(entry_list *l, const char *path, const char *rel)
+{
+    if (l->shard_count > 1 && shard_of(rel, l->shard_count) != l->shard_index) return IP_OK;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return IP_OK;
+    io_format fmt = io_detect_file(path);
+    if (fmt == IO_FMT_UNKNOWN) {
+        l->not_images++;
+        return IP_OK;
+    }
+    /* A file whose pages cannot be counted is one entry: reading it says what is wrong. */
+    uint32_t pages = 1;
+    char err[256];
+    if (l->all_pages && fmt == IO_FMT_TIFF && io_page_count(path, &pages, err, sizeof err) != IP_OK) pages = 1;
+    int rc = IP_OK;
+    for (uint32_t p = 0; p < pages && rc == IP_OK; p++) rc = list_add_page(l, path, rel, &st, fmt, p, pages > 1);
+    return rc;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names of a folder (no dot files: they include our own temporaries). */
+static int read_names(const char *dir, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return IP_EIO;
+    int cap = 0, rc = IP_OK;
+    for (struct dirent *e; (e = readdir(d)) && rc == IP_OK;) {
+        if (e->d_name[0] == '.') continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **grown = realloc(*names, (size_t)cap * sizeof *grown);
+            if (!grown) { rc = IP_ENOMEM; break; }
+            *names = grown;
+        }
+        if (!((*names)[*n] = strdup(e->d_name))) rc = IP_ENOMEM;
+        else (*n)++;
+    }
+    closedir(d);
+    if (*n > 1) qsort(*names, (size_t)*n, sizeof **names, cmp_name);
+    return rc;
+}
+
+static int list_folder(entry_list *l, const char *dir, const char *rel, int recursive, int depth)
+{
+    char **names;
+    int n, rc = read_names(dir, &names, &n);
+    for (int i = 0; i < n; i++) {
+        char *path = join(dir, names[i]), *sub = join(rel, names[i]);
+        struct stat st;
+        if (!path || !sub) rc = IP_ENOMEM;
+        else if (rc == IP_OK && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            int is_output = st.st_dev == l->skip_dev && st.st_ino == l->skip_ino;
+            if (recursive && depth < 64 && !is_output) rc = list_folder(l, path, sub, recursive, depth + 1);
+        } else if (rc == IP_OK) {
+            rc = list_add(l, path, sub);
+        }
+        free(path);
+        free(sub);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int list_file_of_paths(entry_list *l, const char *listfile, char *err, size_t errlen)
+{
+    FILE *f = fopen(listfile, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", listfile, strerror(errno));
+        return IP_EIO;
+    }
+    char line[PATH_MAX + 2];
+    int rc = IP_OK, lineno = 0;
+    while (rc == IP_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || line[0] == '#') continue;
+        struct stat st;
+        if (stat(line, &st) != 0) {
+            snprintf(err, errlen, "%s:%d: %s: %s", listfile, lineno, line, strerror(errno));
+            rc = IP_EIO;
+            break;
+        }
+        const char *base = strrchr(line, '/');
+        rc = list_add(l, line, base ? base + 1 : line);
+    }
+    fclose(f);
+    return rc;
+}
+
+static const char *format_ext(io_format f)
+{
+    return f == IO_FMT_PNG ? "png" : f == IO_FMT_JPEG ? "jpg" : "tif";
+}
+
+/* OUT_DIR/<rel without extension>.<ext>, or <...>-p<page>.<ext> for one of several pages */
+static char *output_path(const batch_options *o, const batch_entry *e)
+{
+    const char *slash = strrchr(e->rel, '/');
+    const char *dot = strrchr(slash ? slash : e->rel, '.');
+    size_t stem = dot && dot != e->rel && dot[-1] != '/' ? (size_t)(dot - e->rel) : strlen(e->rel);
+    const char *ext = format_ext(o->format != IO_FMT_UNKNOWN ? o->format : e->fmt);
+    char page[16] = "";
+    if (e->paged) snprintf(page, sizeof page, "-p%u", e->page);
+    size_t n = strlen(o->output_dir) + stem + strlen(page) + strlen(ext) + 3;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s/%.*s%s.%s", o->output_dir, (int)stem, e->rel, page, ext);
+    return out;
+}
+
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Temporaries of an interrupted earlier run are removed from every folder we write into. */
+static void remove_stale_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, ".imgpipe-tmp-", 13) != 0) continue;
+        char *path = join(dir, e->d_name);
+        if (path) unlink(path);
+        free(path);
+    }
+    closedir(d);
+}
+
+static int prepare_outputs(const batch_options *o, entry_list *l, char *err, size_t errlen)
+{
+    if (make_dirs(o->output_dir) != 0) {
+        snprintf(err, errlen, "%s: cannot create the output folder: %s", o->output_dir, strerror(errno));
+        return IP_EIO;
+    }
+    remove_stale_temporaries(o->output_dir);
+    for (int i = 0; i < l->n; i++) {
+        batch_entry *e = &l->items[i];
+        if (!(e->out = output_path(o, e))) return IP_ENOMEM;
+        struct stat out_st, in_st;
+        if (stat(e->out, &out_st) == 0) {
+            for (int j = 0; j < l->n; j++)
+                if (stat(l->items[j].in, &in_st) == 0 && in_st.st_ino == out_st.st_ino && in_st.st_dev == out_st.st_dev) {
+                    snprintf(err, errlen, "%s: would overwrite the input %s: choose another output folder or --format",
+                             e->out, l->items[j].in);
+                    return IP_EINVAL;
+                }
+        }
+        char *slash = strrchr(e->out, '/');
+        if (slash && slash > e->out + strlen(o->output_dir)) {
+            *slash = '\0';
+            int bad = make_dirs(e->out);
+            if (!bad) remove_stale_temporaries(e->out);
+            *slash = '/';
+            if (bad) {
+                snprintf(err, errlen, "%s: cannot create folder: %s", e->out, strerror(errno));
+                return IP_EIO;
+            }
+        }
+    }
+    return IP_OK;
+}
+
+static void free_list(entry_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->items[i].in);
+        free(l->items[i].rel);
+        free(l->items[i].out);
+    }
+    free(l->items);
+}
+
+/* Each worker plans on its own copy of the steps: plan_shapes writes shapes into them, while
+ * the plugins' states (read-only after create) are shared. */
+typedef struct {
+    batch_shared *sh;
+    int index;
+    plan own;
+} worker;
+
+/* The run layer's options for one image of the folder. */
+static run_options image_options(const batch_options *o, const batch_entry *e)
+{
+    run_options ro;
+    run_default_options(&ro);
+    ro.device = o->device == EXEC_GPU ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
+    ro.threads = o->threads;
+    ro.transfer = o->transfer;
+    ro.profile = o->verbose;
+    ro.no_fuse = o->no_fuse;
+    ro.strip = o->strip;
+    ro.jpeg_gpu_required = o->jpeg_on_gpu;
+    ro.stream = o->stream;
+    ro.memory = o->memory;
+    ro.io = o->io;
+    if (o->all_pages && e) ro.io.page = e->page;
+    return ro;
+}
+
+static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_warnings *warnings, char *err,
+                         size_t errlen)
+{
+    run_options ro = image_options(w->sh->o, e);
+    run_source in = { e->in, NULL };
+    run_sink out = { e->out, NULL };
+    run_result res;
+    int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
+    *warnings = res.warnings;
+    if (res.notes[0] && w->sh->cb->note) {
+        pthread_mutex_lock(&w->sh->lock);
+        w->sh->cb->note(w->sh->cb->user, res.notes);
+        pthread_mutex_unlock(&w->sh->lock);
+    }
+    return rc;
+}
+
+/* For --profile: device memory free when image 2*jobs+8 is taken (every worker's buffers made by
+ * then) and when the last is (every worker still holds its own), so growth over a run shows. */
+static void watch_memory(batch_shared *sh, int taken)
+{
+    size_t free_bytes, total;
+    int early_at = 2 * sh->jobs + 8 < sh->list->n ? 2 * sh->jobs + 8 : 0;   /* every worker's buffers made */
+    int early = taken == early_at, last = taken == sh->list->n - 1;
+    if ((!early && !last) || gpu_memory_info(&free_bytes, &total, NULL, 0) != IP_OK) return;
+    if (early) sh->free_mib_early = (double)free_bytes / 1048576.0;
+    if (last) sh->free_mib_last = (double)free_bytes / 1048576.0;
+}
+
+static const batch_entry *take_next(batch_shared *sh)
+{
+    if (sh->feed) return sh->feed->take(sh->feed->user);
+    pthread_mutex_lock(&sh->lock);
+    const batch_entry *e = NULL;
+    if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
+    else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
+    if (e && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, sh->next - 1);
+    pthread_mutex_unlock(&sh->lock);
+    return e;
+}
+
+static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
+                   const io_warnings *warnings)
+{
+    if (sh->feed) {
+        sh->feed->finished(sh->feed->user, e, rc, resumed, rc == IP_OK ? NULL : msg);
+        return;
+    }
+    pthread_mutex_lock(&sh->lock);
+    if (resumed) sh->prog.resumed++;
+    else if (rc == IP_OK) sh->prog.done++;
+    else sh->prog.failed++;
+    char page_label[PATH_MAX + 32];   /* one page of several is named with its page */
+    const char *label = e->in;
+    if (e->paged && snprintf(page_label, sizeof page_label, "%s (page %u)", e->in, e->page) < (int)sizeof page_label)
+        label = page_label;
+    if (rc == IP_OK && warnings && warnings->count) {   /* a failure says why in one line of its own */
+        sh->prog.warned++;
+        if (sh->cb->warning) sh->cb->warning(sh->cb->user, label, warnings);
+    }
+    if (!resumed) sh->prog.bytes_in += e->size;
+    sh->prog.elapsed_s = now_s() - sh->t0;
+    if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, label, msg);
+    if (sh->cb->progress) sh->cb->progress(sh->cb->user, &sh->prog);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    batch_shared *sh = w->sh;
+    const batch_options *o = sh->o;
+    run_options ro = image_options(o, NULL);
+    run_worker_options wo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, sh->jpeg, o->cpu_fallback, 1 };
+    run_worker *rw = NULL;
+    char err[1024];
+    int rc_worker = run_worker_create(&rw, &ro, &wo, err, sizeof err);
+    for (const batch_entry *e; (e = take_next(sh));) {
+        struct stat st;
+        if (o->resume && stat(e->out, &st) == 0) {
+            report(sh, e, IP_OK, 1, NULL, NULL);
+            continue;
+        }
+        io_warnings warnings = { 0 };
+        int rc = rc_worker != IP_OK ? rc_worker : process_entry(w, rw, e, &warnings, err, sizeof err);
+        report(sh, e, rc, 0, err, &warnings);
+        const char *notes = run_worker_notes(rw);
+        if (notes[0] && sh->cb->note) {
+            pthread_mutex_lock(&sh->lock);
+            sh->cb->note(sh->cb->user, notes);
+            pthread_mutex_unlock(&sh->lock);
+        }
+    }
+    run_worker_destroy(rw);
+    return NULL;
+}
+
+static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
+{
+    worker *ws = calloc((size_t)jobs, sizeof *ws);
+    pthread_t *tids = calloc((size_t)jobs, sizeof *tids);
+    int started = 0, rc = IP_OK;
+    if (!ws || !tids) rc = IP_ENOMEM;
+    for (int i = 0; rc == IP_OK && i < jobs; i++) {
+        ws[i].sh = sh;
+        ws[i].index = i;
+        ws[i].own = *sh->p;
+        ws[i].own.steps = malloc((size_t)sh->p->n * sizeof *sh->p->steps);
+        if (!ws[i].own.steps) { rc = IP_ENOMEM; break; }
+        memcpy(ws[i].own.steps, sh->p->steps, (size_t)sh->p->n * sizeof *sh->p->steps);
+        if (pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
+            free(ws[i].own.steps);
+            rc = IP_EINVAL;
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(tids[i], NULL);
+        free(ws[i].own.steps);
+    }
+    if (rc != IP_OK && started == 0) snprintf(err, errlen, "cannot start worker threads");
+    free(ws);
+    free(tids);
+    return started ? IP_OK : rc;
+}
+
+/* Makes the output folder first, so that a folder inside the input can be left out of the listing. */
+static int output_folder_identity(const batch_options *o, entry_list *l, char *err, size_t errlen)
+{
+    struct stat st;
+    if (make_dirs(o->output_dir) != 0 || stat(o->output_dir, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot create the output folder: %s", o->output_dir, strerror(errno));
+        return IP_EIO;
+    }
+    l->skip_dev = st.st_dev;
+    l->skip_ino = st.st_ino;
+    return IP_OK;
+}
+
+/* nvJPEG starts opening on every GPU now, beside the workers' start-up, when any image is a JPEG
+ * or the outputs are; without it, JPEG simply goes through libjpeg-turbo. */
+static void open_jpeg_pool(batch_shared *sh, const batch_listing *l, int jobs)
+{
+    const batch_options *o = sh->o;
+    int any_jpeg = o->format == IO_FMT_JPEG || !l;   /* fed images (MPI) are not known in advance */
+    for (int i = 0; l && i < l->n && !any_jpeg; i++)
+        any_jpeg = l->items[i].fmt == IO_FMT_JPEG || io_format_from_ext(l->items[i].out) == IO_FMT_JPEG;
+    if (!any_jpeg || !jpeg_gpu_built()) return;
+    int zero = 0, n = o->n_gpus > 0 ? o->n_gpus : 1;
+    const int *devices = o->n_gpus > 0 ? o->gpu_ids : &zero;
+    char err[256];
+    if (jpeg_pool_open(&sh->jpeg, n, devices, JPEG_GPU_DECODE, jobs, err, sizeof err) != IP_OK) sh->jpeg = NULL;
+}
+
+static void close_jpeg_pool(batch_shared *sh)
+{
+    if (!sh->jpeg) return;
+    jpeg_pool_stats t = jpeg_pool_totals(sh->jpeg);
+    if (sh->cb->note && sh->o->verbose) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "nvJPEG: %ld files decoded on the GPU in %ld batches (largest %d, %.1f ms "
+                 "decoding), handle opened in %.0f ms", t.files, t.batches, t.largest_batch, t.decode_ms, t.open_ms);
+        sh->cb->note(sh->cb->user, msg);
+    }
+    jpeg_pool_close(sh->jpeg);
+    sh->jpeg = NULL;
+}
+
+/* Folder workers wait for their GPU asleep, leaving the cores to the others' codecs; nvJPEG opens
+ * beside their start-up when asked for. */
+static void prepare_gpus(batch_shared *sh, const batch_listing *l, int jobs)
+{
+    const batch_options *o = sh->o;
+    if (o->device != EXEC_GPU) return;
+    for (int g = 0; g < (o->n_gpus > 0 ? o->n_gpus : 1); g++) gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
+    if (o->jpeg_on_gpu) open_jpeg_pool(sh, l, jobs);
+}
+
+int batch_list(const batch_options *o, batch_listing *out, char *err, size_t errlen)
+{
+    entry_list list = { 0 };
+    list.shard_index = o->shard_index;
+    list.shard_count = o->shard_count;
+    list.all_pages = o->all_pages;
+    memset(out, 0, sizeof *out);
+    int rc;
+    if (o->input[0] == '@') {
+        rc = list_file_of_paths(&list, o->input + 1, err, errlen);
+    } else {
+        rc = output_folder_identity(o, &list, err, errlen);
+        if (rc == IP_OK && (rc = list_folder(&list, o->input, "", o->recursive, 0)) != IP_OK)
+            snprintf(err, errlen, "%s: cannot read the folder", o->input);
+    }
+    if (rc == IP_OK) rc = prepare_outputs(o, &list, err, errlen);
+    if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory listing the input");
+    if (rc != IP_OK) {
+        free_list(&list);
+        return rc;
+    }
+    out->items = list.items;
+    out->n = list.n;
+    out->not_images = list.not_images;
+    return IP_OK;
+}
+
+void batch_listing_free(batch_listing *l)
+{
+    entry_list list = { 0 };
+    list.items = l->items;
+    list.n = l->n;
+    free_list(&list);
+    memset(l, 0, sizeof *l);
+}
+
+int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed, const batch_callbacks *cb,
+                  char *err, size_t errlen)
+{
+    batch_shared sh = { .o = o, .p = p, .cb = cb, .feed = feed, .t0 = now_s(), .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .free_mib_early = -1, .free_mib_last = -1, .jobs = o->jobs > 0 ? o->jobs : 1 };
+    prepare_gpus(&sh, NULL, sh.jobs);
+    int rc = run_workers(&sh, sh.jobs, err, errlen);
+    close_jpeg_pool(&sh);
+    return rc;
+}
+
+int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
+              char *err, size_t errlen)
+{
+    batch_listing list;
+    memset(result, 0, sizeof *result);
+    int rc = batch_list(o, &list, err, errlen);
+    if (rc != IP_OK) return rc;
+    batch_shared sh = { .o = o, .p = p, .cb = cb, .list = &list, .t0 = now_s(), .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .free_mib_early = -1, .free_mib_last = -1 };
+    sh.prog.total = list.n;
+    sh.prog.not_images = list.not_images;
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+    if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
+    sh.jobs = jobs;
+    if (list.n) prepare_gpus(&sh, &list, jobs);
+    rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
+    sh.prog.elapsed_s = now_s() - sh.t0;
+    close_jpeg_pool(&sh);
+    if (sh.free_mib_early >= 0 && sh.free_mib_last >= 0 && cb->note) {
+        char msg[160];
+        int early_at = 2 * jobs + 8 < list.n ? 2 * jobs + 8 : 0;
+        snprintf(msg, sizeof msg, "GPU memory in use grew by %.1f MiB from image %d to the last", sh.free_mib_early -
+                 sh.free_mib_last, early_at + 1);
+        cb->note(cb->user, msg);
+    }
+    *result = sh.prog;
+    batch_listing_free(&list);
+    return rc;
+}

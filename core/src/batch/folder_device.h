@@ -1,0 +1,20 @@
+/* --device auto for a folder: the GPU path pays a cost once per run (start-up, each worker's
+ * pinned buffers and stream) and a little CPU time per image (staging, waits), and saves the
+ * stages' CPU time; for light pipelines the CPU path finishes first (bench/RESULTS.md). */
+#ifndef IMGPIPE_FOLDER_DEVICE_H
+#define IMGPIPE_FOLDER_DEVICE_H
+#include "batch/batch.h"
+#include "plan/plan.h"
+
+typedef struct {
+    int n_images;
+    double cpu_s, gpu_s;     /* the wall time in which the paths differ: the stages on the CPU's
+                                workers; the GPU path's start-up, staging and waits (or the card) */
+} folder_estimate;
+
+/* Lists o's input and plans p (a copy) on the first image's shape, read from its header; cores:
+ * the cores the workers share. IP_OK with *est filled, or an error when the folder cannot be
+ * listed or no image in it can be read (the run then reports it as it would). */
+int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder_estimate *est, char *err,
+                        size_t errlen);
+#endif

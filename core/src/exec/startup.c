@@ -1,0 +1,80 @@
+#define _POSIX_C_SOURCE 200809L
+#include "exec/startup.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "gpu/gpu.h"
+#include "base/mono_clock.h"
+
+struct startup {
+    pthread_t thread;
+    exec_options opt;
+    exec_ctx *ctx;
+    unsigned jpeg_uses;
+    jpeg_gpu *jpeg;
+    char jpeg_why[256];
+    int rc;
+    char err[512];
+    double began_ms, took_ms;
+};
+
+static void *start_gpu(void *arg)
+{
+    startup *s = arg;
+    s->rc = gpu_start(s->opt.gpu_index, s->err, sizeof s->err);
+    if (s->rc == IP_OK) s->rc = exec_create(&s->ctx, &s->opt, s->err, sizeof s->err);
+    if (s->rc == IP_OK && s->jpeg_uses &&
+        jpeg_gpu_open_for(&s->jpeg, s->opt.gpu_index, exec_stream(s->ctx), s->jpeg_uses, s->jpeg_why,
+                          sizeof s->jpeg_why) != IP_OK)
+        s->jpeg = NULL;
+    s->took_ms = now_ms() - s->began_ms;
+    return NULL;
+}
+
+int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen)
+{
+    startup *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    s->opt = *opt;
+    s->jpeg_uses = jpeg_uses;
+    s->began_ms = now_ms();
+    if (pthread_create(&s->thread, NULL, start_gpu, s) != 0) {
+        free(s);
+        snprintf(err, errlen, "cannot start the GPU start-up thread");
+        return IP_ENOMEM;
+    }
+    *out = s;
+    return IP_OK;
+}
+
+int startup_finish(startup *s, exec_ctx **ctx, double *took_ms, double *waited_ms, char *err, size_t errlen)
+{
+    double t0 = now_ms();
+    pthread_join(s->thread, NULL);
+    if (waited_ms) *waited_ms = now_ms() - t0;
+    if (took_ms) *took_ms = s->took_ms;
+    int rc = s->rc;
+    *ctx = s->ctx;
+    s->ctx = NULL;
+    if (rc != IP_OK) snprintf(err, errlen, "%s", s->err);
+    return rc;
+}
+
+jpeg_gpu *startup_take_jpeg(startup *s, const char **why)
+{
+    jpeg_gpu *g = s->jpeg;
+    s->jpeg = NULL;
+    if (why) *why = s->jpeg_why;
+    return g;
+}
+
+void startup_free(startup *s)
+{
+    if (!s) return;
+    jpeg_gpu_close(s->jpeg);
+    free(s);
+}

@@ -1,0 +1,479 @@
+/* TIFF streamed: read a band of strips or a row of tiles at a time (blocks of a band decoded by
+ * all threads, one libtiff handle each on the one descriptor), written a group of strips at a
+ * time (compressed by all threads, written in order) with the whole-image writer's layout and
+ * tags, so the file is the same bytes. */
+#define _POSIX_C_SOURCE 200809L
+#include "io/io_internal.h"
+#include "io/io_limits.h"
+#include "io/meta_tiff.h"
+#include "io/io_stream_internal.h"
+#include "io/io_tiff_handle.h"
+#include "base/image.h"
+#include <errno.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Rows handed out at a time: at most this much where blocks allow; fewer, larger bands cost less
+ * in thread start-up and barriers per stage call. */
+#define BAND_TARGET_BYTES ((uint64_t)16 << 20)
+#define TILE_SIDE_MAX 65536u
+
+typedef struct {
+    TIFF *tif;
+    tiff_log log;
+    tiff_fd_cursor cursor;
+    unsigned char *scratch;   /* one tile */
+} tiff_worker;
+
+typedef struct {
+    int threads;
+    tiff_worker *workers;     /* workers[0] holds the handle that read the tags */
+    uint32_t width, height, bw, bh, across, blocks_down_per_band;
+    int tiled;
+    uint64_t block_row_bytes, block_bytes;
+    size_t row_bytes;         /* a packed image row */
+    ip_image band;
+    uint32_t next_row;
+    uint64_t failed_block;
+    char failed_msg[256];
+    io_options opt;           /* the caller's: fail_on, and where the warnings go */
+    io_warnings seen;         /* libtiff's warnings since the last band, settled after it */
+} tiff_stream_reader;
+
+static int unsupported(char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "this TIFF is not streamed (%s)", what);
+    return IP_EUNSUPPORTED;
+}
+
+/* Streamed: contiguous 8-, 16-bit or 32-bit float samples, 1 to 4 of them, gray or RGB, with
+ * no conversion; everything else goes to the whole-image reader. */
+static int check_streamable(TIFF *tif, ip_shape *shape, char *err, size_t errlen)
+{
+    uint32_t w = 0, h = 0;
+    uint16_t spp = 1, bps = 1, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG, photometric = 0;
+    uint16_t compression = COMPRESSION_NONE;
+    if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h) ||
+        !TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric))
+        return unsupported(err, errlen, "no size or photometric tag");
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bps);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    uint16_t extra_count = 0, *extra = NULL;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra);
+    if (extra_count && extra && extra[0] == EXTRASAMPLE_ASSOCALPHA)
+        return unsupported(err, errlen, "associated alpha, divided out by the whole-image reader");
+    if (w == 0 || h == 0 || w > INT32_MAX || h > INT32_MAX) return unsupported(err, errlen, "image size");
+    if (spp < 1 || spp > 4 || planar != PLANARCONFIG_CONTIG) return unsupported(err, errlen, "sample layout");
+    if (photometric != PHOTOMETRIC_MINISBLACK && !(photometric == PHOTOMETRIC_RGB && spp >= 3))
+        return unsupported(err, errlen, "colour model");
+    if (compression == COMPRESSION_JPEG || compression == COMPRESSION_OJPEG || !TIFFIsCODECConfigured(compression))
+        return unsupported(err, errlen, "compression");
+    int is_float = format == SAMPLEFORMAT_IEEEFP;
+    if (!(is_float ? bps == 32 : (format == SAMPLEFORMAT_UINT || format == SAMPLEFORMAT_VOID) && (bps == 8 || bps == 16)))
+        return unsupported(err, errlen, "sample type");
+    *shape = (ip_shape){ (int32_t)w, (int32_t)h, spp, is_float ? IP_F32 : bps == 16 ? IP_U16 : IP_U8 };
+    return IP_OK;
+}
+
+static int corrupt(char *err, size_t errlen, const tiff_log *log, const char *fallback)
+{
+    snprintf(err, errlen, "truncated or corrupt TIFF: %s", tiff_log_text(log, fallback));
+    return IP_EFORMAT;
+}
+
+static int block_layout(tiff_stream_reader *r, TIFF *tif, tiff_log *log, uint64_t band_bytes, char *err, size_t errlen)
+{
+    r->tiled = TIFFIsTiled(tif);
+    if (r->tiled) {
+        uint32_t tw = 0, th = 0;
+        TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+        TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+        if (tw == 0 || th == 0 || tw > TILE_SIDE_MAX || th > TILE_SIDE_MAX) return corrupt(err, errlen, log, "bad tile size");
+        r->bw = tw;
+        r->bh = th;
+        r->across = (uint32_t)(((uint64_t)r->width + tw - 1) / tw);
+        r->block_row_bytes = TIFFTileRowSize64(tif);
+        r->block_bytes = TIFFTileSize64(tif);
+        uint64_t down = ((uint64_t)r->height + th - 1) / th;
+        if ((uint64_t)TIFFNumberOfTiles(tif) < down * r->across) return corrupt(err, errlen, log, "fewer tiles than the image needs");
+        if (r->block_row_bytes < (uint64_t)tw * (r->row_bytes / r->width) || r->block_bytes > ((uint64_t)1 << 32))
+            return corrupt(err, errlen, log, "tile size out of range");
+        int rc = io_limit_tiff_tile(&r->opt, tw, th, r->block_bytes, (uint64_t)r->row_bytes * r->height, err, errlen);
+        if (rc != IP_OK) return rc;
+    } else {
+        uint32_t rps = 0;
+        TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+        if (rps == 0 || rps > r->height) rps = r->height;
+        r->bw = r->width;
+        r->bh = rps;
+        r->across = 1;
+        r->block_row_bytes = TIFFScanlineSize64(tif);
+        if (r->block_row_bytes != r->row_bytes) return corrupt(err, errlen, log, "strip row size out of range");
+        uint64_t down = ((uint64_t)r->height + rps - 1) / rps;
+        if ((uint64_t)TIFFNumberOfStrips(tif) < down) return corrupt(err, errlen, log, "fewer strips than the image needs");
+    }
+    int rc = io_limit_tiff_blocks(&r->opt, r->tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif), r->tiled, err,
+                                  errlen);
+    if (rc != IP_OK) return rc;
+    uint64_t target = band_bytes && band_bytes < BAND_TARGET_BYTES ? band_bytes : BAND_TARGET_BYTES;
+    uint64_t per_down = (uint64_t)r->bh * r->row_bytes, want = target / per_down;
+    uint64_t total_down = ((uint64_t)r->height + r->bh - 1) / r->bh;
+    r->blocks_down_per_band = (uint32_t)(want < 1 ? 1 : want > total_down ? total_down : want);
+    return IP_OK;
+}
+
+static void reader_close(void *codec)
+{
+    tiff_stream_reader *r = codec;
+    if (!r) return;
+    for (int i = 0; r->workers && i < r->threads; i++) {
+        if (r->workers[i].tif) TIFFClose(r->workers[i].tif);
+        free(r->workers[i].scratch);
+    }
+    free(r->workers);
+    free(r->band.data);
+    free(r);
+}
+
+/* Decodes block b (strip, or tile of the band's rows) into the band buffer, whose first row is
+ * image row band_y0. */
+static int read_block(tiff_stream_reader *r, tiff_worker *w, uint64_t b, uint32_t band_y0)
+{
+    uint32_t x0 = (uint32_t)(b % r->across) * r->bw, y0 = (uint32_t)(b / r->across) * r->bh;
+    uint32_t rows = r->height - y0 < r->bh ? r->height - y0 : r->bh;
+    unsigned char *dst = (unsigned char *)r->band.data + (size_t)(y0 - band_y0) * r->row_bytes;
+    w->log = (tiff_log){ .warnings = &r->seen };
+    if (!r->tiled) {
+        tmsize_t need = (tmsize_t)(rows * r->row_bytes);
+        if (TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need) return -1;
+        tiff_log_went_past(&w->log);
+        return 0;
+    }
+    tmsize_t need = (tmsize_t)(rows * r->block_row_bytes);
+    if (TIFFReadEncodedTile(w->tif, (uint32_t)b, w->scratch, (tmsize_t)r->block_bytes) < need) return -1;
+    tiff_log_went_past(&w->log);
+    size_t px = r->row_bytes / r->width, cols = r->width - x0 < r->bw ? r->width - x0 : r->bw;
+    for (uint32_t y = 0; y < rows; y++)
+        memcpy(dst + (size_t)y * r->row_bytes + (size_t)x0 * px, w->scratch + (size_t)y * r->block_row_bytes, cols * px);
+    return 0;
+}
+
+static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    tiff_stream_reader *r = codec;
+    *rows = r->band;
+    *y0 = (int)r->next_row;
+    rows->shape.height = 0;
+    if (r->next_row >= r->height) return IP_OK;
+    uint64_t first = (uint64_t)(r->next_row / r->bh) * r->across;
+    uint32_t band_rows = r->blocks_down_per_band * r->bh;
+    if (band_rows > r->height - r->next_row) band_rows = r->height - r->next_row;
+    uint64_t count = (uint64_t)((band_rows + r->bh - 1) / r->bh) * r->across;
+    r->failed_block = UINT64_MAX;
+    int threads = (uint64_t)r->threads < count ? r->threads : (int)count;
+    uint32_t band_y0 = r->next_row;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (uint64_t i = 0; i < count; i++) {
+        tiff_worker *w = &r->workers[omp_get_thread_num()];
+        if (read_block(r, w, first + i, band_y0) != 0) {
+#pragma omp critical(io_tiff_stream_failure)
+            if (first + i < r->failed_block) {
+                r->failed_block = first + i;
+                snprintf(r->failed_msg, sizeof r->failed_msg, "%s",
+                         tiff_log_text(&w->log, r->tiled ? "tile shorter than expected" : "strip shorter than expected"));
+            }
+        }
+    }
+    if (r->failed_block != UINT64_MAX) {
+        snprintf(err, errlen, "truncated or corrupt TIFF: %s (%s %llu)", r->failed_msg, r->tiled ? "tile" : "strip",
+                 (unsigned long long)r->failed_block);
+        return IP_EFORMAT;
+    }
+    /* As the whole-image reader: decoded with a warning, or refused under --fail-on warning. */
+    if (r->seen.count) {
+        int rc = io_warn(&r->opt, r->seen.count, r->seen.first, err, errlen);
+        r->seen = (io_warnings){ 0 };
+        if (rc) return rc;
+    }
+    rows->shape.height = (int32_t)band_rows;
+    r->next_row += band_rows;
+    return IP_OK;
+}
+
+/* --page N: each handle reads the Nth directory. */
+static int open_page(TIFF *tif, const io_options *opt)
+{
+    return opt->page == 0 || TIFFSetDirectory(tif, (tdir_t)opt->page);
+}
+
+/* Rows a band holds: whole blocks down, but no row past the image's bottom (a tile may be far
+ * taller than the image). */
+static uint32_t band_height(const tiff_stream_reader *r)
+{
+    uint64_t rows = (uint64_t)r->blocks_down_per_band * r->bh;
+    return rows < r->height ? (uint32_t)rows : r->height;
+}
+
+static int reader_block_rows(const void *codec) { return (int)band_height(codec); }
+
+/* The band, twice (decoded, and the compressed blocks the handles read), and each handle's
+ * decompressor state (zlib's window and tables, ~0.5 MiB). */
+static uint64_t reader_held_bytes(const void *codec)
+{
+    const tiff_stream_reader *r = codec;
+    return 2 * (uint64_t)reader_block_rows(codec) * r->row_bytes + (uint64_t)r->threads * ((uint64_t)512 << 10);
+}
+
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
+
+int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape, const io_stream_read_ops **ops,
+                        char *err, size_t errlen)
+{
+    tiff_stream_reader *r = calloc(1, sizeof *r);
+    if (r) r->threads = io_thread_count(opt);
+    if (r) r->workers = calloc((size_t)r->threads, sizeof *r->workers);
+    if (!r || !r->workers) {
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    r->opt = *opt;
+    /* The header's warnings count once, from the first handle (the others' blocks count as read). */
+    r->workers[0].log.warnings = &r->seen;
+    /* Cursors live in the workers array, which libtiff points into: it never moves. */
+    r->workers[0].cursor = (tiff_fd_cursor){ fd, 0 };
+    r->workers[0].tif = tiff_open_shared(&r->workers[0].cursor, &r->workers[0].log);
+    int rc = r->workers[0].tif ? IP_OK : corrupt(err, errlen, &r->workers[0].log, "cannot parse the header");
+    /* A page that is not there: the whole-image reader says so. */
+    if (rc == IP_OK && !open_page(r->workers[0].tif, opt)) rc = unsupported(err, errlen, "no such page");
+    if (rc == IP_OK) rc = check_streamable(r->workers[0].tif, shape, err, errlen);
+    if (rc == IP_OK) {
+        r->width = (uint32_t)shape->width;
+        r->height = (uint32_t)shape->height;
+        r->row_bytes = img_row_bytes(shape);
+        rc = block_layout(r, r->workers[0].tif, &r->workers[0].log, band_bytes, err, errlen);
+    }
+    if (rc == IP_OK) rc = io_shape_known(opt, shape, io_file_bytes(fd), err, errlen);
+    for (int i = 0; rc == IP_OK && i < r->threads; i++)
+        if (r->tiled && !(r->workers[i].scratch = malloc((size_t)r->block_bytes))) rc = IP_ENOMEM;
+    for (int i = 1; rc == IP_OK && i < r->threads; i++) {
+        tiff_worker *w = &r->workers[i];
+        w->cursor = (tiff_fd_cursor){ fd, 0 };
+        if (!(w->tif = tiff_open_shared(&w->cursor, &w->log)) || !open_page(w->tif, opt))
+            rc = corrupt(err, errlen, &w->log, "cannot reopen");
+    }
+    ip_shape band = *shape;
+    band.height = (int32_t)band_height(r);
+    if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory");
+    if (rc == IP_OK) rc = img_alloc(&r->band, &band, UINT64_MAX, err, errlen);
+    if (rc != IP_OK) {
+        reader_close(r);
+        return rc;
+    }
+    *codec = r;
+    *ops = &read_ops;
+    return IP_OK;
+}
+
+/* The group of strips (two per thread) and each thread's compressor state (~0.5 MiB). */
+uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
+{
+    return (uint64_t)io_thread_count(opt) * 2 * ((uint64_t)256 << 10) + img_row_bytes(shape);
+}
+
+/* Writing: rows gather into a group of whole strips (one per thread, twice over), which all
+ * threads compress at once, each through its own in-memory encoder; then they go to the file in
+ * order. The group buffer is the encoders' input (the predictor rewrites it: it is not kept). */
+typedef struct {
+    TIFF *tif;
+    tiff_sink sink;
+    tiff_log log;
+} strip_encoder;
+
+typedef struct {
+    int fd;
+    TIFF *out;
+    tiff_log log;
+    ip_shape shape;
+    io_tiff_compression compression;
+    size_t row_bytes;
+    uint32_t rps, strips, next_strip, group_strips;
+    unsigned char *group;      /* group_strips * rps rows */
+    uint32_t group_rows;       /* rows gathered */
+    int threads;
+    strip_encoder *encoders;
+    tiff_sink *done;           /* one compressed strip per slot of the group */
+    const io_meta *meta;       /* the input's metadata for the output, as the whole-image writer */
+} tiff_stream_writer;
+
+static void writer_free(tiff_stream_writer *w)
+{
+    for (int i = 0; w->encoders && i < w->threads; i++) {
+        if (w->encoders[i].tif) TIFFClose(w->encoders[i].tif);
+        free(w->encoders[i].sink.data);
+    }
+    for (uint32_t i = 0; w->done && i < w->group_strips; i++) free(w->done[i].data);
+    free(w->encoders);
+    free(w->done);
+    free(w->group);
+    free(w);
+}
+
+/* Compresses the gathered rows (whole strips, or the image's last rows) and writes them. */
+static int flush_group(tiff_stream_writer *w, char *err, size_t errlen)
+{
+    uint32_t n = (w->group_rows + w->rps - 1) / w->rps;
+    int failed = 0, threads = (uint32_t)w->threads < n ? w->threads : (int)n;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (uint32_t i = 0; i < n; i++) {
+        strip_encoder *e = &w->encoders[omp_get_thread_num()];
+        uint32_t rows = w->group_rows - i * w->rps < w->rps ? w->group_rows - i * w->rps : w->rps;
+        e->sink.len = 0;
+        e->sink.collecting = 1;
+        tmsize_t got = TIFFWriteEncodedStrip(e->tif, w->next_strip + i, w->group + (size_t)i * w->rps * w->row_bytes,
+                                             (tmsize_t)(rows * w->row_bytes));
+        e->sink.collecting = 0;
+        if (got < 0) {
+#pragma omp atomic write
+            failed = e->sink.out_of_memory ? IP_ENOMEM : IP_EIO;
+        }
+        w->done[i] = e->sink;
+        e->sink = (tiff_sink){ .data = NULL };
+    }
+    for (uint32_t i = 0; i < n && !failed; i++)
+        if (TIFFWriteRawStrip(w->out, w->next_strip + i, w->done[i].data, (tmsize_t)w->done[i].len) < 0) failed = IP_EIO;
+    for (uint32_t i = 0; i < n; i++) {
+        free(w->done[i].data);
+        w->done[i] = (tiff_sink){ .data = NULL };
+    }
+    if (failed) {
+        snprintf(err, errlen, "cannot write TIFF: %s", failed == IP_ENOMEM ? "out of memory" : tiff_log_text(&w->log, "write error"));
+        return failed;
+    }
+    w->next_strip += n;
+    w->group_rows = 0;
+    return IP_OK;
+}
+
+static int writer_write(void *codec, const ip_image *rows, char *err, size_t errlen)
+{
+    tiff_stream_writer *w = codec;
+    for (int y = 0; y < rows->shape.height; y++) {
+        memcpy(w->group + (size_t)w->group_rows * w->row_bytes, (const char *)rows->data + (ptrdiff_t)y * rows->stride,
+               w->row_bytes);
+        if (++w->group_rows == w->group_strips * w->rps) {
+            int rc = flush_group(w, err, errlen);
+            if (rc != IP_OK) return rc;
+        }
+    }
+    return IP_OK;
+}
+
+static int close_out(tiff_stream_writer *w, int rc, char *err, size_t errlen)
+{
+    char why[128];
+    if (w->out) TIFFClose(w->out);
+    w->out = NULL;
+    if (rc == IP_OK) rc = meta_tiff_finish(w->fd, w->meta, err, errlen);
+    if (close(w->fd) != 0 && rc == IP_OK) {
+        snprintf(err, errlen, "cannot write TIFF: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    writer_free(w);
+    return rc;
+}
+
+static int writer_finish(void *codec, char *err, size_t errlen)
+{
+    tiff_stream_writer *w = codec;
+    int rc = w->group_rows ? flush_group(w, err, errlen) : IP_OK;
+    if (rc == IP_OK && w->next_strip != w->strips) {
+        snprintf(err, errlen, "cannot write TIFF: %u of %u strips were written", w->next_strip, w->strips);
+        rc = IP_EINVAL;
+    }
+    if (rc == IP_OK && !TIFFFlush(w->out)) {
+        snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "write error"));
+        rc = IP_EIO;
+    }
+    return close_out(w, rc, err, errlen);
+}
+
+static void writer_abort(void *codec)
+{
+    char err[8];
+    close_out(codec, IP_EIO, err, sizeof err);
+}
+
+static const io_stream_write_ops write_ops = { writer_write, writer_finish, writer_abort };
+
+static int writer_setup(tiff_stream_writer *w, char *err, size_t errlen)
+{
+    w->row_bytes = img_row_bytes(&w->shape);
+    w->rps = tiff_rows_per_strip(&w->shape);
+    w->strips = (uint32_t)(((uint64_t)w->shape.height + w->rps - 1) / w->rps);
+    w->group_strips = (uint32_t)w->threads * 2 < w->strips ? (uint32_t)w->threads * 2 : w->strips;
+    w->group = img_big_malloc((size_t)w->group_strips * w->rps * w->row_bytes);
+    w->encoders = calloc((size_t)w->threads, sizeof *w->encoders);
+    w->done = calloc(w->group_strips, sizeof *w->done);
+    if (!w->group || !w->encoders || !w->done) {
+        snprintf(err, errlen, "cannot write TIFF: out of memory");
+        return IP_ENOMEM;
+    }
+    if (!TIFFIsCODECConfigured(tiff_scheme(w->compression))) {
+        snprintf(err, errlen, "cannot write TIFF: this libtiff has no %s compression; choose another "
+                 "--tiff-compression", io_tiff_compression_name(w->compression));
+        return IP_EINVAL;
+    }
+    if (!tiff_set_image_tags(w->out, &w->shape, w->rps, w->compression) || !meta_tiff_set_tags(w->out, w->meta, &w->shape)) {
+        snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "bad tags"));
+        return IP_EIO;
+    }
+    for (int i = 0; i < w->threads; i++) {
+        strip_encoder *e = &w->encoders[i];
+        if (!(e->tif = tiff_open_sink(&e->sink, &e->log)) || !tiff_set_image_tags(e->tif, &w->shape, w->rps, w->compression)) {
+            snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&e->log, "out of memory"));
+            return IP_ENOMEM;
+        }
+    }
+    return IP_OK;
+}
+
+int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, void **codec,
+                          const io_stream_write_ops **ops, char *err, size_t errlen)
+{
+    char why[128];
+    tiff_stream_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        close(fd);
+        snprintf(err, errlen, "cannot write TIFF: out of memory");
+        return IP_ENOMEM;
+    }
+    w->fd = fd;
+    w->shape = *shape;
+    w->compression = opt->tiff_compression;
+    w->threads = io_thread_count(opt);
+    w->meta = opt->meta;
+    int tfd = dup(fd);
+    w->out = tfd >= 0 ? tiff_open_fd_write(tfd, tiff_wants_bigtiff(shape, opt->tiff_bigtiff_above) ? "w8" : "w", &w->log)
+                      : NULL;
+    if (!w->out) {
+        snprintf(err, errlen, "cannot write TIFF: %s",
+                 tfd < 0 ? io_strerror(errno, why, sizeof why) : tiff_log_text(&w->log, "out of memory"));
+        if (tfd >= 0) close(tfd);
+        return close_out(w, IP_EIO, err, errlen);
+    }
+    int rc = writer_setup(w, err, errlen);
+    if (rc != IP_OK) {
+        char ignored[8];
+        close_out(w, rc, ignored, sizeof ignored);
+        return rc;
+    }
+    *codec = w;
+    *ops = &write_ops;
+    return IP_OK;
+}

@@ -1,0 +1,40 @@
+/* One image's rows dealt to several band executors at once (threads on the CPU, or one per GPU
+ * of --gpus, a GPU listed twice getting two): the rows are cut into chunks, chunk i going to
+ * worker i mod n with the context rows its segment needs (the sum of its halos above and below,
+ * clamped at the image). Rows are decoded once: a context row shared by two chunks is copied from
+ * the window before. Outputs reach the sink in order (each worker's finished chunk waits for the
+ * ones before), and the reductions' partial results are merged before they finish. */
+#ifndef IMGPIPE_BAND_WORKERS_H
+#define IMGPIPE_BAND_WORKERS_H
+#include "stream/band.h"
+
+#define BAND_MAX_WORKERS 16
+
+typedef struct {
+    band_config cfg;          /* each worker's; cfg.band_rows: the rows pushed at a time */
+    int n_workers;
+    int gpu_ids[BAND_MAX_WORKERS];   /* BAND_ON_GPU: worker i's device */
+    int chunk_rows;           /* output rows per chunk (>= 1) */
+} band_workers_options;
+
+/* What one worker did: its device (BAND_ON_GPU), the chunks it ran and the wall time it spent
+ * running them (uploads, kernels and downloads included: the time its GPU was taken). */
+typedef struct {
+    int gpu;
+    int chunks;
+    double busy_ms;
+} band_worker_stat;
+
+typedef int (*band_next_fn)(void *user, ip_image *rows, int *y0, char *err, size_t errlen);
+
+/* Pulls every row of the segment's input from next (rows in order, a height of 0 at the end) and
+ * sends every output row to sink, in order. times: the steps' times summed over the workers;
+ * device_peak: the workers' peak device bytes, summed; stats (o->n_workers entries, or NULL): each
+ * worker's share. */
+int band_workers_run(const plan *p, const band_seg *seg, const band_workers_options *o, band_next_fn next,
+                     void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
+                     band_worker_stat *stats, char *err, size_t errlen);
+
+/* Host bytes the workers' windows of input and chunks of output hold, besides their segments. */
+size_t band_workers_bytes(const plan *p, const band_seg *seg, int n_workers, int chunk_rows);
+#endif

@@ -1,0 +1,149 @@
+#include "stream/run_stream.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/image.h"
+#include "io/io_stream.h"
+#include "stream/stream_budget.h"
+
+struct run_stream {
+    plan *p;
+    const char *in_path, *out_path;
+    run_stream_options o;
+    io_stream_reader *reader;
+    int band_rows, chunk_rows;
+    uint64_t planned_bytes, planned_device_bytes;
+};
+
+static int reader_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    return io_stream_next(user, rows, y0, err, errlen);
+}
+
+/* The output: in bands to a streaming writer, or gathered whole for a format written whole. */
+typedef struct {
+    io_stream_writer *writer;
+    stream_image_sink whole;
+} output;
+
+static int output_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
+{
+    output *out = user;
+    if (out->writer) return io_stream_write(out->writer, rows, y0, err, errlen);
+    band_sink s = stream_sink_of_image(&out->whole);
+    return s.rows(s.user, rows, y0, err, errlen);
+}
+
+/* Bands queued on each side of the stages, the one in use included: decoding and encoding run
+ * on threads of their own (stream_overlap.h). */
+#define OVERLAP_SLOTS 2
+
+/* What the codecs hold besides the stages' bands: the reader (its band, its decoder), the
+ * writer's group of bands or the whole output for a format written whole, and the decoded bands
+ * queued for the stages. The bands queued for the encoder follow the band height: OVERLAP_SLOTS
+ * output rows for each row of a band. */
+static uint64_t codec_bytes(const run_stream *rs, const ip_shape *in, const ip_shape *out)
+{
+    uint64_t block = (uint64_t)io_stream_block_rows(rs->reader) * img_row_bytes(in);
+    uint64_t out_bytes = io_stream_writes(io_format_from_ext(rs->out_path))
+                             ? io_stream_write_bytes(rs->out_path, out, &rs->o.io)
+                             : (uint64_t)img_row_bytes(out) * (uint64_t)out->height;
+    return io_stream_held_bytes(rs->reader) + out_bytes + OVERLAP_SLOTS * block;
+}
+
+int run_stream_open(run_stream **out, plan *p, io_input *in, const char *in_path, const char *out_path,
+                    const run_stream_options *o, ip_shape *in_shape, char *err, size_t errlen)
+{
+    *out = NULL;
+    run_stream *rs = calloc(1, sizeof *rs);
+    if (!rs) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    *rs = (run_stream){ .p = p, .in_path = in_path, .out_path = out_path, .o = *o };
+    /* a PNG or JPEG writer compresses fewer bands at once rather than pass a quarter of the limit */
+    if (!rs->o.io.stream_hold_bytes) rs->o.io.stream_hold_bytes = o->memory_limit / 4;
+    /* a thirty-second of the limit for the decoder's band, held four times at most (decoded,
+     * its compressed blocks, two queued for the stages): the rest for the stages and the writer */
+    int rc = io_stream_open_input(in, &o->io, o->memory_limit / 32, &rs->reader, in_shape, err, errlen);
+    ip_shape final;
+    /* a pipeline that cannot take the image, or an output that cannot hold the result, is an error
+     * of its own (IP_EINVAL, worded as the whole-image path words it), not a file to read whole */
+    if (rc == IP_OK && (rc = plan_shapes(p, in_shape, &final, err, errlen)) != IP_OK) rc = IP_EINVAL;
+    if (rc == IP_OK && io_check_writable(io_format_from_ext(out_path), &final, err, errlen) != IP_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", out_path, why);
+        rc = IP_EINVAL;
+    }
+    if (rc != IP_OK) {
+        run_stream_cancel(rs);
+        return rc;
+    }
+    *out = rs;
+    return IP_OK;
+}
+
+void run_stream_set_placement(run_stream *rs, const run_stream_options *o)
+{
+    rs->o.place = o->place;
+    rs->o.n_workers = o->n_workers;
+    rs->o.gpu_memory_limit = o->gpu_memory_limit;
+    rs->o.threads = o->threads;
+    memcpy(rs->o.gpu_ids, o->gpu_ids, sizeof rs->o.gpu_ids);
+}
+
+uint64_t run_stream_whole_bytes(const run_stream *rs) { return stream_whole_image_bytes(rs->p); }
+
+int run_stream_budget(run_stream *rs, char *err, size_t errlen)
+{
+    band_layout l = { 0 };
+    int rc = band_layout_make(rs->p, &l, err, errlen);
+    const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
+    uint64_t fixed = codec_bytes(rs, &rs->p->steps[0].in, final);
+    uint64_t queued_row = OVERLAP_SLOTS * (uint64_t)img_row_bytes(final);
+    stream_budget b = { rs->o.memory_limit, fixed, queued_row, rs->o.place, rs->o.gpu_memory_limit, rs->o.n_workers };
+    if (rc == IP_OK) rc = stream_band_rows_for(rs->p, &l, &b, &rs->band_rows, err, errlen);
+    if (rc == IP_OK) rs->chunk_rows = stream_chunk_rows_for(rs->p, &l, &b, rs->band_rows);
+    if (rc == IP_OK && rs->o.place == BAND_ON_GPU)
+        rs->planned_device_bytes = stream_device_bytes(rs->p, &l, rs->o.n_workers, rs->band_rows);
+    band_layout_free(&l);
+    rs->planned_bytes = fixed + (uint64_t)rs->band_rows * queued_row;
+    return rc;
+}
+
+int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t errlen)
+{
+    const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
+    output out = { NULL, { { 0 }, 0 } };
+    int rc = io_stream_writes(io_format_from_ext(rs->out_path))
+                 ? io_stream_create(rs->out_path, final, &rs->o.io, &out.writer, err, errlen)
+                 : stream_image_sink_init(&out.whole, final, err, errlen);
+    stream_source src = { reader_next, rs->reader };
+    band_sink sink = { output_rows, &out };
+    stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 },
+                          OVERLAP_SLOTS, rs->band_rows, rs->chunk_rows };
+    memcpy(so.gpu_ids, rs->o.gpu_ids, sizeof so.gpu_ids);
+    memset(rep, 0, sizeof *rep);
+    if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
+    if (out.writer) {
+        if (rc == IP_OK) rc = io_stream_finish(out.writer, err, errlen);
+        else io_stream_abort(out.writer);
+    } else if (rc == IP_OK) {
+        rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen);
+    }
+    img_free(&out.whole.img);
+    rep->band_rows = rs->band_rows;
+    rep->chunk_rows = rs->o.n_workers > 1 ? rs->chunk_rows : 0;
+    rep->planned_bytes = rs->planned_bytes;
+    rep->planned_device_bytes = rs->planned_device_bytes;
+    run_stream_cancel(rs);
+    return rc;
+}
+
+void run_stream_cancel(run_stream *rs)
+{
+    if (!rs) return;
+    io_stream_close(rs->reader);
+    free(rs);
+}
