@@ -81,7 +81,7 @@ typedef struct {
 typedef enum { IP_BORDER_REPLICATE = 0, IP_BORDER_REFLECT101 = 1, IP_BORDER_ZERO = 2, IP_BORDER_SHRINK = 3 } ip_border;
 
 /* The core's own kernels that run-time fusion can end a chain of point stages with (docs/PLUGINS.md,
- * "Fused windows"). A stage that computes exactly what one of them computes names it. */
+ * "Hints"). A stage that computes exactly what one of them computes names it. */
 typedef enum {
     IP_WINDOW_NONE = 0,
     IP_WINDOW_MEDIAN = 1,     /* per channel, the median of the (2*radius+1)^2 window (OpenCV medianBlur) */
