@@ -252,12 +252,47 @@ static void test_no_gpu(void)
           "--device gpu without a GPU: '%s'", err);
 }
 
+/* On a GPU: a folder worker whose GPU run fails runs the image again on the CPU and says why. */
+static void test_gpu_fallback(const ip_image *src)
+{
+    char why[256];
+    if (!gpu_built() || !gpu_driver_present(why, sizeof why) || gpu_device_count(why, sizeof why) == 0) {
+        printf("no GPU here: the CPU fallback is checked on the GPU machine\n");
+        return;
+    }
+    run_options o;
+    run_default_options(&o);
+    run_worker_options wo = { EXEC_GPU, 0, NULL, 1, 1 };
+    run_worker *w = NULL;
+    char out[600], err[1024];
+    snprintf(out, sizeof out, "%s/run_fallback.png", out_dir);
+    CHECK(run_worker_create(&w, &o, &wo, err, sizeof err) == IP_OK, "worker: %s", err);
+    plan p;
+    ip_shape any = { 16, 16, 3, IP_U8 };
+    if (!w || !tu_build_plan(&reg, "failing mode=gpu", &any, &p)) {
+        run_worker_destroy(w);
+        return;
+    }
+    run_source in = { in_png, NULL };
+    run_sink sink = { out, NULL };
+    run_result res;
+    int rc = run_image(w, &p, &in, &sink, &o, &res, err, sizeof err);
+    CHECK(rc == IP_OK, "fallback run: %s", err);
+    CHECK(res.device == EXEC_CPU && strstr(res.fallback, "deliberate failure on the GPU"),
+          "fallback: device %d, said '%s'", (int)res.device, res.fallback);
+    ip_image got = { 0 };
+    if (rc == IP_OK && read_back(out, &got)) CHECK(same_pixels(src, &got), "the fallback's output is not the input");
+    img_free(&got);
+    plan_free(&p);
+    run_worker_destroy(w);
+}
+
 int main(void)
 {
-    const char *build = getenv("IMGPIPE_BUILD_DIR");
-    if (!build) tu_skip("IMGPIPE_BUILD_DIR is not set (run through ctest)");
+    const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
+    if (!build || !tp) tu_skip("IMGPIPE_BUILD_DIR or IMGPIPE_TEST_PLUGINS is not set (run through ctest)");
     char dirs[1200], err[256];
-    snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins", build);
+    snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins:%s/failing", build, tp);
     if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) tu_skip(err);
     ip_image src = write_input();
     test_whole_by_default(&src);
@@ -266,6 +301,7 @@ int main(void)
     test_memory(&src);
     test_failures();
     test_no_gpu();
+    test_gpu_fallback(&src);
     img_free(&src);
     registry_free(&reg);
     return tu_finish();
