@@ -84,7 +84,7 @@ const char cli_usage_text[] =
     "                          at a time in bounded memory (TIFF, PNG and JPEG in and out; interlaced\n"
     "                          PNG and some TIFF kinds are read whole). auto (default): streamed\n"
     "                          when the whole image would not fit --memory (or --gpu-memory), and\n"
-    "                          wherever it would hold 256 MiB or more whole, as streaming is then\n"
+    "                          wherever it would hold 1 GiB or more whole, as streaming is then\n"
     "                          as fast (-v says why an image ran whole); on: always where the input\n"
     "                          allows. Bands run on the GPU under --device\n"
     "                          gpu (and auto when it picks the GPU), on GPU 0, or dealt to one\n"
