@@ -1,6 +1,7 @@
 /* The whole-image path for a run of its own: the GPU (when chosen) starts on a thread while the
  * image is read, the pipeline is planned as soon as the decoder knows the shape, and a GPU failure
  * under auto sends the image to the CPU. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* A folder worker's runs: its contexts (the device's, and a CPU one made on the first fallback)
  * and its nvJPEG kept from image to image, images decoded straight into the context's pinned
  * input memory, or by nvJPEG into device memory. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
