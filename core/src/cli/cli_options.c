@@ -119,14 +119,20 @@ const char cli_usage_text[] =
     "exit codes: 0 done; 1 an image could not be read, processed or written;\n"
     "            2 a usage or pipeline error (nothing was processed)\n";
 
+/* "imgpipe: " and the message, then end (a newline, or the hint after a usage error). */
+static void print_message(const char *fmt, va_list ap, const char *end)
+{
+    fputs("imgpipe: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(end, stderr);
+}
+
 void cli_say(const cli_options *o, const char *fmt, ...)
 {
     if (o->quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("imgpipe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_message(fmt, ap, "\n");
     va_end(ap);
 }
 
@@ -134,9 +140,7 @@ void cli_fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("imgpipe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_message(fmt, ap, "\n");
     va_end(ap);
 }
 
@@ -144,9 +148,7 @@ int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("imgpipe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see 'imgpipe --help')\n", stderr);
+    print_message(fmt, ap, "\n(see 'imgpipe --help')\n");
     va_end(ap);
     return CLI_USAGE;
 }

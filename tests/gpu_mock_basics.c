@@ -1,0 +1,40 @@
+/* The parts of a mock device (gpu/gpu.h) that every GPU mock test shares: one device, named
+ * "mock", that starts at once and records no CUDA graphs (a capture is refused should one be
+ * tried). Each mock test adds its own memory, streams and copies. */
+#include <stdio.h>
+#include "gpu/gpu.h"
+#include "imgpipe/plugin.h"
+
+int gpu_built(void) { return 1; }
+void gpu_prefer_eager_loading(void) {}
+void gpu_prefer_blocking_sync(int device) { (void)device; }
+int gpu_start(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }
+int gpu_device_count(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
+int gpu_device_name(int device, char *name, size_t len) { (void)device; snprintf(name, len, "mock"); return IP_OK; }
+int gpu_select(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }
+void gpu_clear_error(void) {}
+
+int gpu_compute_capability(int device, int *arch, char *err, size_t errlen)
+{
+    (void)device; (void)err; (void)errlen;
+    *arch = 90;
+    return IP_OK;
+}
+
+int gpu_capture_begin(void *stream, char *err, size_t errlen)
+{
+    (void)stream;
+    snprintf(err, errlen, "the mock device records no graphs");
+    return IP_ECUDA;
+}
+int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen)
+{
+    *graph_exec = NULL;
+    return gpu_capture_begin(stream, err, errlen);
+}
+int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
+{
+    (void)graph_exec;
+    return gpu_capture_begin(stream, err, errlen);
+}
+void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
