@@ -74,8 +74,8 @@ static int gpu_limit(const run_options *o, run_stream_options *so, char *err, si
 
 /* Under auto: streamed past the limits, and wherever streaming is as fast, unless nvJPEG is to
  * decode the file on the GPU (whole images only). */
-static int auto_streams(const plan *p, uint64_t whole, const run_stream_options *so, const run_options *o,
-                        const run_probe *pr, run_result *res)
+static int auto_streams(uint64_t whole, const run_stream_options *so, const run_options *o, const run_probe *pr,
+                        run_result *res)
 {
     if (whole > so->memory_limit || (o->gpu_memory && whole > o->gpu_memory)) return 1;
     if (o->jpeg_gpu_required && pr->format == IO_FMT_JPEG) {
@@ -87,7 +87,6 @@ static int auto_streams(const plan *p, uint64_t whole, const run_stream_options 
                  "which streaming is faster", (double)whole / 1048576.0, (double)RUN_STREAM_FROM_BYTES / 1073741824.0);
         return 0;
     }
-    (void)p;
     return 1;
 }
 
@@ -139,7 +138,7 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     ip_shape shape;
     int rc = open_stream(p, in, out, o, pr, &rs, &so, &shape, res, err, errlen);
     if (rc != IP_OK) return rc;
-    if (o->stream == RUN_STREAM_AUTO && !auto_streams(p, run_stream_whole_bytes(rs), &so, o, pr, res)) {
+    if (o->stream == RUN_STREAM_AUTO && !auto_streams(run_stream_whole_bytes(rs), &so, o, pr, res)) {
         run_stream_cancel(rs);
         return RUN_DECLINED;
     }
