@@ -74,16 +74,27 @@ says "--device gpu" "--device gpu:"
 absent "--device gpu output" g.png
 
 # auto: a small image never starts the GPU; with CUDA built, heavy work on a larger image asks
-# for it (and without a GPU goes on on the CPU, saying why)
+# for it (and without a GPU goes on on the CPU, saying why); on a machine without an NVIDIA
+# driver auto says so in plain words and never asks CUDA
 expect 0 "auto, small image" "$B" run -e "grayscale | median | convolve" "$IMAGES/camera.png" auto_small.png
 says "auto, small image" "device: CPU"
+driver=0
+[ -e /dev/nvidiactl ] || [ -e /proc/driver/nvidia/version ] && driver=1
 if "$B" --version | grep -q "CUDA built in"; then
-  says "auto, small image, why" "the CPU is estimated faster"
+  if [ $driver = 1 ]; then
+    says "auto, small image, why" "the CPU is estimated faster"
+  else
+    says "auto, small image, no driver" "(no GPU: this machine has no NVIDIA driver"
+  fi
   $PY -c "import cv2, numpy as np; cv2.imwrite('gray2k.tif', np.tile(cv2.imread('$IMAGES/camera.png', 0), (4, 4)))"
   expect 0 "auto, heavy work" env CUDA_VISIBLE_DEVICES= "$B" run --threads 2 \
     -e "median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15 | median radius=15" \
     gray2k.tif auto_heavy.tif
-  says "auto, heavy work, GPU asked for" "no usable CUDA device"
+  if [ $driver = 1 ]; then
+    says "auto, heavy work, GPU asked for" "no usable CUDA device"
+  else
+    says "auto, heavy work, no driver" "device: CPU, 2 threads (no GPU: this machine has no NVIDIA driver"
+  fi
   # a folder of light work stays on the CPU before any GPU is asked for (bench/folder-devices.sh)
   mkdir -p light_in && cp "$IMAGES/camera.png" "$IMAGES/coffee.png" light_in/
   expect 0 "auto, folder of light work" "$B" run --jobs 2 -e "grayscale | median" light_in light_out
