@@ -5,7 +5,6 @@
  * C API all drive it. */
 #ifndef IMGPIPE_RUN_H
 #define IMGPIPE_RUN_H
-#include <signal.h>
 #include <stdint.h>
 #include "exec/exec.h"
 #include "io/io.h"
