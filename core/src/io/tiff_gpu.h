@@ -1,0 +1,25 @@
+/* TIFF on the GPU: deflate (Adobe and old-style) and zstd strips or tiles inflated by nvCOMP in
+ * one batch straight into device memory, the horizontal predictor undone there; and a device
+ * image written as deflate or zstd strips compressed on the card (zlib's header and adler32
+ * made right), read back equal by libtiff, Pillow and tifffile. LZW and the rest stay on the
+ * CPU (io_read / io_write). */
+#ifndef IMGPIPE_TIFF_GPU_H
+#define IMGPIPE_TIFF_GPU_H
+#include "io/codec_gpu.h"
+#include "io/io.h"
+#include "io/jpeg_route.h"
+
+/* Whether the opened TIFF's image (opt->page) can be decoded on the GPU. Reads only the
+ * header and directory. */
+int tiff_gpu_decodable(io_input *in, const io_options *opt);
+/* Decodes it into the target's device memory (opt->on_shape first, the same limits as the CPU
+ * reader). IP_EUNSUPPORTED: read it on the CPU instead. A damaged strip or tile is IP_EFORMAT
+ * with one line naming what, as the CPU reader words it. */
+int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
+                    ip_image *dev_in, char *err, size_t errlen);
+/* Whether opt's TIFF output (compression, predictor) can be compressed on the GPU. */
+int tiff_gpu_encodable(const ip_image *dev_out, const io_options *opt);
+/* Writes the device image to path atomically with opt's metadata, as io_write would. */
+int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
+                   char *err, size_t errlen);
+#endif
