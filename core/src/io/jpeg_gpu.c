@@ -219,15 +219,25 @@ static void create_encoder(jpeg_gpu *g)
     g->enc_params = NULL;
 }
 
+/* The parser and decode parameters alone: what preparing a file needs, without the decoder state
+ * (the costly part of opening, made once per handle by the shared decoder, not by every worker). */
+static int create_parser(jpeg_gpu *g, char *err, size_t errlen)
+{
+    const nvjpeg_api *a = &g->api;
+    nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
+    if (!g->parsed) s = a->nvjpegJpegStreamCreate(g->handle, &g->parsed);
+    if (!s && !g->params) s = a->nvjpegDecodeParamsCreate(g->handle, &g->params);
+    return nvj_fail(s, "cannot create the JPEG parser", err, errlen);
+}
+
 static int create_decoder_state(jpeg_gpu *g, char *err, size_t errlen)
 {
     if (g->decoder_ready) return IP_OK;
     double t0 = now_ms();
     const nvjpeg_api *a = &g->api;
-    nvjpegStatus_t s = a->nvjpegJpegStateCreate(g->handle, &g->batch_state);
-    if (!s) s = a->nvjpegJpegStreamCreate(g->handle, &g->parsed);
-    if (!s) s = a->nvjpegDecodeParamsCreate(g->handle, &g->params);
+    nvjpegStatus_t s = g->batch_state ? NVJPEG_STATUS_SUCCESS : a->nvjpegJpegStateCreate(g->handle, &g->batch_state);
     int rc = nvj_fail(s, "cannot create the decoder state", err, errlen);
+    if (!rc) rc = create_parser(g, err, errlen);
     /* Without the engine every file takes the CUDA decoder: pay for it with the state. */
     if (!rc && !g->hardware) rc = create_cuda_decoder(g, err, errlen);
     g->decoder_ready = rc == IP_OK;
@@ -440,6 +450,7 @@ static void batch_free(hardware_batch *b)
     free(b->len);
     free(b->dest);
     free(b->index);
+    memset(b, 0, sizeof *b);   /* freeing again (after a failed batch_alloc) is harmless */
 }
 
 static int batch_alloc(hardware_batch *b, int n)
@@ -483,7 +494,7 @@ static void run_hardware_batch(jpeg_gpu *g, hardware_batch *b, nvjpegOutputForma
         if (s == NVJPEG_STATUS_SUCCESS && decode_with_cuda(g, &item, cuda_why, sizeof cuda_why) == IP_OK) continue;
         keep_first_error(err, errlen, why);
         rcs[b->index[k]] = IP_EUNSUPPORTED;
-        out[b->index[k]].data = NULL;
+        if (out) out[b->index[k]].data = NULL;
     }
 }
 
@@ -560,6 +571,71 @@ int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, s
     batch_free(&rgb);
     batch_free(&gray);
     return rc;
+}
+
+int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                     const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    memset(ready, 0, sizeof *ready);
+    io_options defaults;
+    io_default_options(&defaults);
+    int rc = gpu_select(g->device, err, errlen);
+    if (!rc) rc = create_parser(g, err, errlen);
+    if (rc) return rc == IP_ECUDA ? rc : IP_EUNSUPPORTED;
+    decode_item item;
+    int hardware = 0;
+    rc = prepare_item(g, 0, data, len, opt ? opt : &defaults, mem, out, &item, &hardware, err, errlen);
+    if (rc) {
+        out->data = NULL;
+        return rc;
+    }
+    *ready = (jpeg_gpu_ready){ data, len, (int)item.format, item.dest.channel[0], item.dest.pitch[0], hardware };
+    return IP_OK;
+}
+
+static decode_item ready_item(const jpeg_gpu_ready *r)
+{
+    decode_item item;
+    memset(&item, 0, sizeof item);
+    item.data = r->data;
+    item.len = r->len;
+    item.format = (nvjpegOutputFormat_t)r->format;
+    item.dest.channel[0] = r->dest;
+    item.dest.pitch[0] = r->pitch;
+    return item;
+}
+
+int jpeg_gpu_decode_ready_cuda(jpeg_gpu *g, const jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    decode_item item = ready_item(ready);
+    int rc = gpu_select(g->device, err, errlen);
+    return rc ? rc : decode_with_cuda(g, &item, err, errlen);
+}
+
+int jpeg_gpu_decode_ready(jpeg_gpu *g, int n, const jpeg_gpu_ready *ready, int *rcs, char *err, size_t errlen)
+{
+    if (errlen) err[0] = 0;
+    int rc = gpu_select(g->device, err, errlen);
+    if (!rc) rc = create_decoder_state(g, err, errlen);
+    hardware_batch rgb, gray;
+    if (!rc && (batch_alloc(&rgb, n) || batch_alloc(&gray, n))) {
+        batch_free(&rgb);
+        snprintf(err, errlen, "out of memory");
+        rc = IP_ENOMEM;
+    }
+    for (int i = 0; i < n; i++) rcs[i] = rc == IP_ECUDA ? IP_ECUDA : rc ? IP_EUNSUPPORTED : IP_OK;
+    if (rc) return rc == IP_ECUDA ? rc : IP_OK;
+    for (int i = 0; i < n; i++) {
+        decode_item item = ready_item(&ready[i]);
+        if (ready[i].hardware) batch_add(item.format == NVJPEG_OUTPUT_Y ? &gray : &rgb, &item, i);
+        else rcs[i] = IP_EUNSUPPORTED;   /* not the engine's: the caller's CPU reader takes it */
+    }
+    run_hardware_batch(g, &rgb, NVJPEG_OUTPUT_RGBI, NULL, rcs, err, errlen);
+    run_hardware_batch(g, &gray, NVJPEG_OUTPUT_Y, NULL, rcs, err, errlen);
+    batch_free(&rgb);
+    batch_free(&gray);
+    return IP_OK;
 }
 
 int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, const size_t *len,
@@ -746,6 +822,29 @@ int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, 
         memset(&out[i], 0, sizeof out[i]);
         rcs[i] = IP_EUNSUPPORTED;
     }
+    return no_nvjpeg(err, errlen);
+}
+
+int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                     const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    (void)g; (void)data; (void)len; (void)opt; (void)mem;
+    memset(out, 0, sizeof *out);
+    memset(ready, 0, sizeof *ready);
+    return no_nvjpeg(err, errlen);
+}
+
+int jpeg_gpu_decode_ready(jpeg_gpu *g, int n, const jpeg_gpu_ready *ready, int *rcs, char *err, size_t errlen)
+{
+    (void)g; (void)ready;
+    for (int i = 0; i < n; i++) rcs[i] = IP_EUNSUPPORTED;
+    no_nvjpeg(err, errlen);
+    return IP_OK;
+}
+
+int jpeg_gpu_decode_ready_cuda(jpeg_gpu *g, const jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    (void)g; (void)ready;
     return no_nvjpeg(err, errlen);
 }
 

@@ -91,6 +91,28 @@ typedef struct {
 } jpeg_gpu_item;
 int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, size_t errlen);
 
+/* A file checked, planned (opt->on_shape) and given its device memory (mem, index 0) on the calling
+ * thread with g's own parser, so that a decoder shared by several threads only runs the engine:
+ * hardware says whether the hardware engine takes it. IP_EUNSUPPORTED and errors as for
+ * jpeg_gpu_decode; on IP_OK *out is the image the decode will fill. */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+    int format;                     /* nvJPEG's output format */
+    void *dest;
+    size_t pitch;
+    int hardware;
+} jpeg_gpu_ready;
+int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                     const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen);
+/* Decodes n prepared files on the hardware engine (any object on the handle they were prepared
+ * with), one batch per output format; rcs[i] per file (IP_EUNSUPPORTED: the CPU reader takes it).
+ * Returns IP_OK, or IP_ECUDA when the GPU broke (every rcs[i] then says so). */
+int jpeg_gpu_decode_ready(jpeg_gpu *g, int n, const jpeg_gpu_ready *ready, int *rcs, char *err, size_t errlen);
+/* Decodes a prepared file the engine does not take on g's CUDA decoder, on g's stream; right after
+ * jpeg_gpu_prepare on the same g (its parser still holds the file). */
+int jpeg_gpu_decode_ready_cuda(jpeg_gpu *g, const jpeg_gpu_ready *ready, char *err, size_t errlen);
+
 int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, const size_t *len,
                           const io_options *opt, const jpeg_gpu_memory *mem, ip_image *out, int *rcs,
                           char *err, size_t errlen);

@@ -9,6 +9,7 @@
 #include "base/mono_clock.h"
 
 typedef struct request {
+    const jpeg_gpu_ready *ready;   /* prepared by the caller (jpeg_pool_decode_ready), else item */
     jpeg_gpu_item item;
     const jpeg_gpu_memory *caller_mem;
     jpeg_gpu_memory mem;        /* caller_mem with index 0, whatever the file's place in its batch */
@@ -32,6 +33,7 @@ typedef struct {
     long batches, files;
     int largest_batch;
     double decode_ms;
+    double wait_ms;             /* callers' time from handing a file in to its decode, summed */
 } pool_gpu;
 
 struct jpeg_pool {
@@ -134,14 +136,35 @@ static int take_batch(jpeg_pool *pool, pool_gpu *pg, request **batch)
     return n;
 }
 
-/* Decodes one batch without the lock; a batch-wide failure (the GPU is broken) goes to each file. */
-static void decode_batch(pool_gpu *pg, request **batch, int n, jpeg_gpu_item *items)
+/* The batch's prepared files go to the engine as they are; the others are prepared here too. */
+static void decode_ready_part(pool_gpu *pg, request **batch, int n, jpeg_gpu_ready *ready, int *rcs)
 {
-    for (int i = 0; i < n; i++) items[i] = batch[i]->item;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (batch[i]->ready) ready[k++] = *batch[i]->ready;
+    if (!k) return;
     char err[256] = "";
-    int rc = jpeg_gpu_decode_items(pg->g, n, items, err, sizeof err);
+    jpeg_gpu_decode_ready(pg->g, k, ready, rcs, err, sizeof err);
+    k = 0;
     for (int i = 0; i < n; i++) {
-        batch[i]->item = items[i];
+        if (!batch[i]->ready) continue;
+        batch[i]->item.rc = rcs[k++];
+        if (batch[i]->item.rc != IP_OK) snprintf(batch[i]->item.err, sizeof batch[i]->item.err, "%s", err);
+    }
+}
+
+static void decode_item_part(pool_gpu *pg, request **batch, int n, jpeg_gpu_item *items)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!batch[i]->ready) items[k++] = batch[i]->item;
+    if (!k) return;
+    char err[256] = "";
+    int rc = jpeg_gpu_decode_items(pg->g, k, items, err, sizeof err);
+    k = 0;
+    for (int i = 0; i < n; i++) {
+        if (batch[i]->ready) continue;
+        batch[i]->item = items[k++];
         if (rc != IP_OK && batch[i]->item.rc == IP_OK) {
             batch[i]->item.rc = rc;
             snprintf(batch[i]->item.err, sizeof batch[i]->item.err, "%s", err);
@@ -149,18 +172,47 @@ static void decode_batch(pool_gpu *pg, request **batch, int n, jpeg_gpu_item *it
     }
 }
 
+typedef struct {
+    request **batch;
+    jpeg_gpu_item *items;
+    jpeg_gpu_ready *ready;
+    int *rcs;
+} batch_room;
+
+static void room_free(batch_room *r)
+{
+    free(r->batch);
+    free(r->items);
+    free(r->ready);
+    free(r->rcs);
+}
+
+static int room_alloc(batch_room *r, int n)
+{
+    r->batch = malloc((size_t)n * sizeof *r->batch);
+    r->items = malloc((size_t)n * sizeof *r->items);
+    r->ready = malloc((size_t)n * sizeof *r->ready);
+    r->rcs = malloc((size_t)n * sizeof *r->rcs);
+    if (r->batch && r->items && r->ready && r->rcs) return IP_OK;
+    room_free(r);
+    return IP_ENOMEM;
+}
+
+/* Decodes one batch without the lock; a batch-wide failure (the GPU is broken) goes to each file. */
+static void decode_batch(pool_gpu *pg, batch_room *room, int n)
+{
+    decode_ready_part(pg, room->batch, n, room->ready, room->rcs);
+    decode_item_part(pg, room->batch, n, room->items);
+}
+
 /* The calling worker decodes batches (its own file among them) while the decoder is free and its
  * file is not done; otherwise it waits for whoever holds the decoder. Lock held throughout,
  * released while decoding. */
 static int serve_until_done(jpeg_pool *pool, pool_gpu *pg, request *mine)
 {
-    request **batch = malloc((size_t)pool->max_batch * sizeof *batch);
-    jpeg_gpu_item *items = malloc((size_t)pool->max_batch * sizeof *items);
-    if (!batch || !items) {
-        free(batch);
-        free(items);
-        return IP_ENOMEM;
-    }
+    batch_room room;
+    if (room_alloc(&room, pool->max_batch) != IP_OK) return IP_ENOMEM;
+    request **batch = room.batch;
     while (!mine->done) {
         if (pg->busy) {
             pthread_cond_wait(&pool->changed, &pool->lock);
@@ -170,7 +222,7 @@ static int serve_until_done(jpeg_pool *pool, pool_gpu *pg, request *mine)
         pg->busy = 1;
         pthread_mutex_unlock(&pool->lock);
         double t0 = now_ms();
-        decode_batch(pg, batch, n, items);
+        decode_batch(pg, &room, n);
         double took = now_ms() - t0;
         pthread_mutex_lock(&pool->lock);
         pg->busy = 0;
@@ -183,8 +235,7 @@ static int serve_until_done(jpeg_pool *pool, pool_gpu *pg, request *mine)
         }
         pthread_cond_broadcast(&pool->changed);
     }
-    free(batch);
-    free(items);
+    room_free(&room);
     return IP_OK;
 }
 
@@ -206,6 +257,31 @@ static int alloc_as_one(void *user, int index, size_t bytes, void **dev, char *e
     return r->caller_mem->alloc(r->caller_mem->user, 0, bytes, dev, err, errlen);
 }
 
+/* Queues r, decodes or waits until it is done; the file's status, with its message. */
+static int hand_in(jpeg_pool *pool, pool_gpu *pg, request *r, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&pool->lock);
+    if (!wait_opened(pool, pg)) {
+        snprintf(err, errlen, "%s", pg->why);
+        pthread_mutex_unlock(&pool->lock);
+        return IP_EUNSUPPORTED;
+    }
+    double t0 = now_ms();
+    if (pg->tail) pg->tail->next = r;
+    else pg->head = r;
+    pg->tail = r;
+    int rc = serve_until_done(pool, pg, r);
+    if (rc != IP_OK) dequeue(pg, r);
+    pg->wait_ms += now_ms() - t0;
+    pthread_mutex_unlock(&pool->lock);
+    if (rc != IP_OK) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    if (r->item.rc != IP_OK) snprintf(err, errlen, "%s", r->item.err);
+    return r->item.rc;
+}
+
 int jpeg_pool_decode(jpeg_pool *pool, int device, const unsigned char *data, size_t len, const io_options *opt,
                      const jpeg_gpu_memory *mem, ip_image *out, char *err, size_t errlen)
 {
@@ -218,25 +294,20 @@ int jpeg_pool_decode(jpeg_pool *pool, int device, const unsigned char *data, siz
     request r = { .item = { .data = data, .len = len, .opt = opt }, .caller_mem = mem };
     r.mem = (jpeg_gpu_memory){ alloc_as_one, &r };
     r.item.mem = &r.mem;
-    pthread_mutex_lock(&pool->lock);
-    if (!wait_opened(pool, pg)) {
-        snprintf(err, errlen, "%s", pg->why);
-        pthread_mutex_unlock(&pool->lock);
+    int rc = hand_in(pool, pg, &r, err, errlen);
+    if (rc == IP_OK) *out = r.item.out;
+    return rc;
+}
+
+int jpeg_pool_decode_ready(jpeg_pool *pool, int device, const jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    pool_gpu *pg = find_gpu(pool, device);
+    if (!pg) {
+        snprintf(err, errlen, "nvJPEG was not opened on GPU %d", device);
         return IP_EUNSUPPORTED;
     }
-    if (pg->tail) pg->tail->next = &r;
-    else pg->head = &r;
-    pg->tail = &r;
-    int rc = serve_until_done(pool, pg, &r);
-    if (rc != IP_OK) dequeue(pg, &r);
-    pthread_mutex_unlock(&pool->lock);
-    if (rc != IP_OK) {
-        snprintf(err, errlen, "out of memory");
-        return rc;
-    }
-    *out = r.item.out;
-    if (r.item.rc != IP_OK) snprintf(err, errlen, "%s", r.item.err);
-    return r.item.rc;
+    request r = { .ready = ready };
+    return hand_in(pool, pg, &r, err, errlen);
 }
 
 jpeg_pool_stats jpeg_pool_totals(jpeg_pool *pool)
@@ -251,6 +322,7 @@ jpeg_pool_stats jpeg_pool_totals(jpeg_pool *pool)
         if (pg->largest_batch > t.largest_batch) t.largest_batch = pg->largest_batch;
         if (pg->open_ms > t.open_ms) t.open_ms = pg->open_ms;
         t.decode_ms += pg->decode_ms;
+        t.wait_ms += pg->wait_ms;
     }
     pthread_mutex_unlock(&pool->lock);
     return t;

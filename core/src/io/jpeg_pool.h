@@ -23,11 +23,16 @@ jpeg_gpu *jpeg_pool_handle(jpeg_pool *pool, int device, const char **why);
 int jpeg_pool_decode(jpeg_pool *pool, int device, const unsigned char *data, size_t len, const io_options *opt,
                      const jpeg_gpu_memory *mem, ip_image *out, char *err, size_t errlen);
 
+/* The same for a file the caller prepared on its own object (jpeg_gpu_prepare on the pool's
+ * handle): the decoder only runs the hardware engine on it. IP_EUNSUPPORTED: read it on the CPU. */
+int jpeg_pool_decode_ready(jpeg_pool *pool, int device, const jpeg_gpu_ready *ready, char *err, size_t errlen);
+
 typedef struct {
     long batches, files;     /* files decoded on the GPU, in this many batches */
     int largest_batch;
     double open_ms;          /* the slowest GPU's open, on its thread */
     double decode_ms;        /* time spent decoding batches, summed over GPUs */
+    double wait_ms;          /* callers' time from handing a file in to its decode, summed */
 } jpeg_pool_stats;
 jpeg_pool_stats jpeg_pool_totals(jpeg_pool *pool);
 

@@ -47,7 +47,26 @@ static int read_meta(const unsigned char *data, size_t len, const io_options *op
     return rc;
 }
 
-/* pool NULL: g decodes alone; else the pool's decoder for device, in a batch. */
+/* The file is checked, planned and given its buffer on this thread with g's parser; the shared
+ * decoder then only runs the engine, in a batch with the other workers' files. A file the engine
+ * does not take (progressive, ...) goes to g's own CUDA decoder on this worker's stream (its
+ * Huffman decoding on this thread), beside the batches: the decoder a run of its own uses for it,
+ * so a folder's output equals the single run's. */
+static int decode_prepared(jpeg_gpu *g, jpeg_pool *pool, int device, const unsigned char *data, size_t len,
+                           const io_options *io, const jpeg_gpu_memory *mem, ip_image *dev_in, char *err,
+                           size_t errlen)
+{
+    jpeg_gpu_ready ready;
+    int rc = jpeg_gpu_prepare(g, data, len, io, mem, dev_in, &ready, err, errlen);
+    if (rc == IP_OK)
+        rc = ready.hardware ? jpeg_pool_decode_ready(pool, device, &ready, err, errlen)
+                            : jpeg_gpu_decode_ready_cuda(g, &ready, err, errlen);
+    if (rc != IP_OK) dev_in->data = NULL;
+    return rc;
+}
+
+/* pool NULL: g decodes alone; else the pool's decoder for device, in a batch (g, when set, on the
+ * pool's handle: the file prepared on it first). */
 static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, const jpeg_route_target *target, io_input *in,
                         const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
@@ -68,8 +87,9 @@ static int route_decode(jpeg_gpu *g, jpeg_pool *pool, int device, const jpeg_rou
     io.on_shape = on_shape;
     io.on_shape_user = &r;
     jpeg_gpu_memory mem = { device_input, &r };
-    rc = pool ? jpeg_pool_decode(pool, device, data, len, &io, &mem, dev_in, err, errlen)
-              : jpeg_gpu_decode(g, data, len, &io, &mem, dev_in, err, errlen);
+    if (pool && g) rc = decode_prepared(g, pool, device, data, len, &io, &mem, dev_in, err, errlen);
+    else if (pool) rc = jpeg_pool_decode(pool, device, data, len, &io, &mem, dev_in, err, errlen);
+    else rc = jpeg_gpu_decode(g, data, len, &io, &mem, dev_in, err, errlen);
     free(data);
     return rc;
 }
@@ -80,10 +100,10 @@ int jpeg_route_decode(jpeg_gpu *g, const jpeg_route_target *target, io_input *in
     return route_decode(g, NULL, 0, target, in, opt, dev_in, err, errlen);
 }
 
-int jpeg_route_decode_pooled(jpeg_pool *pool, int device, const jpeg_route_target *target, io_input *in,
-                             const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
+int jpeg_route_decode_pooled(jpeg_pool *pool, int device, jpeg_gpu *own, const jpeg_route_target *target,
+                             io_input *in, const io_options *opt, ip_image *dev_in, char *err, size_t errlen)
 {
-    return route_decode(NULL, pool, device, target, in, opt, dev_in, err, errlen);
+    return route_decode(own, pool, device, target, in, opt, dev_in, err, errlen);
 }
 
 int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,

@@ -22,9 +22,12 @@ typedef struct {
  * (opt->on_shape, the pixel limit). */
 int jpeg_route_decode(jpeg_gpu *g, const jpeg_route_target *target, io_input *in, const io_options *opt,
                       ip_image *dev_in, char *err, size_t errlen);
-/* The same through a folder's shared decoder for device (in a batch with other workers' files). */
-int jpeg_route_decode_pooled(jpeg_pool *pool, int device, const jpeg_route_target *target, io_input *in,
-                             const io_options *opt, ip_image *dev_in, char *err, size_t errlen);
+/* The same through a folder's shared decoder for device (in a batch with other workers' files).
+ * own (NULL: none): the worker's object on the pool's handle, which checks, plans and parses the
+ * file on the worker's thread, so the shared decoder only runs the engine; a file the hardware
+ * engine does not take (progressive, ...) is decoded by own's CUDA decoder beside the batches. */
+int jpeg_route_decode_pooled(jpeg_pool *pool, int device, jpeg_gpu *own, const jpeg_route_target *target,
+                             io_input *in, const io_options *opt, ip_image *dev_in, char *err, size_t errlen);
 /* Encodes a device result (u8, 1 or 3 channels) at opt->jpeg_quality, with opt->meta's segments
  * when set, and writes it to path atomically (temporary file, then rename). */
 int jpeg_route_write(jpeg_gpu *g, const ip_image *dev_out, const char *path, const io_options *opt, char *err,

@@ -89,7 +89,8 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
     if (run_jpeg_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
         run_jpeg_target target;
         run_jpeg_target_init(&target, w->ctx, p);
-        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, &target.target, &pr->input, io, img, err, errlen);
+        int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->jpeg, &target.target, &pr->input, io, img, err,
+                                          errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read_input(&pr->input, io, img, err, errlen);
@@ -117,7 +118,9 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
     ip_image result;
     io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
     exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU && worker_jpeg(w, out_fmt) && out_fmt == IO_FMT_JPEG);
+    double t_stages = now_ms();
     int rc = exec_run(w->ctx, p, img, in->path, &result, NULL, err, errlen);
+    res->times.stages_ms = now_ms() - t_stages;
     if (rc != IP_OK && w->wo.device == EXEC_GPU && w->wo.cpu_fallback) {
         snprintf(res->fallback, sizeof res->fallback, "%s", err);
         res->device = EXEC_CPU;
