@@ -2,6 +2,7 @@
 #include "batch/batch.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,12 @@ typedef struct {
     int all_pages;                  /* an entry for each page of a multi-page TIFF */
 } entry_list;
 
+/* Sums over the images a run decoded, for --profile. */
+typedef struct {
+    int images;
+    double decode_ms, stages_ms, encode_ms, total_ms;
+} batch_times;
+
 typedef struct {
     const batch_options *o;
     const plan *p;
@@ -38,6 +45,7 @@ typedef struct {
     jpeg_pool *jpeg;         /* nvJPEG shared by the workers of each GPU, when asked for */
     double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
     int jobs;
+    batch_times times;       /* for --profile: where the workers' time went */
 } batch_shared;
 
 static char *join(const char *a, const char *b)
@@ -301,6 +309,17 @@ static run_options image_options(const batch_options *o, const batch_entry *e)
     return ro;
 }
 
+static void count_times(batch_shared *sh, const run_times *t, double total_ms)
+{
+    pthread_mutex_lock(&sh->lock);
+    sh->times.images++;
+    sh->times.decode_ms += t->decode_ms;
+    sh->times.stages_ms += t->stages_ms;
+    sh->times.encode_ms += t->encode_ms;
+    sh->times.total_ms += total_ms;
+    pthread_mutex_unlock(&sh->lock);
+}
+
 static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_warnings *warnings, char *err,
                          size_t errlen)
 {
@@ -308,8 +327,10 @@ static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_war
     run_source in = { e->in, NULL };
     run_sink out = { e->out, NULL };
     run_result res;
+    double t0 = now_s();
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
     *warnings = res.warnings;
+    if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3);
     if (res.notes[0] && w->sh->cb->note) {
         pthread_mutex_lock(&w->sh->lock);
         w->sh->cb->note(w->sh->cb->user, res.notes);
@@ -330,15 +351,27 @@ static void watch_memory(batch_shared *sh, int taken)
     if (last) sh->free_mib_last = (double)free_bytes / 1048576.0;
 }
 
+/* The file a worker will take a round of images later is asked into the page cache now, so its
+ * reading never waits on the disk. */
+static void read_ahead(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+}
+
 static const batch_entry *take_next(batch_shared *sh)
 {
     if (sh->feed) return sh->feed->take(sh->feed->user);
     pthread_mutex_lock(&sh->lock);
-    const batch_entry *e = NULL;
+    const batch_entry *e = NULL, *ahead = NULL;
     if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
     else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
+    if (e && sh->next - 1 + sh->jobs < sh->list->n) ahead = &sh->list->items[sh->next - 1 + sh->jobs];
     if (e && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, sh->next - 1);
     pthread_mutex_unlock(&sh->lock);
+    if (ahead) read_ahead(ahead->in);
     return e;
 }
 
@@ -461,9 +494,11 @@ static void close_jpeg_pool(batch_shared *sh)
     if (!sh->jpeg) return;
     jpeg_pool_stats t = jpeg_pool_totals(sh->jpeg);
     if (sh->cb->note && sh->o->verbose) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "nvJPEG: %ld files decoded on the GPU in %ld batches (largest %d, %.1f ms "
-                 "decoding), handle opened in %.0f ms", t.files, t.batches, t.largest_batch, t.decode_ms, t.open_ms);
+        char msg[384];
+        snprintf(msg, sizeof msg, "nvJPEG: %ld files decoded on the GPU in %ld batches (mean %.1f, largest %d, "
+                 "%.1f ms decoding), handle opened in %.0f ms; workers waited %.1f ms a file for the shared decoder",
+                 t.files, t.batches, t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch,
+                 t.decode_ms, t.open_ms, t.files ? t.wait_ms / (double)t.files : 0.0);
         sh->cb->note(sh->cb->user, msg);
     }
     jpeg_pool_close(sh->jpeg);
@@ -527,6 +562,20 @@ int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed,
     return rc;
 }
 
+/* For --profile: where each image's time went in the workers, on average. */
+static void note_times(const batch_shared *sh)
+{
+    const batch_times *t = &sh->times;
+    if (!sh->cb->note || !sh->o->verbose || !t->images) return;
+    char msg[384];
+    double n = t->images;
+    snprintf(msg, sizeof msg, "workers: %d images, a mean %.1f ms each in a worker (%d in flight): decode %.1f ms, "
+             "stages %.1f ms, encode and write %.1f ms, other %.1f ms", t->images, t->total_ms / n, sh->jobs,
+             t->decode_ms / n, t->stages_ms / n, t->encode_ms / n,
+             (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n);
+    sh->cb->note(sh->cb->user, msg);
+}
+
 int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, batch_progress *result,
               char *err, size_t errlen)
 {
@@ -544,6 +593,7 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
     if (list.n) prepare_gpus(&sh, &list, jobs);
     rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
+    note_times(&sh);
     close_jpeg_pool(&sh);
     if (sh.free_mib_early >= 0 && sh.free_mib_last >= 0 && cb->note) {
         char msg[160];

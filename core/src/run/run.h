@@ -54,6 +54,7 @@ typedef struct {
 
 typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
+    double stages_ms;            /* a worker's exec_run: uploads, stages, waits, download */
     double fuse_ms;              /* NVRTC compiling beside decoding */
     int fuse_compiled;           /* kernels it compiled */
 } run_times;
