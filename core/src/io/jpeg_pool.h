@@ -2,7 +2,8 @@
  * and one decoder per GPU that decodes the files the workers hand it in batches. A worker that
  * finds the decoder idle decodes every file waiting at that moment as one batch (the hardware
  * engine decodes a batch much faster than its files one by one), so no thread is added and a
- * lone worker is never held back waiting for others. */
+ * lone worker is never held back waiting for others. With jpeg_pool_decode_ready the workers
+ * prepare their files themselves, so a turn at the decoder is the engine's time alone. */
 #ifndef IMGPIPE_JPEG_POOL_H
 #define IMGPIPE_JPEG_POOL_H
 #include "io/jpeg_gpu.h"
