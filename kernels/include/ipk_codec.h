@@ -16,6 +16,20 @@ extern "C" {
  * join on the host with zlib's adler32_combine. IPK_OK, IPK_EINVAL, or IPK_ECUDA. */
 int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *out, void *stream);
 
+/* TIFF's horizontal predictor (Predictor=2) on height rows of width pixels of channels (1-4)
+ * interleaved samples of sample_bytes (1, or 2: native-order uint16), each row from its own
+ * start (a strip's or a tile's rows alike). Undo: in place, each sample becomes the running sum
+ * of its channel along the row (mod 2^bits). Apply: dst gets each sample minus the one a pixel
+ * to its left (the row's first pixel as is). Pitches are multiples of sample_bytes. */
+int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int channels, int sample_bytes,
+                            void *stream);
+int ipk_tiff_predictor_apply(const void *src, size_t src_pitch, void *dst, size_t dst_pitch, int width, int height,
+                             int channels, int sample_bytes, void *stream);
+/* Tiles in TIFF's order (across, then down; each tile_w x tile_h pixels of pixel_bytes, packed)
+ * copied into an image of width x height with dst_pitch, the parts past its edges left out. */
+int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pixel_bytes, void *dst,
+                            size_t dst_pitch, int width, int height, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
