@@ -1,0 +1,265 @@
+/* TIFF decoded on the GPU: the raw strips or tiles read by libtiff into one pinned buffer (zlib's
+ * header stripped, its adler32 kept), uploaded in one copy, inflated by nvCOMP in one batch into
+ * the device image (tiles into a scratch, then copied into place), checked, the predictor undone. */
+#define _POSIX_C_SOURCE 200809L
+#include "io/tiff_gpu.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/image.h"
+#include "gpu/gpu.h"
+#include "io/io_limits.h"
+#include "io/io_tiff_handle.h"
+#include "io/tiff_gpu_layout.h"
+#include "io/zlib_frame.h"
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include "ipk_codec.h"
+
+/* nvCOMP's alignment for compressed chunks (8 for zstd, 4 for deflate) and the decoded ones. */
+#define CHUNK_ALIGN 8
+
+typedef struct {
+    tiff_gpu_layout l;
+    const io_gpu_codecs *c;
+    const io_options *opt;
+    char *err;
+    size_t errlen;
+    nvcomp_chunk *chunks;
+    uint32_t *adler;            /* from each zlib trailer */
+    size_t *body_at;            /* each chunk's offset in the staging buffer */
+    size_t staged;              /* bytes of compressed data staged, aligned */
+    unsigned char *host;        /* pinned: compressed chunks, then the device's adler32s */
+    unsigned char *dev_comp;    /* the same on the device */
+    unsigned char *tiles;       /* tiled: the decoded tiles */
+    unsigned char *image;       /* the target's memory */
+    size_t image_bytes;         /* what was asked of the target: whole strips (a last one may be padded) */
+} gpu_read;
+
+static int damaged(gpu_read *r, uint64_t block, const char *why)
+{
+    snprintf(r->err, r->errlen, "truncated or corrupt TIFF: %s %llu %s", r->l.tiled ? "tile" : "strip",
+             (unsigned long long)block, why);
+    return IP_EFORMAT;
+}
+
+static int ipk_fail(gpu_read *r, int status, const char *what)
+{
+    if (status == 0) return IP_OK;
+    snprintf(r->err, r->errlen, "GPU %s failed (ipk status %d)", what, status);
+    return IP_ECUDA;
+}
+
+static size_t align_up(size_t n)
+{
+    return (n + CHUNK_ALIGN - 1) / CHUNK_ALIGN * CHUNK_ALIGN;
+}
+
+/* Where each block's raw bytes go in the staging buffer: deflate's body lands aligned, the
+ * 2-byte zlib header just before it. */
+static int plan_staging(gpu_read *r)
+{
+    size_t at = 0, count = (size_t)r->l.count;
+    r->body_at = malloc(count * sizeof *r->body_at);
+    r->adler = calloc(count, sizeof *r->adler);
+    r->chunks = calloc(count, sizeof *r->chunks);
+    if (!r->body_at || !r->adler || !r->chunks) {
+        snprintf(r->err, r->errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    for (size_t b = 0; b < count; b++) {
+        uint64_t raw = r->l.raw_bytes[b];
+        if (raw > SIZE_MAX / 2 || at > SIZE_MAX / 2 - raw - 2 * CHUNK_ALIGN) return damaged(r, b, "is too large");
+        r->body_at[b] = align_up(at + ZLIB_FRAME_HEADER);
+        at = r->body_at[b] + (size_t)raw;
+    }
+    r->staged = align_up(at);
+    return IP_OK;
+}
+
+static int alloc_buffers(gpu_read *r)
+{
+    size_t adler_bytes = (size_t)r->l.count * sizeof(uint32_t);
+    int rc = gpu_host_alloc((void **)&r->host, r->staged + adler_bytes, 0, r->err, r->errlen);
+    if (!rc) rc = gpu_malloc((void **)&r->dev_comp, r->staged + adler_bytes, r->err, r->errlen);
+    if (!rc && r->l.tiled) {
+        if (r->l.block_bytes > SIZE_MAX / r->l.count) {
+            snprintf(r->err, r->errlen, "image is too large to address");
+            return IP_ELIMIT;
+        }
+        rc = gpu_malloc((void **)&r->tiles, (size_t)(r->l.block_bytes * r->l.count), r->err, r->errlen);
+    }
+    return rc;
+}
+
+/* One block's raw bytes into staging; a deflate block's frame checked and taken off. */
+static int read_raw_block(gpu_read *r, uint64_t b)
+{
+    size_t raw = (size_t)r->l.raw_bytes[b];
+    unsigned char *dst = r->host + r->body_at[b] - (r->l.codec == NVCOMP_DEFLATE ? ZLIB_FRAME_HEADER : 0);
+    tmsize_t got = r->l.tiled ? TIFFReadRawTile(r->l.tif, (uint32_t)b, dst, (tmsize_t)raw)
+                              : TIFFReadRawStrip(r->l.tif, (uint32_t)b, dst, (tmsize_t)raw);
+    if (got != (tmsize_t)raw) return damaged(r, b, "cannot be read");
+    size_t body = raw;
+    if (r->l.codec == NVCOMP_DEFLATE && zlib_frame_split(dst, raw, &body, &r->adler[b]) != 0)
+        return damaged(r, b, "is not a zlib stream");
+    r->chunks[b].src_bytes = body;
+    return IP_OK;
+}
+
+/* Each block's compressed bytes on the device, and where it decodes: straight into the image's
+ * rows (strips) or into its slot of the tile scratch. */
+static void place_chunks(gpu_read *r)
+{
+    for (uint64_t b = 0; b < r->l.count; b++) {
+        nvcomp_chunk *ch = &r->chunks[b];
+        ch->src = r->dev_comp + r->body_at[b];
+        ch->dst = (r->l.tiled ? r->tiles : r->image) + (size_t)(b * r->l.block_bytes);
+        ch->dst_capacity = (size_t)r->l.block_bytes;
+    }
+}
+
+/* What block b must decode to: a whole tile, a whole strip but for the last (its rows only; a
+ * writer may pad it, as libtiff allows). */
+static uint64_t block_need(const gpu_read *r, uint64_t b)
+{
+    if (r->l.tiled || b + 1 < r->l.count) return r->l.block_bytes;
+    return ((uint64_t)r->l.height - b * r->l.bh) * r->l.row_bytes;
+}
+
+static int check_sizes(gpu_read *r)
+{
+    for (uint64_t b = 0; b < r->l.count; b++) {
+        uint64_t got = r->chunks[b].dst_bytes, need = block_need(r, b);
+        if (got < need) return damaged(r, b, "shorter than expected");
+        if (got != need && (r->l.tiled || b + 1 < r->l.count)) return damaged(r, b, "longer than expected");
+    }
+    return IP_OK;
+}
+
+/* The adler32 of every block's inflated bytes against its trailer. A mismatch goes to the CPU
+ * reader, whose verdict (libtiff's, with or without libdeflate) is then the same as without the GPU. */
+static int check_adler(gpu_read *r)
+{
+    if (r->l.codec != NVCOMP_DEFLATE) return IP_OK;
+    const unsigned char *decoded = r->l.tiled ? r->tiles : r->image;
+    uint64_t last = r->l.count - 1;
+    size_t total = (size_t)(last * r->l.block_bytes + r->chunks[last].dst_bytes);
+    uint32_t *dev_sums = (uint32_t *)(r->dev_comp + r->staged), *sums = (uint32_t *)(r->host + r->staged);
+    size_t sum_bytes = (size_t)r->l.count * sizeof(uint32_t);
+    int rc = ipk_fail(r, ipk_adler32_spans(decoded, total, (size_t)r->l.block_bytes, dev_sums, r->c->stream), "adler32");
+    if (!rc) rc = gpu_copy2d(sums, sum_bytes, dev_sums, sum_bytes, sum_bytes, 1, GPU_D2H, r->c->stream, r->err, r->errlen);
+    if (!rc) rc = gpu_stream_sync(r->c->stream, r->err, r->errlen);
+    for (uint64_t b = 0; !rc && b < r->l.count; b++)
+        if (sums[b] != r->adler[b]) {
+            snprintf(r->err, r->errlen, "%s %llu's adler32 differs: read on the CPU", r->l.tiled ? "tile" : "strip",
+                     (unsigned long long)b);
+            rc = IP_EUNSUPPORTED;
+        }
+    return rc;
+}
+
+/* The predictor runs on each block's own rows: tiles in the scratch, strips in the image (whose
+ * rows are the strips' rows). */
+static int finish_pixels(gpu_read *r)
+{
+    const tiff_gpu_layout *l = &r->l;
+    int sample_bytes = (int)(l->bps / 8);
+    size_t pixel_bytes = (size_t)l->spp * (size_t)sample_bytes;
+    int rc = IP_OK;
+    if (l->predictor == PREDICTOR_HORIZONTAL) {
+        uint64_t rows = l->tiled ? l->count * l->bh : l->height;
+        uint32_t width = l->tiled ? l->bw : l->width;
+        if (rows > INT32_MAX) return ipk_fail(r, 1, "predictor (too many rows)");
+        rc = ipk_fail(r, ipk_tiff_predictor_undo(l->tiled ? r->tiles : r->image, (size_t)l->row_bytes, (int)width,
+                                                 (int)rows, l->spp, sample_bytes, r->c->stream), "predictor");
+    }
+    if (!rc && l->tiled)
+        rc = ipk_fail(r, ipk_tiff_tiles_to_image(r->tiles, (int)l->bw, (int)l->bh, pixel_bytes, r->image,
+                                                 (size_t)l->width * pixel_bytes, (int)l->width, (int)l->height,
+                                                 r->c->stream), "tile copy");
+    if (!rc) rc = gpu_stream_sync(r->c->stream, r->err, r->errlen);
+    return rc;
+}
+
+static int inflate_blocks(gpu_read *r)
+{
+    for (uint64_t b = 0; b < r->l.count; b++) {
+        int rc = read_raw_block(r, b);
+        if (rc) return rc;
+    }
+    place_chunks(r);
+    int rc = gpu_copy2d(r->dev_comp, r->staged, r->host, r->staged, r->staged, 1, GPU_H2D, r->c->stream, r->err,
+                        r->errlen);
+    int bad = -1;
+    if (!rc) rc = nvcomp_decompress(r->c->batch, r->l.codec, (int)r->l.count, r->chunks, &bad, r->err, r->errlen);
+    if (rc == IP_EFORMAT) return damaged(r, (uint64_t)(bad < 0 ? 0 : bad), "is not valid compressed data");
+    if (!rc) rc = check_sizes(r);
+    if (!rc) rc = check_adler(r);
+    if (!rc) rc = finish_pixels(r);
+    return rc;
+}
+
+static int decode_into_target(gpu_read *r, const jpeg_route_target *target, ip_image *dev_in)
+{
+    ip_shape shape = tiff_gpu_layout_shape(&r->l);
+    size_t packed = img_row_bytes(&shape) * (size_t)shape.height;
+    r->image_bytes = r->l.tiled ? packed : (size_t)(r->l.block_bytes * r->l.count);
+    int rc = plan_staging(r);
+    if (!rc) rc = alloc_buffers(r);
+    if (!rc) rc = target->device_input(target->user, &shape, r->image_bytes, (void **)&r->image, r->err, r->errlen);
+    if (!rc) rc = inflate_blocks(r);
+    if (rc) return rc;
+    *dev_in = (ip_image){ .data = r->image, .stride = (ptrdiff_t)img_row_bytes(&shape), .shape = shape,
+                          .on_device = 1 };
+    return IP_OK;
+}
+
+int tiff_gpu_decodable(io_input *in, const io_options *opt)
+{
+    tiff_gpu_layout l;
+    char why[256];
+    int ok = tiff_gpu_layout_open(&l, in, opt, why, sizeof why) == IP_OK;
+    tiff_gpu_layout_close(&l);
+    return ok;
+}
+
+int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
+                    ip_image *dev_in, char *err, size_t errlen)
+{
+    memset(dev_in, 0, sizeof *dev_in);
+    if (!c || !c->nvcomp || !c->batch) {
+        snprintf(err, errlen, "nvCOMP is not open");
+        return IP_EUNSUPPORTED;
+    }
+    gpu_read r = { .c = c, .opt = opt, .err = err, .errlen = errlen };
+    int rc = tiff_gpu_layout_open(&r.l, in, opt, err, errlen);
+    if (!rc) rc = tiff_gpu_layout_limits(&r.l, opt, err, errlen);
+    if (!rc) rc = decode_into_target(&r, target, dev_in);
+    tiff_gpu_layout_close(&r.l);
+    gpu_host_free(r.host);
+    gpu_free(r.dev_comp);
+    gpu_free(r.tiles);
+    free(r.chunks);
+    free(r.adler);
+    free(r.body_at);
+    return rc;
+}
+
+#else
+
+int tiff_gpu_decodable(io_input *in, const io_options *opt)
+{
+    (void)in, (void)opt;
+    return 0;
+}
+
+int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
+                    ip_image *dev_in, char *err, size_t errlen)
+{
+    (void)c, (void)target, (void)in, (void)opt;
+    memset(dev_in, 0, sizeof *dev_in);
+    snprintf(err, errlen, "TIFF on the GPU needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+#endif
