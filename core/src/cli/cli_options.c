@@ -62,6 +62,10 @@ const char cli_usage_text[] =
     "                          pixels then differ from libjpeg-turbo's by up to 3 levels); auto (the\n"
     "                          default) and cpu: libjpeg-turbo, which is faster on the whole run today\n"
     "                          (nvJPEG's start-up costs more than it saves; see README)\n"
+    "  --codecs auto|cpu|gpu   auto (the default): on the GPU, TIFF deflate/zstd is decoded and\n"
+    "                          encoded by nvCOMP on the card when libnvcomp.so.6 opens; cpu: the CPU\n"
+    "                          codecs only (outputs bit-identical to --device cpu's; nvJPEG off too);\n"
+    "                          gpu: nvCOMP is required\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
     "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
@@ -281,6 +285,12 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         if (v && strcmp(v, "gpu") == 0) o->run.jpeg_gpu_required = 1;
         else if (v && strcmp(v, "cpu") == 0) o->run.jpeg_gpu_required = 0;
         else if (!v || strcmp(v, "auto") != 0) return cli_usage_error("--jpeg-decoder must be auto, cpu or gpu");
+    } else if (is_option(a, "--codecs")) {
+        v = option_value(argc, argv, i, "--codecs");
+        if (v && strcmp(v, "auto") == 0) o->run.codecs = RUN_CODECS_AUTO;
+        else if (v && strcmp(v, "cpu") == 0) o->run.codecs = RUN_CODECS_CPU;
+        else if (v && strcmp(v, "gpu") == 0) o->run.codecs = RUN_CODECS_GPU;
+        else return cli_usage_error("--codecs must be auto, cpu or gpu");
     } else if (is_option(a, "--tiff-compression")) {
         v = option_value(argc, argv, i, "--tiff-compression");
         if (v && strcmp(v, "deflate") == 0) o->run.io.tiff_compression = IO_TIFF_DEFLATE;

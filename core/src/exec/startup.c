@@ -14,6 +14,9 @@ struct startup {
     unsigned jpeg_uses;
     jpeg_gpu *jpeg;
     char jpeg_why[256];
+    int want_codecs;
+    io_gpu_codecs *codecs;
+    char codecs_why[256];
     int rc;
     char err[512];
     double began_ms, took_ms;
@@ -28,11 +31,21 @@ static void *start_gpu(void *arg)
         jpeg_gpu_open_for(&s->jpeg, s->opt.gpu_index, exec_stream(s->ctx), s->jpeg_uses, s->jpeg_why,
                           sizeof s->jpeg_why) != IP_OK)
         s->jpeg = NULL;
+    if (s->rc == IP_OK && s->want_codecs &&
+        io_gpu_codecs_open(&s->codecs, s->opt.gpu_index, exec_stream(s->ctx), s->codecs_why,
+                           sizeof s->codecs_why) != IP_OK)
+        s->codecs = NULL;
     s->took_ms = now_ms() - s->began_ms;
     return NULL;
 }
 
 int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen)
+{
+    return startup_begin_codecs(out, opt, jpeg_uses, 0, err, errlen);
+}
+
+int startup_begin_codecs(startup **out, const exec_options *opt, unsigned jpeg_uses, int nvcomp, char *err,
+                         size_t errlen)
 {
     startup *s = calloc(1, sizeof *s);
     if (!s) {
@@ -41,6 +54,7 @@ int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, ch
     }
     s->opt = *opt;
     s->jpeg_uses = jpeg_uses;
+    s->want_codecs = nvcomp;
     s->began_ms = now_ms();
     if (pthread_create(&s->thread, NULL, start_gpu, s) != 0) {
         free(s);
@@ -72,9 +86,18 @@ jpeg_gpu *startup_take_jpeg(startup *s, const char **why)
     return g;
 }
 
+io_gpu_codecs *startup_take_codecs(startup *s, const char **why)
+{
+    io_gpu_codecs *c = s->codecs;
+    s->codecs = NULL;
+    if (why) *why = s->codecs_why;
+    return c;
+}
+
 void startup_free(startup *s)
 {
     if (!s) return;
     jpeg_gpu_close(s->jpeg);
+    io_gpu_codecs_close(s->codecs);
     free(s);
 }

@@ -10,4 +10,9 @@ typedef struct {
     void *stream;                /* a cudaStream_t */
     int device;
 } io_gpu_codecs;
+
+/* Opens nvCOMP and a batch on stream for device (the GPU context current). IP_EUNSUPPORTED with
+ * one line saying why (no library, no CUDA build). */
+int io_gpu_codecs_open(io_gpu_codecs **c, int device, void *stream, char *why, size_t whylen);
+void io_gpu_codecs_close(io_gpu_codecs *c);
 #endif

@@ -16,6 +16,9 @@
 
 typedef enum { RUN_DEVICE_AUTO = 0, RUN_DEVICE_CPU, RUN_DEVICE_GPU } run_device;
 typedef enum { RUN_STREAM_AUTO = 0, RUN_STREAM_ON, RUN_STREAM_OFF } run_stream_mode;
+/* --codecs: auto uses the GPU codecs (nvCOMP; nvJPEG as --jpeg-decoder says) when the run is on
+ * the GPU and they open; cpu keeps every output bit-identical to the CPU path; gpu requires them. */
+typedef enum { RUN_CODECS_AUTO = 0, RUN_CODECS_CPU, RUN_CODECS_GPU } run_codecs;
 
 #define RUN_MAX_GPUS 64
 
@@ -27,6 +30,7 @@ typedef struct {
     int no_fuse;
     int strip;                   /* no metadata carried to the output */
     int jpeg_gpu_required;       /* --jpeg-decoder gpu: nvJPEG on the GPU */
+    run_codecs codecs;
     run_stream_mode stream;
     uint64_t memory;             /* host bytes a run may hold; 0: half the machine */
     uint64_t gpu_memory;         /* device bytes; 0: half the GPU's free memory for streamed runs */

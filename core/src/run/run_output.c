@@ -3,6 +3,8 @@
 #include <string.h>
 #include "base/image.h"
 #include "io/jpeg_route.h"
+#include "io/png_gpu.h"
+#include "io/tiff_gpu.h"
 #include "run/run_output.h"
 
 static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size_t errlen)
@@ -20,12 +22,32 @@ static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size
     return IP_OK;
 }
 
-int run_output_write(jpeg_gpu *jpeg, const ip_image *result, const run_sink *out, const run_options *o,
+int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image *result, const run_sink *out, const run_options *o,
                      io_meta *meta, char *err, size_t errlen)
 {
     if (!out->path) return copy_to_memory(result, out->image, err, errlen);
     io_options io = o->io;
     io.meta = o->strip ? NULL : meta;
-    if (result->on_device) return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
+    if (!result->on_device) return io_write(out->path, result, &io, err, errlen);
+    switch (io_format_from_ext(out->path)) {
+    case IO_FMT_TIFF: return tiff_gpu_write(codecs, result, out->path, &io, err, errlen);
+    case IO_FMT_PNG: return png_gpu_write(codecs, result, out->path, &io, err, errlen);
+    default: return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
+    }
     return io_write(out->path, result, &io, err, errlen);
+}
+
+int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
+                         const io_options *io)
+{
+    if (!path) return 0;
+    /* the shape alone decides: a stand-in for the device result, never read */
+    ip_image probe = { .data = (void *)shape, .stride = (ptrdiff_t)img_row_bytes(shape), .shape = *shape,
+                       .on_device = 1 };
+    switch (io_format_from_ext(path)) {
+    case IO_FMT_JPEG: return jpeg != NULL;
+    case IO_FMT_TIFF: return codecs && tiff_gpu_encodable(&probe, io);
+    case IO_FMT_PNG: return codecs && png_gpu_encodable(&probe, io);
+    default: return 0;
+    }
 }

@@ -2,8 +2,13 @@
  * stayed there), or a packed copy in host memory. */
 #ifndef IMGPIPE_RUN_OUTPUT_H
 #define IMGPIPE_RUN_OUTPUT_H
+#include "io/codec_gpu.h"
 #include "run/run.h"
 
-int run_output_write(jpeg_gpu *jpeg, const ip_image *result, const run_sink *out, const run_options *o,
+/* Whether a result of this shape, kept on the device, can be written there to path's format. */
+int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
+                         const io_options *io);
+
+int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image *result, const run_sink *out, const run_options *o,
                      io_meta *meta, char *err, size_t errlen);
 #endif

@@ -10,6 +10,7 @@
 #include "base/image.h"
 #include "io/jpeg_layout.h"
 #include "io/jpeg_route.h"
+#include "io/tiff_gpu.h"
 #include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
@@ -27,6 +28,8 @@ typedef struct {
     startup *gpu_startup;        /* running while the image decodes */
     int decided;                 /* auto has chosen (the shape may be seen twice) */
     int gpu_jpeg;                /* on the GPU, JPEG goes through nvJPEG */
+    int gpu_codecs;              /* on the GPU, TIFF (and PNG output) go through nvCOMP */
+    io_gpu_codecs *codecs;       /* opened with the GPU (NULL: the CPU codecs) */
     fuse_warm *warm;             /* fused kernels compiling beside decoding */
     run_result *res;
 } one_run;
@@ -40,7 +43,7 @@ static int begin_gpu(one_run *r, char *err, size_t errlen)
     unsigned uses = 0;
     if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
     if (r->gpu_jpeg && out_format(r) == IO_FMT_JPEG) uses |= JPEG_GPU_ENCODE;
-    return startup_begin(&r->gpu_startup, &eo, uses, err, errlen);
+    return startup_begin_codecs(&r->gpu_startup, &eo, uses, r->gpu_codecs, err, errlen);
 }
 
 /* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
@@ -84,11 +87,20 @@ static int finish_start(one_run *r, exec_ctx **ctx, jpeg_gpu **jpeg, char *err, 
     int rc = startup_finish(r->gpu_startup, ctx, &t->startup_ms, &t->startup_wait_ms, err, errlen);
     const char *jpeg_why = "";
     *jpeg = startup_take_jpeg(r->gpu_startup, &jpeg_why);
+    const char *codecs_why = "";
+    r->codecs = startup_take_codecs(r->gpu_startup, &codecs_why);
     startup_free(r->gpu_startup);
     r->gpu_startup = NULL;
     if (rc == IP_OK && r->gpu_jpeg && !*jpeg && r->o->jpeg_gpu_required) {
         snprintf(err, errlen, "--jpeg-decoder gpu: %s", jpeg_why);
         return IP_EUNSUPPORTED;
+    }
+    if (rc == IP_OK && r->gpu_codecs && !r->codecs) {
+        if (r->o->codecs == RUN_CODECS_GPU) {
+            snprintf(err, errlen, "--codecs gpu: %s", codecs_why);
+            return IP_EUNSUPPORTED;
+        }
+        run_note(r->res, "the CPU codecs: %s", codecs_why);
     }
     if (rc == IP_OK || r->o->device == RUN_DEVICE_GPU) return rc;
     snprintf(r->res->why, sizeof r->res->why, "%s", err);
@@ -141,6 +153,13 @@ static int decode_input(one_run *r, run_probe *pr, jpeg_gpu *jpeg, exec_ctx *ctx
         /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
         if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
+    if (r->dev == EXEC_GPU && r->codecs && r->in_format == IO_FMT_TIFF && tiff_gpu_decodable(&pr->input, &io)) {
+        run_jpeg_target target;
+        run_jpeg_target_init(&target, ctx, r->p);
+        int rc = tiff_gpu_decode(r->codecs, &target.target, &pr->input, &io, img, err, errlen);
+        /* declined, or the GPU failed: the CPU reader reads it (and words any damage itself) */
+        if (rc != IP_EUNSUPPORTED && rc != IP_ECUDA && rc != IP_ENOMEM) return rc;
+    }
     return io_read_input(&pr->input, &io, img, err, errlen);
 }
 
@@ -181,7 +200,8 @@ static int decode_beside_start(one_run *r, run_probe *pr, const run_source *in, 
     char start_err[512];
     double t0 = now_ms();
     int start_rc = IP_OK, rc = IP_OK;
-    if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG)   /* nvJPEG decodes on the GPU: it must be up first */
+    /* nvJPEG or nvCOMP decodes on the GPU: it must be up first */
+    if ((r->gpu_jpeg && r->in_format == IO_FMT_JPEG) || (r->gpu_codecs && r->in_format == IO_FMT_TIFF && r->gpu_startup))
         start_rc = finish_start(r, ctx, jpeg, start_err, sizeof start_err);
     if (start_rc == IP_OK) rc = decode_input(r, pr, *jpeg, *ctx, in, img, err, errlen);
     r->res->times.decode_ms = now_ms() - t0;
@@ -208,6 +228,10 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     one_run r = { .o = o, .p = p, .out_path = out->path, .in_format = pr->format, .dev = EXEC_CPU, .res = res };
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || out_format(&r) == IO_FMT_JPEG);
+    r.gpu_jpeg = r.gpu_jpeg && o->codecs != RUN_CODECS_CPU;
+    io_format outf = out_format(&r);
+    r.gpu_codecs = o->codecs != RUN_CODECS_CPU && gpu_built() && o->transfer == EXEC_COPY &&
+                   (r.in_format == IO_FMT_TIFF || outf == IO_FMT_TIFF || outf == IO_FMT_PNG);
     if (o->device == RUN_DEVICE_GPU && begin_gpu(&r, err, errlen) != IP_OK) return IP_ECUDA;
     if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG && o->device == RUN_DEVICE_AUTO && in->path)
         plan_jpeg_early(&r, &pr->input);
@@ -217,19 +241,21 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     if (rc == IP_OK) {
         res->decoded = 1;
         res->device = r.dev;
-        if (ctx) exec_keep_result_on_device(ctx, jpeg && out_format(&r) == IO_FMT_JPEG);
+        io_options wio = o->io;
+        if (ctx) exec_keep_result_on_device(ctx, run_output_on_device(jpeg, r.codecs, &r.final, out->path, &wio));
         rc = run_stages(&r, &ctx, &img, in->path, &result, err, errlen);
         res->device = r.dev;
         if (rc != IP_OK) res->failed_path = in->path ? in->path : NULL;
     }
     if (rc == IP_OK) {
         double t0 = now_ms();
-        rc = run_output_write(jpeg, &result, out, o, &pr->meta, err, errlen);
+        rc = run_output_write(jpeg, r.codecs, &result, out, o, &pr->meta, err, errlen);
         res->times.encode_ms = now_ms() - t0;
         if (rc != IP_OK) res->failed_path = out->path;
     }
     keep_jpeg_times(res, jpeg);
     jpeg_gpu_close(jpeg);
+    io_gpu_codecs_close(r.codecs);
     exec_destroy(ctx);
     if (!in->image && !img.on_device) img_free(&img);
     return rc;

@@ -131,7 +131,7 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
         return rc;
     }
     double t0 = now_ms();
-    rc = run_output_write(w->jpeg, &result, out, o, &pr->meta, err, errlen);
+    rc = run_output_write(w->jpeg, NULL, &result, out, o, &pr->meta, err, errlen);
     res->times.encode_ms = now_ms() - t0;
     if (rc != IP_OK) res->failed_path = out->path;
     return rc;
