@@ -9,7 +9,7 @@ import sys
 
 # The one table: rooms from the top down; rooms on one line are peers and do not include each other.
 LEVELS = [
-    ["cli"],
+    ["cli", "api"],
     ["batch"],
     ["run"],
     ["stream"],

@@ -325,7 +325,7 @@ static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_war
 {
     run_options ro = image_options(w->sh->o, e);
     run_source in = { e->in, NULL };
-    run_sink out = { e->out, NULL };
+    run_sink out = { e->out, NULL, 0 };
     run_result res;
     double t0 = now_s();
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
@@ -397,7 +397,9 @@ static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, 
     if (!resumed) sh->prog.bytes_in += e->size;
     sh->prog.elapsed_s = now_s() - sh->t0;
     if (rc != IP_OK && sh->cb->failure) sh->cb->failure(sh->cb->user, label, msg);
+    sh->prog.last = label;
     if (sh->cb->progress) sh->cb->progress(sh->cb->user, &sh->prog);
+    sh->prog.last = NULL;
     pthread_mutex_unlock(&sh->lock);
 }
 

@@ -44,6 +44,7 @@ typedef struct {
     uint64_t bytes_in;          /* input bytes of the images done */
     double elapsed_s;
     int stopped;                /* interrupted before the queue was empty */
+    const char *last;           /* in a progress call: the image just reported (and page); else NULL */
 } batch_progress;
 
 typedef struct {

@@ -20,8 +20,8 @@
 #include "plan/registry.h"
 #include "run/run.h"
 
-#ifndef IMGPIPE_VERSION
-#define IMGPIPE_VERSION "0.0.0"
+#ifndef IMGPIPE_VERSION_TEXT
+#define IMGPIPE_VERSION_TEXT "0.0.0"
 #endif
 
 /* Parses the pipeline file or -e text and binds it to plugins. */
@@ -93,7 +93,7 @@ static int run_one_image(const cli_options *o, plan *p, const char *in_path, con
     catch_ending_signal(SIGTERM, &sa);
     catch_ending_signal(SIGHUP, &sa);
     run_source in = { in_path, NULL };
-    run_sink out = { out_path, NULL };
+    run_sink out = { out_path, NULL, 0 };
     run_result res;
     char err[1024];
     int rc = run_image(NULL, p, &in, &out, &one.run, &res, err, sizeof err);
@@ -179,7 +179,7 @@ int cli_main(int argc, char **argv)
             return CLI_OK;
         }
         if (strcmp(argv[i], "--version") == 0) {
-            printf("imgpipe %s (plugin ABI %d, CUDA %s, MPI %s)\n", IMGPIPE_VERSION, IP_ABI_VERSION,
+            printf("imgpipe %s (plugin ABI %d, CUDA %s, MPI %s)\n", IMGPIPE_VERSION_TEXT, IP_ABI_VERSION,
 #ifdef IMGPIPE_HAVE_CUDA
                    "built in",
 #else

@@ -27,6 +27,8 @@ typedef struct {
     ip_shape shape;
     const void *in, *dev0, *dev1, *scratch, *mapped_out;
     ptrdiff_t in_stride;
+    const void *target;
+    ptrdiff_t target_stride;
 } graph_key;
 
 /* The fused group each step starts (kind FUSE_NONE: the step runs by itself). */
@@ -43,6 +45,7 @@ struct exec_ctx {
     grow_buf pinned_in, pinned_out, pinned_tmp[2];
     grow_buf host_out;                         /* GPU path without pinning: the downloaded result */
     int result_on_device;
+    ip_image target;                           /* the caller's memory for the result (data NULL: none) */
     void *stream;
     void *events[2 * EXEC_MAX_STAGES + 4];
     int n_events;
@@ -161,6 +164,15 @@ static void add_note(exec_ctx *ctx, const char *text)
     snprintf(ctx->notes + used, sizeof ctx->notes - used, "%s%s", used ? "\n" : "", text);
 }
 
+/* The caller's memory for the last stage's output, when it is there, of its shape, and where
+ * the path writes it (device memory on the GPU, host memory on the CPU). */
+static int target_takes(const exec_ctx *ctx, const ip_shape *final, int on_device)
+{
+    const ip_image *t = &ctx->target;
+    return t->data && t->on_device == on_device && t->shape.width == final->width &&
+           t->shape.height == final->height && t->shape.channels == final->channels && t->shape.dtype == final->dtype;
+}
+
 static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const stage_env *env, ip_image *out,
                         exec_profile *prof, char *err, size_t errlen)
 {
@@ -179,6 +191,7 @@ static int run_cpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     for (int i = 0; i < p->n; i++) {
         const plan_step *st = &p->steps[i];
         ip_image next = image_at(ctx->host[i % 2].ptr, (ptrdiff_t)img_row_bytes(&st->out), &st->out, 0);
+        if (i == p->n - 1 && target_takes(ctx, &st->out, 0)) next = image_at(ctx->target.data, ctx->target.stride, &st->out, 0);
         char msg[512] = "";
         double t0 = now_ms();
         rc = stage_call_cpu(st, env, ctx->scratch.ptr, &st->needs, &cur, &next, msg, sizeof msg);
@@ -221,6 +234,13 @@ io_pixel_memory exec_input_memory(exec_ctx *ctx)
 }
 
 void exec_keep_result_on_device(exec_ctx *ctx, int on) { ctx->result_on_device = on; }
+
+void exec_set_result_target(exec_ctx *ctx, const ip_image *target)
+{
+    memset(&ctx->target, 0, sizeof ctx->target);
+    if (target && ctx->opt.transfer == EXEC_COPY) ctx->target = *target;
+}
+
 
 void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
 
@@ -331,6 +351,10 @@ static int stage_target(exec_ctx *ctx, const plan *p, int i, const ip_image *cur
 {
     const plan_step *st = &p->steps[i];
     int last = i == p->n - 1;
+    if (last && target_takes(ctx, &st->out, 1)) {
+        *next = image_at(ctx->target.data, ctx->target.stride, &st->out, 1);
+        return IP_OK;
+    }
     if (last && ctx->opt.transfer == EXEC_ZEROCOPY && st->plugin->stage->run_gpu) {
         void *mapped;
         int rc = gpu_host_device_pointer(ctx->pinned_out.ptr, &mapped, err, errlen);
@@ -559,6 +583,8 @@ static graph_key graph_key_of(const exec_ctx *ctx, const plan *p, const ip_image
     k.dev1 = ctx->dev[1].ptr;
     k.scratch = ctx->dev_scratch.ptr;
     k.mapped_out = ctx->pinned_out.ptr;
+    k.target = ctx->target.data;
+    k.target_stride = ctx->target.stride;
     return k;
 }
 
@@ -567,7 +593,7 @@ static int same_graph_key(const graph_key *a, const graph_key *b)
     return a->p == b->p && a->plan_print == b->plan_print && a->shape.width == b->shape.width && a->shape.height == b->shape.height &&
            a->shape.channels == b->shape.channels && a->shape.dtype == b->shape.dtype && a->in == b->in &&
            a->in_stride == b->in_stride && a->dev0 == b->dev0 && a->dev1 == b->dev1 && a->scratch == b->scratch &&
-           a->mapped_out == b->mapped_out;
+           a->mapped_out == b->mapped_out && a->target == b->target && a->target_stride == b->target_stride;
 }
 
 /* Captures the stages' launches, then replays them: one launch per image instead of one per
@@ -648,14 +674,21 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
     const ip_shape *final = &p->steps[p->n - 1].out;
     size_t row = img_row_bytes(final);
     void *host_out = uses_pinned(ctx) ? ctx->pinned_out.ptr : ctx->host_out.ptr;
+    size_t host_pitch = row;
     int on_host = cur.on_device && !ctx->result_on_device;
+    if (on_host && target_takes(ctx, final, 0)) {   /* downloaded straight into the caller's memory */
+        host_out = ctx->target.data;
+        host_pitch = (size_t)ctx->target.stride;
+    }
     record(ctx, 2 + 2 * p->n);
     if (rc == IP_OK && on_host && !(ctx->opt.transfer == EXEC_ZEROCOPY && p->steps[p->n - 1].plugin->stage->run_gpu))
-        rc = gpu_copy2d(host_out, row, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
+        rc = gpu_copy2d(host_out, host_pitch, cur.data, (size_t)cur.stride, row, (size_t)final->height, GPU_D2H,
                         ctx->stream, err, errlen);
     record(ctx, 3 + 2 * p->n);
+    /* A result left in the caller's device memory is ordered by the caller's stream, not waited for. */
+    int queued = rc == IP_OK && !on_host && ctx->target.data && cur.data == ctx->target.data;
     char sync_err[256] = "";
-    int sync_rc = gpu_stream_sync(ctx->stream, sync_err, sizeof sync_err);
+    int sync_rc = queued ? IP_OK : gpu_stream_sync(ctx->stream, sync_err, sizeof sync_err);
     if (rc == IP_OK && sync_rc != IP_OK) {
         snprintf(err, errlen, "%s", sync_err);
         rc = sync_rc;
@@ -665,7 +698,7 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
         return rc;
     }
     gpu_profile(ctx, p, prof);
-    *out = on_host || !cur.on_device ? image_at(host_out, (ptrdiff_t)row, final, 0) : cur;
+    *out = on_host || !cur.on_device ? image_at(host_out, (ptrdiff_t)host_pitch, final, 0) : cur;
     return IP_OK;
 }
 

@@ -65,6 +65,13 @@ int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, si
  * next run) for an encoder on the GPU, instead of copying it to the host. */
 void exec_keep_result_on_device(exec_ctx *ctx, int on);
 
+/* The caller's memory for the result (NULL: none): the last stage writes there, or the result is
+ * downloaded there, when target has the final shape and the path allows (copy transfers; device
+ * memory on the GPU with the result kept on the device, host memory otherwise); *out->data then
+ * equals target->data, else *out is the context's as before. A result left in device memory is
+ * queued on exec_stream and not waited for. Kept until changed. */
+void exec_set_result_target(exec_ctx *ctx, const ip_image *target);
+
 /* Device bytes the context holds now (its buffers only grow: the most it has held). */
 size_t exec_device_bytes(const exec_ctx *ctx);
 

@@ -48,10 +48,13 @@ typedef struct {
 } run_source;
 
 /* Where the result goes: a file (written atomically), or host memory (path NULL): *image then
- * receives a malloc'd packed copy, freed with img_free. */
+ * receives a malloc'd packed copy, freed with img_free. With into set, the result is written into
+ * *image's own memory instead (its data and stride; device memory when on_device, left there on
+ * the worker's stream, see run_worker_stream), which must have the final shape. */
 typedef struct {
     const char *path;
     ip_image *image;
+    int into;
 } run_sink;
 
 #define RUN_NOTES_LEN 2048
@@ -100,6 +103,9 @@ typedef struct {
 
 int run_worker_create(run_worker **w, const run_options *o, const run_worker_options *wo, char *err, size_t errlen);
 void run_worker_destroy(run_worker *w);
+/* The worker's CUDA stream (NULL on the CPU): device results written into the caller's memory
+ * are queued there, not waited for. */
+void *run_worker_stream(run_worker *w);
 /* Notes of the worker's context (a stage without a GPU path, say), then cleared; "" when none. */
 const char *run_worker_notes(run_worker *w);
 
@@ -108,6 +114,10 @@ const char *run_worker_notes(run_worker *w);
  * saying what (without res->failed_path). p is planned for the image's shape. */
 int run_image(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
               run_result *res, char *err, size_t errlen);
+
+/* auto's device for an image of this shape in memory, as run_image would choose it (the cost
+ * estimate); why says the reason in words. */
+run_device run_choose_device(const plan *p, const ip_shape *shape, const run_options *o, char *why, size_t whylen);
 
 /* The host memory a run may use by default: half the machine. */
 uint64_t run_default_memory(void);

@@ -7,6 +7,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "gpu/gpu.h"
 #include "run/cost.h"
 #include "run/run_internal.h"
 
@@ -58,6 +59,18 @@ int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_form
     }
     snprintf(res->why, sizeof res->why, "auto: estimated %.0f ms against %.0f ms on the CPU", est.gpu_ms, est.cpu_ms);
     return 1;
+}
+
+run_device run_choose_device(const plan *p, const ip_shape *shape, const run_options *o, char *why, size_t whylen)
+{
+    run_result r;   /* the estimate says why in it */
+    r.why[0] = '\0';
+    run_device dev = RUN_DEVICE_CPU;
+    if (!gpu_built()) snprintf(r.why, sizeof r.why, "imgpipe was built without CUDA");
+    else if (gpu_driver_present(r.why, sizeof r.why) && run_auto_prefers_gpu(p, shape, IO_FMT_UNKNOWN, NULL, o, 0, &r))
+        dev = RUN_DEVICE_GPU;
+    snprintf(why, whylen, "%s", r.why);
+    return dev;
 }
 
 int run_image(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,

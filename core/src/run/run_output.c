@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "base/image.h"
+#include "gpu/gpu.h"
 #include "io/jpeg_route.h"
 #include "io/png_gpu.h"
 #include "io/tiff_gpu.h"
@@ -22,9 +23,33 @@ static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size
     return IP_OK;
 }
 
+/* Into the caller's memory: nothing to do when the stages wrote there; else one copy, through
+ * the GPU's copy when either side is on the device. */
+static int copy_into(const ip_image *result, ip_image *dst, char *err, size_t errlen)
+{
+    const ip_shape *a = &result->shape, *b = &dst->shape;
+    if (a->width != b->width || a->height != b->height || a->channels != b->channels || a->dtype != b->dtype) {
+        snprintf(err, errlen, "the output memory is not of the result's shape");
+        return IP_EINVAL;
+    }
+    if (result->data == dst->data) return IP_OK;
+    size_t row = img_row_bytes(a);
+    if (result->on_device || dst->on_device) {   /* rare: a result the stages could not leave in place */
+        int rc = gpu_copy2d(dst->data, (size_t)dst->stride, result->data, (size_t)result->stride, row,
+                            (size_t)a->height, result->on_device ? (dst->on_device ? GPU_D2D : GPU_D2H) : GPU_H2D,
+                            NULL, err, errlen);
+        return rc == IP_OK ? gpu_stream_sync(NULL, err, errlen) : rc;
+    }
+    for (int32_t y = 0; y < a->height; y++)
+        memcpy((unsigned char *)dst->data + (ptrdiff_t)y * dst->stride,
+               (const unsigned char *)result->data + (ptrdiff_t)y * result->stride, row);
+    return IP_OK;
+}
+
 int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image *result, const run_sink *out, const run_options *o,
                      io_meta *meta, char *err, size_t errlen)
 {
+    if (!out->path && out->into) return copy_into(result, out->image, err, errlen);
     if (!out->path) return copy_to_memory(result, out->image, err, errlen);
     io_options io = o->io;
     io.meta = o->strip ? NULL : meta;

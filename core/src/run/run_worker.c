@@ -52,6 +52,7 @@ void run_worker_destroy(run_worker *w)
     free(w);
 }
 
+void *run_worker_stream(run_worker *w) { return w->ctx ? exec_stream(w->ctx) : NULL; }
 const char *run_worker_notes(run_worker *w) { return w && w->ctx ? exec_take_notes(w->ctx) : ""; }
 exec_device run_worker_device(const run_worker *w) { return w->wo.device; }
 int run_worker_gpu(const run_worker *w) { return w->wo.gpu; }
@@ -117,7 +118,10 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
 {
     ip_image result;
     io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
-    exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU && worker_jpeg(w, out_fmt) && out_fmt == IO_FMT_JPEG);
+    int into_device = out->into && out->image->on_device;
+    exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU &&
+                                           (into_device || (worker_jpeg(w, out_fmt) && out_fmt == IO_FMT_JPEG)));
+    exec_set_result_target(w->ctx, out->into ? out->image : NULL);
     double t_stages = now_ms();
     int rc = exec_run(w->ctx, p, img, in->path, &result, NULL, err, errlen);
     res->times.stages_ms = now_ms() - t_stages;
