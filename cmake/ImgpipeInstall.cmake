@@ -1,6 +1,7 @@
-# What `cmake --install` adds besides the program, the plugins and the header: the CMake
-# package (imgpipe::plugin, imgpipe_add_plugin) and a pkg-config file, both relocatable, so
-# that `cmake --install build --prefix anywhere` gives a working SDK.
+# What `cmake --install` adds besides the program, the plugins and the headers: libimgpipe.so (the
+# C API), the CMake package (imgpipe::plugin, imgpipe::imgpipe, imgpipe_add_plugin) and the
+# pkg-config files (imgpipe: the plugin SDK; imgpipe-api: the C API), all relocatable, so that
+# `cmake --install build --prefix anywhere` gives a working SDK.
 include(CMakePackageConfigHelpers)
 set(IMGPIPE_CMAKE_SUBDIR "${CMAKE_INSTALL_LIBDIR}/cmake/imgpipe")
 
@@ -8,7 +9,8 @@ file(STRINGS "${PROJECT_SOURCE_DIR}/core/include/imgpipe/plugin.h" _abi_line REG
 string(REGEX REPLACE "^#define IP_ABI_VERSION +([0-9]+).*" "\\1" IMGPIPE_ABI_VERSION "${_abi_line}")
 
 set_target_properties(imgpipe_abi PROPERTIES EXPORT_NAME plugin)
-install(TARGETS imgpipe_abi EXPORT imgpipeTargets)
+install(TARGETS imgpipe_abi imgpipe_shared EXPORT imgpipeTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Unspecified)
 install(EXPORT imgpipeTargets NAMESPACE imgpipe:: DESTINATION "${IMGPIPE_CMAKE_SUBDIR}")
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/imgpipeConfig.cmake.in"
@@ -26,4 +28,6 @@ install(FILES "${PROJECT_BINARY_DIR}/imgpipeConfig.cmake" "${PROJECT_BINARY_DIR}
 file(RELATIVE_PATH IMGPIPE_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" IMGPIPE_PC_TO_PREFIX "${IMGPIPE_PC_TO_PREFIX}")
 configure_file("${PROJECT_SOURCE_DIR}/imgpipe.pc.in" "${PROJECT_BINARY_DIR}/imgpipe.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/imgpipe.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+configure_file("${PROJECT_SOURCE_DIR}/imgpipe-api.pc.in" "${PROJECT_BINARY_DIR}/imgpipe-api.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/imgpipe.pc" "${PROJECT_BINARY_DIR}/imgpipe-api.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
