@@ -47,6 +47,15 @@ says "profile stage" "grayscale (cpu)"
 says "profile encode" "encode"
 expect 0 "16-bit tif in, png out" "$B" run --device cpu -e transpose "$IMAGES/chessboard_GRAY_U16.tif" c16.png
 expect 0 "jpeg in, jpeg out" "$B" run --device cpu --quality 80 -e grayscale "$IMAGES/hubble_deep_field.jpg" h.jpg
+# --tiff-level: level 1 gives a larger file than 9 for the same pixels; out of range is refused
+expect 0 "tiff level 1" "$B" run --device cpu --tiff-level 1 -e grayscale "$IMAGES/coffee.png" l1.tif
+expect 0 "tiff level 9" "$B" run --device cpu --tiff-level 9 -e grayscale "$IMAGES/coffee.png" l9.tif
+if [ "$(stat -c %s l1.tif)" -gt "$(stat -c %s l9.tif)" ]; then ok; else bad "--tiff-level 1 is not larger than 9: $(stat -c %s l1.tif) vs $(stat -c %s l9.tif)"; fi
+expect 0 "tiff levels decode equal" "$B" run --device cpu -e transpose l1.tif l1t.png
+expect 0 "tiff levels decode equal" "$B" run --device cpu -e transpose l9.tif l9t.png
+cmp -s l1t.png l9t.png && ok || bad "--tiff-level 1 and 9 decode to different pixels"
+expect 2 "tiff level out of range" "$B" run --tiff-level 0 -e grayscale "$IMAGES/coffee.png" l0.tif
+says "tiff level out of range" "--tiff-level"
 
 # pipeline errors: exit 2 with FILE:LINE:COL, nothing written
 printf 'grayscale\ntranspos\n' > typo.pipe

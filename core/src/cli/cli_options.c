@@ -68,6 +68,7 @@ const char cli_usage_text[] =
     "                          gpu: nvCOMP is required\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
+    "  --tiff-level 1..9       TIFF deflate level (default 6, libtiff's)\n"
     "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
     "                          early, a bad CRC on a PNG ancillary chunk, a PNG damaged after its\n"
     "                          whole image data, a libtiff warning) is processed, with a warning;\n"
@@ -291,6 +292,9 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         else if (v && strcmp(v, "cpu") == 0) o->run.codecs = RUN_CODECS_CPU;
         else if (v && strcmp(v, "gpu") == 0) o->run.codecs = RUN_CODECS_GPU;
         else return cli_usage_error("--codecs must be auto, cpu or gpu");
+    } else if (is_option(a, "--tiff-level")) {
+        if (!(rc = parse_numeric_option("--tiff-level", option_value(argc, argv, i, "--tiff-level"), 1, 9, &n)))
+            o->run.io.tiff_level = (int)n;
     } else if (is_option(a, "--tiff-compression")) {
         v = option_value(argc, argv, i, "--tiff-compression");
         if (v && strcmp(v, "deflate") == 0) o->run.io.tiff_compression = IO_TIFF_DEFLATE;

@@ -28,6 +28,7 @@ void io_default_options(io_options *opt)
     opt->on_shape_user = NULL;
     opt->threads = 0;
     opt->tiff_compression = IO_TIFF_DEFLATE;
+    opt->tiff_level = 6;
     opt->memory = (io_pixel_memory){ NULL, NULL, NULL };
     opt->fail_on = IO_FAIL_ON_ERROR;
     opt->warnings = NULL;
@@ -174,6 +175,10 @@ static int valid_options(const io_options *opt, char *err, size_t errlen)
 {
     if (opt->png_level < 0 || opt->png_level > 9) {
         snprintf(err, errlen, "PNG compression level %d is out of range 0..9", opt->png_level);
+        return IP_EINVAL;
+    }
+    if (opt->tiff_level < 1 || opt->tiff_level > 9) {
+        snprintf(err, errlen, "TIFF deflate level %d is out of range 1..9", opt->tiff_level);
         return IP_EINVAL;
     }
     if (opt->jpeg_quality < 1 || opt->jpeg_quality > 100) {

@@ -46,6 +46,7 @@ typedef struct {
     uint64_t max_tiff_tile_bytes; /* one decoded tile, where larger than the whole image */
     int threads;         /* codec threads (strips, tiles, PNG bands); 0 = all cores */
     io_tiff_compression tiff_compression;   /* default deflate, with the predictor */
+    int tiff_level;      /* deflate's level 1..9, default 6 (libtiff's); zstd keeps libtiff's */
     io_pixel_memory memory;                 /* all NULL: malloc */
     /* Called by io_read once the header gives the decoded shape, before any pixel is decoded;
      * a non-zero return stops the read with that code and the callback's message. */

@@ -301,6 +301,7 @@ typedef struct {
     tiff_log log;
     ip_shape shape;
     io_tiff_compression compression;
+    int level;                  /* deflate's */
     size_t row_bytes;
     uint32_t rps, strips, next_strip, group_strips;
     unsigned char *group;      /* group_strips * rps rows */
@@ -435,7 +436,8 @@ static int writer_setup(tiff_stream_writer *w, char *err, size_t errlen)
     }
     for (int i = 0; i < w->threads; i++) {
         strip_encoder *e = &w->encoders[i];
-        if (!(e->tif = tiff_open_sink(&e->sink, &e->log)) || !tiff_set_image_tags(e->tif, &w->shape, w->rps, w->compression)) {
+        if (!(e->tif = tiff_open_sink(&e->sink, &e->log)) || !tiff_set_image_tags(e->tif, &w->shape, w->rps, w->compression) ||
+            !tiff_set_level(e->tif, w->compression, w->level)) {
             snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&e->log, "out of memory"));
             return IP_ENOMEM;
         }
@@ -456,6 +458,7 @@ int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, 
     w->fd = fd;
     w->shape = *shape;
     w->compression = opt->tiff_compression;
+    w->level = opt->tiff_level;
     w->threads = io_thread_count(opt);
     w->meta = opt->meta;
     int tfd = dup(fd);

@@ -42,6 +42,11 @@ int tiff_set_image_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, i
            (!has_alpha || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha));
 }
 
+int tiff_set_level(TIFF *tif, io_tiff_compression c, int level)
+{
+    return c != IO_TIFF_DEFLATE || TIFFSetField(tif, TIFFTAG_ZIPQUALITY, level);
+}
+
 uint32_t tiff_rows_per_strip(const ip_shape *s)
 {
     uint32_t rps = (uint32_t)(STRIP_TARGET_BYTES / img_row_bytes(s));
@@ -64,6 +69,7 @@ typedef struct {
 typedef struct {
     const ip_image *img;
     io_tiff_compression compression;
+    int level;                /* deflate's */
     TIFF *out;                /* the real file; written under the order lock only */
     tiff_log *out_log;
     size_t row_bytes;
@@ -107,7 +113,9 @@ static int encoder_open(strip_encoder *e, const strip_writer *w)
 {
     e->tif = tiff_open_sink(&e->sink, &e->log);
     if (!e->tif) return IP_ENOMEM;
-    if (!tiff_set_image_tags(e->tif, &w->img->shape, w->rps, w->compression)) return IP_EIO;
+    if (!tiff_set_image_tags(e->tif, &w->img->shape, w->rps, w->compression) ||
+        !tiff_set_level(e->tif, w->compression, w->level))
+        return IP_EIO;
     e->rows = malloc(w->row_bytes * w->rps);
     return e->rows ? IP_OK : IP_ENOMEM;
 }
@@ -179,7 +187,7 @@ static void write_strips(strip_writer *w, int threads)
 static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_options *opt, char *err, size_t errlen)
 {
     const ip_shape *s = &img->shape;
-    strip_writer w = { .img = img, .compression = opt->tiff_compression, .out = tif, .out_log = log,
+    strip_writer w = { .img = img, .compression = opt->tiff_compression, .level = opt->tiff_level, .out = tif, .out_log = log,
                        .row_bytes = img_row_bytes(s), .failed_strip = UINT32_MAX };
     w.rps = tiff_rows_per_strip(s);
     w.strips = (uint32_t)(((uint64_t)s->height + w.rps - 1) / w.rps);

@@ -15,9 +15,6 @@
 #include "io/meta_tiff.h"
 #include "io/zlib_frame.h"
 
-/* The deflate level the CPU writer compresses at: libtiff's default, as it sets none. */
-#define TIFF_DEFLATE_LEVEL 6
-
 #ifdef IMGPIPE_HAVE_CUDA
 #include "ipk_codec.h"
 
@@ -63,7 +60,7 @@ static int plan_strips(gpu_write *w)
 {
     const ip_shape *s = &w->img->shape;
     w->codec = w->opt->tiff_compression == IO_TIFF_ZSTD ? NVCOMP_ZSTD : NVCOMP_DEFLATE;
-    w->algorithm = deflate_algorithm_for_level[TIFF_DEFLATE_LEVEL];
+    w->algorithm = deflate_algorithm_for_level[w->opt->tiff_level >= 0 && w->opt->tiff_level <= 9 ? w->opt->tiff_level : 6];
     w->row_bytes = img_row_bytes(s);
     w->rps = tiff_rows_per_strip(s);
     w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
@@ -144,7 +141,7 @@ static unsigned char *framed_strip(gpu_write *w, uint32_t i, size_t *len)
     *len = w->chunks[i].dst_bytes;
     if (w->codec != NVCOMP_DEFLATE) return body;
     const uint32_t *sums = (const uint32_t *)(w->host + w->slot * w->strips);
-    zlib_frame_header(TIFF_DEFLATE_LEVEL, body - ZLIB_FRAME_HEADER);
+    zlib_frame_header(w->opt->tiff_level, body - ZLIB_FRAME_HEADER);
     zlib_frame_trailer(sums[i], body + *len);
     *len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
     return body - ZLIB_FRAME_HEADER;
