@@ -40,7 +40,12 @@ pack() {
             base=$(basename "$lib")
             is_system_lib "$base" || [ "$(dirname "$lib")" = "$dir/site/imgpipe" ] || cp -L "$lib" "$dir/bundle/"
         done
-    tar -C "$dir" -czf "$dir/carry.tgz" site bundle || return 1
+    # pytest for the GPU tests there (the GPU machine has none and no network): pure-Python wheels
+    rm -rf "$dir/testsite" && mkdir -p "$dir/testsite" "$dir/testwheels"
+    "$venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$dir/testwheels" pytest pluggy iniconfig packaging \
+        >>"$dir.log" 2>&1 || { echo "cannot download pytest's wheels" >&2; return 1; }
+    for w in "$dir"/testwheels/*.whl; do "$venv/bin/python" -m zipfile -e "$w" "$dir/testsite" || return 1; done
+    tar -C "$dir" -czf "$dir/carry.tgz" site bundle testsite || return 1
     echo "bench/python_api.sh pack: $(basename "$wheel"), bundle: $(ls "$dir/bundle" | tr '\n' ' ')"
     echo "carry: build-pygpu/carry.tgz, $(( $(du -b "$dir/carry.tgz" | cut -f1) / 1048576 )) MiB"
     echo "next: device run with command 'bench/python_api.sh run' and carry [\"build-pygpu/carry.tgz\"]"
@@ -50,8 +55,8 @@ run() {
     local status=0 py=${PYTHON:-python3}
     OUT=${OUT:-$dir/out}
     mkdir -p "$OUT"
-    (cd "$dir" && rm -rf site bundle && tar -xzf carry.tgz) || { echo "cannot unpack $dir/carry.tgz" >&2; return 2; }
-    export PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" LD_LIBRARY_PATH="$dir/bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    (cd "$dir" && rm -rf site bundle testsite && tar -xzf carry.tgz) || { echo "cannot unpack $dir/carry.tgz" >&2; return 2; }
+    export PYTHONPATH="$dir/site:$dir/testsite${PYTHONPATH:+:$PYTHONPATH}" LD_LIBRARY_PATH="$dir/bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1
     "$py" -c "import imgpipe; print('imgpipe', imgpipe.version(), 'GPU:', imgpipe.gpu_available())" || return 1
     "$py" "$root/bench/python_api.py" "$OUT" || status=1
