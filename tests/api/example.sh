@@ -35,4 +35,7 @@ PC=$(PKG_CONFIG_PATH="$LIB/pkgconfig" pkg-config --cflags --libs imgpipe-api) ||
 cc -std=c11 -Wall -Wextra -Werror -o "$TMP/api_example_pc" "$TMP/example/api_example.c" $PC -Wl,-rpath,"$LIB" ||
   fail "build with pkg-config ($PC)"
 check_run "$TMP/api_example_pc"
+# docs/API.md shows the example as it is built here
+awk '/^```c$/{on=1; next} /^```$/{on=0} on' "$IMGPIPE_SOURCE_DIR/docs/API.md" | cmp -s - "$IMGPIPE_SOURCE_DIR/examples/api/api_example.c" ||
+  fail "docs/API.md's example differs from examples/api/api_example.c"
 echo "api example: ok (find_package and pkg-config)"

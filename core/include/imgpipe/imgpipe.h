@@ -82,7 +82,7 @@ typedef enum { IMGPIPE_DEVICE_AUTO = 0, IMGPIPE_DEVICE_CPU = 1, IMGPIPE_DEVICE_G
 typedef struct {
     size_t struct_size;
     imgpipe_device device;         /* AUTO: as the command line decides (the cost estimate) */
-    int gpu;                       /* which GPU (default 0) */
+    int gpu;                       /* which GPU for host images and folders (default 0) */
     int threads;                   /* CPU threads; 0: all cores */
     int png_level;                 /* files: 0..9, default as the CLI */
     int jpeg_quality;              /* files: 1..100 */
@@ -95,8 +95,9 @@ typedef struct {
 
 IMGPIPE_API void imgpipe_run_options_init(imgpipe_run_options *o);
 
-/* Where plugins are looked for: a ':'-separated list searched before the default folders (as
- * --plugin-path). Call before the first pipeline is opened; NULL: the defaults only. */
+/* Where plugins are looked for: a ':'-separated list searched before $IMGPIPE_PLUGIN_PATH and the
+ * default folder, imgpipe/plugins beside libimgpipe.so (as --plugin-path). Call before the first
+ * pipeline is opened or stage listed (IMGPIPE_EINVAL after); NULL: the defaults only. */
 IMGPIPE_API int imgpipe_set_plugin_path(const char *dirs, imgpipe_error *err);
 
 typedef struct imgpipe_pipeline imgpipe_pipeline;
@@ -113,11 +114,16 @@ IMGPIPE_API int imgpipe_output_shape(imgpipe_pipeline *p, const imgpipe_image *i
                                      imgpipe_error *err);
 
 /* Runs p on in. out->data NULL: the library allocates the result in out->memory (on the input's
- * device for IMGPIPE_CUDA_DEVICE), packed; free it with imgpipe_image_free. out->data set: the
- * caller's memory, of the shape imgpipe_output_shape gives, with out->stride (0: packed).
+ * device for IMGPIPE_CUDA_DEVICE, else on out->device), packed; free it with imgpipe_image_free.
+ * out->data set: the caller's memory, of the shape imgpipe_output_shape gives, with out->stride
+ * (0: packed), not overlapping in. The result is written there directly, without a copy.
  * Device images: cuda_stream (a cudaStream_t; NULL: the legacy default stream) orders the work
  * after what the caller queued there, and the result is ready for work queued on it after the
- * call returns; input and output stay on the device (no copy through the host). */
+ * call returns; input and output stay on the device (no copy through the host), and the call does
+ * not wait for the GPU (a failure of queued work shows at the caller's next synchronisation, as
+ * in CUDA). Any memory on a device runs on the GPU: with IMGPIPE_DEVICE_CPU it is refused
+ * (IMGPIPE_EINVAL); without CUDA in the build, IMGPIPE_EUNSUPPORTED. Host input with device output
+ * and the reverse work too (one transfer). */
 IMGPIPE_API int imgpipe_run(imgpipe_pipeline *p, const imgpipe_image *in, imgpipe_image *out,
                             const imgpipe_run_options *o, void *cuda_stream, imgpipe_error *err);
 
@@ -151,7 +157,8 @@ typedef struct {
     const char *name;
     const char *type;              /* "int", "float", "bool", "enum", "string", "matrix", "path" */
     const char *default_value;     /* as text; "" when required */
-    const char *choices;           /* enum: "a|b|c"; numbers: "MIN..MAX"; or "" */
+    const char *choices;           /* enum: "a|b|c"; numbers: "MIN..MAX" (then "|word" for words also
+                                      allowed); others: the words they take ("box3|..."), or "" */
     const char *help;
 } imgpipe_param_info;
 
@@ -163,7 +170,8 @@ typedef struct {
     const imgpipe_param_info *params;
 } imgpipe_stage_info;
 
-/* Strings stay valid until the process ends. */
+/* Strings stay valid until the process ends. imgpipe_stage_count returns the count, or a negative
+ * imgpipe_status (-IMGPIPE_ENOMEM) when the plugins cannot be listed. */
 IMGPIPE_API int imgpipe_stage_count(imgpipe_error *err);
 IMGPIPE_API int imgpipe_stage_at(int index, imgpipe_stage_info *info, imgpipe_error *err);
 IMGPIPE_API int imgpipe_stage_find(const char *name, imgpipe_stage_info *info, imgpipe_error *err);
