@@ -73,14 +73,15 @@ PyObject *run_array(ext_state *st, imgpipe_pipeline *p, PyObject *array, const i
     device_input din;
     PyObject *result, *converted;
     int found;
-    if (PyObject_CheckBuffer(array))
-        return run_host(st, p, array, o);
+    /* Device arrays first: CuPy's arrays also offer the buffer protocol, which then refuses */
     found = device_input_open(st, &din, array, stream);
     if (found != 0) {
         result = found > 0 ? run_device(st, p, &din, o) : NULL;
         device_input_close(&din);
         return result;
     }
+    if (PyObject_CheckBuffer(array))
+        return run_host(st, p, array, o);
     converted = PyObject_CallFunctionObjArgs(st->np_asarray, array, NULL);   /* lists, CPU tensors, PIL */
     if (!converted)
         return NULL;

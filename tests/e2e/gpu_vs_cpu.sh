@@ -117,7 +117,7 @@ expect 0 "gpu: stage without a GPU path" "$B" run --device gpu --plugin-path "$T
 says "round trip said" "stage 'invert' has no GPU path: it runs on the CPU, costing one round trip"
 [ "$(grep -c "has no GPU path" "$TMP/.stderr")" -eq 1 ] && ok || bad "the round trip must be said once"
 expect 0 "cpu: stage without a GPU path" "$B" run --device cpu --plugin-path "$TP/good" -e "grayscale | invert | transpose" "$IMAGES/astronaut.png" rt-c.png
-cmp -s rt-g.png rt-c.png && ok || bad "round-trip result differs from the CPU's"
+same_image rt-g.png rt-c.png && ok || bad "round-trip result differs from the CPU's"
 # a stage failing on the GPU path: one line naming it, no output
 expect 1 "gpu: failing stage" "$B" run --device gpu --plugin-path "$TP/failing" -e "grayscale | failing" "$IMAGES/astronaut.png" f.png
 says "gpu: failing stage named" "stage 'failing' (line 1) failed: deliberate failure (test plugin)"
@@ -146,7 +146,7 @@ else
   expect 0 "fusion: second run" "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" fz2.png
   says "fusion: second run uses the cache" "fusion: grayscale+median loaded from the disk cache"
   if grep -qF "compiled by NVRTC" "$TMP/.stderr"; then bad "fusion: the second run compiled again"; else ok; fi
-  cmp -s fz1.png fz2.png && ok || bad "fusion: cached kernel gave another result"
+  same_image fz1.png fz2.png && ok || bad "fusion: cached kernel gave another result"
   expect 0 "fusion: mean is fused" "$B" run --device gpu --profile -e "grayscale | mean" "$IMAGES/astronaut.png" fm.png
   says "fusion: mean's fused stages named" "grayscale (gpu, fused)"
   expect 0 "fusion: fractional convolve is not fused" "$B" run --device gpu --profile -e "grayscale | convolve kernel=\"0.25 0.5 0.25\"" "$IMAGES/astronaut.png" fc.png
@@ -164,7 +164,7 @@ else
         f="fz-$(echo "$chain $in $tr" | md5sum | cut -c1-8)"
         "$B" run -q --device gpu --transfer $tr --plugin-path "$PT" -e "$chain" "$in" "$f-f.png" 2>"$f.err" || bad "fused run failed: $chain on $in: $(head -c 300 "$f.err")"
         "$B" run -q --device gpu --transfer $tr --no-fuse --plugin-path "$PT" -e "$chain" "$in" "$f-u.png" 2>"$f.err" || bad "unfused run failed: $chain on $in"
-        cmp -s "$f-f.png" "$f-u.png" && ok || bad "fused differs from --no-fuse: $chain on $in ($tr)"
+        same_image "$f-f.png" "$f-u.png" && ok || bad "fused differs from --no-fuse: $chain on $in ($tr)"
       done
     done
   done
@@ -177,7 +177,7 @@ if grep -qF "fusion" "$TMP/.stderr"; then bad "--no-fuse printed a fusion note";
 expect 0 "fusion without NVRTC: unfused" env IMGPIPE_NVRTC=/nonexistent/libnvrtc.so "$B" run --device gpu --profile -e "grayscale | median" "$IMAGES/astronaut.png" nn.png
 says "fusion without NVRTC: said under --profile" "fusion off, stages run unfused: NVRTC not found"
 [ "$(grep -c "fusion off" "$TMP/.stderr")" -eq 1 ] && ok || bad "fusion off must be said once"
-cmp -s nn.png nf.png && ok || bad "without NVRTC the output differs from --no-fuse's"
+same_image nn.png nf.png && ok || bad "without NVRTC the output differs from --no-fuse's"
 
 # a value >= levels is an error on both
 expect 1 "gpu: entropy value out of range" "$B" run --device gpu -e "entropy levels=256" gray16.png bad.tif
@@ -197,7 +197,7 @@ for in in "$IMAGES/astronaut.png" rgb_odd.png row.png tiny.png; do
   expect 0 "gpu fused grayscale+histogram $in" "$B" run -q --device gpu -e "grayscale | histogram bins=37 out=g.csv" "$in" hg.png
   expect 0 "cpu grayscale+histogram $in" "$B" run -q --device cpu -e "grayscale | histogram bins=37 out=c.csv" "$in" hc.png
   cmp -s g.csv c.csv && ok || bad "fused histogram counts differ from the CPU's on $in"
-  cmp -s hg.png hc.png && ok || bad "fused histogram's passed-on image differs from the CPU's on $in"
+  same_image hg.png hc.png && ok || bad "fused histogram's passed-on image differs from the CPU's on $in"
 done
 
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -215,7 +215,7 @@ expect 0 "auto, heavy work on a large image" "$B" run --device auto --profile -e
 says "auto, heavy work on a large image" "device: GPU 0"
 says "auto, start-up beside decoding" "gpu start-up"
 "$B" run -q --device cpu -e "$heavy" big_gray.tif cpu_big.tif
-if cmp -s auto_big.tif cpu_big.tif; then ok; else bad "auto on the GPU and the CPU wrote different files"; fi
+if same_image auto_big.tif cpu_big.tif; then ok; else bad "auto on the GPU and the CPU wrote different files"; fi
 # auto for folders: light work on small images stays on the CPU, heavy work on large ones takes the GPU
 mkdir -p fold_light fold_heavy
 cp "$IMAGES/camera.png" "$IMAGES/coffee.png" fold_light/
@@ -224,7 +224,23 @@ expect 0 "auto, folder of light work" "$B" run --device auto -e "grayscale | med
 says "auto, folder of light work" "(auto: the stages of 2 images"
 expect 0 "auto, folder of heavy work" "$B" run --device auto -e "$heavy" fold_heavy fold_heavy_out
 says "auto, folder of heavy work" "device: GPU 0"
-cmp -s fold_heavy_out/g1.tif cpu_big.tif && ok || bad "auto folder on the GPU differs from the CPU"
+same_image fold_heavy_out/g1.tif cpu_big.tif && ok || bad "auto folder on the GPU differs from the CPU"
+
+# The GPU codecs (nvCOMP): TIFF and PNG compressed on the card hold the CPU's pixels, a deflate TIFF
+# written on the card decodes on the card, and --codecs cpu keeps every byte of the CPU's file.
+for ext in tif png; do
+  expect 0 "gpu codecs, $ext" "$B" run -v --device gpu -e "median radius=2" big_gray.tif "gc_g.$ext"
+  "$B" run -q --device cpu -e "median radius=2" big_gray.tif "gc_c.$ext"
+  same_image "gc_g.$ext" "gc_c.$ext" && ok || bad "GPU codecs: the $ext output's pixels differ from the CPU's"
+  expect 0 "--codecs cpu, $ext" "$B" run -q --device gpu --codecs cpu -e "median radius=2" big_gray.tif "gc_k.$ext"
+  cmp -s "gc_k.$ext" "gc_c.$ext" && ok || bad "--codecs cpu: the $ext file differs from --device cpu's"
+done
+expect 0 "gpu codecs, TIFF decoded on the GPU" "$B" run -q --device gpu -e transpose gc_g.tif gc_gt.tif
+"$B" run -q --device cpu -e transpose gc_c.tif gc_ct.tif
+same_image gc_gt.tif gc_ct.tif && ok || bad "GPU codecs: a GPU-written TIFF read on the GPU differs from the CPU's"
+mkdir -p fold_codec && cp big_gray.tif fold_codec/a.tif && cp big_gray.tif fold_codec/b.tif
+expect 0 "gpu codecs, folder" "$B" run -q --device gpu -e "median radius=2" fold_codec fold_codec_out
+same_image fold_codec_out/a.tif gc_c.tif && ok || bad "GPU codecs in a folder: pixels differ from the CPU's"
 
 # JPEG through nvJPEG on the GPU (--jpeg-decoder gpu): decoded pixels within
 # the bound measured against libjpeg-turbo (max difference 3), JPEG outputs encoded on the card
@@ -268,7 +284,7 @@ PYEOF
 "$B" run -q --device gpu -e "grayscale | median" jin/c.tif jg_c.png || bad "TIFF single run failed"
 expect 0 "folder of JPEG, PNG and TIFF on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 3 -e "grayscale | median" --format png jin jout
 for f in a444 a420 gray prog b c; do
-  if cmp -s "jout/$f.png" "jg_$f.png"; then ok; else bad "folder output $f.png differs from the single run"; fi
+  if same_image "jout/$f.png" "jg_$f.png"; then ok; else bad "folder output $f.png differs from the single run"; fi
 done
 # 500 JPEGs through the shared decoder: no failure, and device memory flat from the 10th image on
 expect 0 "500-JPEG folder on the GPU" "$B" run --profile --device gpu --jpeg-decoder gpu --jobs 4 -e "grayscale | median" --format png jmany jmany_out
@@ -278,7 +294,7 @@ if [ -n "$grown" ] && awk -v g="$grown" 'BEGIN { exit !(g <= 8) }'; then ok; els
 echo "500-JPEG folder: $(grep -h "nvJPEG:" "$TMP/.stderr" | tail -n 1)"
 expect 0 "folder to JPEG on the GPU" "$B" run --device gpu --jpeg-decoder gpu --jobs 2 -e "grayscale | median" --format jpg jin joutj
 for f in a444 gray; do
-  if cmp -s "joutj/$f.jpg" "jg_$f.jpg"; then ok; else bad "folder JPEG output $f.jpg differs from the single run"; fi
+  if same_image "joutj/$f.jpg" "jg_$f.jpg"; then ok; else bad "folder JPEG output $f.jpg differs from the single run"; fi
 done
 head -c 20000 jin/a444.jpg > cut.jpg
 expect 1 "truncated JPEG on the GPU, --fail-on warning" "$B" run --device gpu --jpeg-decoder gpu --fail-on warning -e grayscale cut.jpg cut_out.png
@@ -299,7 +315,7 @@ open("o6.icc", "wb").write(icc)
 PYEOF
 "$B" run -q --device gpu --jpeg-decoder gpu -e "grayscale | median" o6.jpg o6_g.png || bad "nvJPEG run on an oriented JPEG failed"
 "$B" run -q --device cpu -e "grayscale | median" o6.jpg o6_c.png || bad "CPU run on an oriented JPEG failed"
-cmp -s o6_g.png o6_c.png && ok || bad "oriented JPEG: the GPU run's output differs from the CPU's"
+same_image o6_g.png o6_c.png && ok || bad "oriented JPEG: the GPU run's output differs from the CPU's"
 "$B" run -q --device gpu --jpeg-decoder gpu -e "median" o6.jpg o6_g.jpg || bad "nvJPEG jpg->jpg on an oriented JPEG failed"
 verdicts "GPU-encoded JPEG metadata" <<'PYEOF'
 from PIL import Image
@@ -321,7 +337,7 @@ absent "gpu out of memory output" oom.png
 expect 0 "auto falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto -e "$heavy" big_gray.tif oom.tif
 says "auto falls back to the CPU" "running this image on the CPU"
 exists "auto fallback output" oom.tif
-if cmp -s oom.tif cpu_big.tif; then ok; else bad "auto's CPU fallback and the CPU wrote different files"; fi
+if same_image oom.tif cpu_big.tif; then ok; else bad "auto's CPU fallback and the CPU wrote different files"; fi
 # Streamed on the GPU (--stream on): the band executor on device rows, byte-identical to the CPU's
 # whole-image run; two workers on GPU 0 (--gpus 0,0) identical too; --gpu-memory honoured (the
 # profile's peak line), and a global stage too large for it refused before decoding.
@@ -340,9 +356,9 @@ for in in st_rgb.tif st_g16.tif; do
     pipe=${stream_pipes[$k]}
     expect 0 "cpu whole $k $in" "$B" run -q --device cpu --stream off -e "${pipe/HIST/hw.csv}" "$in" sw.tif
     expect 0 "gpu streamed $k $in" "$B" run -q --device gpu --stream on --memory 64M -e "${pipe/HIST/hg.csv}" "$in" sg.tif
-    cmp -s sw.tif sg.tif && ok || bad "GPU streamed '$pipe' on $in differs from the CPU whole-image run"
+    same_image sw.tif sg.tif && ok || bad "GPU streamed '$pipe' on $in differs from the CPU whole-image run"
     expect 0 "gpu 2 workers $k $in" "$B" run -q --device gpu --gpus 0,0 --stream on --memory 64M -e "${pipe/HIST/h2.csv}" "$in" s2.tif
-    cmp -s sw.tif s2.tif && ok || bad "two GPU workers: '$pipe' on $in differs from the CPU whole-image run"
+    same_image sw.tif s2.tif && ok || bad "two GPU workers: '$pipe' on $in differs from the CPU whole-image run"
     if [ "$k" = 1 ]; then
       cmp -s hw.csv hg.csv && ok || bad "GPU streamed histogram differs on $in"
       cmp -s hw.csv h2.csv && ok || bad "two GPU workers: histogram differs on $in"
@@ -361,7 +377,7 @@ for lim in 4 16; do
   else bad "--gpu-memory ${lim}M: peak '${peak:-?}' MiB"; fi
   echo "--gpu-memory ${lim}M: $(grep -h "gpu memory: peak" "$TMP/.stderr" | tail -n 1)"
   "$B" run -q --device cpu --stream off "$SRC/pipelines/denoise.pipe" st_rgb.tif gm_c.tif
-  cmp -s gm.tif gm_c.tif && ok || bad "--gpu-memory ${lim}M output differs from the CPU's"
+  same_image gm.tif gm_c.tif && ok || bad "--gpu-memory ${lim}M output differs from the CPU's"
 done
 expect 2 "global stage too large for --gpu-memory" "$B" run -q --device gpu --stream on --gpu-memory 4M -e "median | transpose" st_rgb.tif gt.tif
 says "global stage too large for --gpu-memory" "stage 'transpose' (line 1) needs the whole image"
@@ -370,16 +386,16 @@ absent "global stage too large output" gt.tif
 # a stage without a GPU path inside a GPU segment: round trips, same bytes as the CPU
 expect 0 "gpu streamed round trip" "$B" run -q --device gpu --stream on --plugin-path "$TP/cpuonly" -e "median | cpuxor | mean radius=2" st_rgb.tif rt_s.tif
 expect 0 "cpu whole round trip" "$B" run -q --device cpu --stream off --plugin-path "$TP/cpuonly" -e "median | cpuxor | mean radius=2" st_rgb.tif rt_w.tif
-cmp -s rt_s.tif rt_w.tif && ok || bad "GPU streamed run with a CPU-only stage differs from the CPU's"
+same_image rt_s.tif rt_w.tif && ok || bad "GPU streamed run with a CPU-only stage differs from the CPU's"
 # auto: heavy work streamed goes to the GPU, the same bytes as the CPU's whole-image run
 expect 0 "auto streamed heavy" "$B" run --device auto --stream on -e "$heavy" big_gray.tif auto_st.tif
 says "auto streamed on the GPU" "device: GPU 0"
-cmp -s auto_st.tif cpu_big.tif && ok || bad "auto streamed on the GPU differs from the CPU's whole-image run"
+same_image auto_st.tif cpu_big.tif && ok || bad "auto streamed on the GPU differs from the CPU's whole-image run"
 # a GPU that cannot hold a band: one line and no output with --device gpu, the CPU under auto
 expect 1 "gpu streamed out of memory" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device gpu --stream on -e "median radius=2" st_rgb.tif oom_s.tif
 says "gpu streamed out of memory" "GPU out of memory"
 absent "gpu streamed out of memory output" oom_s.tif
 expect 0 "auto streamed falls back to the CPU" env IMGPIPE_GPU_ALLOC_LIMIT=1000 "$B" run --device auto --stream on -e "$heavy" big_gray.tif oom_st.tif
 says "auto streamed falls back to the CPU" "running this image on the CPU"
-cmp -s oom_st.tif cpu_big.tif && ok || bad "auto's streamed CPU fallback differs from the CPU's whole-image run"
+same_image oom_st.tif cpu_big.tif && ok || bad "auto's streamed CPU fallback differs from the CPU's whole-image run"
 finish

@@ -57,6 +57,16 @@ verdicts() {
   [ "$given" -gt 0 ] || bad "$what: the check script gave no verdict"
 }
 
+# same_image A B: exit 0 when the two image files hold the same pixels (shape, type and values),
+# whatever their bytes: GPU codecs compress the same pixels into other bytes than the CPU's.
+same_image() {
+  $PY - "$1" "$2" <<'PYEOF'
+import sys, cv2, numpy as np
+a = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED); b = cv2.imread(sys.argv[2], cv2.IMREAD_UNCHANGED)
+sys.exit(0 if a is not None and b is not None and a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b) else 1)
+PYEOF
+}
+
 # A script whose checks never ran has proved nothing: that fails too (a skip exits 77 before).
 finish() {
   echo "$passed passed, $failed failed"

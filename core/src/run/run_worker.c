@@ -7,6 +7,7 @@
 #include <string.h>
 #include "base/image.h"
 #include "io/jpeg_route.h"
+#include "io/tiff_gpu.h"
 #include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
@@ -20,11 +21,15 @@ struct run_worker {
     char ctx_err[512];
     jpeg_gpu *jpeg;              /* on the pool's handle and this worker's stream: encodes */
     int jpeg_tried;              /* opened (or found missing) on first need */
+    io_gpu_codecs *codecs;       /* nvCOMP on this worker's stream, or NULL: the CPU codecs */
+    int codecs_tried;
+    char codecs_why[256];        /* why there are none, when --codecs gpu asked for them */
 };
 
 typedef struct {
     plan *p;
     const char *out_path;
+    ip_shape final;              /* the result's shape, once planned */
 } worker_image;
 
 int run_worker_create(run_worker **out, const run_options *o, const run_worker_options *wo, char *err, size_t errlen)
@@ -47,6 +52,7 @@ void run_worker_destroy(run_worker *w)
 {
     if (!w) return;
     jpeg_gpu_close(w->jpeg);
+    io_gpu_codecs_close(w->codecs);
     exec_destroy(w->ctx);
     exec_destroy(w->cpu_ctx);
     free(w);
@@ -63,6 +69,7 @@ static int plan_image(void *user, const ip_shape *shape, char *err, size_t errle
     worker_image *wi = user;
     ip_shape final;
     int rc = plan_shapes(wi->p, shape, &final, err, errlen);
+    wi->final = final;
     return rc == IP_OK && wi->out_path ? io_check_writable(io_format_from_ext(wi->out_path), &final, err, errlen) : rc;
 }
 
@@ -79,8 +86,31 @@ static jpeg_gpu *worker_jpeg(run_worker *w, io_format fmt)
     return w->jpeg;
 }
 
-static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe *pr, const io_options *io,
-                        ip_image *img, char *err, size_t errlen)
+/* nvCOMP on the worker's stream, opened the first time a TIFF comes in or a TIFF or PNG goes out
+ * on the GPU; --codecs cpu, zero-copy runs and the CPU never open it. */
+static io_gpu_codecs *worker_codecs(run_worker *w, const run_options *o)
+{
+    if (w->codecs_tried) return w->codecs;
+    w->codecs_tried = 1;
+    if (w->wo.device != EXEC_GPU || o->codecs == RUN_CODECS_CPU || w->eo.transfer != EXEC_COPY || !w->ctx)
+        return NULL;
+    char why[256];
+    if (io_gpu_codecs_open(&w->codecs, w->wo.gpu, exec_stream(w->ctx), why, sizeof why) != IP_OK) {
+        w->codecs = NULL;
+        snprintf(w->codecs_why, sizeof w->codecs_why, "%s", why);
+    }
+    return w->codecs;
+}
+
+static int codecs_required(run_worker *w, const run_options *o, char *err, size_t errlen)
+{
+    if (o->codecs != RUN_CODECS_GPU || !w->codecs_tried || w->codecs) return IP_OK;
+    snprintf(err, errlen, "--codecs gpu: %s", w->codecs_why[0] ? w->codecs_why : "the image is not on the GPU");
+    return IP_EUNSUPPORTED;
+}
+
+static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe *pr, const run_options *o,
+                        const io_options *io, ip_image *img, char *err, size_t errlen)
 {
     if (in->image) {
         *img = *in->image;
@@ -93,6 +123,14 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
         int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->jpeg, &target.target, &pr->input, io, img, err,
                                           errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
+    }
+    io_gpu_codecs *codecs = fmt == IO_FMT_TIFF ? worker_codecs(w, o) : NULL;
+    if (codecs && tiff_gpu_decodable(&pr->input, io)) {
+        run_jpeg_target target;
+        run_jpeg_target_init(&target, w->ctx, p);
+        int rc = tiff_gpu_decode(codecs, &target.target, &pr->input, io, img, err, errlen);
+        /* declined, or the GPU failed: the CPU reader reads it (and words any damage itself) */
+        if (rc != IP_EUNSUPPORTED && rc != IP_ECUDA && rc != IP_ENOMEM) return rc;
     }
     return io_read_input(&pr->input, io, img, err, errlen);
 }
@@ -114,13 +152,17 @@ static int retry_on_cpu(run_worker *w, plan *p, const run_source *in, const io_o
 }
 
 static int run_and_write(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
-                         run_probe *pr, io_options *io, ip_image *img, run_result *res, char *err, size_t errlen)
+                         run_probe *pr, io_options *io, const ip_shape *final, ip_image *img, run_result *res,
+                         char *err, size_t errlen)
 {
     ip_image result;
     io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
     int into_device = out->into && out->image->on_device;
+    jpeg_gpu *jpeg = out_fmt == IO_FMT_JPEG ? worker_jpeg(w, out_fmt) : NULL;
+    io_gpu_codecs *codecs = out_fmt == IO_FMT_TIFF || out_fmt == IO_FMT_PNG ? worker_codecs(w, o) : NULL;
+    io_options wio = o->io;
     exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU &&
-                                           (into_device || (worker_jpeg(w, out_fmt) && out_fmt == IO_FMT_JPEG)));
+                                           (into_device || run_output_on_device(jpeg, codecs, final, out->path, &wio)));
     exec_set_result_target(w->ctx, out->into ? out->image : NULL);
     double t_stages = now_ms();
     int rc = exec_run(w->ctx, p, img, in->path, &result, NULL, err, errlen);
@@ -135,7 +177,7 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
         return rc;
     }
     double t0 = now_ms();
-    rc = run_output_write(w->jpeg, NULL, &result, out, o, &pr->meta, err, errlen);
+    rc = run_output_write(w->jpeg, codecs, &result, out, o, &pr->meta, err, errlen);
     res->times.encode_ms = now_ms() - t0;
     if (rc != IP_OK) res->failed_path = out->path;
     return rc;
@@ -150,7 +192,15 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
         snprintf(err, errlen, "%s", w->ctx_err);
         return w->ctx_rc;
     }
-    worker_image wi = { p, out->path };
+    if (o->codecs == RUN_CODECS_GPU && w->wo.device == EXEC_GPU) {
+        worker_codecs(w, o);
+        int rc = codecs_required(w, o, err, errlen);
+        if (rc != IP_OK) {
+            res->usage_error = 1;
+            return rc;
+        }
+    }
+    worker_image wi = { .p = p, .out_path = out->path };
     io_options io = o->io;
     io.memory = exec_input_memory(w->ctx);   /* on the GPU: decoded straight into pinned memory */
     io.on_shape = plan_image;
@@ -160,14 +210,14 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
     io.meta_known = 1;
     ip_image img = { 0 };
     double t0 = now_ms();
-    int rc = decode_image(w, p, in, pr, &io, &img, err, errlen);
+    int rc = decode_image(w, p, in, pr, o, &io, &img, err, errlen);
     res->times.decode_ms = now_ms() - t0;
     if (rc != IP_OK) {
         res->failed_path = in->path;
         return rc;
     }
     res->decoded = 1;
-    rc = run_and_write(w, p, in, out, o, pr, &io, &img, res, err, errlen);
+    rc = run_and_write(w, p, in, out, o, pr, &io, &wi.final, &img, res, err, errlen);
     if (!in->image && !img.on_device) io_image_free(&io, &img);
     return rc;
 }
