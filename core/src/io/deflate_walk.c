@@ -34,6 +34,18 @@ static uint32_t take(bit_reader *b, unsigned n)
     return v;
 }
 
+/* Drops n whole bytes (the reader at a byte boundary): those still loaded, then the rest unread. */
+static void skip_bytes(bit_reader *b, uint64_t n)
+{
+    uint64_t loaded = b->count / 8, drop = n < loaded ? n : loaded;
+    b->bits = drop == 8 ? 0 : b->bits >> (drop * 8);
+    b->count -= (unsigned)(drop * 8);
+    n -= drop;
+    uint64_t left = b->len - b->next, ahead = n < left ? n : left;
+    b->next += (size_t)ahead;
+    b->past += (n - ahead) * 8;
+}
+
 /* Bits consumed so far. */
 static uint64_t position(const bit_reader *b) { return (uint64_t)b->next * 8 + b->past - b->count; }
 static int overrun(const bit_reader *b) { return b->past > b->count; }
@@ -170,7 +182,7 @@ static int walk_blocks(bit_reader *b, huffman *lit, huffman *dist, huffman *scra
             take(b, b->count & 7);   /* to the byte boundary */
             unsigned n = take(b, 16), check = take(b, 16);
             if ((n ^ 0xFFFFu) != check) return -1;
-            for (unsigned i = 0; i < n; i++) take(b, 8);
+            skip_bytes(b, n);
         } else if (type == 3) {
             return -1;
         } else if ((type == 1 ? fixed_tables(lit, dist) : dynamic_tables(b, lit, dist, scratch)) ||
@@ -186,13 +198,19 @@ static int walk_blocks(bit_reader *b, huffman *lit, huffman *dist, huffman *scra
     }
 }
 
-int deflate_walk(const uint8_t *data, size_t len, deflate_walk_result *out)
+int deflate_walk_prefix(const uint8_t *data, size_t len, deflate_walk_result *out)
 {
     huffman *tables = malloc(3 * sizeof *tables);
     if (!tables) return -1;
     bit_reader b = { data, len, 0, 0, 0, 0 };
     int rc = walk_blocks(&b, &tables[0], &tables[1], &tables[2], out);
     free(tables);
+    return rc;
+}
+
+int deflate_walk(const uint8_t *data, size_t len, deflate_walk_result *out)
+{
+    int rc = deflate_walk_prefix(data, len, out);
     /* The stream must fill the buffer exactly: nothing may follow the final block. */
     if (rc == 0 && (out->end + 7) / 8 != (uint64_t)len) rc = -1;
     return rc;

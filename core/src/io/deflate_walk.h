@@ -14,6 +14,9 @@ typedef struct {
 
 /* 0 on success; -1 when the data is not one valid deflate stream ending in the last byte. */
 int deflate_walk(const uint8_t *data, size_t len, deflate_walk_result *out);
+/* The same for a stream that may be followed by other bytes (padding a compressor left): 0 when
+ * one valid stream starts at data and ends within len bytes, (out->end + 7) / 8 of them. */
+int deflate_walk_prefix(const uint8_t *data, size_t len, deflate_walk_result *out);
 
 /* Makes a stream that deflate_walk accepted joinable: clears the final block's BFINAL bit and
  * ends it with an empty stored block (00 00 FF FF), so the next stream may follow from the next
