@@ -1,0 +1,86 @@
+#define _POSIX_C_SOURCE 200809L
+#include "io/png_gpu_join.h"
+#include "io/deflate_walk.h"
+#include "io/io_internal.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* One band: its stream found and, unless last, made to end on a byte boundary as a non-final
+ * block (deflate_make_joinable). */
+static int join_band(pngx_band *b, int last)
+{
+    deflate_walk_result w;
+    if (deflate_walk_prefix(b->data, b->len, &w)) return IP_EFORMAT;
+    b->len = (size_t)((w.end + 7) / 8);
+    if (!last) b->len = deflate_make_joinable(b->data, b->len, &w);
+    return IP_OK;
+}
+
+int png_gpu_join_bands(pngx_band *bands, size_t n, int threads, size_t *bad)
+{
+    if (n > (size_t)LONG_MAX) return IP_ENOMEM;
+    long count = (long)n;
+    if (threads < 1) threads = 1;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (long k = 0; k < count; k++) bands[k].rc = join_band(&bands[k], k + 1 == count);
+    for (size_t k = 0; k < n; k++) {
+        if (!bands[k].rc) continue;
+        if (bad) *bad = k;
+        return bands[k].rc;
+    }
+    return IP_OK;
+}
+
+static int write_png(FILE *f, const ip_shape *s, const io_options *opt, const pngx_band *bands, size_t n)
+{
+    pngx_idat *w;
+    int rc = pngx_begin(f, s, opt->meta, opt->png_level, &w);
+    for (size_t k = 0; !rc && k < n; k++) pngx_idat_band(w, &bands[k]);
+    if (!rc) pngx_end(w);
+    pngx_idat_free(w);
+    return rc;
+}
+
+/* Fills the temporary behind fd (which it owns) with the file. */
+static int fill(int fd, const ip_shape *s, const io_options *opt, const pngx_band *bands, size_t n, char *err,
+                size_t errlen)
+{
+    FILE *f = io_fdopen_write(fd, err, errlen);
+    if (!f) return IP_EIO;
+    int rc = write_png(f, s, opt, bands, n);
+    if (rc) {
+        snprintf(err, errlen, "out of memory");
+        fclose(f);
+        return rc;
+    }
+    return io_fclose_checked(f, err, errlen);
+}
+
+int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *opt, pngx_band *bands, size_t n,
+                        char *err, size_t errlen)
+{
+    size_t bad = 0;
+    int rc = png_gpu_join_bands(bands, n, io_thread_count(opt), &bad);
+    if (rc) {
+        snprintf(err, errlen, rc == IP_ENOMEM ? "out of memory"
+                              : "cannot write PNG: the GPU's deflate gave band %zu as no valid deflate stream", bad);
+        return rc == IP_ENOMEM ? IP_ENOMEM : IP_EIO;
+    }
+    char *tmp;
+    int fd;
+    rc = io_temp_open(path, opt, &tmp, &fd, err, errlen);
+    if (rc) return rc;
+    rc = fill(fd, s, opt, bands, n, err, errlen);
+    if (!rc && rename(tmp, path) != 0) {
+        char why[128];
+        snprintf(err, errlen, "cannot move the finished file into place: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    if (rc) unlink(tmp);
+    io_temp_done(opt, tmp);
+    free(tmp);
+    return rc;
+}
