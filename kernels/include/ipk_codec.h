@@ -29,6 +29,15 @@ int ipk_tiff_predictor_apply(const void *src, size_t src_pitch, void *dst, size_
  * copied into an image of width x height with dst_pitch, the parts past its edges left out. */
 int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pixel_bytes, void *dst,
                             size_t dst_pitch, int width, int height, void *stream);
+/* PNG's filtered image data (RFC 2083 filter method 0) of height rows of row_bytes bytes, src's
+ * rows stride bytes apart, bpp (1..8) bytes a pixel, sample_bytes 1 or 2 (16-bit samples as the
+ * device holds them, little-endian, written big-endian as PNG wants): out gets, for each row, its
+ * filter byte then its row_bytes filtered bytes (height * (row_bytes + 1) bytes). Each row's
+ * filter is chosen among the allowed ones (bits 1 << type, None 0 .. Paeth 4) exactly as the CPU
+ * writer chooses it (least sum of the filtered bytes taken as signed, ties to the lower type), so
+ * that both give the same bytes. IPK_OK, IPK_EINVAL, or IPK_ECUDA. */
+int ipk_png_filter(const uint8_t *src, ptrdiff_t stride, size_t row_bytes, size_t height, unsigned bpp,
+                   int sample_bytes, unsigned allowed, uint8_t *out, void *stream);
 
 #ifdef __cplusplus
 }
