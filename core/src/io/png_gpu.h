@@ -11,4 +11,19 @@ int png_gpu_encodable(const ip_image *dev_out, const io_options *opt);
 /* Writes the device image to path atomically with opt's metadata, as io_write would. */
 int png_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                   char *err, size_t errlen);
+
+/* What png_gpu_write chooses for a level (nvCOMP's deflate algorithm 0..5 and the bytes of
+ * filtered data a band), and where its time went: for the tests and the benchmark, which try
+ * other choices through png_gpu_write_with. */
+typedef struct {
+    int algorithm;
+    size_t band_bytes;   /* a multiple of 8, at most 64 MiB */
+} png_gpu_settings;
+typedef struct {
+    double filter_ms, deflate_ms, download_ms, join_ms, total_ms;   /* join_ms: join and file */
+    size_t filtered_bytes, deflated_bytes, bands;
+} png_gpu_times;
+png_gpu_settings png_gpu_settings_for(int level);
+int png_gpu_write_with(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
+                       const png_gpu_settings *s, png_gpu_times *times, char *err, size_t errlen);
 #endif
