@@ -1,0 +1,311 @@
+/* The GPU PNG writer (png_gpu.h) against the CPU writer: the filter kernel's output equals the
+ * CPU writer's filtered rows byte for byte (8/16-bit, 1-4 channels, 1x1, 1xN, Nx1, prime widths,
+ * padded strides); ipk_adler32_spans equals zlib's adler32 per span; png_gpu_write's files decode
+ * equal to the source by libpng (io_read), Pillow and OpenCV, their image data inflates (zlib,
+ * adler32 checked) to exactly the CPU writer's filtered bytes, and bands end mid-row; the file's
+ * size against the CPU writer's at levels 1, 6 and 9 (at most 3% larger). Last (not under
+ * IMGPIPE_TEST_QUICK), the benchmark: a photograph through every nvCOMP deflate algorithm 0..5
+ * and three band sizes, ratio and GB/s, beside the CPU writer at levels 1..9. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "base/image.h"
+#include "base/mono_clock.h"
+#include "gpu/gpu.h"
+#include "gpu_testutil.h"
+#include "io/io.h"
+#include "io/io_png_internal.h"
+#include "io/png_gpu.h"
+#include "ipk_codec.h"
+#include "png_testutil.h"
+
+#define MAX_SIZE_RATIO 1.03
+
+static char err[512];
+
+/* A device copy of a host image, its rows pitch bytes apart. */
+static ip_image upload(const ip_image *h, size_t pitch)
+{
+    size_t row = (size_t)h->shape.width * h->shape.channels * (h->shape.dtype == IP_U16 ? 2 : 1);
+    ip_image d = { 0 };
+    d.shape = h->shape, d.stride = (ptrdiff_t)pitch, d.on_device = 1;
+    if (!cuda_ok(cudaMalloc(&d.data, pitch * (size_t)h->shape.height), "cudaMalloc")) exit(1);
+    cuda_ok(cudaMemcpy2D(d.data, pitch, h->data, (size_t)h->stride, row, (size_t)h->shape.height,
+                         cudaMemcpyHostToDevice), "upload");
+    return d;
+}
+
+static void filter_image(const ip_image *src, size_t pad)
+{
+    const ip_image img = *src;
+    int w = img.shape.width, h = img.shape.height, c = img.shape.channels;
+    ip_dtype t = img.shape.dtype;
+    size_t len, row = (size_t)w * c * (t == IP_U16 ? 2 : 1);
+    unsigned char *want = ptu_filtered(&img, &len);
+    ip_image d = upload(&img, row + pad);
+    uint8_t *out = NULL, *got = malloc(len);
+    cuda_ok(cudaMalloc((void **)&out, len), "cudaMalloc");
+    unsigned allowed = pngx_allowed_filters((uint32_t)w, (uint32_t)h);
+    int rc = ipk_png_filter(d.data, d.stride, row, (size_t)h, (unsigned)(c * (t == IP_U16 ? 2 : 1)),
+                            t == IP_U16 ? 2 : 1, allowed, out, NULL);
+    if (gpu_finish_ok(rc, "ipk_png_filter")) cuda_ok(cudaMemcpy(got, out, len, cudaMemcpyDeviceToHost), "download");
+    size_t first = 0;
+    while (first < len && got[first] == want[first]) first++;
+    CHECK(first == len, "filter %dx%dx%d %s pad %zu: first difference at byte %zu (row %zu): %u, CPU %u", w, h, c,
+          img_dtype_name(t), pad, first, first / (row + 1), first < len ? got[first] : 0, first < len ? want[first] : 0);
+    cudaFree(out);
+    cudaFree(d.data);
+    free(got);
+    free(want);
+}
+
+static void filter_case(int w, int h, int c, ip_dtype t, size_t pad)
+{
+    ip_image img = ptu_photo(w, h, c, t, pad, (uint64_t)(w * 7 + h * 13 + c));
+    filter_image(&img, pad);
+    img_free(&img);
+}
+
+static void filter_cases(void)
+{
+    static const int sizes[][2] = { { 1, 1 }, { 1, 29 }, { 29, 1 }, { 2, 2 }, { 257, 31 }, { 1031, 17 }, { 4099, 9 } };
+    for (int s = 0; s < 7; s++)
+        for (int c = 1; c <= 4; c++)
+            for (int t = 0; t < 2; t++) filter_case(sizes[s][0], sizes[s][1], c, t ? IP_U16 : IP_U8, (size_t)(s * 3 + c) * 2);
+    /* a few levels of noise and flat runs: filters' sums tie often */
+    ip_image img = ptu_photo(61, 64, 2, IP_U8, 0, 5);
+    tu_rng r;
+    tu_seed(&r, 11);
+    for (int i = 0; i < 61 * 64 * 2; i++) ((uint8_t *)img.data)[i] = (uint8_t)(i % 300 < 100 ? 7 : tu_next(&r) % 3 * 127);
+    filter_image(&img, 0);
+    img_free(&img);
+}
+
+static void adler_case(size_t total, size_t span)
+{
+    tu_rng r;
+    tu_seed(&r, total);
+    uint8_t *data = malloc(total + 1), *dev = NULL;
+    for (size_t i = 0; i < total; i++) data[i] = (uint8_t)(i % 7 == 0 ? 255 : tu_next(&r));
+    size_t n = (total + span - 1) / span;
+    uint32_t *sums = NULL, *got = malloc(n * 4 + 4);
+    cuda_ok(cudaMalloc((void **)&dev, total + 1), "cudaMalloc");
+    cuda_ok(cudaMalloc((void **)&sums, n * 4 + 4), "cudaMalloc");
+    cuda_ok(cudaMemcpy(dev, data, total, cudaMemcpyHostToDevice), "upload");
+    if (gpu_finish_ok(ipk_adler32_spans(dev, total, span, sums, NULL), "ipk_adler32_spans"))
+        cuda_ok(cudaMemcpy(got, sums, n * 4, cudaMemcpyDeviceToHost), "download");
+    int bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t len = total - k * span < span ? total - k * span : span;
+        bad += got[k] != (uint32_t)adler32_z(adler32(0L, Z_NULL, 0), data + k * span, len);
+    }
+    CHECK(bad == 0, "adler32 of %zu bytes in spans of %zu: %d spans differ from zlib's", total, span, bad);
+    cudaFree(dev);
+    cudaFree(sums);
+    free(data);
+    free(got);
+}
+
+typedef struct {
+    io_gpu_codecs c;
+    int ready;
+} codecs;
+
+static codecs open_codecs(void)
+{
+    codecs k = { { 0 }, 0 };
+    if (nvcomp_open(&k.c.nvcomp, err, sizeof err)) {
+        CHECK(!getenv("IMGPIPE_NVCOMP_LIB"), "IMGPIPE_NVCOMP_LIB is set but nvCOMP does not open: %s", err);
+        printf("note: the png_gpu_write cases are skipped: %s\n", err);
+        return k;
+    }
+    int rc = gpu_stream_create(&k.c.stream, err, sizeof err);
+    if (!rc) rc = nvcomp_batch_create(&k.c.batch, k.c.nvcomp, 0, k.c.stream, err, sizeof err);
+    CHECK(rc == IP_OK, "nvCOMP batch: %s", err);
+    k.ready = rc == IP_OK;
+    printf("%s\n", nvcomp_description(k.c.nvcomp));
+    return k;
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* One image written by the GPU; *bytes its size. */
+static void write_case(const codecs *k, FILE *list, const ip_image *img, int level, long *bytes)
+{
+    char path[512], what[128];
+    const ip_shape *s = &img->shape;
+    snprintf(what, sizeof what, "%dx%dx%d %s level %d", s->width, s->height, s->channels, img_dtype_name(s->dtype), level);
+    snprintf(path, sizeof path, "%s/gpu_%dx%dx%d_%s_l%d.png", tu_tmpdir(), s->width, s->height, s->channels,
+             img_dtype_name(s->dtype), level);
+    size_t row = (size_t)s->width * s->channels * (s->dtype == IP_U16 ? 2 : 1);
+    ip_image d = upload(img, row + 6);
+    io_options opt;
+    io_default_options(&opt);
+    opt.png_level = level;
+    CHECK(png_gpu_encodable(&d, &opt), "%s: not encodable", what);
+    int rc = png_gpu_write(&k->c, &d, path, &opt, err, sizeof err);
+    CHECK(rc == IP_OK, "%s: png_gpu_write: %s", what, err);
+    ip_image back = { 0 };
+    rc = rc ? rc : io_read(path, NULL, &back, err, sizeof err);
+    CHECK(rc == IP_OK && ptu_same_pixels(img, &back), "%s: libpng (io_read) pixels differ: %s", what, err);
+    size_t len, got;
+    unsigned char *want = ptu_filtered(img, &len), *data = ptu_inflate_file(path, &got);
+    CHECK(data && got == len && !memcmp(data, want, len), "%s: the image data inflates to %zu bytes, not the CPU "
+          "writer's %zu filtered bytes", what, data ? got : 0, len);
+    if (list) ptu_list_add(list, path, img);
+    if (bytes) *bytes = file_size(path);
+    free(want);
+    free(data);
+    img_free(&back);
+    cudaFree(d.data);
+}
+
+static void write_cases(const codecs *k)
+{
+    char list_path[512];
+    snprintf(list_path, sizeof list_path, "%s/gpu_files.txt", tu_tmpdir());
+    FILE *list = fopen(list_path, "w");
+    /* 1031 * c + 1 bytes a row: the 64 KiB bands end mid-row */
+    static const int sizes[][2] = { { 1, 1 }, { 1, 37 }, { 37, 1 }, { 257, 13 }, { 1031, 211 } };
+    static const int levels[] = { 1, 6, 9 };
+    for (int s = 0; s < 5; s++)
+        for (int c = 1; c <= 4; c++)
+            for (int t = 0; t < 2; t++) {
+                ip_image img = ptu_photo(sizes[s][0], sizes[s][1], c, t ? IP_U16 : IP_U8, 0, (uint64_t)(s + c + t));
+                write_case(k, list, &img, levels[(s + c + t) % 3], NULL);
+                img_free(&img);
+            }
+    fclose(list);
+    int rc = ptu_decode_check(list_path);
+    if (rc == 77) printf("note: Pillow/OpenCV check skipped (no /usr/bin/python3 with both)\n");
+    CHECK(rc == 0 || rc == 77, "Pillow/OpenCV decodes differ (%d)", rc);
+    /* No file, nor a temporary, where the folder does not exist. */
+    ip_image img = ptu_photo(16, 16, 3, IP_U8, 0, 1);
+    ip_image d = upload(&img, 48);
+    io_options opt;
+    io_default_options(&opt);
+    char path[512];
+    snprintf(path, sizeof path, "%s/no-such-folder/x.png", tu_tmpdir());
+    CHECK(png_gpu_write(&k->c, &d, path, &opt, err, sizeof err) == IP_EIO, "a missing folder: %s", err);
+    cudaFree(d.data);
+    img_free(&img);
+}
+
+/* The sample photograph mirror-tiled to w x h. */
+static ip_image photo(int w, int h, int channels)
+{
+    const char *dir = getenv("IMGPIPE_SAMPLES");
+    char path[512];
+    snprintf(path, sizeof path, "%s/astronaut.png", dir ? dir : "samples");
+    ip_image src = { 0 }, out = { 0 };
+    if (io_read(path, NULL, &src, err, sizeof err) != IP_OK) {
+        printf("cannot read %s: %s\n", path, err);
+        exit(1);
+    }
+    ip_shape s = { w, h, channels, IP_U8 };
+    if (img_alloc(&out, &s, (uint64_t)1 << 32, err, sizeof err)) exit(1);
+    int sw = src.shape.width, sh = src.shape.height, sc = src.shape.channels;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int tx = (x / sw) % 2 ? sw - 1 - x % sw : x % sw, ty = (y / sh) % 2 ? sh - 1 - y % sh : y % sh;
+            const uint8_t *p = (const uint8_t *)src.data + (size_t)ty * (size_t)src.stride + (size_t)tx * sc;
+            uint8_t *q = (uint8_t *)out.data + (size_t)y * (size_t)out.stride + (size_t)x * channels;
+            if (channels == 1) q[0] = (uint8_t)((p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15);
+            else memcpy(q, p, 3);
+        }
+    img_free(&src);
+    return out;
+}
+
+static void size_cases(const codecs *k)
+{
+    ip_image img = photo(1536, 1024, 3);
+    static const int levels[] = { 1, 6, 9 };
+    for (int i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/cpu_l%d.png", tu_tmpdir(), levels[i]);
+        io_options opt;
+        io_default_options(&opt);
+        opt.png_level = levels[i];
+        long gpu = 0, cpu = io_write(path, &img, &opt, err, sizeof err) ? -1 : file_size(path);
+        write_case(k, NULL, &img, levels[i], &gpu);
+        double ratio = (double)gpu / (double)cpu;
+        printf("size at level %d (algorithm %d): GPU %ld bytes, CPU %ld bytes, %.4f of the CPU's\n", levels[i],
+               png_gpu_settings_for(levels[i]).algorithm, gpu, cpu, ratio);
+        CHECK(cpu > 0 && ratio <= MAX_SIZE_RATIO, "level %d: the GPU's file is %.4f of the CPU's (at most %.2f)",
+              levels[i], ratio, MAX_SIZE_RATIO);
+    }
+    img_free(&img);
+}
+
+/* The numbers the level -> algorithm table is set from. */
+static void bench(const codecs *k, int channels)
+{
+    ip_image img = photo(4096, 4096, channels);
+    size_t row = (size_t)img.shape.width * channels;
+    ip_image d = upload(&img, row);
+    double raw = (double)row * img.shape.height;
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench.png", tu_tmpdir());
+    printf("\nbench: astronaut mirror-tiled to 4096x4096x%d (%.1f MB)\n", channels, raw / 1e6);
+    for (int level = 1; level <= 9; level++) {
+        io_options opt;
+        io_default_options(&opt);
+        opt.png_level = level;
+        double t0 = now_ms();
+        int rc = io_write(path, &img, &opt, err, sizeof err);
+        double ms = now_ms() - t0;
+        printf("CPU writer level %d (%d threads): %ld bytes, ratio %.3f, %.1f ms, %.2f GB/s\n", level,
+               io_thread_count(&opt), rc ? -1 : file_size(path), raw / (double)file_size(path), ms, raw / ms / 1e6);
+    }
+    static const size_t bands[] = { (size_t)1 << 16, (size_t)1 << 18, (size_t)1 << 20 };
+    for (int alg = 0; alg <= 5; alg++)
+        for (int b = 0; b < 3; b++) {
+            io_options opt;
+            io_default_options(&opt);
+            png_gpu_settings s = { alg, bands[b] };
+            png_gpu_times t = { 0 }, best = { 0 };
+            int rc = IP_OK;
+            for (int rep = 0; rep < 3 && !rc; rep++) {
+                rc = png_gpu_write_with(&k->c, &d, path, &opt, &s, &t, err, sizeof err);
+                if (!rc && (rep == 0 || t.total_ms < best.total_ms)) best = t;
+            }
+            if (rc) {
+                printf("GPU algorithm %d, %zu KiB bands: %s\n", alg, bands[b] >> 10, err);
+                continue;
+            }
+            printf("GPU algorithm %d, %4zu KiB bands: %ld bytes, ratio %.3f; filter %.2f ms, deflate %.2f ms (%.2f "
+                   "GB/s), download %.2f ms, join+write %.2f ms, total %.2f ms (%.2f GB/s)\n",
+                   alg, bands[b] >> 10, file_size(path), raw / (double)file_size(path), best.filter_ms,
+                   best.deflate_ms, (double)best.filtered_bytes / best.deflate_ms / 1e6, best.download_ms,
+                   best.join_ms, best.total_ms, raw / best.total_ms / 1e6);
+        }
+    cudaFree(d.data);
+    img_free(&img);
+}
+
+int main(void)
+{
+    need_gpu();
+    filter_cases();
+    adler_case(1, 1), adler_case(100000, 65536), adler_case(1 << 20, 4096), adler_case(3000001, 1 << 20);
+    codecs k = open_codecs();
+    if (k.ready) {
+        write_cases(&k);
+        size_cases(&k);
+        if (!tu_quick()) bench(&k, 3), bench(&k, 1);
+        nvcomp_batch_destroy(k.c.batch);
+        gpu_stream_destroy(k.c.stream);
+        nvcomp_close(k.c.nvcomp);
+    }
+    return tu_finish();
+}
