@@ -67,7 +67,8 @@ int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *o
     if (rc) {
         snprintf(err, errlen, rc == IP_ENOMEM ? "out of memory"
                               : "cannot write PNG: the GPU's deflate gave band %zu as no valid deflate stream", bad);
-        return rc == IP_ENOMEM ? IP_ENOMEM : IP_EIO;
+        /* the device's output is wrong, not the file: a GPU failure the caller may redo on the CPU */
+        return rc == IP_ENOMEM ? IP_ENOMEM : IP_ECUDA;
     }
     char *tmp;
     int fd;

@@ -21,7 +21,7 @@
 
 /* --png-level -> nvCOMP's deflate algorithm (0: entropy coding only, 2: about zlib level 1's
  * ratio at 3.4-4.3 GB/s, 4: about zlib level 6's at 0.3-0.4 GB/s, 5: the most): the issue's
- * measurements on raw gray photographs; bench/png-gpu.sh measures the table on the H100. */
+ * measurements on raw gray photographs; tests/gpu/test_gpu_png.c measures the table (its bench). */
 static const int level_algorithm[10] = { 0, 2, 2, 2, 4, 4, 4, 4, 5, 5 };
 
 png_gpu_settings png_gpu_settings_for(int level)
@@ -142,7 +142,7 @@ static int download(const io_gpu_codecs *c, const layout *l, buffers *b, size_t 
     *deflated = 0;
     for (size_t k = 0; k < l->n_bands; k++) {
         if (b->chunks[k].dst_bytes > l->max_deflated)
-            return fail(IP_EIO, "cannot write PNG on the GPU: nvCOMP gave a band larger than its bound", err, errlen);
+            return fail(IP_ECUDA, "cannot write PNG on the GPU: nvCOMP gave a band larger than its bound", err, errlen);
         if (b->chunks[k].dst_bytes > longest) longest = b->chunks[k].dst_bytes;
         *deflated += b->chunks[k].dst_bytes;
     }
