@@ -1,0 +1,188 @@
+/* The folder's arrangement of GPU and CPU workers (batch/sched.c): the choice from measured rates,
+ * given as tables worked out by hand, and the measuring itself on a clock the test moves: roles
+ * while the GPU starts, the windows, which images count, a GPU that fails, folders too small to
+ * measure, and the fixed arrangements. */
+#include <string.h>
+#include "batch/sched.h"
+#include "testutil.h"
+
+typedef struct {
+    double mixed_gpu, mixed_cpu, gpu_only;
+    int workers, cpu_workers;
+    sched_arrangement want;
+    double want_rate;
+} choice_row;
+
+static void test_choose(void)
+{
+    static const choice_row rows[] = {
+        /* the CPU workers add throughput: 150 + 35 beats 160 by more than 3% */
+        { 150, 35, 160, 16, 8, SCHED_MIXED, 185 },
+        /* they slow the GPU down: 100 + 20 against 190 alone */
+        { 100, 20, 190, 16, 8, SCHED_GPU_ONLY, 190 },
+        /* a light pipeline: 60 from 8 CPU workers is about 120 from 16, beating 40 + 60 */
+        { 40, 60, 70, 16, 8, SCHED_CPU_ONLY, 120 },
+        /* 102 is within 3% of 100: the simpler arrangement stays */
+        { 100, 2, 100, 16, 8, SCHED_GPU_ONLY, 100 },
+        /* CPU alone extrapolated to 102 does not beat 101 by 3% */
+        { 50, 51, 90, 16, 8, SCHED_MIXED, 101 },
+        /* no CPU workers measured: CPU alone is not guessed */
+        { 10, 0, 9, 4, 0, SCHED_MIXED, 10 },
+        /* nothing finished: the GPU stays */
+        { 0, 0, 0, 2, 1, SCHED_GPU_ONLY, 0 },
+        /* one GPU worker of three: 2 CPU workers at 9 are 13.5 from three, less than 12 + 9 */
+        { 12, 9, 15, 3, 2, SCHED_MIXED, 21 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const choice_row *r = &rows[i];
+        sched_rates rates = { r->mixed_gpu, r->mixed_cpu, r->gpu_only, r->workers, r->cpu_workers };
+        double rate = -1;
+        sched_arrangement got = sched_choose(&rates, &rate);
+        CHECK(got == r->want, "row %zu: chose %d, want %d", i, (int)got, (int)r->want);
+        CHECK(rate > r->want_rate - 1e-9 && rate < r->want_rate + 1e-9, "row %zu: rate %g, want %g", i, rate,
+              r->want_rate);
+    }
+}
+
+static int gpu_roles(const sched *s)
+{
+    int n = 0;
+    for (int w = 0; w < s->o.workers; w++) n += sched_role_of(s, w) == SCHED_ROLE_GPU;
+    return n;
+}
+
+/* n images finished in role, evenly between t0 and t1; returns how many calls said "settled". */
+static int finish(sched *s, sched_role role, int n, double t0, double t1)
+{
+    int settled = 0;
+    for (int i = 0; i < n; i++) {
+        int ticket = sched_taken(s, role);
+        settled += sched_finished(s, role, ticket, t0 + (t1 - t0) * (i + 1) / n);
+    }
+    return settled;
+}
+
+/* 4 workers, 2 on the GPU in the mixed arrangement; windows of 8 images. */
+static void start_measuring(sched *s, int n_images)
+{
+    sched_options o = { 4, 2, 1, 1, n_images };
+    sched_init(s, &o, 0.0);
+}
+
+static void test_measure_gpu_wins(void)
+{
+    sched s;
+    start_measuring(&s, 100);
+    CHECK(s.phase == SCHED_STARTING && gpu_roles(&s) == 0, "while the GPU starts every worker takes CPU images");
+    int early = sched_taken(&s, SCHED_ROLE_CPU);
+    sched_gpu_ready(&s, 1.0);
+    CHECK(gpu_roles(&s) == 2 && sched_role_of(&s, 0) == SCHED_ROLE_GPU && sched_role_of(&s, 3) == SCHED_ROLE_CPU,
+          "ready: workers 0 and 1 take the GPU (%d do)", gpu_roles(&s));
+    /* an image taken before the GPU was ready counts towards nothing */
+    for (int i = 0; i < 10; i++) sched_finished(&s, SCHED_ROLE_CPU, early, 1.1);
+    CHECK(s.phase == SCHED_WARMING, "images of an earlier phase do not count (phase %d)", (int)s.phase);
+    CHECK(finish(&s, SCHED_ROLE_GPU, 4, 1.0, 2.0) == 0 && s.phase == SCHED_WINDOW_MIXED, "warm-up of 4 images");
+    /* the mixed window: 6 GPU and 2 CPU images in one second */
+    CHECK(finish(&s, SCHED_ROLE_GPU, 6, 2.0, 2.75) == 0, "not settled inside a window");
+    CHECK(finish(&s, SCHED_ROLE_CPU, 2, 2.75, 3.0) == 0 && s.phase == SCHED_WINDOW_GPU, "mixed window of 8");
+    CHECK(gpu_roles(&s) == 4, "the second window puts every worker on the GPU (%d)", gpu_roles(&s));
+    CHECK(s.rates.mixed_gpu == 6.0 && s.rates.mixed_cpu == 2.0, "mixed rates %g %g", s.rates.mixed_gpu,
+          s.rates.mixed_cpu);
+    /* every worker on the GPU: 8 images in half a second, 16 images/s against 8 mixed, 4 CPU alone */
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 3.0, 3.5) == 1, "the window's last image settles it, once");
+    CHECK(s.rates.gpu_only == 16.0, "gpu only %g", s.rates.gpu_only);
+    CHECK(sched_current(&s) == SCHED_GPU_ONLY && gpu_roles(&s) == 4, "settled on gpu only");
+    CHECK(finish(&s, SCHED_ROLE_GPU, 20, 3.5, 5.0) == 0 && gpu_roles(&s) == 4, "settled stays settled");
+    char line[512];
+    sched_describe(&s, line, sizeof line);
+    CHECK(strstr(line, "gpu only, 4 workers: measured 8.0 images/s with 2 GPU and 2 CPU workers (6.0 GPU, 2.0 CPU), "
+                       "16.0 with every worker on the GPU, about 4.0 on the CPU alone") == line, "line: %s", line);
+}
+
+static void test_measure_mixed_wins(void)
+{
+    sched s;
+    start_measuring(&s, 100);
+    sched_gpu_ready(&s, 0.5);
+    finish(&s, SCHED_ROLE_CPU, 4, 0.5, 1.0);
+    finish(&s, SCHED_ROLE_GPU, 5, 1.0, 1.5);
+    finish(&s, SCHED_ROLE_CPU, 3, 1.5, 2.0);   /* 5 + 3 in one second */
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.0, 3.6) == 1, "settled");   /* 5 images/s alone */
+    CHECK(sched_current(&s) == SCHED_MIXED && gpu_roles(&s) == 2, "mixed kept (%d on the GPU)", gpu_roles(&s));
+    char line[512];
+    sched_describe(&s, line, sizeof line);
+    CHECK(strstr(line, "gpu + 2 CPU workers (2 on the GPU): measured 8.0 images/s") == line, "line: %s", line);
+}
+
+static void test_measure_cpu_wins(void)
+{
+    sched s;
+    start_measuring(&s, 100);
+    sched_gpu_ready(&s, 0.0);
+    finish(&s, SCHED_ROLE_GPU, 4, 0.0, 1.0);
+    finish(&s, SCHED_ROLE_GPU, 2, 1.0, 1.5);
+    finish(&s, SCHED_ROLE_CPU, 6, 1.5, 2.0);   /* 2 + 6: CPU alone about 12 */
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.0, 3.0) == 1, "settled");   /* 8 alone */
+    CHECK(sched_current(&s) == SCHED_CPU_ONLY && gpu_roles(&s) == 0, "cpu only (%d on the GPU)", gpu_roles(&s));
+}
+
+static void test_gpu_fails(void)
+{
+    sched s;
+    start_measuring(&s, 100);
+    CHECK(sched_gpu_failed(&s) == 1 && sched_gpu_failed(&s) == 0, "a failure changes the arrangement once");
+    sched_gpu_ready(&s, 1.0);
+    CHECK(sched_current(&s) == SCHED_CPU_ONLY && gpu_roles(&s) == 0, "a failed GPU takes nothing");
+    /* failing mid-window too */
+    start_measuring(&s, 100);
+    sched_gpu_ready(&s, 0.0);
+    finish(&s, SCHED_ROLE_GPU, 6, 0.0, 1.0);
+    CHECK(sched_gpu_failed(&s) == 1 && gpu_roles(&s) == 0 && s.phase == SCHED_SETTLED, "mid-window failure");
+    CHECK(finish(&s, SCHED_ROLE_GPU, 30, 1.0, 2.0) == 0 && gpu_roles(&s) == 0, "and nothing measured after it");
+    char line[256];
+    sched_describe(&s, line, sizeof line);
+    CHECK(strcmp(line, "cpu only, 4 workers") == 0, "line: %s", line);
+}
+
+static void test_fixed_and_small(void)
+{
+    sched s;
+    /* too few images to measure (4 + 4 x 8 = 36 needed): mixed once the GPU is ready */
+    start_measuring(&s, 35);
+    CHECK(s.phase == SCHED_STARTING && gpu_roles(&s) == 0, "small folder still starts on the CPU");
+    sched_gpu_ready(&s, 0.1);
+    CHECK(s.phase == SCHED_SETTLED && sched_current(&s) == SCHED_MIXED && gpu_roles(&s) == 2, "small: mixed");
+    CHECK(finish(&s, SCHED_ROLE_GPU, 35, 0.1, 1.0) == 0, "nothing to settle");
+    start_measuring(&s, 36);
+    sched_gpu_ready(&s, 0.1);
+    CHECK(s.phase == SCHED_WARMING, "36 images are enough to measure");
+    /* --device gpu: every worker on the GPU at once, even when CPU images are allowed */
+    sched_options gpu = { 3, 3, 1, 1, 1000 };
+    sched_init(&s, &gpu, 0.0);
+    CHECK(s.phase == SCHED_SETTLED && gpu_roles(&s) == 3 && sched_current(&s) == SCHED_GPU_ONLY, "gpu only");
+    /* --device cpu */
+    sched_options cpu = { 3, 0, 1, 1, 1000 };
+    sched_init(&s, &cpu, 0.0);
+    CHECK(gpu_roles(&s) == 0 && sched_current(&s) == SCHED_CPU_ONLY, "cpu only");
+    /* gpu+cpu asked without measuring: mixed at once when the GPU need not be waited for */
+    sched_options mixed = { 5, 2, 0, 0, 1000 };
+    sched_init(&s, &mixed, 0.0);
+    CHECK(s.phase == SCHED_SETTLED && gpu_roles(&s) == 2, "gpu+cpu");
+    /* more GPU workers asked than there are workers; none at all */
+    sched_options over = { 2, 9, 1, 1, 1000 }, none = { 0, 0, 0, 0, 0 };
+    sched_init(&s, &over, 0.0);
+    CHECK(gpu_roles(&s) == 2 && sched_current(&s) == SCHED_GPU_ONLY, "clamped to the workers");
+    sched_init(&s, &none, 0.0);
+    CHECK(s.o.workers == 1 && gpu_roles(&s) == 0, "at least one worker");
+}
+
+int main(void)
+{
+    test_choose();
+    test_measure_gpu_wins();
+    test_measure_mixed_wins();
+    test_measure_cpu_wins();
+    test_gpu_fails();
+    test_fixed_and_small();
+    return tu_finish();
+}
