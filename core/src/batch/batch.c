@@ -14,6 +14,7 @@
 #include "base/image.h"
 #include "gpu/gpu.h"
 #include "base/mono_clock.h"
+#include "batch/sched.h"
 #include "run/run.h"
 
 typedef struct {
@@ -46,6 +47,8 @@ typedef struct {
     double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
     int jobs;
     batch_times times;       /* for --profile: where the workers' time went */
+    sched sched;             /* which workers take the GPU, which the CPU (under lock) */
+    int cpu_may_take;        /* CPU workers may take this GPU run's images (a GPU that fails: all) */
 } batch_shared;
 
 static char *join(const char *a, const char *b)
@@ -288,20 +291,21 @@ typedef struct {
     batch_shared *sh;
     int index;
     plan own;
+    run_worker *rw[2];       /* by role (sched_role): made the first time the worker takes it */
 } worker;
 
-/* The run layer's options for one image of the folder. */
-static run_options image_options(const batch_options *o, const batch_entry *e)
+/* The run layer's options for one image of the folder, run by a worker in role. */
+static run_options image_options(const batch_options *o, const batch_entry *e, sched_role role)
 {
     run_options ro;
     run_default_options(&ro);
-    ro.device = o->device == EXEC_GPU ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
+    ro.device = role == SCHED_ROLE_GPU ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
     ro.threads = o->threads;
     ro.transfer = o->transfer;
     ro.profile = o->verbose;
     ro.no_fuse = o->no_fuse;
     ro.strip = o->strip;
-    ro.jpeg_gpu_required = o->jpeg_on_gpu;
+    ro.jpeg_gpu_required = role == SCHED_ROLE_GPU && o->jpeg_on_gpu;
     ro.stream = o->stream;
     ro.memory = o->memory;
     ro.io = o->io;
@@ -320,10 +324,11 @@ static void count_times(batch_shared *sh, const run_times *t, double total_ms)
     pthread_mutex_unlock(&sh->lock);
 }
 
-static int process_entry(worker *w, run_worker *rw, const batch_entry *e, io_warnings *warnings, char *err,
+static int process_entry(worker *w, sched_role role, const batch_entry *e, io_warnings *warnings, char *err,
                          size_t errlen)
 {
-    run_options ro = image_options(w->sh->o, e);
+    run_worker *rw = w->rw[role];
+    run_options ro = image_options(w->sh->o, e, role);
     run_source in = { e->in, NULL };
     run_sink out = { e->out, NULL, 0 };
     run_result res;
@@ -361,13 +366,18 @@ static void read_ahead(const char *path)
     close(fd);
 }
 
-static const batch_entry *take_next(batch_shared *sh)
+/* The next image for worker w in role, or NULL when none is left; *stale when the worker's role
+ * changed since it asked (it asks again, making its context for the new role first). */
+static const batch_entry *take_next(batch_shared *sh, int w, sched_role role, int *ticket, int *stale)
 {
+    *stale = 0;
     if (sh->feed) return sh->feed->take(sh->feed->user);
     pthread_mutex_lock(&sh->lock);
     const batch_entry *e = NULL, *ahead = NULL;
-    if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
+    if (sched_role_of(&sh->sched, w) != role) *stale = 1;
+    else if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
     else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
+    if (e) *ticket = sched_taken(&sh->sched, role);
     if (e && sh->next - 1 + sh->jobs < sh->list->n) ahead = &sh->list->items[sh->next - 1 + sh->jobs];
     if (e && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, sh->next - 1);
     pthread_mutex_unlock(&sh->lock);
@@ -375,8 +385,24 @@ static const batch_entry *take_next(batch_shared *sh)
     return e;
 }
 
+/* The arrangement's line, when auto chose it (with the lock held). */
+static void say_arrangement(batch_shared *sh, const char *extra)
+{
+    char line[1280], what[512];
+    if (!sh->cb->note) return;
+    sched_describe(&sh->sched, what, sizeof what);
+    snprintf(line, sizeof line, "device: %s%s%s%s", what, extra ? " (" : "", extra ? extra : "", extra ? ")" : "");
+    sh->cb->note(sh->cb->user, line);
+}
+
+/* A finished image, of a worker in role: progress, failures, and the arrangement's measuring. */
+typedef struct {
+    sched_role role;
+    int ticket;
+} batch_ran;
+
 static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
-                   const io_warnings *warnings)
+                   const io_warnings *warnings, const batch_ran *ran)
 {
     if (sh->feed) {
         sh->feed->finished(sh->feed->user, e, rc, resumed, rc == IP_OK ? NULL : msg);
@@ -386,6 +412,11 @@ static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, 
     if (resumed) sh->prog.resumed++;
     else if (rc == IP_OK) sh->prog.done++;
     else sh->prog.failed++;
+    if (!resumed && ran) {
+        if (ran->role == SCHED_ROLE_GPU) sh->prog.on_gpu++;
+        else sh->prog.on_cpu++;
+        if (sched_finished(&sh->sched, ran->role, ran->ticket, now_s())) say_arrangement(sh, sh->o->arrangement_why);
+    }
     char page_label[PATH_MAX + 32];   /* one page of several is named with its page */
     const char *label = e->in;
     if (e->paged && snprintf(page_label, sizeof page_label, "%s (page %u)", e->in, e->page) < (int)sizeof page_label)
@@ -403,33 +434,76 @@ static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, 
     pthread_mutex_unlock(&sh->lock);
 }
 
+static sched_role role_now(batch_shared *sh, int w)
+{
+    pthread_mutex_lock(&sh->lock);
+    sched_role role = sched_role_of(&sh->sched, w);
+    pthread_mutex_unlock(&sh->lock);
+    return role;
+}
+
+/* The worker's run worker for role, made on first need. A GPU whose context cannot be made hands
+ * every image to the CPU workers where they may take them (else each image fails with why).
+ * Returns 0 when that changed the worker's role (it asks for its role again). */
+static int worker_ready(worker *w, sched_role role, char *err, size_t errlen)
+{
+    batch_shared *sh = w->sh;
+    const batch_options *o = sh->o;
+    if (w->rw[role]) return 1;
+    run_options ro = image_options(o, NULL, role);
+    int gpu = role == SCHED_ROLE_GPU;
+    run_worker_options wo = { gpu ? EXEC_GPU : EXEC_CPU, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0,
+                              gpu ? sh->jpeg : NULL, o->cpu_fallback, 1 };
+    if (run_worker_create(&w->rw[role], &ro, &wo, err, errlen) != IP_OK) return 1;   /* its images say so */
+    if (!gpu || !sh->cpu_may_take || run_worker_ready(w->rw[role], err, errlen) == IP_OK) return 1;
+    run_worker_destroy(w->rw[role]);
+    w->rw[role] = NULL;
+    pthread_mutex_lock(&sh->lock);
+    if (sched_gpu_failed(&sh->sched) && sh->cb->note) {
+        char msg[1280];
+        snprintf(msg, sizeof msg, "the GPU cannot be used (%s): the CPU workers take every image", err);
+        sh->cb->note(sh->cb->user, msg);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return 0;
+}
+
+static void pass_notes(batch_shared *sh, run_worker *rw)
+{
+    const char *notes = run_worker_notes(rw);
+    if (!notes[0] || !sh->cb->note) return;
+    pthread_mutex_lock(&sh->lock);
+    sh->cb->note(sh->cb->user, notes);
+    pthread_mutex_unlock(&sh->lock);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     batch_shared *sh = w->sh;
     const batch_options *o = sh->o;
-    run_options ro = image_options(o, NULL);
-    run_worker_options wo = { o->device, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0, sh->jpeg, o->cpu_fallback, 1 };
-    run_worker *rw = NULL;
     char err[1024];
-    int rc_worker = run_worker_create(&rw, &ro, &wo, err, sizeof err);
-    for (const batch_entry *e; (e = take_next(sh));) {
+    for (;;) {
+        sched_role role = role_now(sh, w->index);
+        if (!worker_ready(w, role, err, sizeof err)) continue;
+        batch_ran ran = { role, 0 };
+        int stale;
+        const batch_entry *e = take_next(sh, w->index, role, &ran.ticket, &stale);
+        if (stale) continue;
+        if (!e) break;
         struct stat st;
         if (o->resume && stat(e->out, &st) == 0) {
-            report(sh, e, IP_OK, 1, NULL, NULL);
+            report(sh, e, IP_OK, 1, NULL, NULL, NULL);
             continue;
         }
         io_warnings warnings = { 0 };
-        int rc = rc_worker != IP_OK ? rc_worker : process_entry(w, rw, e, &warnings, err, sizeof err);
-        report(sh, e, rc, 0, err, &warnings);
-        const char *notes = run_worker_notes(rw);
-        if (notes[0] && sh->cb->note) {
-            pthread_mutex_lock(&sh->lock);
-            sh->cb->note(sh->cb->user, notes);
-            pthread_mutex_unlock(&sh->lock);
-        }
+        int rc = w->rw[role] ? process_entry(w, role, e, &warnings, err, sizeof err) : IP_ENOMEM;
+        if (!w->rw[role]) snprintf(err, sizeof err, "out of memory");
+        report(sh, e, rc, 0, err, &warnings, &ran);
+        pass_notes(sh, w->rw[role]);
     }
-    run_worker_destroy(rw);
+    run_worker_destroy(w->rw[SCHED_ROLE_CPU]);
+    run_worker_destroy(w->rw[SCHED_ROLE_GPU]);
     return NULL;
 }
 
@@ -507,6 +581,58 @@ static void close_jpeg_pool(batch_shared *sh)
     sh->jpeg = NULL;
 }
 
+/* Which workers take the GPU: every one under --device gpu (or cpu: none); in the mixed
+ * arrangement the number asked, in proportion when the folder has fewer images than workers. */
+static void plan_arrangement(batch_shared *sh, int jobs, int n_images)
+{
+    const batch_options *o = sh->o;
+    int asked = o->jobs > 0 ? o->jobs : 1, gpu = jobs;
+    if (o->device != EXEC_GPU) gpu = 0;
+    else if (o->gpu_workers > 0 && o->gpu_workers < asked) gpu = (int)((long)o->gpu_workers * jobs / asked);
+    if (o->device == EXEC_GPU && gpu < 1) gpu = 1;
+    sh->cpu_may_take = o->device == EXEC_GPU && o->gpu_workers > 0 && o->gpu_workers < asked;
+    sched_options so = { jobs, gpu, o->arrange_by_rates, sh->cpu_may_take, n_images };
+    sched_init(&sh->sched, &so, now_s());
+}
+
+static int gpu_of(const batch_options *o, int g) { return o->n_gpus > 0 ? o->gpu_ids[g] : 0; }
+
+/* The mixed arrangement's start-up: every GPU's context (and nvJPEG's handle) made on a thread
+ * while the workers run the first images on the CPU; then the GPU workers take theirs. */
+static void *start_gpus(void *arg)
+{
+    batch_shared *sh = arg;
+    const batch_options *o = sh->o;
+    char err[512];
+    int rc = IP_OK;
+    for (int g = 0; rc == IP_OK && g < (o->n_gpus > 0 ? o->n_gpus : 1); g++) {
+        rc = gpu_start(gpu_of(o, g), err, sizeof err);
+        if (rc == IP_OK && sh->jpeg) jpeg_pool_handle(sh->jpeg, gpu_of(o, g), NULL);
+    }
+    pthread_mutex_lock(&sh->lock);
+    if (rc == IP_OK) {
+        sched_gpu_ready(&sh->sched, now_s());
+    } else if (sched_gpu_failed(&sh->sched) && sh->cb->note) {
+        char msg[640];
+        snprintf(msg, sizeof msg, "the GPU cannot be used (%s): the CPU workers take every image", err);
+        sh->cb->note(sh->cb->user, msg);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return NULL;
+}
+
+/* Runs the workers, with the GPU starting beside them when the arrangement lets them start on the
+ * CPU. */
+static int run_arranged(batch_shared *sh, int jobs, char *err, size_t errlen)
+{
+    pthread_t starter;
+    int starting = sh->sched.phase == SCHED_STARTING && pthread_create(&starter, NULL, start_gpus, sh) == 0;
+    if (sh->sched.phase == SCHED_STARTING && !starting) sched_gpu_ready(&sh->sched, now_s());
+    int rc = run_workers(sh, jobs, err, errlen);
+    if (starting) pthread_join(starter, NULL);
+    return rc;
+}
+
 /* Folder workers wait for their GPU asleep, leaving the cores to the others' codecs; nvJPEG opens
  * beside their start-up when asked for. */
 static void prepare_gpus(batch_shared *sh, const batch_listing *l, int jobs)
@@ -558,8 +684,9 @@ int batch_run_fed(const batch_options *o, const plan *p, const batch_feed *feed,
 {
     batch_shared sh = { .o = o, .p = p, .cb = cb, .feed = feed, .t0 = now_s(), .lock = PTHREAD_MUTEX_INITIALIZER,
                         .free_mib_early = -1, .free_mib_last = -1, .jobs = o->jobs > 0 ? o->jobs : 1 };
+    plan_arrangement(&sh, sh.jobs, 0);
     prepare_gpus(&sh, NULL, sh.jobs);
-    int rc = run_workers(&sh, sh.jobs, err, errlen);
+    int rc = run_arranged(&sh, sh.jobs, err, errlen);
     close_jpeg_pool(&sh);
     return rc;
 }
@@ -571,10 +698,10 @@ static void note_times(const batch_shared *sh)
     if (!sh->cb->note || !sh->o->verbose || !t->images) return;
     char msg[384];
     double n = t->images;
-    snprintf(msg, sizeof msg, "workers: %d images, a mean %.1f ms each in a worker (%d in flight): decode %.1f ms, "
-             "stages %.1f ms, encode and write %.1f ms, other %.1f ms", t->images, t->total_ms / n, sh->jobs,
-             t->decode_ms / n, t->stages_ms / n, t->encode_ms / n,
-             (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n);
+    snprintf(msg, sizeof msg, "workers: %d images (%d by GPU workers, %d by CPU workers), a mean %.1f ms each in a "
+             "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms, other %.1f ms",
+             t->images, sh->prog.on_gpu, sh->prog.on_cpu, t->total_ms / n, sh->jobs, t->decode_ms / n,
+             t->stages_ms / n, t->encode_ms / n, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n);
     sh->cb->note(sh->cb->user, msg);
 }
 
@@ -592,8 +719,15 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
     int jobs = o->jobs > 0 ? o->jobs : 1;
     if (jobs > list.n) jobs = list.n > 0 ? list.n : 1;
     sh.jobs = jobs;
+    plan_arrangement(&sh, jobs, list.n);
     if (list.n) prepare_gpus(&sh, &list, jobs);
-    rc = list.n ? run_workers(&sh, jobs, err, errlen) : IP_OK;
+    if (list.n && o->arrange_by_rates && !sh.sched.o.measure) {
+        char why[512];
+        snprintf(why, sizeof why, "%s%s%d image%s: too few to measure the arrangements", o->arrangement_why ?
+                 o->arrangement_why : "", o->arrangement_why ? "; " : "", list.n, list.n == 1 ? "" : "s");
+        say_arrangement(&sh, why);
+    }
+    rc = list.n ? run_arranged(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
     note_times(&sh);
     close_jpeg_pool(&sh);

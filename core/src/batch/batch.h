@@ -19,6 +19,11 @@ typedef struct {
     int jobs;                   /* images in flight */
     int resume;                 /* skip inputs whose output exists */
     exec_device device;
+    /* EXEC_GPU: of the jobs workers, those on the GPU (0: all); the rest are CPU workers taking
+     * images from the same queue, each with `threads` OpenMP threads. */
+    int gpu_workers;
+    int arrange_by_rates;       /* measure the arrangements on the first images, keep the fastest */
+    const char *arrangement_why;   /* the estimate, said with the arrangement chosen */
     int gpu_ids[BATCH_MAX_GPUS];
     int n_gpus;
     int threads;                /* OpenMP threads per image; 0: the cores shared among jobs */
@@ -41,6 +46,7 @@ typedef struct {
     int done, failed, resumed;  /* resumed: skipped because their output existed */
     int not_images;             /* files skipped as not PNG, JPEG or TIFF */
     int warned;                 /* of those done, decoded past damage with a warning */
+    int on_gpu, on_cpu;         /* images run (done or failed) by GPU workers and by CPU workers */
     uint64_t bytes_in;          /* input bytes of the images done */
     double elapsed_s;
     int stopped;                /* interrupted before the queue was empty */

@@ -14,6 +14,14 @@
 #include "gpu/gpu.h"
 #include "batch/mpi_lib.h"
 
+/* Where a folder runs: a device for every worker, or GPU and CPU workers side by side (mixed),
+ * in an arrangement measured on the first images (by_rates). */
+typedef struct {
+    exec_device dev;
+    int mixed, by_rates;
+    char why[256];               /* by_rates: the estimate, said with the measured choice */
+} folder_plan;
+
 static int choose_device(const cli_options *o, exec_device *dev)
 {
     char why[256] = "", name[256] = "GPU";
@@ -108,9 +116,22 @@ static void on_note(void *user, const char *message)
     if (!v->o->quiet) fprintf(stderr, "%simgpipe: %s\n", v->tty ? "\r\033[K" : "", message);
 }
 
-/* pl: under mpirun, the rank's place (its share of the cores, its GPU); NULL otherwise. */
-static int batch_setup(const cli_options *o, exec_device dev, const char *in, const char *out, const mpi_place *pl,
-                       batch_options *b)
+/* The mixed arrangement: half the workers (at least one a GPU) on the GPUs, the others on the
+ * cores, each worker with its share of the cores, as CPU workers have. */
+static void arrange_mixed(const cli_options *o, const folder_plan *fp, long cores, batch_options *b)
+{
+    if (!fp || !fp->mixed) return;
+    int gpu = (b->jobs + 1) / 2 > b->n_gpus ? (b->jobs + 1) / 2 : b->n_gpus;
+    b->gpu_workers = gpu < b->jobs ? gpu : 0;
+    b->arrange_by_rates = fp->by_rates;
+    b->arrangement_why = fp->by_rates ? fp->why : NULL;
+    if (!o->run.threads) b->threads = (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
+}
+
+/* pl: under mpirun, the rank's place (its share of the cores, its GPU); NULL otherwise. fp: the
+ * folder's arrangement (NULL: every worker on dev). */
+static int batch_setup(const cli_options *o, exec_device dev, const folder_plan *fp, const char *in, const char *out,
+                       const mpi_place *pl, batch_options *b)
 {
     memset(b, 0, sizeof *b);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -145,6 +166,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const char *in, co
         char why[128];
         int rc = cli_parse_gpu_list(o->gpus, gpu_device_count(why, sizeof why), b->gpu_ids, &b->n_gpus, BATCH_MAX_GPUS);
         if (rc == CLI_OK && pl) batch_mpi_pick_gpu(pl, b);
+        if (rc == CLI_OK) arrange_mixed(o, fp, cores, b);
         return rc;
     }
     return CLI_OK;
@@ -194,14 +216,32 @@ static int batch_outcome(const cli_options *o, batch_view *v, const batch_mpi *m
     return result->failed || result->stopped ? CLI_IMAGE_FAILED : CLI_OK;
 }
 
-static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const char *in, const char *out)
+static void say_workers(const cli_options *o, const batch_options *b)
+{
+    if (b->device != EXEC_GPU || o->quiet) return;
+    if (b->arrange_by_rates) return;   /* the measured choice says it */
+    if (!b->gpu_workers) {
+        cli_say(o, "%d worker%s on %d GPU%s", b->jobs, b->jobs == 1 ? "" : "s", b->n_gpus, b->n_gpus == 1 ? "" : "s");
+        return;
+    }
+    int cpu = b->jobs - b->gpu_workers;
+    cli_say(o, "%d workers: %d on %d GPU%s, %d CPU worker%s with %d thread%s each, from one queue", b->jobs,
+            b->gpu_workers, b->n_gpus, b->n_gpus == 1 ? "" : "s", cpu, cpu == 1 ? "" : "s", b->threads,
+            b->threads == 1 ? "" : "s");
+    if (o->verbose && b->jpeg_on_gpu)
+        cli_say(o, "gpu+cpu with --jpeg-decoder gpu: a JPEG's output depends on the worker that ran it (nvJPEG's "
+                "pixels differ from libjpeg-turbo's by up to 3 levels), so two runs may differ there");
+}
+
+static int cmd_batch(const cli_options *o, const plan *p, const folder_plan *fp, const char *in, const char *out)
 {
     mpi_place place = { 1, 0, 1, 0 };
     int under_mpi = mpi_lib_place(&place);
     batch_options b;
-    int rc = batch_setup(o, dev, in, out, under_mpi ? &place : NULL, &b);
+    exec_device dev = fp->dev;
+    int rc = batch_setup(o, dev, under_mpi ? NULL : fp, in, out, under_mpi ? &place : NULL, &b);
     if (rc) return rc;
-    if (dev == EXEC_GPU && !o->quiet) cli_say(o, "%d worker%s on %d GPU%s", b.jobs, b.jobs == 1 ? "" : "s", b.n_gpus, b.n_gpus == 1 ? "" : "s");
+    say_workers(o, &b);
     batch_view view = { o, isatty(STDERR_FILENO), -1e9, NULL, 0, "" };
     if (o->shard_count) snprintf(view.shard, sizeof view.shard, "shard %d/%d: ", o->shard_index, o->shard_count);
     if (under_mpi) snprintf(view.shard + strlen(view.shard), sizeof view.shard - strlen(view.shard), "%d ranks: ", place.size);
@@ -228,31 +268,53 @@ static int cmd_batch(const cli_options *o, const plan *p, exec_device dev, const
     return rc;
 }
 
+/* auto with a GPU the estimate does not rule out: the arrangement is measured on the first images.
+ * Not with nvJPEG, whose pixels differ from libjpeg-turbo's: each output would then depend on
+ * which worker ran it, and a folder run twice could differ; auto keeps every image on the GPU. */
+static int arrange_by_rates(const cli_options *o, const folder_estimate *est, folder_plan *fp)
+{
+    char why[256];
+    if (o->run.jpeg_gpu_required || gpu_device_count(why, sizeof why) == 0) return choose_device(o, &fp->dev);
+    fp->dev = EXEC_GPU;
+    fp->mixed = fp->by_rates = 1;
+    if (est) snprintf(fp->why, sizeof fp->why, "estimate for the folder: the CPU about %.1f s, the GPU path about %.1f s",
+                      est->cpu_s, est->gpu_s);
+    return CLI_OK;
+}
+
 /* auto, for a folder: the CPU path when the estimate says the stages cost the CPU's workers less
- * than the GPU path's start-up and staging would (light pipelines), so the GPU is never started. */
+ * than the GPU path's start-up and staging would (light pipelines), so the GPU is never started;
+ * else the arrangement measured. gpu+cpu: the mixed arrangement as asked. */
 static int choose_folder_device(const cli_options *o, const plan *p, const char *in, const char *out,
-                                exec_device *dev)
+                                folder_plan *fp)
 {
     mpi_place place;
-    if (o->run.device != RUN_DEVICE_AUTO || !gpu_built() || mpi_lib_place(&place)) return choose_device(o, dev);
+    memset(fp, 0, sizeof *fp);
+    if (mpi_lib_place(&place)) return choose_device(o, &fp->dev);
+    if (o->device_mixed) {
+        int rc = choose_device(o, &fp->dev);
+        fp->mixed = rc == CLI_OK && fp->dev == EXEC_GPU;
+        return rc;
+    }
+    if (o->run.device != RUN_DEVICE_AUTO || !gpu_built()) return choose_device(o, &fp->dev);
     batch_options b;
     folder_estimate est;
     char err[1024];
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (batch_setup(o, EXEC_CPU, in, out, NULL, &b) != CLI_OK ||
-        folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK ||
-        est.gpu_s < est.cpu_s)
-        return choose_device(o, dev);
+    if (batch_setup(o, EXEC_CPU, NULL, in, out, NULL, &b) != CLI_OK ||
+        folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK)
+        return arrange_by_rates(o, NULL, fp);
+    if (est.gpu_s < est.cpu_s) return arrange_by_rates(o, &est, fp);
     cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less than "
         "the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images, est.n_images == 1 ? "" : "s",
         est.cpu_s, est.gpu_s);
-    *dev = EXEC_CPU;
+    fp->dev = EXEC_CPU;
     return CLI_OK;
 }
 
 int cli_run_folder(const cli_options *o, const plan *p, const char *in, const char *out)
 {
-    exec_device dev;
-    int rc = choose_folder_device(o, p, in, out, &dev);
-    return rc == CLI_OK ? cmd_batch(o, p, dev, in, out) : rc;
+    folder_plan fp;
+    int rc = choose_folder_device(o, p, in, out, &fp);
+    return rc == CLI_OK ? cmd_batch(o, p, &fp, in, out) : rc;
 }

@@ -30,9 +30,13 @@ const char cli_usage_text[] =
     "\n"
     "options:\n"
     "  -e TEXT                 the pipeline as text instead of a file\n"
-    "  --device auto|cpu|gpu   where to run (default auto: for one image, the device estimated to\n"
-    "                          finish first, start-up and copies included; for folders, the\n"
-    "                          same estimate over the folder, planned on its first image)\n"
+    "  --device auto|cpu|gpu|gpu+cpu  where to run (default auto: for one image, the device\n"
+    "                          estimated to finish first, start-up and copies included; for\n"
+    "                          folders, the same estimate over the folder, planned on its first\n"
+    "                          image: the CPU alone when the GPU cannot win, else the faster of\n"
+    "                          gpu, gpu+cpu and cpu measured on the first images, said in its\n"
+    "                          device: line). gpu+cpu, for folders: half the workers on the GPU,\n"
+    "                          the rest on the cores, from one queue (for one image: gpu)\n"
     "  --threads N             CPU threads for CPU stages and codecs (default: all cores)\n"
     "  --transfer copy|zerocopy  GPU: copy the image to the card (default), or let the\n"
     "                          first and last stages read and write mapped host memory\n"
@@ -253,11 +257,12 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
         o->expr = argv[++*i];
     } else if (is_option(a, "--device")) {
         v = option_value(argc, argv, i, "--device");
-        if (!v) return cli_usage_error("--device needs auto, cpu or gpu");
+        if (!v) return cli_usage_error("--device needs auto, cpu, gpu or gpu+cpu");
+        o->device_mixed = strcmp(v, "gpu+cpu") == 0;
         if (strcmp(v, "auto") == 0) o->run.device = RUN_DEVICE_AUTO;
         else if (strcmp(v, "cpu") == 0) o->run.device = RUN_DEVICE_CPU;
-        else if (strcmp(v, "gpu") == 0) o->run.device = RUN_DEVICE_GPU;
-        else return cli_usage_error("--device must be auto, cpu or gpu, not '%s'", v);
+        else if (strcmp(v, "gpu") == 0 || o->device_mixed) o->run.device = RUN_DEVICE_GPU;
+        else return cli_usage_error("--device must be auto, cpu, gpu or gpu+cpu, not '%s'", v);
     } else if (is_option(a, "--transfer")) {
         v = option_value(argc, argv, i, "--transfer");
         if (v && strcmp(v, "copy") == 0) o->run.transfer = EXEC_COPY;

@@ -12,6 +12,7 @@ typedef struct {
     const char *plugin_path;
     int quiet, verbose;
     run_options run;             /* device, threads, codecs, streaming, limits */
+    int device_mixed;            /* --device gpu+cpu (run.device is then RUN_DEVICE_GPU) */
     ip_shape check_shape;
     int recursive, resume, jobs;
     const char *format;          /* --format png|tif|jpg for folders */

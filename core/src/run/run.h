@@ -108,6 +108,8 @@ void run_worker_destroy(run_worker *w);
 void *run_worker_stream(run_worker *w);
 /* Notes of the worker's context (a stage without a GPU path, say), then cleared; "" when none. */
 const char *run_worker_notes(run_worker *w);
+/* IP_OK when the worker's device context was made; else its error (every image would fail with it). */
+int run_worker_ready(const run_worker *w, char *err, size_t errlen);
 
 /* One image through p. w: NULL for a run of its own (the device chosen per o->device, the GPU
  * started beside decoding), or a worker whose contexts it reuses. IP_OK, or an error with err

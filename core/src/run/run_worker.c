@@ -60,6 +60,12 @@ void run_worker_destroy(run_worker *w)
 
 void *run_worker_stream(run_worker *w) { return w->ctx ? exec_stream(w->ctx) : NULL; }
 const char *run_worker_notes(run_worker *w) { return w && w->ctx ? exec_take_notes(w->ctx) : ""; }
+int run_worker_ready(const run_worker *w, char *err, size_t errlen)
+{
+    if (w->ctx_rc != IP_OK) snprintf(err, errlen, "%s", w->ctx_err);
+    return w->ctx_rc;
+}
+
 exec_device run_worker_device(const run_worker *w) { return w->wo.device; }
 int run_worker_gpu(const run_worker *w) { return w->wo.gpu; }
 
