@@ -81,6 +81,12 @@ says "unknown output extension" "use .png, .jpg, .jpeg, .tif or .tiff"
 expect 2 "--device gpu without a GPU or CUDA" env CUDA_VISIBLE_DEVICES= "$B" run --device gpu -e grayscale "$IMAGES/camera.png" g.png
 says "--device gpu" "--device gpu:"
 absent "--device gpu output" g.png
+mkdir -p gc_in && cp "$IMAGES/camera.png" gc_in/
+expect 2 "--device gpu+cpu without a GPU or CUDA" env CUDA_VISIBLE_DEVICES= "$B" run --device gpu+cpu -e grayscale gc_in gc_out
+says "--device gpu+cpu" "--device gpu:"
+absent "--device gpu+cpu output" gc_out/camera.png
+expect 2 "--device misspelt" "$B" run --device gpu+cpux -e grayscale "$IMAGES/camera.png" g.png
+says "--device misspelt" "--device must be auto, cpu, gpu or gpu+cpu, not 'gpu+cpux'"
 
 # auto: a small image never starts the GPU; with CUDA built, heavy work on a larger image asks
 # for it (and without a GPU goes on on the CPU, saying why); on a machine without an NVIDIA
