@@ -2,11 +2,13 @@
 # A folder of JPEG photographs at the GPU's JPEG rate (issue 29 items 1 and 4): N 12-megapixel
 # JPEGs q90 (mosaics of the sample photographs, flipped and brightened: photographic detail, never
 # flat) through denoise.pipe to JPEG q90 and to PNG level 3, with --device cpu, gpu, gpu
-# --jpeg-decoder gpu and auto, beside an OpenCV script with a process per core (bench/batch.sh's).
-# Prints images/s (whole process and the folder's own summary), then the --profile notes of the
-# nvJPEG runs: where a worker's time goes (decode, stages, encode and write), the shared decoder's
-# batches (mean and largest size, time decoding) and how long workers waited for it.
-# Needs nothing from the network; about 1-2 minutes on the 16-core H100 machine.
+# --jpeg-decoder gpu, gpu+cpu (GPU and CPU workers from one queue, with and without nvJPEG) and
+# auto (which measures the arrangements on the first images and says what it chose), beside an
+# OpenCV script with a process per core (bench/batch.sh's). Prints images/s (whole process and the
+# folder's own summary) and the first device line, then each run's notes: the device and workers
+# lines (auto's measured rates), where a worker's time goes (decode, stages, encode and write; how
+# many images GPU and CPU workers took), the shared decoder's batches and waits.
+# Needs nothing from the network; about 2 minutes on the 16-core H100 machine.
 # usage: bench/jpeg-folder.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
@@ -106,12 +108,18 @@ peer() {  # fmt
     row gpu "$fmt" --profile --device gpu
     row gpu-nvjpeg "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
+    row gpu+cpu "$fmt" --profile --device gpu+cpu
+    row gpu+cpu-nvjpeg "$fmt" --profile --device gpu+cpu --jpeg-decoder gpu
     row auto "$fmt" --device auto
     row auto-nvjpeg "$fmt" --device auto --jpeg-decoder gpu
     peer "$fmt"
   done
-  for f in "$tmp"/err.gpu-nvjpeg.jpg "$tmp"/err.gpu-nvjpeg.png "$tmp"/err.gpu.jpg; do
-    echo "--- $(basename "$f"): notes"
-    grep -e "workers:" -e "nvJPEG" -e "GPU memory" -e "device:" -e "worker" -e "succeeded" "$f" | grep -v "images/s, " | sed 's/^/    /'
+  for run in gpu-nvjpeg gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+    for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
+      [ -f "$f" ] || continue
+      echo "--- $(basename "$f"): notes"
+      grep -e "workers:" -e "nvJPEG" -e "GPU memory" -e "device:" -e "worker" -e "succeeded" -e "GPU cannot" "$f" |
+        grep -v "images/s, " | sed 's/^/    /'
+    done
   done
 } | tee "$out/jpeg-folder.txt"

@@ -369,7 +369,7 @@ static void test_measured(void)
     char in[600], out[600];
     snprintf(in, sizeof in, "%s/many", tu_tmpdir());
     snprintf(out, sizeof out, "%s/many_out", tu_tmpdir());
-    int n = 40;   /* 2 workers: warm-up of 2, two windows of 8, as many again */
+    int n = 40;   /* 2 workers: warm-up of 2, windows of 8 (the second after 2 untimed), 8 more */
     make_folder(in, n);
     batch_options o;
     heard h = { 0 };

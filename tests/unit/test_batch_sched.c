@@ -3,6 +3,7 @@
  * while the GPU starts, the windows, which images count, a GPU that fails, folders too small to
  * measure, and the fixed arrangements. */
 #include <string.h>
+#include "batch/folder_device.h"
 #include "batch/sched.h"
 #include "testutil.h"
 
@@ -88,11 +89,13 @@ static void test_measure_gpu_wins(void)
     CHECK(gpu_roles(&s) == 4, "the second window puts every worker on the GPU (%d)", gpu_roles(&s));
     CHECK(s.rates.mixed_gpu == 6.0 && s.rates.mixed_cpu == 2.0, "mixed rates %g %g", s.rates.mixed_gpu,
           s.rates.mixed_cpu);
+    /* each worker's first image in its new role passes untimed, however long it took */
+    CHECK(finish(&s, SCHED_ROLE_GPU, 4, 3.0, 4.0) == 0 && s.phase == SCHED_WINDOW_GPU, "a round untimed");
     /* every worker on the GPU: 8 images in half a second, 16 images/s against 8 mixed, 4 CPU alone */
-    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 3.0, 3.5) == 1, "the window's last image settles it, once");
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 4.0, 4.5) == 1, "the window's last image settles it, once");
     CHECK(s.rates.gpu_only == 16.0, "gpu only %g", s.rates.gpu_only);
     CHECK(sched_current(&s) == SCHED_GPU_ONLY && gpu_roles(&s) == 4, "settled on gpu only");
-    CHECK(finish(&s, SCHED_ROLE_GPU, 20, 3.5, 5.0) == 0 && gpu_roles(&s) == 4, "settled stays settled");
+    CHECK(finish(&s, SCHED_ROLE_GPU, 20, 4.5, 5.0) == 0 && gpu_roles(&s) == 4, "settled stays settled");
     char line[512];
     sched_describe(&s, line, sizeof line);
     CHECK(strstr(line, "gpu only, 4 workers: measured 8.0 images/s with 2 GPU and 2 CPU workers (6.0 GPU, 2.0 CPU), "
@@ -107,7 +110,8 @@ static void test_measure_mixed_wins(void)
     finish(&s, SCHED_ROLE_CPU, 4, 0.5, 1.0);
     finish(&s, SCHED_ROLE_GPU, 5, 1.0, 1.5);
     finish(&s, SCHED_ROLE_CPU, 3, 1.5, 2.0);   /* 5 + 3 in one second */
-    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.0, 3.6) == 1, "settled");   /* 5 images/s alone */
+    finish(&s, SCHED_ROLE_GPU, 4, 2.0, 2.4);
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.4, 4.0) == 1, "settled");   /* 5 images/s alone */
     CHECK(sched_current(&s) == SCHED_MIXED && gpu_roles(&s) == 2, "mixed kept (%d on the GPU)", gpu_roles(&s));
     char line[512];
     sched_describe(&s, line, sizeof line);
@@ -122,7 +126,8 @@ static void test_measure_cpu_wins(void)
     finish(&s, SCHED_ROLE_GPU, 4, 0.0, 1.0);
     finish(&s, SCHED_ROLE_GPU, 2, 1.0, 1.5);
     finish(&s, SCHED_ROLE_CPU, 6, 1.5, 2.0);   /* 2 + 6: CPU alone about 12 */
-    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.0, 3.0) == 1, "settled");   /* 8 alone */
+    finish(&s, SCHED_ROLE_GPU, 4, 2.0, 2.1);
+    CHECK(finish(&s, SCHED_ROLE_GPU, 8, 2.1, 3.1) == 1, "settled");   /* 8 alone */
     CHECK(sched_current(&s) == SCHED_CPU_ONLY && gpu_roles(&s) == 0, "cpu only (%d on the GPU)", gpu_roles(&s));
 }
 
@@ -147,15 +152,15 @@ static void test_gpu_fails(void)
 static void test_fixed_and_small(void)
 {
     sched s;
-    /* too few images to measure (4 + 4 x 8 = 36 needed): mixed once the GPU is ready */
-    start_measuring(&s, 35);
+    /* too few images to measure (2 x (4 + 8) + 8 = 32 needed): mixed once the GPU is ready */
+    start_measuring(&s, 31);
     CHECK(s.phase == SCHED_STARTING && gpu_roles(&s) == 0, "small folder still starts on the CPU");
     sched_gpu_ready(&s, 0.1);
     CHECK(s.phase == SCHED_SETTLED && sched_current(&s) == SCHED_MIXED && gpu_roles(&s) == 2, "small: mixed");
-    CHECK(finish(&s, SCHED_ROLE_GPU, 35, 0.1, 1.0) == 0, "nothing to settle");
-    start_measuring(&s, 36);
+    CHECK(finish(&s, SCHED_ROLE_GPU, 31, 0.1, 1.0) == 0, "nothing to settle");
+    start_measuring(&s, 32);
     sched_gpu_ready(&s, 0.1);
-    CHECK(s.phase == SCHED_WARMING, "36 images are enough to measure");
+    CHECK(s.phase == SCHED_WARMING, "32 images are enough to measure");
     /* --device gpu: every worker on the GPU at once, even when CPU images are allowed */
     sched_options gpu = { 3, 3, 1, 1, 1000 };
     sched_init(&s, &gpu, 0.0);
@@ -176,9 +181,28 @@ static void test_fixed_and_small(void)
     CHECK(s.o.workers == 1 && gpu_roles(&s) == 0, "at least one worker");
 }
 
+/* auto's first step: the estimate rules the GPU out only when hopeless or too short to measure. */
+static void test_ruled_out(void)
+{
+    static const struct { double cpu_s, gpu_s; int out; } rows[] = {
+        { 2.7, 3.1, 0 },     /* denoise, 100 photographs: close, so measured */
+        { 2.0, 4.1, 1 },     /* past twice the CPU's time */
+        { 2.0, 4.0, 0 },     /* exactly twice: measured */
+        { 0.9, 1.0, 1 },     /* under a second of stages: over before the GPU is measured */
+        { 0.5, 0.2, 0 },     /* the GPU estimated faster: never ruled out */
+        { 30.0, 1.0, 0 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        folder_estimate est = { 100, rows[i].cpu_s, rows[i].gpu_s };
+        CHECK(folder_gpu_ruled_out(&est) == rows[i].out, "row %zu: cpu %g s, gpu %g s", i, rows[i].cpu_s,
+              rows[i].gpu_s);
+    }
+}
+
 int main(void)
 {
     test_choose();
+    test_ruled_out();
     test_measure_gpu_wins();
     test_measure_mixed_wins();
     test_measure_cpu_wins();

@@ -13,6 +13,9 @@
 #define GPU_IMAGE_CORE_MS 50.0
 #define GPU_IMAGE_CORE_MS_JPEG_OUT 90.0
 
+#define GPU_HOPELESS_RATIO 2.0
+#define TOO_SHORT_TO_MEASURE_S 1.0
+
 #define SHAPE_SEEN 0x5eed   /* the header was read: the read stops there */
 
 static int stop_at_shape(void *user, const ip_shape *shape, char *err, size_t errlen)
@@ -76,4 +79,10 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
     free(own.steps);
     batch_listing_free(&l);
     return rc;
+}
+
+int folder_gpu_ruled_out(const folder_estimate *est)
+{
+    if (est->gpu_s < est->cpu_s) return 0;
+    return est->gpu_s > GPU_HOPELESS_RATIO * est->cpu_s || est->cpu_s < TOO_SHORT_TO_MEASURE_S;
 }

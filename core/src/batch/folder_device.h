@@ -12,6 +12,12 @@ typedef struct {
                                 workers; the GPU path's start-up, staging and waits (or the card) */
 } folder_estimate;
 
+/* auto: whether the GPU need not even start. The estimate is rough, and the mixed arrangement
+ * hides the GPU's start-up behind CPU images, so the GPU is ruled out only when the estimate
+ * puts it past twice the CPU's time, or the stages' whole CPU time is under a second (the run
+ * would end before the GPU had started and been measured); else auto measures. */
+int folder_gpu_ruled_out(const folder_estimate *est);
+
 /* Lists o's input and plans p (a copy) on the first image's shape, read from its header; cores:
  * the cores the workers share. IP_OK with *est filled, or an error when the folder cannot be
  * listed or no image in it can be read (the run then reports it as it would). */

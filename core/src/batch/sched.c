@@ -4,8 +4,9 @@
 
 /* A window counts twice the workers' images (at least 8), so each worker finishes a couple in it
  * and one slow image does not decide; the warm-up after start-up lets every worker make its
- * buffers (and wait for nvJPEG's handle) before anything is timed. Measuring needs a folder
- * large enough that the two windows leave at least as many images again to the winner. */
+ * buffers (and wait for nvJPEG's handle) before anything is timed, and the second window lets
+ * each worker's first image of its new role pass untimed (workers come to it from an image of
+ * their old role). Measuring needs a folder with at least a window's images left after it. */
 #define SCHED_MIN_WINDOW 8
 
 sched_arrangement sched_choose(const sched_rates *r, double *expected)
@@ -38,6 +39,7 @@ static void enter(sched *s, sched_phase phase, int gpu_role_workers, double now)
     s->gpu_role_workers = gpu_role_workers;
     s->epoch++;
     s->counted = s->counted_gpu = s->counted_cpu = 0;
+    s->untimed = phase == SCHED_WINDOW_GPU ? s->o.workers : 0;
     s->t_phase = now;
 }
 
@@ -55,8 +57,8 @@ void sched_init(sched *s, const sched_options *o, double now)
     if (s->o.gpu_workers > s->o.workers) s->o.gpu_workers = s->o.workers;
     s->window = window_of(&s->o);
     int mixed = s->o.gpu_workers > 0 && s->o.gpu_workers < s->o.workers;
-    /* warm-up, two windows, and as many images again */
-    s->o.measure = mixed && s->o.measure && s->o.n_images >= s->o.workers + 4 * s->window;
+    /* warm-up, two windows (the second after a round untimed), and a window more */
+    s->o.measure = mixed && s->o.measure && s->o.n_images >= 2 * (s->o.workers + s->window) + s->window;
     s->chosen = s->o.gpu_workers == 0 ? SCHED_CPU_ONLY : mixed ? SCHED_MIXED : SCHED_GPU_ONLY;
     if (mixed && s->o.cpu_while_starting) enter(s, SCHED_STARTING, 0, now);
     else if (s->o.measure) enter(s, SCHED_WARMING, s->o.gpu_workers, now);
@@ -98,6 +100,10 @@ static double per_s(int n, double seconds)
 int sched_finished(sched *s, sched_role role, int ticket, double now)
 {
     if (ticket != s->epoch || s->phase == SCHED_STARTING || s->phase == SCHED_SETTLED) return 0;
+    if (s->untimed > 0) {
+        if (--s->untimed == 0) s->t_phase = now;
+        return 0;
+    }
     s->counted++;
     if (role == SCHED_ROLE_GPU) s->counted_gpu++;
     else s->counted_cpu++;

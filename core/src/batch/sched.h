@@ -39,6 +39,7 @@ typedef struct {
     int gpu_role_workers;    /* workers 0..this-1 now take the GPU */
     int epoch;               /* a phase's images: only those taken in it count towards it */
     int counted, counted_gpu, counted_cpu;
+    int untimed;             /* images of the phase still to pass before its timing starts */
     double t_phase;
     int window;              /* images a window counts */
     sched_rates rates;

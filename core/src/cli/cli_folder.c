@@ -124,7 +124,7 @@ static void arrange_mixed(const cli_options *o, const folder_plan *fp, long core
     int gpu = (b->jobs + 1) / 2 > b->n_gpus ? (b->jobs + 1) / 2 : b->n_gpus;
     b->gpu_workers = gpu < b->jobs ? gpu : 0;
     b->arrange_by_rates = fp->by_rates;
-    b->arrangement_why = fp->by_rates ? fp->why : NULL;
+    b->arrangement_why = fp->by_rates && fp->why[0] ? fp->why : NULL;
     if (!o->run.threads) b->threads = (int)(cores / b->jobs > 0 ? cores / b->jobs : 1);
 }
 
@@ -304,7 +304,9 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
     if (batch_setup(o, EXEC_CPU, NULL, in, out, NULL, &b) != CLI_OK ||
         folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK)
         return arrange_by_rates(o, NULL, fp);
-    if (est.gpu_s < est.cpu_s) return arrange_by_rates(o, &est, fp);
+    /* with nvJPEG auto never measures: the estimate alone decides, as for one device */
+    int cpu_wins = o->run.jpeg_gpu_required ? est.gpu_s >= est.cpu_s : folder_gpu_ruled_out(&est);
+    if (!cpu_wins) return arrange_by_rates(o, &est, fp);
     cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less than "
         "the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images, est.n_images == 1 ? "" : "s",
         est.cpu_s, est.gpu_s);
