@@ -1,5 +1,5 @@
 /* A folder run by GPU and CPU workers from one queue (batch.c with batch/sched.c), on a mock of
- * gpu.h whose device memory is host memory and whose copies happen at once; the stages are
+ * gpu.h (its own, not tests/gpu_mock_basics.c: start-up is watched) whose device memory is host memory and whose copies happen at once; the stages are
  * stripped of run_gpu, so a GPU worker's image goes up, down, through run_cpu and up again, as a
  * stage without a GPU path does. Checked: every image exactly once and each output byte for byte
  * the CPU-only run's, whichever worker ran it; a broken file failing alone; the stop flag leaving
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "base/image.h"
 #include "batch/batch.h"
@@ -20,16 +21,63 @@
 #include "plan_testutil.h"
 #include "testutil.h"
 
-/* The mock device (with tests/gpu_mock_basics.c). */
+/* The mock device: tests/gpu_mock_basics.c's, but for a start-up the test can wait for. */
 static pthread_mutex_t mock_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mock_started_cv = PTHREAD_COND_INITIALIZER, mock_uploaded_cv = PTHREAD_COND_INITIALIZER;
 static int mock_no_streams;    /* the GPU cannot be used: no stream can be made */
+static int mock_started;       /* gpu_start was called */
 static long mock_uploads;
+static int mock_refused;       /* a stream was refused */
+
+int gpu_built(void) { return 1; }
+void gpu_prefer_eager_loading(void) {}
+void gpu_prefer_blocking_sync(int device) { (void)device; }
+int gpu_start(int device, char *err, size_t errlen)
+{
+    (void)device; (void)err; (void)errlen;
+    pthread_mutex_lock(&mock_mu);
+    mock_started = 1;
+    pthread_cond_broadcast(&mock_started_cv);
+    pthread_mutex_unlock(&mock_mu);
+    return IP_OK;
+}
+int gpu_device_count(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
+int gpu_device_name(int device, char *name, size_t len) { (void)device; snprintf(name, len, "mock"); return IP_OK; }
+int gpu_select(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }
+void gpu_clear_error(void) {}
+int gpu_compute_capability(int device, int *arch, char *err, size_t errlen)
+{
+    (void)device; (void)err; (void)errlen;
+    *arch = 90;
+    return IP_OK;
+}
+int gpu_capture_begin(void *stream, char *err, size_t errlen)
+{
+    (void)stream;
+    snprintf(err, errlen, "the mock device records no graphs");
+    return IP_ECUDA;
+}
+int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen)
+{
+    *graph_exec = NULL;
+    return gpu_capture_begin(stream, err, errlen);
+}
+int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
+{
+    (void)graph_exec;
+    return gpu_capture_begin(stream, err, errlen);
+}
+void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
 
 int gpu_driver_present(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
 int gpu_stream_create(void **stream, char *err, size_t errlen)
 {
     *stream = NULL;
     if (mock_no_streams) {
+        pthread_mutex_lock(&mock_mu);
+        mock_refused = 1;
+        pthread_cond_broadcast(&mock_uploaded_cv);
+        pthread_mutex_unlock(&mock_mu);
         snprintf(err, errlen, "mock: no device");
         return IP_ECUDA;
     }
@@ -65,6 +113,7 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
     if (kind == GPU_H2D) {
         pthread_mutex_lock(&mock_mu);
         mock_uploads++;
+        pthread_cond_broadcast(&mock_uploaded_cv);
         pthread_mutex_unlock(&mock_mu);
     }
     for (size_t y = 0; y < rows; y++) memcpy((char *)dst + y * dst_pitch, (const char *)src + y * src_pitch, row_bytes);
@@ -100,6 +149,33 @@ int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t e
 
 static registry reg;
 static ip_stage stripped[64];
+
+/* For the mixed run: the first stage's CPU path waits (up to 10 s) for the GPU's start-up, and
+ * then each image up to 50 ms for the GPU worker's first upload or refused stream (a timed wait:
+ * the GPU worker's own first image may be a CPU one), so that the GPU worker has images left
+ * to take however the threads are scheduled. */
+static int gate_on_start;
+static int (*grayscale_cpu)(const void *, const ip_image *, ip_image *, const ip_exec *);
+
+static int gated_cpu(const void *state, const ip_image *in, ip_image *out, const ip_exec *ex)
+{
+    pthread_mutex_lock(&mock_mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (gate_on_start && !mock_started)
+        if (pthread_cond_timedwait(&mock_started_cv, &mock_mu, &until) != 0) break;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 50000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    while (gate_on_start && mock_uploads == 0 && !mock_refused)
+        if (pthread_cond_timedwait(&mock_uploaded_cv, &mock_mu, &until) != 0) break;
+    pthread_mutex_unlock(&mock_mu);
+    return grayscale_cpu(state, in, out, ex);
+}
 static plan pipeline;
 #define PIPELINE "grayscale | median radius=1 | mean radius=2"
 
@@ -259,8 +335,12 @@ static void test_mixed(void)
     heard h = { 0 };
     batch_progress r;
     options_for(&o, in_dir, out, EXEC_GPU, 3, 1);
-    long uploads = mock_uploads;
+    mock_uploads = 0;
+    mock_started = 0;
+    gate_on_start = 1;
     run_folder(&o, &h, &r);
+    gate_on_start = 0;
+    long uploads = 0;
     int outputs, temps;
     count_files(out, &outputs, &temps);
     CHECK(r.total == N_IMAGES && r.done == N_IMAGES && r.failed == 0, "mixed: %d of %d done", r.done, r.total);
@@ -331,7 +411,10 @@ static void test_gpu_cannot_start(void)
     mock_no_streams = 1;
     snprintf(out, sizeof out, "%s/no_gpu_mixed", tu_tmpdir());
     options_for(&o, in_dir, out, EXEC_GPU, 3, 1);
+    mock_started = mock_refused = 0;
+    gate_on_start = 1;
     run_folder(&o, &h, &r);
+    gate_on_start = 0;
     CHECK(r.done == N_IMAGES && r.on_cpu == N_IMAGES && r.on_gpu == 0 && h.gpu_unusable == 1,
           "the CPU workers take every image: %d done, %d on the CPU, %d notes", r.done, r.on_cpu, h.gpu_unusable);
     CHECK(same_as_reference(out, ref_dir, N_IMAGES) == N_IMAGES, "and write what the CPU run does");
@@ -400,6 +483,10 @@ int main(void)
     for (int i = 0; i < reg.n && i < 64; i++) {   /* the mock device runs no kernels */
         stripped[i] = *reg.plugins[i].stage;
         stripped[i].run_gpu = NULL;
+        if (strcmp(stripped[i].name, "grayscale") == 0) {
+            grayscale_cpu = stripped[i].run_cpu;
+            stripped[i].run_cpu = gated_cpu;
+        }
         reg.plugins[i].stage = &stripped[i];
     }
     ip_shape any = { 16, 16, 3, IP_U8 };
