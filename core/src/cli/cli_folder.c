@@ -274,6 +274,9 @@ static int cmd_batch(const cli_options *o, const plan *p, const folder_plan *fp,
 static int arrange_by_rates(const cli_options *o, const folder_estimate *est, folder_plan *fp)
 {
     char why[256];
+    if (o->run.jpeg_gpu_required && o->verbose)
+        cli_say(o, "auto with --jpeg-decoder gpu: no CPU workers beside the GPU's (their JPEG pixels would differ "
+                "from nvJPEG's, so the outputs would depend on the worker)");
     if (o->run.jpeg_gpu_required || gpu_device_count(why, sizeof why) == 0) return choose_device(o, &fp->dev);
     fp->dev = EXEC_GPU;
     fp->mixed = fp->by_rates = 1;
