@@ -13,7 +13,7 @@ typedef int (*stream_wait_fn)(void *, void *, unsigned);
 typedef int (*event_destroy_fn)(void *);
 typedef const char *(*error_string_fn)(int);
 
-/* cudaPointerAttributes as CUDA 11 and 12 lay it out */
+/* cudaPointerAttributes as CUDA 11 to 13 lay it out */
 typedef struct {
     int type;
     int device;
@@ -26,7 +26,7 @@ enum { EVENT_DISABLE_TIMING = 2, MEMORY_DEVICE = 2, MEMORY_MANAGED = 3 };
 
 static void *runtime(void)
 {
-    static const char *names[] = {"libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
+    static const char *names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
         if (h)

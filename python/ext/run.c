@@ -2,6 +2,10 @@
  * DeviceArray on the same device. The GIL is released while the pipeline runs. */
 #include "arrays.h"
 
+/* Below this many pixels a run takes microseconds: keeping the GIL costs other threads less than
+ * giving it up and taking it back, which waits on whichever thread holds it then. */
+#define GIL_KEPT_BELOW_PIXELS 65536
+
 static PyObject *new_numpy(ext_state *st, const imgpipe_image *shape, int ndim)
 {
     PyObject *dims = ndim == 2 ? Py_BuildValue("(ii)", shape->height, shape->width)
@@ -38,11 +42,17 @@ static PyObject *run_host(ext_state *st, imgpipe_pipeline *p, PyObject *array, c
     out.data = view.buf;
     out.stride = 0;
     out.memory = IMGPIPE_HOST;
-    Py_BEGIN_ALLOW_THREADS
-    code = host_input_pack(&in);
-    if (code == IMGPIPE_OK)
-        code = imgpipe_run(p, &in.img, &out, o, NULL, &err);
-    Py_END_ALLOW_THREADS
+    if ((long long)in.img.width * in.img.height < GIL_KEPT_BELOW_PIXELS) {
+        code = host_input_pack(&in);
+        if (code == IMGPIPE_OK)
+            code = imgpipe_run(p, &in.img, &out, o, NULL, &err);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        code = host_input_pack(&in);
+        if (code == IMGPIPE_OK)
+            code = imgpipe_run(p, &in.img, &out, o, NULL, &err);
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&view);
     host_input_close(&in);
     if (code != IMGPIPE_OK) {

@@ -306,6 +306,7 @@ static run_options image_options(const batch_options *o, const batch_entry *e, s
     ro.no_fuse = o->no_fuse;
     ro.strip = o->strip;
     ro.jpeg_gpu_required = role == SCHED_ROLE_GPU && o->jpeg_on_gpu;
+    ro.codecs = o->codecs;
     ro.stream = o->stream;
     ro.memory = o->memory;
     ro.io = o->io;

@@ -30,6 +30,7 @@ typedef struct {
     exec_transfer transfer;
     int cpu_fallback;           /* a GPU failure retries the image on the CPU */
     int jpeg_on_gpu;            /* JPEG decoded and encoded by nvJPEG on the GPU where it can */
+    run_codecs codecs;          /* --codecs: nvCOMP for TIFF and PNG on GPU workers (auto) or not (cpu) */
     int verbose;                /* -v or --profile: notes on how the codecs ran */
     int no_fuse;                /* --no-fuse: no run-time fusion of GPU stages */
     int shard_index, shard_count;   /* --shard I/N (count 0 or 1: every image) */

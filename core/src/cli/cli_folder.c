@@ -149,6 +149,7 @@ static int batch_setup(const cli_options *o, exec_device dev, const folder_plan 
     b->transfer = o->run.transfer;
     b->cpu_fallback = o->run.device == RUN_DEVICE_AUTO;
     b->jpeg_on_gpu = o->run.jpeg_gpu_required;
+    b->codecs = o->run.codecs;
     b->verbose = o->run.profile;
     b->no_fuse = o->run.no_fuse;
     b->shard_index = o->shard_index;

@@ -4,15 +4,30 @@
 #define IMGPIPE_CODEC_GPU_H
 #include "gpu/nvcomp.h"
 
+/* Buffers a codec keeps between images (grown, never shrunk): cudaMalloc, cudaFree and pinned
+ * allocations per image serialise a folder's workers, cudaFree waiting for the whole device. */
+typedef enum { IO_GPU_SCRATCH_A = 0, IO_GPU_SCRATCH_B, IO_GPU_SCRATCH_C, IO_GPU_SCRATCH_N } io_gpu_scratch_slot;
+typedef struct {
+    void *device[IO_GPU_SCRATCH_N], *pinned[IO_GPU_SCRATCH_N];
+    size_t device_bytes[IO_GPU_SCRATCH_N], pinned_bytes[IO_GPU_SCRATCH_N];
+} io_gpu_scratch;
+
 typedef struct {
     nvcomp_lib *nvcomp;          /* NULL: none (the CPU codecs run) */
     nvcomp_batch *batch;         /* scratch on stream */
     void *stream;                /* a cudaStream_t */
     int device;
+    io_gpu_scratch *scratch;     /* one thread at a time, as the codecs */
 } io_gpu_codecs;
 
 /* Opens nvCOMP and a batch on stream for device (the GPU context current). IP_EUNSUPPORTED with
  * one line saying why (no library, no CUDA build). */
 int io_gpu_codecs_open(io_gpu_codecs **c, int device, void *stream, char *why, size_t whylen);
 void io_gpu_codecs_close(io_gpu_codecs *c);
+/* Device (or pinned host) memory of at least bytes in slot, kept for the next image; valid until
+ * the next call for the same slot or the close. */
+int io_gpu_scratch_device(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,
+                          size_t errlen);
+int io_gpu_scratch_pinned(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,
+                          size_t errlen);
 #endif

@@ -19,14 +19,18 @@
 #define BAND_BYTES ((size_t)1 << 16)
 #define MAX_BAND_BYTES ((size_t)64 << 20)
 
-/* --png-level -> nvCOMP's deflate algorithm (0: entropy coding only, 2: about zlib level 1's
- * ratio at 3.4-4.3 GB/s, 4: about zlib level 6's at 0.3-0.4 GB/s, 5: the most): the issue's
- * measurements on raw gray photographs; tests/gpu/test_gpu_png.c measures the table (its bench). */
-static const int level_algorithm[10] = { 0, 2, 2, 2, 4, 4, 4, 4, 5, 5 };
+/* --png-level -> nvCOMP's deflate algorithm and band, from test_gpu_png's bench on the H100
+ * (4096x4096 photographs, RGB and gray, 2026-11-27): algorithm 2 in 256 KiB bands is within 1% of
+ * zlib level 1 (libpng's) on filtered rows at 1-2 GB/s; algorithm 0 is smaller than stored; for
+ * levels 5-9 no algorithm comes within 3% of zlib's size faster than the CPU writer on 16 cores
+ * (4: 35% larger; 5: 4% larger at 0.02-0.16 GB/s), so those levels stay on the CPU (-1). */
+static const int level_algorithm[10] = { 0, 2, 2, 2, 2, -1, -1, -1, -1, -1 };
+#define BAND_BYTES_LEVELS_1_4 ((size_t)256 << 10)
 
 png_gpu_settings png_gpu_settings_for(int level)
 {
-    png_gpu_settings s = { level_algorithm[level < 0 ? 0 : level > 9 ? 9 : level], BAND_BYTES };
+    int at = level < 0 ? 0 : level > 9 ? 9 : level;
+    png_gpu_settings s = { level_algorithm[at], at == 0 ? BAND_BYTES : BAND_BYTES_LEVELS_1_4 };
     return s;
 }
 
@@ -34,7 +38,8 @@ int png_gpu_encodable(const ip_image *dev_out, const io_options *opt)
 {
     const ip_shape *s = &dev_out->shape;
     return gpu_built() && dev_out->on_device && (s->dtype == IP_U8 || s->dtype == IP_U16) && s->channels >= 1 &&
-           s->channels <= 4 && s->width > 0 && s->height > 0 && opt && opt->png_level >= 0 && opt->png_level <= 9;
+           s->channels <= 4 && s->width > 0 && s->height > 0 && opt && opt->png_level >= 0 && opt->png_level <= 9 &&
+           png_gpu_settings_for(opt->png_level).algorithm >= 0;
 }
 
 int png_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
@@ -88,26 +93,23 @@ static int plan_layout(const io_gpu_codecs *c, const ip_shape *shape, const png_
     return IP_OK;
 }
 
-static int alloc_buffers(const layout *l, buffers *b, char *err, size_t errlen)
+static int alloc_buffers(const io_gpu_codecs *c, const layout *l, buffers *b, char *err, size_t errlen)
 {
-    int rc = gpu_malloc((void **)&b->filtered, l->filtered_bytes, err, errlen);
-    if (!rc) rc = gpu_malloc((void **)&b->deflated, l->n_bands * l->slot, err, errlen);
-    if (!rc) rc = gpu_malloc((void **)&b->adler, l->n_bands * sizeof(uint32_t), err, errlen);
+    int rc = io_gpu_scratch_device(c, IO_GPU_SCRATCH_A, l->filtered_bytes, (void **)&b->filtered, err, errlen);
+    if (!rc) rc = io_gpu_scratch_device(c, IO_GPU_SCRATCH_B, l->n_bands * l->slot, (void **)&b->deflated, err, errlen);
+    if (!rc) rc = io_gpu_scratch_device(c, IO_GPU_SCRATCH_C, l->n_bands * sizeof(uint32_t), (void **)&b->adler, err,
+                                        errlen);
+    if (!rc) rc = io_gpu_scratch_pinned(c, IO_GPU_SCRATCH_A, l->n_bands * l->slot, (void **)&b->host, err, errlen);
     if (rc) return rc;
-    b->host = img_big_malloc(l->n_bands * l->slot);
     b->host_adler = malloc(l->n_bands * sizeof(uint32_t));
     b->chunks = calloc(l->n_bands, sizeof(nvcomp_chunk));
     b->bands = calloc(l->n_bands, sizeof(pngx_band));
-    if (!b->host || !b->host_adler || !b->chunks || !b->bands) return fail(IP_ENOMEM, "out of memory", err, errlen);
+    if (!b->host_adler || !b->chunks || !b->bands) return fail(IP_ENOMEM, "out of memory", err, errlen);
     return IP_OK;
 }
 
 static void free_buffers(buffers *b)
 {
-    gpu_free(b->filtered);
-    gpu_free(b->deflated);
-    gpu_free(b->adler);
-    free(b->host);
     free(b->host_adler);
     free(b->chunks);
     free(b->bands);
@@ -178,7 +180,7 @@ int png_gpu_write_with(const io_gpu_codecs *c, const ip_image *dev_out, const ch
     int rc = check_request(c, dev_out, opt, s, err, errlen);
     if (!rc) rc = gpu_select(c->device, err, errlen);
     if (!rc) rc = plan_layout(c, &dev_out->shape, s, &l, err, errlen);
-    if (!rc) rc = alloc_buffers(&l, &b, err, errlen);
+    if (!rc) rc = alloc_buffers(c, &l, &b, err, errlen);
     double t1 = now_ms();
     if (!rc) rc = filter_and_sum(c, dev_out, &l, &b, err, errlen);
     double t2 = now_ms();

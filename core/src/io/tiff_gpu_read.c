@@ -80,14 +80,16 @@ static int plan_staging(gpu_read *r)
 static int alloc_buffers(gpu_read *r)
 {
     size_t adler_bytes = (size_t)r->l.count * sizeof(uint32_t);
-    int rc = gpu_host_alloc((void **)&r->host, r->staged + adler_bytes, 0, r->err, r->errlen);
-    if (!rc) rc = gpu_malloc((void **)&r->dev_comp, r->staged + adler_bytes, r->err, r->errlen);
+    int rc = io_gpu_scratch_pinned(r->c, IO_GPU_SCRATCH_A, r->staged + adler_bytes, (void **)&r->host, r->err, r->errlen);
+    if (!rc) rc = io_gpu_scratch_device(r->c, IO_GPU_SCRATCH_A, r->staged + adler_bytes, (void **)&r->dev_comp, r->err,
+                                        r->errlen);
     if (!rc && r->l.tiled) {
         if (r->l.block_bytes > SIZE_MAX / r->l.count) {
             snprintf(r->err, r->errlen, "image is too large to address");
             return IP_ELIMIT;
         }
-        rc = gpu_malloc((void **)&r->tiles, (size_t)(r->l.block_bytes * r->l.count), r->err, r->errlen);
+        rc = io_gpu_scratch_device(r->c, IO_GPU_SCRATCH_B, (size_t)(r->l.block_bytes * r->l.count), (void **)&r->tiles,
+                                   r->err, r->errlen);
     }
     return rc;
 }
@@ -237,9 +239,6 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
     if (!rc) rc = tiff_gpu_layout_limits(&r.l, opt, err, errlen);
     if (!rc) rc = decode_into_target(&r, target, dev_in);
     tiff_gpu_layout_close(&r.l);
-    gpu_host_free(r.host);
-    gpu_free(r.dev_comp);
-    gpu_free(r.tiles);
     free(r.chunks);
     free(r.adler);
     free(r.body_at);

@@ -18,9 +18,11 @@
 #ifdef IMGPIPE_HAVE_CUDA
 #include "ipk_codec.h"
 
-/* nvCOMP's deflate algorithm for each zlib level, by measured ratio (issue 29, H100, 64 KiB
- * chunks of photographs): 2 matches level 1, 4 level 6; 0 is entropy coding only. Retune here. */
-static const int deflate_algorithm_for_level[10] = { 0, 2, 2, 2, 4, 4, 4, 5, 5, 5 };
+/* nvCOMP's deflate algorithm for each --tiff-level, by measured size (bench/tiff-folder.sh on the
+ * H100, 2026-11-27: 12-MP photographs, 256 KiB strips with the predictor): algorithm 4 makes files
+ * 7% smaller than libtiff's level 6 and 18% smaller than its level 1, algorithm 2 6% larger than
+ * level 1, so every level takes 4; 0 (entropy coding only) is never chosen. Retune here. */
+static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
 
 #define SLOT_ALIGN 8
 
@@ -41,7 +43,8 @@ typedef struct {
     size_t errlen;
     nvcomp_codec codec;
     int algorithm;
-    size_t row_bytes, strip_bytes, slot;  /* slot: a compressed strip's room, framing included */
+    size_t row_bytes, strip_bytes, slot;
+    size_t strip_pitch;         /* strips' distance in the predicted image: zstd wants them aligned */  /* slot: a compressed strip's room, framing included */
     uint32_t rps, strips;
     unsigned char *predicted;   /* device: the image's rows, packed, the predictor applied */
     unsigned char *dev_comp;    /* device: a slot a strip, then the adler32s */
@@ -65,6 +68,11 @@ static int plan_strips(gpu_write *w)
     w->rps = tiff_rows_per_strip(s);
     w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
     w->strip_bytes = w->row_bytes * w->rps;
+    w->strip_pitch = w->codec == NVCOMP_ZSTD ? (w->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : w->strip_bytes;
+    if (w->strip_pitch < w->strip_bytes || w->strip_pitch > SIZE_MAX / w->strips) {
+        snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
+        return IP_ELIMIT;
+    }
     size_t bound = 0;
     int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->strip_bytes, &bound, w->err,
                                          w->errlen);
@@ -92,9 +100,10 @@ static size_t body_at(const gpu_write *w, uint32_t strip)
 static int alloc_buffers(gpu_write *w)
 {
     size_t comp = w->slot * w->strips + (size_t)w->strips * sizeof(uint32_t);
-    int rc = gpu_malloc((void **)&w->predicted, w->row_bytes * (size_t)w->img->shape.height, w->err, w->errlen);
-    if (!rc) rc = gpu_malloc((void **)&w->dev_comp, comp, w->err, w->errlen);
-    if (!rc) rc = gpu_host_alloc((void **)&w->host, comp, 0, w->err, w->errlen);
+    int rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_A, w->strip_pitch * w->strips,
+                                   (void **)&w->predicted, w->err, w->errlen);
+    if (!rc) rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_B, comp, (void **)&w->dev_comp, w->err, w->errlen);
+    if (!rc) rc = io_gpu_scratch_pinned(w->c, IO_GPU_SCRATCH_A, comp, (void **)&w->host, w->err, w->errlen);
     return rc;
 }
 
@@ -102,12 +111,22 @@ static int compress_strips(gpu_write *w)
 {
     const ip_shape *s = &w->img->shape;
     int sample_bytes = (int)ip_dtype_size(s->dtype);
-    int rc = ipk_fail(w, ipk_tiff_predictor_apply(w->img->data, (size_t)w->img->stride, w->predicted, w->row_bytes,
+    int rc = IP_OK;
+    if (w->strip_pitch == w->strip_bytes)   /* strips back to back: one pass over the image */
+        rc = ipk_fail(w, ipk_tiff_predictor_apply(w->img->data, (size_t)w->img->stride, w->predicted, w->row_bytes,
                                                   s->width, s->height, s->channels, sample_bytes, w->c->stream),
                       "predictor");
+    for (uint32_t i = 0; !rc && w->strip_pitch != w->strip_bytes && i < w->strips; i++) {
+        uint32_t rows = (uint32_t)s->height - i * w->rps < w->rps ? (uint32_t)s->height - i * w->rps : w->rps;
+        const unsigned char *src = (const unsigned char *)w->img->data + (size_t)i * w->rps * (size_t)w->img->stride;
+        rc = ipk_fail(w, ipk_tiff_predictor_apply(src, (size_t)w->img->stride, w->predicted + (size_t)i * w->strip_pitch,
+                                                  w->row_bytes, s->width, (int)rows, s->channels, sample_bytes,
+                                                  w->c->stream),
+                      "predictor");
+    }
     for (uint32_t i = 0; i < w->strips; i++) {
         uint32_t rows = (uint32_t)s->height - i * w->rps < w->rps ? (uint32_t)s->height - i * w->rps : w->rps;
-        w->chunks[i] = (nvcomp_chunk){ .src = w->predicted + (size_t)i * w->strip_bytes,
+        w->chunks[i] = (nvcomp_chunk){ .src = w->predicted + (size_t)i * w->strip_pitch,
                                        .src_bytes = (size_t)rows * w->row_bytes,
                                        .dst = w->dev_comp + body_at(w, i),
                                        .dst_capacity = w->slot - SLOT_ALIGN - ZLIB_FRAME_TRAILER };
@@ -228,9 +247,6 @@ int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *
     if (!rc) rc = compress_strips(&w);
     if (!rc) rc = download(&w);
     if (!rc) rc = write_atomically(&w, path);
-    gpu_free(w.predicted);
-    gpu_free(w.dev_comp);
-    gpu_host_free(w.host);
     free(w.chunks);
     return rc;
 }
