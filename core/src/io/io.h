@@ -9,6 +9,7 @@
 typedef enum { IO_FMT_UNKNOWN = 0, IO_FMT_TIFF, IO_FMT_PNG, IO_FMT_JPEG } io_format;
 typedef enum { IO_TIFF_DEFLATE = 0, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE } io_tiff_compression;
 struct io_meta;   /* meta.h */
+struct tiff_strip_codec;   /* io_tiff_strips.h */
 
 /* Where a decoder puts the final pixels, so a run can decode straight into the memory it uploads
  * from (pinned or mapped host memory). Without a provider, malloc (and img_free). */
@@ -63,6 +64,9 @@ typedef struct {
     /* io_read turns the pixels upright by their EXIF orientation (default 0: as stored). */
     int autorotate;
     uint64_t tiff_bigtiff_above;   /* streamed TIFF output: BigTIFF above this many pixel bytes (0: 3.5 GiB) */
+    /* TIFF output's strips compressed by this (io_tiff_strips.h), where a GPU compressor can take
+     * the CPU's place; NULL: the CPU's (libdeflate, libtiff). */
+    const struct tiff_strip_codec *tiff_strip_codec;
     /* Streamed PNG and JPEG output: hold about this much at most (fewer bands compressed at once;
      * at least one). 0: two bands a thread. */
     uint64_t stream_hold_bytes;

@@ -58,4 +58,11 @@ int tiff_set_level(TIFF *tif, io_tiff_compression c, int level);
 uint32_t tiff_rows_per_strip(const ip_shape *s);
 /* Whether pixels of this shape call for BigTIFF: above `above` bytes (0: the default threshold). */
 int tiff_wants_bigtiff(const ip_shape *s, uint64_t above);
+/* The output handle that takes the compressed strips, in order, through tiff_write_raw_strip
+ * (a tiff_strip_write_fn of io_tiff_strips.h). */
+typedef struct {
+    TIFF *out;
+    tiff_log *log;
+} tiff_raw_out;
+int tiff_write_raw_strip(void *raw_out, uint32_t index, const unsigned char *data, size_t len, char *err, size_t errlen);
 #endif

@@ -1,13 +1,14 @@
 /* TIFF streamed: read a band of strips or a row of tiles at a time (blocks of a band decoded by
- * all threads, one libtiff handle each on the one descriptor), written a group of strips at a
- * time (compressed by all threads, written in order) with the whole-image writer's layout and
- * tags, so the file is the same bytes. */
+ * all threads, one libtiff handle each on the one descriptor), written a strip at a time
+ * (compressed by all threads while the next rows arrive, written in order) with the whole-image
+ * writer's layout and tags, so the file is the same bytes. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/io_internal.h"
 #include "io/io_limits.h"
 #include "io/meta_tiff.h"
 #include "io/io_stream_internal.h"
 #include "io/io_tiff_handle.h"
+#include "io/io_tiff_strip_cpu.h"
 #include "base/image.h"
 #include <errno.h>
 #include <omp.h>
@@ -280,97 +281,69 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     return IP_OK;
 }
 
-/* The group of strips (two per thread) and each thread's compressor state (~0.5 MiB). */
-uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
+/* Strips in flight: two a thread, fewer where the run's --memory asks (stream_hold_bytes). */
+static tiff_strips_plan stream_plan(const tiff_strip_format *f, const io_options *opt)
 {
-    return (uint64_t)io_thread_count(opt) * 2 * ((uint64_t)256 << 10) + img_row_bytes(shape);
+    return tiff_strips_plan_for(f, io_thread_count(opt), opt->stream_hold_bytes);
 }
 
-/* Writing: rows gather into a group of whole strips (one per thread, twice over), which all
- * threads compress at once, each through its own in-memory encoder; then they go to the file in
- * order. The group buffer is the encoders' input (the predictor rewrites it: it is not kept). */
-typedef struct {
-    TIFF *tif;
-    tiff_sink sink;
-    tiff_log log;
-} strip_encoder;
+/* The compressor's strips in flight and its threads' states, and a row. */
+uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
+{
+    tiff_strip_format f = { *shape, tiff_rows_per_strip(shape), opt->tiff_compression };
+    tiff_strips_plan plan = stream_plan(&f, opt);
+    return tiff_strips_held_bytes(&f, &plan) + img_row_bytes(shape);
+}
 
+/* Writing: rows gather into a buffer of the strip compressor (io_tiff_strips.h), which
+ * compresses whole strips on its threads while the next rows arrive and writes them in order. */
 typedef struct {
     int fd;
     TIFF *out;
     tiff_log log;
     ip_shape shape;
-    io_tiff_compression compression;
-    int level;                  /* deflate's */
     size_t row_bytes;
-    uint32_t rps, strips, next_strip, group_strips;
-    unsigned char *group;      /* group_strips * rps rows */
-    uint32_t group_rows;       /* rows gathered */
-    int threads;
-    strip_encoder *encoders;
-    tiff_sink *done;           /* one compressed strip per slot of the group */
+    uint32_t rps, strips, next_strip;
+    tiff_raw_out raw;          /* out, for the compressor's writes */
+    tiff_strips *compressor;
+    unsigned char *strip;      /* the claimed buffer, while rows gather in it */
+    uint32_t strip_rows;       /* rows gathered */
     const io_meta *meta;       /* the input's metadata for the output, as the whole-image writer */
 } tiff_stream_writer;
 
 static void writer_free(tiff_stream_writer *w)
 {
-    for (int i = 0; w->encoders && i < w->threads; i++) {
-        if (w->encoders[i].tif) TIFFClose(w->encoders[i].tif);
-        free(w->encoders[i].sink.data);
-    }
-    for (uint32_t i = 0; w->done && i < w->group_strips; i++) free(w->done[i].data);
-    free(w->encoders);
-    free(w->done);
-    free(w->group);
+    tiff_strips_close(w->compressor);
     free(w);
 }
 
-/* Compresses the gathered rows (whole strips, or the image's last rows) and writes them. */
-static int flush_group(tiff_stream_writer *w, char *err, size_t errlen)
+static int failed(int rc, const char *why, char *err, size_t errlen)
 {
-    uint32_t n = (w->group_rows + w->rps - 1) / w->rps;
-    int failed = 0, threads = (uint32_t)w->threads < n ? w->threads : (int)n;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (uint32_t i = 0; i < n; i++) {
-        strip_encoder *e = &w->encoders[omp_get_thread_num()];
-        uint32_t rows = w->group_rows - i * w->rps < w->rps ? w->group_rows - i * w->rps : w->rps;
-        e->sink.len = 0;
-        e->sink.collecting = 1;
-        tmsize_t got = TIFFWriteEncodedStrip(e->tif, w->next_strip + i, w->group + (size_t)i * w->rps * w->row_bytes,
-                                             (tmsize_t)(rows * w->row_bytes));
-        e->sink.collecting = 0;
-        if (got < 0) {
-#pragma omp atomic write
-            failed = e->sink.out_of_memory ? IP_ENOMEM : IP_EIO;
-        }
-        w->done[i] = e->sink;
-        e->sink = (tiff_sink){ .data = NULL };
-    }
-    for (uint32_t i = 0; i < n && !failed; i++)
-        if (TIFFWriteRawStrip(w->out, w->next_strip + i, w->done[i].data, (tmsize_t)w->done[i].len) < 0) failed = IP_EIO;
-    for (uint32_t i = 0; i < n; i++) {
-        free(w->done[i].data);
-        w->done[i] = (tiff_sink){ .data = NULL };
-    }
-    if (failed) {
-        snprintf(err, errlen, "cannot write TIFF: %s", failed == IP_ENOMEM ? "out of memory" : tiff_log_text(&w->log, "write error"));
-        return failed;
-    }
-    w->next_strip += n;
-    w->group_rows = 0;
-    return IP_OK;
+    snprintf(err, errlen, "cannot write TIFF: %s", why);
+    return rc;
+}
+
+/* The gathered rows (a whole strip, or the image's last rows) go to be compressed. */
+static int submit_strip(tiff_stream_writer *w, char *err, size_t errlen)
+{
+    char why[512];
+    int rc = tiff_strips_submit(w->compressor, (size_t)w->strip_rows * w->row_bytes, why, sizeof why);
+    w->strip = NULL;
+    w->strip_rows = 0;
+    w->next_strip++;
+    return rc == IP_OK ? IP_OK : failed(rc, why, err, errlen);
 }
 
 static int writer_write(void *codec, const ip_image *rows, char *err, size_t errlen)
 {
     tiff_stream_writer *w = codec;
+    char why[512];
     for (int y = 0; y < rows->shape.height; y++) {
-        memcpy(w->group + (size_t)w->group_rows * w->row_bytes, (const char *)rows->data + (ptrdiff_t)y * rows->stride,
+        int rc = w->strip ? IP_OK : tiff_strips_claim(w->compressor, &w->strip, why, sizeof why);
+        if (rc != IP_OK) return failed(rc, why, err, errlen);
+        memcpy(w->strip + (size_t)w->strip_rows * w->row_bytes, (const char *)rows->data + (ptrdiff_t)y * rows->stride,
                w->row_bytes);
-        if (++w->group_rows == w->group_strips * w->rps) {
-            int rc = flush_group(w, err, errlen);
-            if (rc != IP_OK) return rc;
-        }
+        if (++w->strip_rows == w->rps && (rc = submit_strip(w, err, errlen)) != IP_OK) return rc;
     }
     return IP_OK;
 }
@@ -378,6 +351,9 @@ static int writer_write(void *codec, const ip_image *rows, char *err, size_t err
 static int close_out(tiff_stream_writer *w, int rc, char *err, size_t errlen)
 {
     char why[128];
+    /* the compressor's threads write to out: they end first */
+    tiff_strips_close(w->compressor);
+    w->compressor = NULL;
     if (w->out) TIFFClose(w->out);
     w->out = NULL;
     if (rc == IP_OK) rc = meta_tiff_finish(w->fd, w->meta, err, errlen);
@@ -392,7 +368,10 @@ static int close_out(tiff_stream_writer *w, int rc, char *err, size_t errlen)
 static int writer_finish(void *codec, char *err, size_t errlen)
 {
     tiff_stream_writer *w = codec;
-    int rc = w->group_rows ? flush_group(w, err, errlen) : IP_OK;
+    char why[512];
+    int rc = w->strip_rows ? submit_strip(w, err, errlen) : IP_OK;
+    if (rc == IP_OK && (rc = tiff_strips_finish(w->compressor, why, sizeof why)) != IP_OK)
+        rc = failed(rc, why, err, errlen);
     if (rc == IP_OK && w->next_strip != w->strips) {
         snprintf(err, errlen, "cannot write TIFF: %u of %u strips were written", w->next_strip, w->strips);
         rc = IP_EINVAL;
@@ -412,37 +391,28 @@ static void writer_abort(void *codec)
 
 static const io_stream_write_ops write_ops = { writer_write, writer_finish, writer_abort };
 
-static int writer_setup(tiff_stream_writer *w, char *err, size_t errlen)
+static int writer_setup(tiff_stream_writer *w, const io_options *opt, char *err, size_t errlen)
 {
     w->row_bytes = img_row_bytes(&w->shape);
     w->rps = tiff_rows_per_strip(&w->shape);
     w->strips = (uint32_t)(((uint64_t)w->shape.height + w->rps - 1) / w->rps);
-    w->group_strips = (uint32_t)w->threads * 2 < w->strips ? (uint32_t)w->threads * 2 : w->strips;
-    w->group = img_big_malloc((size_t)w->group_strips * w->rps * w->row_bytes);
-    w->encoders = calloc((size_t)w->threads, sizeof *w->encoders);
-    w->done = calloc(w->group_strips, sizeof *w->done);
-    if (!w->group || !w->encoders || !w->done) {
-        snprintf(err, errlen, "cannot write TIFF: out of memory");
-        return IP_ENOMEM;
-    }
-    if (!TIFFIsCODECConfigured(tiff_scheme(w->compression))) {
+    if (!TIFFIsCODECConfigured(tiff_scheme(opt->tiff_compression))) {
         snprintf(err, errlen, "cannot write TIFF: this libtiff has no %s compression; choose another "
-                 "--tiff-compression", io_tiff_compression_name(w->compression));
+                 "--tiff-compression", io_tiff_compression_name(opt->tiff_compression));
         return IP_EINVAL;
     }
-    if (!tiff_set_image_tags(w->out, &w->shape, w->rps, w->compression) || !meta_tiff_set_tags(w->out, w->meta, &w->shape)) {
+    if (!tiff_set_image_tags(w->out, &w->shape, w->rps, opt->tiff_compression) ||
+        !meta_tiff_set_tags(w->out, w->meta, &w->shape)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "bad tags"));
         return IP_EIO;
     }
-    for (int i = 0; i < w->threads; i++) {
-        strip_encoder *e = &w->encoders[i];
-        if (!(e->tif = tiff_open_sink(&e->sink, &e->log)) || !tiff_set_image_tags(e->tif, &w->shape, w->rps, w->compression) ||
-            !tiff_set_level(e->tif, w->compression, w->level)) {
-            snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&e->log, "out of memory"));
-            return IP_ENOMEM;
-        }
-    }
-    return IP_OK;
+    tiff_strip_format f = { w->shape, w->rps, opt->tiff_compression };
+    w->raw = (tiff_raw_out){ w->out, &w->log };
+    tiff_strips_plan plan = stream_plan(&f, opt);
+    char why[512];
+    int rc = tiff_strips_open(&w->compressor, tiff_strip_codec_for(opt), &f, &plan, tiff_write_raw_strip, &w->raw, why,
+                              sizeof why);
+    return rc == IP_OK ? IP_OK : failed(rc, why, err, errlen);
 }
 
 int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, void **codec,
@@ -457,9 +427,6 @@ int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, 
     }
     w->fd = fd;
     w->shape = *shape;
-    w->compression = opt->tiff_compression;
-    w->level = opt->tiff_level;
-    w->threads = io_thread_count(opt);
     w->meta = opt->meta;
     int tfd = dup(fd);
     w->out = tfd >= 0 ? tiff_open_fd_write(tfd, tiff_wants_bigtiff(shape, opt->tiff_bigtiff_above) ? "w8" : "w", &w->log)
@@ -470,7 +437,7 @@ int io_tiff_stream_create(int fd, const ip_shape *shape, const io_options *opt, 
         if (tfd >= 0) close(tfd);
         return close_out(w, IP_EIO, err, errlen);
     }
-    int rc = writer_setup(w, err, errlen);
+    int rc = writer_setup(w, opt, err, errlen);
     if (rc != IP_OK) {
         char ignored[8];
         close_out(w, rc, ignored, sizeof ignored);

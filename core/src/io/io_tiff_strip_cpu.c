@@ -1,0 +1,171 @@
+#include "io/io_tiff_strip_cpu.h"
+#include <libdeflate.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/image.h"
+#include "io/io_tiff_handle.h"
+#include "io/io_tiff_predict.h"
+
+int tiff_libdeflate_level(int zlib_level)
+{
+    if (zlib_level <= 0) zlib_level = 6;
+    return zlib_level <= 5 ? zlib_level : zlib_level + 1;
+}
+
+static int grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen)
+{
+    if (need <= out->cap) return IP_OK;
+    unsigned char *data = realloc(out->data, need);
+    if (!data) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    out->data = data;
+    out->cap = need;
+    return IP_OK;
+}
+
+typedef struct {
+    struct libdeflate_compressor *c;
+    ip_shape shape;
+    unsigned char *scratch;   /* a row, for the floating-point predictor */
+} deflate_state;
+
+static void deflate_close(void *state)
+{
+    deflate_state *s = state;
+    if (!s) return;
+    if (s->c) libdeflate_free_compressor(s->c);
+    free(s->scratch);
+    free(s);
+}
+
+static int deflate_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *err,
+                        size_t errlen)
+{
+    (void)codec;
+    deflate_state *s = calloc(1, sizeof *s);
+    if (s) {
+        s->shape = f->shape;
+        s->c = libdeflate_alloc_compressor(tiff_libdeflate_level(0));
+        s->scratch = malloc(img_row_bytes(&f->shape));
+    }
+    if (!s || !s->c || !s->scratch) {
+        deflate_close(s);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    *state = s;
+    return IP_OK;
+}
+
+/* A zlib stream (TIFF's Adobe deflate) of the predicted rows. */
+static int deflate_compress(void *state, uint32_t index, unsigned char *rows, size_t len, tiff_strip_bytes *out,
+                            char *err, size_t errlen)
+{
+    deflate_state *s = state;
+    size_t row_bytes = img_row_bytes(&s->shape);
+    tiff_predict_rows(rows, (uint32_t)(len / row_bytes), &s->shape, s->scratch);
+    int rc = grow(out, libdeflate_zlib_compress_bound(s->c, len), err, errlen);
+    if (rc != IP_OK) return rc;
+    out->len = libdeflate_zlib_compress(s->c, rows, len, out->data, out->cap);
+    if (out->len == 0) {
+        snprintf(err, errlen, "strip %u does not compress", index);
+        return IP_EIO;
+    }
+    return IP_OK;
+}
+
+static int copy_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *err, size_t errlen)
+{
+    (void)codec;
+    (void)f;
+    (void)err;
+    (void)errlen;
+    *state = NULL;
+    return IP_OK;
+}
+
+static int copy_compress(void *state, uint32_t index, unsigned char *rows, size_t len, tiff_strip_bytes *out,
+                         char *err, size_t errlen)
+{
+    (void)state;
+    (void)index;
+    int rc = grow(out, len ? len : 1, err, errlen);
+    if (rc == IP_OK) memcpy(out->data, rows, len);
+    out->len = len;
+    return rc;
+}
+
+static void copy_close(void *state) { (void)state; }
+
+/* libtiff's encoder on a handle tagged like the output whose strip bytes land in memory. */
+typedef struct {
+    TIFF *tif;
+    tiff_sink sink;
+    tiff_log log;
+} libtiff_state;
+
+static void libtiff_close(void *state)
+{
+    libtiff_state *s = state;
+    if (!s) return;
+    if (s->tif) TIFFClose(s->tif);   /* its directory goes nowhere: the sink is not collecting */
+    free(s->sink.data);
+    free(s);
+}
+
+static int libtiff_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *err,
+                        size_t errlen)
+{
+    (void)codec;
+    libtiff_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    int ok = (s->tif = tiff_open_sink(&s->sink, &s->log)) != NULL;
+    if (!ok || !tiff_set_image_tags(s->tif, &f->shape, f->rows_per_strip, f->compression)) {
+        snprintf(err, errlen, "%s", tiff_log_text(&s->log, ok ? "bad tags" : "out of memory"));
+        libtiff_close(s);
+        return ok ? IP_EIO : IP_ENOMEM;
+    }
+    *state = s;
+    return IP_OK;
+}
+
+/* The sink's buffer becomes the strip's and the strip's old one the sink's: nothing is copied. */
+static int libtiff_compress(void *state, uint32_t index, unsigned char *rows, size_t len, tiff_strip_bytes *out,
+                            char *err, size_t errlen)
+{
+    libtiff_state *s = state;
+    s->sink.len = 0;
+    s->sink.collecting = 1;
+    tmsize_t n = TIFFWriteEncodedStrip(s->tif, index, rows, (tmsize_t)len);
+    s->sink.collecting = 0;
+    if (n < 0) {
+        snprintf(err, errlen, "%s", s->sink.out_of_memory ? "out of memory" : tiff_log_text(&s->log, "cannot compress"));
+        return s->sink.out_of_memory ? IP_ENOMEM : IP_EIO;
+    }
+    tiff_strip_bytes done = { s->sink.data, s->sink.len, s->sink.cap };
+    s->sink.data = out->data;
+    s->sink.cap = out->cap;
+    s->sink.len = 0;
+    *out = done;
+    return IP_OK;
+}
+
+static const tiff_strip_codec deflate_codec = { deflate_open, deflate_compress, deflate_close, NULL };
+static const tiff_strip_codec copy_codec = { copy_open, copy_compress, copy_close, NULL };
+static const tiff_strip_codec libtiff_codec = { libtiff_open, libtiff_compress, libtiff_close, NULL };
+
+const tiff_strip_codec *tiff_strip_codec_cpu(io_tiff_compression c)
+{
+    return c == IO_TIFF_DEFLATE ? &deflate_codec : c == IO_TIFF_NONE ? &copy_codec : &libtiff_codec;
+}
+
+const tiff_strip_codec *tiff_strip_codec_for(const io_options *opt)
+{
+    return opt->tiff_strip_codec ? opt->tiff_strip_codec : tiff_strip_codec_cpu(opt->tiff_compression);
+}

@@ -1,0 +1,270 @@
+#include "io/io_tiff_strips.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "base/image.h"
+
+/* A codec's state: libdeflate's at the default level allocates 652 KB, of which its hash tables
+ * (320 KB) and the part of its sequence store a strip uses are touched; zlib's in a libtiff
+ * handle about as much. */
+#define CODEC_STATE_BYTES ((uint64_t)512 << 10)
+
+/* Strip i goes through slot i % n_slots: free, claimed by the caller, queued, being compressed,
+ * compressed, then written and free again. */
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+
+typedef struct {
+    unsigned char *rows;
+    size_t len;
+    uint32_t index;
+    int state;
+    tiff_strip_bytes out;
+} slot;
+
+typedef struct {
+    struct tiff_strips *p;
+    void *state;             /* the codec's */
+    pthread_t tid;
+    int started;
+    char err[512];
+} worker;
+
+struct tiff_strips {
+    const tiff_strip_codec *codec;
+    tiff_strip_format f;
+    tiff_strip_write_fn write;
+    void *user;
+    size_t strip_bytes;
+    slot *slots;
+    uint32_t n_slots;
+    worker *workers;
+    int n_workers;           /* threads compressing; 0: the caller compresses */
+    int n_states;            /* codec states opened (one when the caller compresses) */
+    pthread_mutex_t mu;
+    pthread_cond_t changed;  /* any change below: every waiter looks again */
+    uint32_t next_claim, submitted, next_compress, next_write;
+    int writing;             /* a thread is writing strips, the lock released */
+    int quit;
+    uint32_t failed_index;   /* the lowest failed strip, so the message does not depend on threads */
+    int failed_rc;
+    char failed_msg[512];
+    char write_err[512];     /* the writing thread's message */
+};
+
+static void fail_locked(struct tiff_strips *p, uint32_t index, int rc, const char *msg)
+{
+    if (!p->failed_rc || index < p->failed_index) {
+        p->failed_rc = rc;
+        p->failed_index = index;
+        snprintf(p->failed_msg, sizeof p->failed_msg, "%s", msg[0] ? msg : "failed without a message");
+    }
+    pthread_cond_broadcast(&p->changed);
+}
+
+static int failure_locked(const struct tiff_strips *p, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", p->failed_msg);
+    return p->failed_rc;
+}
+
+/* Writes the compressed strips that are next in order, the lock released while writing; a
+ * thread arriving while another writes leaves its strip to that one, which looks again. */
+static void write_ready_locked(struct tiff_strips *p)
+{
+    if (p->writing) return;
+    p->writing = 1;
+    while (!p->failed_rc && !p->quit) {
+        slot *s = &p->slots[p->next_write % p->n_slots];
+        if (s->state != SLOT_DONE || s->index != p->next_write) break;
+        pthread_mutex_unlock(&p->mu);
+        p->write_err[0] = '\0';
+        int rc = p->write(p->user, s->index, s->out.data, s->out.len, p->write_err, sizeof p->write_err);
+        pthread_mutex_lock(&p->mu);
+        if (rc != IP_OK) {
+            fail_locked(p, s->index, rc, p->write_err);
+            break;
+        }
+        s->state = SLOT_FREE;
+        p->next_write++;
+        pthread_cond_broadcast(&p->changed);
+    }
+    p->writing = 0;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct tiff_strips *p = w->p;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && !p->failed_rc && p->next_compress == p->submitted) pthread_cond_wait(&p->changed, &p->mu);
+        if (p->quit || p->failed_rc) break;
+        slot *s = &p->slots[p->next_compress++ % p->n_slots];
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&p->mu);
+        w->err[0] = '\0';
+        int rc = p->codec->compress(w->state, s->index, s->rows, s->len, &s->out, w->err, sizeof w->err);
+        pthread_mutex_lock(&p->mu);
+        if (rc != IP_OK) {
+            fail_locked(p, s->index, rc, w->err);
+            continue;
+        }
+        s->state = SLOT_DONE;
+        write_ready_locked(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int alloc_slots(struct tiff_strips *p)
+{
+    p->slots = calloc(p->n_slots, sizeof *p->slots);
+    for (uint32_t i = 0; p->slots && i < p->n_slots; i++)
+        if (!(p->slots[i].rows = img_big_malloc(p->strip_bytes))) return IP_ENOMEM;
+    return p->slots ? IP_OK : IP_ENOMEM;
+}
+
+static int start(struct tiff_strips *p, int threads, char *err, size_t errlen)
+{
+    p->workers = calloc((size_t)threads, sizeof *p->workers);
+    if (!p->workers || alloc_slots(p) != IP_OK) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    for (; p->n_states < threads; p->n_states++) {
+        worker *w = &p->workers[p->n_states];
+        w->p = p;
+        int rc = p->codec->open(p->codec, &p->f, &w->state, err, errlen);
+        if (rc != IP_OK) return rc;
+    }
+    for (int i = 0; p->n_workers > 0 && i < threads; i++) {
+        if (pthread_create(&p->workers[i].tid, NULL, worker_main, &p->workers[i]) != 0) {
+            snprintf(err, errlen, "cannot start a compressing thread");
+            return IP_ENOMEM;
+        }
+        p->workers[i].started = 1;
+    }
+    return IP_OK;
+}
+
+int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tiff_strip_format *f,
+                     const tiff_strips_plan *plan, tiff_strip_write_fn write, void *user, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct tiff_strips *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    *p = (struct tiff_strips){ .codec = codec, .f = *f, .write = write, .user = user };
+    p->strip_bytes = img_row_bytes(&f->shape) * f->rows_per_strip;
+    p->n_workers = plan->threads > 1 ? plan->threads : 0;
+    p->n_slots = plan->threads > 1 && plan->slots > 1 ? plan->slots : 1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    int rc = start(p, plan->threads > 1 ? plan->threads : 1, err, errlen);
+    if (rc != IP_OK) {
+        tiff_strips_close(p);
+        return rc;
+    }
+    *out = p;
+    return IP_OK;
+}
+
+int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t errlen)
+{
+    slot *s = &p->slots[p->next_claim % p->n_slots];
+    pthread_mutex_lock(&p->mu);
+    while (!p->failed_rc && s->state != SLOT_FREE) pthread_cond_wait(&p->changed, &p->mu);
+    int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
+    if (rc == IP_OK) s->state = SLOT_CLAIMED;
+    pthread_mutex_unlock(&p->mu);
+    *rows = rc == IP_OK ? s->rows : NULL;
+    return rc;
+}
+
+/* One thread: the strip is compressed and written here and now. */
+static int compress_here(struct tiff_strips *p, slot *s)
+{
+    char msg[512] = "";
+    int rc = p->codec->compress(p->workers[0].state, s->index, s->rows, s->len, &s->out, msg, sizeof msg);
+    if (rc == IP_OK) rc = p->write(p->user, s->index, s->out.data, s->out.len, msg, sizeof msg);
+    pthread_mutex_lock(&p->mu);
+    if (rc != IP_OK) fail_locked(p, s->index, rc, msg);
+    s->state = SLOT_FREE;
+    p->next_write = p->submitted;
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
+{
+    slot *s = &p->slots[p->next_claim % p->n_slots];
+    s->len = len;
+    s->index = p->next_claim++;
+    pthread_mutex_lock(&p->mu);
+    s->state = SLOT_QUEUED;
+    p->submitted++;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->mu);
+    int rc = p->n_workers ? IP_OK : compress_here(p, s);
+    pthread_mutex_lock(&p->mu);
+    rc = p->failed_rc ? failure_locked(p, err, errlen) : rc;
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->failed_rc && p->next_write < p->submitted) pthread_cond_wait(&p->changed, &p->mu);
+    int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+void tiff_strips_close(tiff_strips *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; p->workers && i < p->n_states; i++) {
+        if (p->workers[i].started) pthread_join(p->workers[i].tid, NULL);
+        p->codec->close(p->workers[i].state);
+    }
+    for (uint32_t i = 0; p->slots && i < p->n_slots; i++) {
+        free(p->slots[i].rows);
+        free(p->slots[i].out.data);
+    }
+    free(p->slots);
+    free(p->workers);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static uint64_t strip_bytes(const tiff_strip_format *f)
+{
+    return (uint64_t)img_row_bytes(&f->shape) * f->rows_per_strip;
+}
+
+tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, uint64_t hold)
+{
+    uint64_t strips = ((uint64_t)f->shape.height + f->rows_per_strip - 1) / f->rows_per_strip;
+    uint64_t t = threads > 1 ? (uint64_t)threads : 1, slots = 2 * t;
+    /* a strip in flight holds its rows and its compressed bytes, at worst a little more */
+    uint64_t per_thread = 2 * (2 * strip_bytes(f) + 1024) + CODEC_STATE_BYTES;
+    if (hold && hold / per_thread < t) slots = 2 * (hold / per_thread);
+    if (slots > strips) slots = strips;
+    if (slots < 1) slots = 1;
+    if (t > slots) t = slots;
+    return (tiff_strips_plan){ (int)t, t > 1 ? (uint32_t)slots : 1 };
+}
+
+uint64_t tiff_strips_held_bytes(const tiff_strip_format *f, const tiff_strips_plan *plan)
+{
+    uint64_t t = plan->threads > 1 ? (uint64_t)plan->threads : 1;
+    return plan->slots * (2 * strip_bytes(f) + 1024) + t * CODEC_STATE_BYTES;
+}

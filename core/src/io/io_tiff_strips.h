@@ -1,0 +1,68 @@
+/* TIFF strips compressed by several threads and handed to a writer in strip order, with a
+ * bounded number in flight (two a thread), so that memory stays the same for any image height.
+ * A strip's compressed bytes come from a codec's function pointers: libdeflate or libtiff's own
+ * encoders on the CPU (io_tiff_strip_cpu.c); a GPU compressor can take their place. The output
+ * never depends on the thread count: every strip is compressed on its own. */
+#ifndef IMGPIPE_IO_TIFF_STRIPS_H
+#define IMGPIPE_IO_TIFF_STRIPS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "io/io.h"
+
+/* The strips' layout: the whole image's shape, cut every rows_per_strip rows. */
+typedef struct {
+    ip_shape shape;
+    uint32_t rows_per_strip;
+    io_tiff_compression compression;
+} tiff_strip_format;
+
+/* A compressed strip: data[0, len), cap allocated; a codec grows it with realloc as it needs. */
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+} tiff_strip_bytes;
+
+/* A strip compressor. open makes one thread's state (called once a thread, on the caller's
+ * thread); compress turns strip `index`, len bytes of packed rows, into out's bytes and may
+ * overwrite rows (the predictor works in place); several states compress at once. */
+typedef struct tiff_strip_codec {
+    int (*open)(const struct tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *err,
+                size_t errlen);
+    int (*compress)(void *state, uint32_t index, unsigned char *rows, size_t len, tiff_strip_bytes *out, char *err,
+                    size_t errlen);
+    void (*close)(void *state);
+    void *user;   /* the codec's own */
+} tiff_strip_codec;
+
+/* Called in strip order, on whichever thread finished the strip that let it go out. */
+typedef int (*tiff_strip_write_fn)(void *user, uint32_t index, const unsigned char *data, size_t len, char *err,
+                                   size_t errlen);
+
+typedef struct tiff_strips tiff_strips;
+
+/* Threads compressing, and strips in flight (each one's rows and compressed bytes held). */
+typedef struct {
+    int threads;
+    uint32_t slots;
+} tiff_strips_plan;
+
+/* Two strips in flight a thread, fewer where that would hold more than `hold` bytes (0: no
+ * bound; one strip at least), no more than the image has; no more threads than strips. */
+tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, uint64_t hold);
+/* What tiff_strips_open holds for f with this plan: the strips in flight and the codec states. */
+uint64_t tiff_strips_held_bytes(const tiff_strip_format *f, const tiff_strips_plan *plan);
+
+/* plan.threads <= 1: every strip compressed and written on the caller's thread, as it is
+ * submitted. */
+int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tiff_strip_format *f,
+                     const tiff_strips_plan *plan, tiff_strip_write_fn write, void *user, char *err, size_t errlen);
+/* The next strip's buffer (rows_per_strip packed rows), waiting while every buffer is in flight.
+ * Fails with the first failure of any strip once there is one. */
+int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t errlen);
+/* The claimed buffer, holding len bytes of rows, goes to be compressed as the next strip. */
+int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen);
+/* Waits until every submitted strip is written; the first failure (the lowest strip's) if any. */
+int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen);
+/* Stops the threads (strips not yet written are dropped) and frees everything; NULL is fine. */
+void tiff_strips_close(tiff_strips *p);
+#endif

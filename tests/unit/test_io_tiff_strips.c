@@ -1,0 +1,410 @@
+/* io: TIFF strips compressed in parallel (io_tiff_strips.h). The CPU's deflate strips inflate
+ * (zlib) to the rows with the predictor undone by a reference loop here, and are the bytes
+ * libtiff's own encoder writes; strips reach the writer in order, at most the plan's number in
+ * flight, the same bytes for any thread count; the lowest failing strip's message whatever the
+ * thread count; a failing compressor leaves no file from either writer; the streamed writer's
+ * file is the whole-image writer's, byte for byte, at 1 and 4 threads. */
+#include "test_io_helpers.h"
+#include <math.h>
+#include <pthread.h>
+#include <tiffio.h>
+#include <time.h>
+#include <zlib.h>
+#include "io/io_stream.h"
+#include "io/io_tiff_handle.h"
+#include "io/io_tiff_strip_cpu.h"
+#include "io/io_tiff_strips.h"
+
+static char err[512];
+
+/* A gradient (the predictor has work) plus seeded noise (a misplaced sample shows). */
+static ip_image test_image(int w, int h, int c, ip_dtype t, uint64_t seed)
+{
+    ip_image img = { 0 };
+    ip_shape s = { w, h, c, t };
+    CHECK(img_alloc(&img, &s, UINT64_MAX, err, sizeof err) == IP_OK, "alloc: %s", err);
+    tu_rng rng;
+    tu_seed(&rng, seed);
+    for (int y = 0; y < h; y++) {
+        unsigned char *row = (unsigned char *)img.data + (size_t)y * (size_t)img.stride;
+        for (size_t i = 0; i < (size_t)w * (size_t)c; i++) {
+            uint32_t noise = tu_next(&rng);
+            if (t == IP_U8) row[i] = (unsigned char)(i / 3 + 5 * y + noise % 7);
+            else if (t == IP_U16) ((uint16_t *)(void *)row)[i] = (uint16_t)(131 * i + 307 * y + noise % 400);
+            else ((float *)(void *)row)[i] = sinf((float)i * 0.03f) * (float)y + (float)(noise % 1000) * 1e-4f;
+        }
+    }
+    return img;
+}
+
+/* Undoes the predictor the reference way: a running sum per sample (8, 16 bits), for floats the
+ * byte-plane sums then each value's bytes gathered back from its plane, most significant first. */
+static void unpredict_row(unsigned char *row, const ip_shape *s)
+{
+    size_t n = img_row_bytes(s), c = (size_t)s->channels;
+    if (s->dtype == IP_U16) {
+        uint16_t *w = (uint16_t *)(void *)row;
+        for (size_t i = c; i < n / 2; i++) w[i] = (uint16_t)(w[i] + w[i - c]);
+        return;
+    }
+    for (size_t i = c; i < n; i++) row[i] = (unsigned char)(row[i] + row[i - c]);
+    if (s->dtype != IP_F32) return;
+    unsigned char *planes = malloc(n);
+    memcpy(planes, row, n);
+    size_t words = n / 4;
+    for (size_t k = 0; k < words; k++) {
+        uint32_t v = (uint32_t)planes[k] << 24 | (uint32_t)planes[words + k] << 16 | (uint32_t)planes[2 * words + k] << 8 |
+                     planes[3 * words + k];
+        memcpy(row + 4 * k, &v, 4);
+    }
+    free(planes);
+}
+
+static const char *type_name(ip_dtype t) { return t == IP_U8 ? "u8" : t == IP_U16 ? "u16" : "f32"; }
+
+/* libtiff writes the image itself (its encoder, its predictor); the strips it stored. */
+static int libtiff_strips(const ip_image *img, uint32_t rps, unsigned char ***strips, size_t **lens, int *libdeflate)
+{
+    const char *path = tio_path("libtiff.tif");
+    TIFF *tif = TIFFOpen(path, "w");
+    if (!tif || !tiff_set_image_tags(tif, &img->shape, rps, IO_TIFF_DEFLATE)) return -1;
+    uint16_t sub = 0;
+    *libdeflate = TIFFGetField(tif, TIFFTAG_DEFLATE_SUBCODEC, &sub) && sub == DEFLATE_SUBCODEC_LIBDEFLATE;
+    size_t row = img_row_bytes(&img->shape);
+    uint32_t h = (uint32_t)img->shape.height, n = (h + rps - 1) / rps;
+    unsigned char *buf = malloc(row * rps);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t rows = h - k * rps < rps ? h - k * rps : rps;
+        for (uint32_t y = 0; y < rows; y++)
+            memcpy(buf + y * row, (const char *)img->data + (size_t)(k * rps + y) * (size_t)img->stride, row);
+        TIFFWriteEncodedStrip(tif, k, buf, (tmsize_t)(rows * row));
+    }
+    free(buf);
+    TIFFClose(tif);
+    tif = TIFFOpen(path, "r");
+    if (!tif) return -1;
+    *strips = calloc(n, sizeof **strips);
+    *lens = calloc(n, sizeof **lens);
+    for (uint32_t k = 0; k < n; k++) {
+        (*lens)[k] = (size_t)TIFFGetStrileByteCount(tif, k);
+        (*strips)[k] = malloc((*lens)[k] + 1);
+        TIFFReadRawStrip(tif, k, (*strips)[k], (tmsize_t)(*lens)[k]);
+    }
+    TIFFClose(tif);
+    return (int)n;
+}
+
+static void codec_case(int w, int h, int c, ip_dtype t)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%dx%dx%d %s", w, h, c, type_name(t));
+    ip_image img = test_image(w, h, c, t, (uint64_t)(w * 31 + h * 7 + c + t));
+    tiff_strip_format f = { img.shape, tiff_rows_per_strip(&img.shape), IO_TIFF_DEFLATE };
+    unsigned char **theirs = NULL;
+    size_t *their_len = NULL;
+    int libdeflate = 0, n = libtiff_strips(&img, f.rows_per_strip, &theirs, &their_len, &libdeflate);
+    CHECK(n > 0, "%s: libtiff cannot write", name);
+    const tiff_strip_codec *codec = tiff_strip_codec_cpu(IO_TIFF_DEFLATE);
+    void *state = NULL;
+    CHECK(codec->open(codec, &f, &state, err, sizeof err) == IP_OK, "%s: open: %s", name, err);
+    size_t row = img_row_bytes(&img.shape);
+    unsigned char *rows = malloc(row * f.rows_per_strip), *back = malloc(row * f.rows_per_strip);
+    tiff_strip_bytes out = { 0 };
+    int bad_bytes = 0, bad_pixels = 0;
+    for (int k = 0; k < n; k++) {
+        uint32_t y0 = (uint32_t)k * f.rows_per_strip, left = (uint32_t)h - y0;
+        uint32_t nr = left < f.rows_per_strip ? left : f.rows_per_strip;
+        const unsigned char *src = (const unsigned char *)img.data + (size_t)y0 * (size_t)img.stride;
+        for (uint32_t y = 0; y < nr; y++) memcpy(rows + y * row, src + (size_t)y * (size_t)img.stride, row);
+        CHECK(codec->compress(state, (uint32_t)k, rows, nr * row, &out, err, sizeof err) == IP_OK, "%s: %s", name, err);
+        uLongf got = (uLongf)(row * nr);
+        int z = uncompress(back, &got, out.data, (uLong)out.len);
+        for (uint32_t y = 0; z == Z_OK && y < nr; y++) unpredict_row(back + y * row, &img.shape);
+        for (uint32_t y = 0; z == Z_OK && y < nr && !bad_pixels; y++)
+            bad_pixels = memcmp(back + y * row, src + (size_t)y * (size_t)img.stride, row) != 0;
+        bad_pixels |= z != Z_OK || got != row * nr;
+        bad_bytes |= out.len != their_len[k] || memcmp(out.data, theirs[k], out.len) != 0;
+        free(theirs[k]);
+    }
+    CHECK(!bad_pixels, "%s: zlib and the reference predictor do not give the rows back", name);
+    if (libdeflate) CHECK(!bad_bytes, "%s: strips differ from libtiff's own", name);
+    codec->close(state);
+    free(out.data);
+    free(rows);
+    free(back);
+    free(theirs);
+    free(their_len);
+    img_free(&img);
+}
+
+static void test_deflate_codec(void)
+{
+    static const int sizes[][2] = { { 1, 1 }, { 1, 37 }, { 37, 1 }, { 131, 97 }, { 1021, 257 }, { 70001, 3 } };
+    static const ip_dtype types[] = { IP_U8, IP_U16, IP_F32 };
+    for (int ti = 0; ti < 3; ti++)
+        for (int c = 1; c <= 4; c++)
+            for (int si = 0; si < 6; si++) codec_case(sizes[si][0], sizes[si][1], c, types[ti]);
+}
+
+/* A stand-in codec: each byte xor the strip's number, after a delay that varies by strip, so the
+ * threads finish out of order; it counts the strips being compressed at once, and fails at the
+ * strips listed. */
+typedef struct {
+    pthread_mutex_t mu;
+    int busy, most_busy;
+    uint32_t fail_at[2];
+} fake_codec;
+
+static int fake_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *e, size_t elen)
+{
+    (void)f;
+    (void)e;
+    (void)elen;
+    *state = codec->user;
+    return IP_OK;
+}
+
+static int fake_compress(void *state, uint32_t index, unsigned char *rows, size_t len, tiff_strip_bytes *out, char *e,
+                         size_t elen)
+{
+    fake_codec *fc = state;
+    pthread_mutex_lock(&fc->mu);
+    if (++fc->busy > fc->most_busy) fc->most_busy = fc->busy;
+    pthread_mutex_unlock(&fc->mu);
+    struct timespec nap = { 0, (long)((index * 7919u) % 5) * 200000L };
+    nanosleep(&nap, NULL);
+    pthread_mutex_lock(&fc->mu);
+    fc->busy--;
+    pthread_mutex_unlock(&fc->mu);
+    if (index == fc->fail_at[0] || index == fc->fail_at[1]) {
+        snprintf(e, elen, "strip %u broke", index);
+        return IP_EIO;
+    }
+    unsigned char *data = realloc(out->data, len + 4);
+    if (!data) return IP_ENOMEM;
+    out->data = data;
+    out->cap = len + 4;
+    memcpy(data, &index, 4);
+    for (size_t i = 0; i < len; i++) data[4 + i] = (unsigned char)(rows[i] ^ index);
+    out->len = len + 4;
+    return IP_OK;
+}
+
+static void fake_close(void *state) { (void)state; }
+
+/* What the writer callback saw: strips in order, in flight counted against the plan. */
+typedef struct {
+    unsigned char *file;
+    size_t len, cap;
+    uint32_t next;
+    int out_of_order;
+    uint32_t fail_write_at;
+    uint32_t written;          /* read by the claiming thread under the lock */
+    pthread_mutex_t mu;
+} sink;
+
+static int sink_write(void *user, uint32_t index, const unsigned char *data, size_t len, char *e, size_t elen)
+{
+    sink *s = user;
+    if (index == s->fail_write_at) {
+        snprintf(e, elen, "disk full at strip %u", index);
+        return IP_EIO;
+    }
+    s->out_of_order |= index != s->next++;
+    if (s->len + len > s->cap) {
+        s->cap = (s->len + len) * 2;
+        s->file = realloc(s->file, s->cap);
+    }
+    memcpy(s->file + s->len, data, len);
+    s->len += len;
+    pthread_mutex_lock(&s->mu);
+    s->written++;
+    pthread_mutex_unlock(&s->mu);
+    return IP_OK;
+}
+
+/* Runs n strips of `strip` bytes through the pipeline; the rc of the first call that failed. */
+static int run_fake(int threads, uint32_t n, size_t strip, fake_codec *fc, sink *s, int *most_in_flight, char *msg,
+                    size_t msglen)
+{
+    tiff_strip_codec codec = { fake_open, fake_compress, fake_close, fc };
+    ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE };
+    tiff_strips_plan plan = tiff_strips_plan_for(&f, threads, 0);
+    tiff_strips *p = NULL;
+    int rc = tiff_strips_open(&p, &codec, &f, &plan, sink_write, s, msg, msglen);
+    *most_in_flight = 0;
+    for (uint32_t k = 0; rc == IP_OK && k < n; k++) {
+        unsigned char *rows = NULL;
+        rc = tiff_strips_claim(p, &rows, msg, msglen);
+        pthread_mutex_lock(&s->mu);
+        int in_flight = (int)(k + 1 - s->written);
+        pthread_mutex_unlock(&s->mu);
+        if (rc == IP_OK && in_flight > *most_in_flight) *most_in_flight = in_flight;
+        for (size_t i = 0; rc == IP_OK && i < strip; i++) rows[i] = (unsigned char)(k * 13 + i);
+        if (rc == IP_OK) rc = tiff_strips_submit(p, strip, msg, msglen);
+    }
+    if (rc == IP_OK) rc = tiff_strips_finish(p, msg, msglen);
+    CHECK(plan.slots <= (uint32_t)(2 * (threads > 1 ? threads : 1)), "%d threads: %u slots", threads, plan.slots);
+    CHECK(*most_in_flight <= (int)plan.slots, "%d threads: %d strips in flight, plan %u", threads, *most_in_flight,
+          plan.slots);
+    tiff_strips_close(p);
+    return rc;
+}
+
+static void test_order_and_threads(void)
+{
+    static const int thread_counts[] = { 1, 2, 4, 8 };
+    unsigned char *first = NULL;
+    size_t first_len = 0;
+    for (int i = 0; i < 4; i++) {
+        fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = { UINT32_MAX, UINT32_MAX } };
+        sink s = { .fail_write_at = UINT32_MAX, .mu = PTHREAD_MUTEX_INITIALIZER };
+        int most = 0;
+        char msg[256];
+        int rc = run_fake(thread_counts[i], 61, 1000, &fc, &s, &most, msg, sizeof msg);
+        CHECK(rc == IP_OK, "%d threads: %s", thread_counts[i], msg);
+        CHECK(!s.out_of_order && s.next == 61, "%d threads: strips out of order (%u written)", thread_counts[i], s.next);
+        CHECK(fc.most_busy <= thread_counts[i], "%d threads: %d compressing at once", thread_counts[i], fc.most_busy);
+        if (thread_counts[i] > 1) CHECK(fc.most_busy > 1, "%d threads: never more than one compressing", thread_counts[i]);
+        CHECK(s.len == 61 * 1004, "%d threads: %zu bytes written", thread_counts[i], s.len);
+        for (uint32_t k = 0; k < 61 && s.len == 61 * 1004; k++) {
+            const unsigned char *got = s.file + k * 1004;
+            uint32_t index;
+            memcpy(&index, got, 4);
+            int ok = index == k;
+            for (size_t j = 0; ok && j < 1000; j++) ok = got[4 + j] == (unsigned char)((k * 13 + j) ^ k);
+            CHECK(ok, "%d threads: strip %u holds other bytes", thread_counts[i], k);
+        }
+        if (i == 0) {
+            first = s.file, first_len = s.len;
+            continue;
+        }
+        CHECK(s.len == first_len && memcmp(s.file, first, s.len) == 0, "%d threads: other bytes", thread_counts[i]);
+        free(s.file);
+    }
+    free(first);
+}
+
+/* Strips 9 and 23 fail (or the write of 9): the message is strip 9's at any thread count, and no
+ * strip from 9 on is written. */
+static void test_failures(void)
+{
+    static const int thread_counts[] = { 1, 2, 4, 8 };
+    for (int i = 0; i < 4; i++)
+        for (int writes = 0; writes < 2; writes++) {
+            fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = { 23, 9 } };
+            if (writes) fc.fail_at[0] = fc.fail_at[1] = UINT32_MAX;
+            sink s = { .fail_write_at = writes ? 9 : UINT32_MAX, .mu = PTHREAD_MUTEX_INITIALIZER };
+            int most = 0;
+            char msg[256] = "";
+            int rc = run_fake(thread_counts[i], 40, 100, &fc, &s, &most, msg, sizeof msg);
+            const char *want = writes ? "disk full at strip 9" : "strip 9 broke";
+            CHECK(rc == IP_EIO && strcmp(msg, want) == 0, "%d threads: rc %d, '%s', want '%s'", thread_counts[i], rc, msg,
+                  want);
+            CHECK(s.next <= 9 && !s.out_of_order, "%d threads: %u strips written past a failure", thread_counts[i], s.next);
+            free(s.file);
+        }
+}
+
+/* Both writers with a compressor that fails at its third strip: one line, no file, no temporary. */
+static void test_writers_leave_nothing(void)
+{
+    fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = { 2, UINT32_MAX } };
+    tiff_strip_codec codec = { fake_open, fake_compress, fake_close, &fc };
+    ip_image img = test_image(1021, 400, 3, IP_U8, 5);   /* 85 rows a strip: 5 strips */
+    for (int threads = 1; threads <= 4; threads += 3) {
+        io_options opt;
+        io_default_options(&opt);
+        opt.threads = threads;
+        opt.tiff_strip_codec = &codec;
+        const char *path = tio_path("never.tif");
+        int rc = io_write(path, &img, &opt, err, sizeof err);
+        CHECK(rc == IP_EIO && strcmp(err, "cannot write TIFF: strip 2 broke") == 0, "whole, %d threads: %d '%s'", threads,
+              rc, err);
+        CHECK(!tio_exists(path) && tio_leftover_temps() == 0, "whole, %d threads: a file was left", threads);
+        io_stream_writer *w = NULL;
+        rc = io_stream_create(path, &img.shape, &opt, &w, err, sizeof err);
+        CHECK(rc == IP_OK, "streamed, %d threads: create: %s", threads, err);
+        for (int y0 = 0; rc == IP_OK && y0 < img.shape.height; y0 += 50) {
+            ip_image rows = img;
+            rows.data = (char *)img.data + (size_t)y0 * img.stride;
+            rows.shape.height = 50;
+            rc = io_stream_write(w, &rows, y0, err, sizeof err);
+        }
+        if (rc == IP_OK) rc = io_stream_finish(w, err, sizeof err);
+        else io_stream_abort(w);
+        CHECK(rc == IP_EIO && strcmp(err, "cannot write TIFF: strip 2 broke") == 0, "streamed, %d threads: %d '%s'",
+              threads, rc, err);
+        CHECK(!tio_exists(path) && tio_leftover_temps() == 0, "streamed, %d threads: a file was left", threads);
+    }
+    img_free(&img);
+}
+
+/* The streamed writer, bands of `band` rows, against the whole-image writer's bytes. */
+static void streamed_case(int w, int h, int c, ip_dtype t, io_tiff_compression comp, int band)
+{
+    if (!TIFFIsCODECConfigured(tiff_scheme(comp))) return;
+    char name[96];
+    snprintf(name, sizeof name, "%dx%dx%d %s, compression %d, bands of %d", w, h, c, type_name(t), (int)comp, band);
+    ip_image img = test_image(w, h, c, t, (uint64_t)(w + h + c + t + comp));
+    unsigned char *whole = NULL;
+    size_t whole_len = 0;
+    for (int threads = 1; threads <= 4; threads += 3) {
+        io_options opt;
+        io_default_options(&opt);
+        opt.threads = threads;
+        opt.tiff_compression = comp;
+        if (threads == 1) {
+            CHECK(io_write(tio_path("whole.tif"), &img, &opt, err, sizeof err) == IP_OK, "%s: %s", name, err);
+            whole = tio_slurp(tio_path("whole.tif"), &whole_len);
+        }
+        io_stream_writer *sw = NULL;
+        int rc = io_stream_create(tio_path("streamed.tif"), &img.shape, &opt, &sw, err, sizeof err);
+        for (int y0 = 0; rc == IP_OK && y0 < h; y0 += band) {
+            ip_image rows = img;
+            rows.data = (char *)img.data + (size_t)y0 * img.stride;
+            rows.shape.height = h - y0 < band ? h - y0 : band;
+            rc = io_stream_write(sw, &rows, y0, err, sizeof err);
+        }
+        if (rc == IP_OK) rc = io_stream_finish(sw, err, sizeof err);
+        else if (sw) io_stream_abort(sw);
+        CHECK(rc == IP_OK, "%s, %d threads: %s", name, threads, err);
+        size_t n = 0;
+        unsigned char *got = tio_slurp(tio_path("streamed.tif"), &n);
+        CHECK(got && whole && n == whole_len && memcmp(got, whole, n) == 0, "%s, %d threads: not the whole writer's bytes",
+              name, threads);
+        free(got);
+        ip_image back = { 0 };
+        rc = io_read(tio_path("streamed.tif"), &opt, &back, err, sizeof err);
+        int same = rc == IP_OK && back.shape.width == w && back.shape.height == h;
+        for (int y = 0; same && y < h; y++)
+            same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride,
+                          img_row_bytes(&img.shape)) == 0;
+        CHECK(same, "%s, %d threads: read back differs", name, threads);
+        img_free(&back);
+    }
+    free(whole);
+    img_free(&img);
+}
+
+static void test_streamed_writer(void)
+{
+    static const int sizes[][2] = { { 1, 1 }, { 1, 37 }, { 131, 97 }, { 1021, 257 } };
+    static const io_tiff_compression comps[] = { IO_TIFF_DEFLATE, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE };
+    for (int ti = 0; ti < 3; ti++)
+        for (int c = 1; c <= 4; c += tu_quick() ? 3 : 1)
+            for (int ci = 0; ci < 4; ci++)
+                for (int si = 0; si < 4; si++)
+                    streamed_case(sizes[si][0], sizes[si][1], c, (ip_dtype)(ti + 1), comps[ci], si == 3 ? 64 : 7);
+}
+
+int main(void)
+{
+    test_deflate_codec();
+    test_order_and_threads();
+    test_failures();
+    test_writers_leave_nothing();
+    test_streamed_writer();
+    return tu_finish();
+}
