@@ -1,9 +1,11 @@
-"""TIFFs written by imgpipe, read by Pillow and OpenCV (each through its own decoder setup).
+"""TIFFs written by imgpipe, read by Pillow, OpenCV and tifffile (each through its own decoder setup).
 
 Every depth (u8, u16, f32), channel count 1-4 and --tiff-compression: the transposed output
 must hold exactly the transposed input samples, the file must be byte-identical for
 --threads 1, 2, 3 and 8, and Pillow must read what it has modes for (8-bit 1-4 channels,
-16-bit and float gray), OpenCV the rest. A TIFF with a corrupt strip in the middle is one
+16-bit and float gray), OpenCV the rest. The streamed writer's file (--stream on, --threads 1
+and 4) must be the whole-image writer's bytes, and Pillow and tifffile (deflate on integers, and
+none) must read the input's samples from it. A TIFF with a corrupt strip in the middle is one
 error line and no output file."""
 import os
 import sys
@@ -11,6 +13,7 @@ import tempfile
 
 import cv2
 import numpy as np
+import tifffile
 from PIL import Image
 from crosslib import BIN, IMAGES, check, cli, require_setup, summary
 
@@ -93,6 +96,31 @@ def check_case(tmp, name, src, a, compression):
     check(readers > 0, what + ": no reader tried")
 
 
+def check_streamed(tmp, name, src, a, compression):
+    """histogram passes the image on unchanged: streamed, the strips are compressed as rows arrive."""
+    what = "%s %s streamed" % (name, compression)
+    stage = "histogram out=" + os.path.join(tmp, "h.csv")
+    files = []
+    for mode, t in (("off", 1), ("on", 1), ("on", 4)):
+        out = os.path.join(tmp, "s_%s_%d.tif" % (mode, t))
+        res = cli("--stream", mode, "--threads", str(t), "--tiff-compression", compression, "-e", stage, src, out)
+        check(res.returncode == 0, "%s --stream %s --threads %d: %s" % (what, mode, t, res.stderr.strip()))
+        files.append(open(out, "rb").read() if res.returncode == 0 else b"")
+    check(files[0] and all(f == files[0] for f in files), what + ": not the whole-image writer's bytes")
+    path = os.path.join(tmp, "s_on_4.tif")
+    # tifffile undoes deflate (zlib) and the horizontal predictor itself; LZW, zstd and the
+    # floating-point predictor need imagecodecs, not installed here
+    readers = [("Pillow", read_pillow)]
+    if compression == "none" or (compression == "deflate" and a.dtype != np.float32):
+        readers.append(("tifffile", lambda p, _: tifffile.imread(p)))
+    for reader_name, reader in readers:
+        got = reader(path, a)
+        if got is None:
+            continue
+        check(got.shape == a.shape and got.dtype == a.dtype and np.array_equal(got, a),
+              "%s: %s reads %s %s, not the input" % (what, reader_name, got.shape, got.dtype))
+
+
 def check_corrupt_strip(tmp):
     """A strip in the middle overwritten: exit 1, one error line naming it, no output."""
     src = os.path.join(tmp, "multi.tif")
@@ -122,6 +150,7 @@ def main():
         for name, src, a in inputs(tmp):
             for compression in COMPRESSIONS:
                 check_case(tmp, name, src, a, compression)
+                check_streamed(tmp, name, src, a, compression)
         check_corrupt_strip(tmp)
     return summary()
 
