@@ -3,7 +3,8 @@
  * libtiff's own encoder writes; strips reach the writer in order, at most the plan's number in
  * flight, the same bytes for any thread count; the lowest failing strip's message whatever the
  * thread count; a failing compressor leaves no file from either writer; the streamed writer's
- * file is the whole-image writer's, byte for byte, at 1 and 4 threads. */
+ * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride
+ * wider than its rows writes the packed image's bytes. */
 #include "test_io_helpers.h"
 #include <math.h>
 #include <pthread.h>
@@ -399,12 +400,42 @@ static void test_streamed_writer(void)
                     streamed_case(sizes[si][0], sizes[si][1], c, (ip_dtype)(ti + 1), comps[ci], si == 3 ? 64 : 7);
 }
 
+/* An image whose rows are further apart than its width (a view into a wider one): the whole-image
+ * writer, whose compressing threads copy the rows, writes the packed image's bytes. */
+static void test_whole_writer_stride(void)
+{
+    ip_image wide = test_image(1021 + 13, 257, 3, IP_U8, 77), view = wide, packed = { 0 };
+    view.shape.width = 1021;
+    CHECK(img_alloc(&packed, &view.shape, UINT64_MAX, err, sizeof err) == IP_OK, "alloc: %s", err);
+    for (int y = 0; y < 257; y++)
+        memcpy((char *)packed.data + (size_t)y * packed.stride, (char *)wide.data + (size_t)y * wide.stride,
+               img_row_bytes(&view.shape));
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = 1;
+    CHECK(io_write(tio_path("packed.tif"), &packed, &opt, err, sizeof err) == IP_OK, "packed: %s", err);
+    size_t want_len = 0, got_len = 0;
+    unsigned char *want = tio_slurp(tio_path("packed.tif"), &want_len);
+    for (int threads = 1; threads <= 4; threads += 3) {
+        opt.threads = threads;
+        CHECK(io_write(tio_path("view.tif"), &view, &opt, err, sizeof err) == IP_OK, "view: %s", err);
+        unsigned char *got = tio_slurp(tio_path("view.tif"), &got_len);
+        CHECK(got && want && got_len == want_len && memcmp(got, want, got_len) == 0,
+              "%d threads: a strided image writes other bytes", threads);
+        free(got);
+    }
+    free(want);
+    img_free(&packed);
+    img_free(&wide);
+}
+
 int main(void)
 {
     test_deflate_codec();
     test_order_and_threads();
     test_failures();
     test_writers_leave_nothing();
+    test_whole_writer_stride();
     test_streamed_writer();
     return tu_finish();
 }

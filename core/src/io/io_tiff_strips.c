@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "base/image.h"
 
 /* A codec's state: libdeflate's at the default level allocates 652 KB, of which its hash tables
@@ -15,6 +16,8 @@ enum { SLOT_FREE, SLOT_CLAIMED, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
 typedef struct {
     unsigned char *rows;
+    const unsigned char *src;   /* rows to copy into `rows` first, src_stride apart (NULL: none) */
+    ptrdiff_t src_stride;
     size_t len;
     uint32_t index;
     int state;
@@ -91,6 +94,14 @@ static void write_ready_locked(struct tiff_strips *p)
     p->writing = 0;
 }
 
+static void copy_in(const struct tiff_strips *p, slot *s)
+{
+    size_t row = img_row_bytes(&p->f.shape);
+    for (size_t y = 0; s->src && y < s->len / row; y++)
+        memcpy(s->rows + y * row, s->src + (ptrdiff_t)y * s->src_stride, row);
+    s->src = NULL;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -103,6 +114,7 @@ static void *worker_main(void *arg)
         s->state = SLOT_BUSY;
         pthread_mutex_unlock(&p->mu);
         w->err[0] = '\0';
+        copy_in(p, s);
         int rc = p->codec->compress(w->state, s->index, s->rows, s->len, &s->out, w->err, sizeof w->err);
         pthread_mutex_lock(&p->mu);
         if (rc != IP_OK) {
@@ -187,6 +199,7 @@ int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t er
 static int compress_here(struct tiff_strips *p, slot *s)
 {
     char msg[512] = "";
+    copy_in(p, s);
     int rc = p->codec->compress(p->workers[0].state, s->index, s->rows, s->len, &s->out, msg, sizeof msg);
     if (rc == IP_OK) rc = p->write(p->user, s->index, s->out.data, s->out.len, msg, sizeof msg);
     pthread_mutex_lock(&p->mu);
@@ -212,6 +225,15 @@ int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
     rc = p->failed_rc ? failure_locked(p, err, errlen) : rc;
     pthread_mutex_unlock(&p->mu);
     return rc;
+}
+
+int tiff_strips_submit_from(tiff_strips *p, const unsigned char *src, ptrdiff_t stride, uint32_t rows, char *err,
+                            size_t errlen)
+{
+    slot *s = &p->slots[p->next_claim % p->n_slots];
+    s->src = src;
+    s->src_stride = stride;
+    return tiff_strips_submit(p, (size_t)rows * img_row_bytes(&p->f.shape), err, errlen);
 }
 
 int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen)

@@ -61,6 +61,10 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
 int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t errlen);
 /* The claimed buffer, holding len bytes of rows, goes to be compressed as the next strip. */
 int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen);
+/* As submit, the claimed buffer filled from `rows` rows at src, stride bytes apart, by the thread
+ * that compresses it (the caller's own copy is not serial): src must stay until finish. */
+int tiff_strips_submit_from(tiff_strips *p, const unsigned char *src, ptrdiff_t stride, uint32_t rows, char *err,
+                            size_t errlen);
 /* Waits until every submitted strip is written; the first failure (the lowest strip's) if any. */
 int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen);
 /* Stops the threads (strips not yet written are dropped) and frees everything; NULL is fine. */

@@ -63,21 +63,18 @@ int tiff_write_raw_strip(void *raw_out, uint32_t index, const unsigned char *dat
     return IP_EIO;
 }
 
-/* Each strip's rows go to a buffer of the compressor (the predictor rewrites its input), which
- * compresses them on one of its threads and writes them in order. */
+/* Each strip's rows go to a buffer of the compressor (the predictor rewrites its input), copied
+ * and compressed on one of its threads, and written in order. */
 static int write_strips(tiff_strips *p, const ip_image *img, uint32_t rps, char *err, size_t errlen)
 {
-    size_t row_bytes = img_row_bytes(&img->shape);
     uint32_t height = (uint32_t)img->shape.height;
     int rc = IP_OK;
     for (uint32_t y0 = 0; rc == IP_OK && y0 < height; y0 += rps) {
-        uint32_t rows = height - y0 < rps ? height - y0 : rps;
-        unsigned char *dst = NULL;
-        rc = tiff_strips_claim(p, &dst, err, errlen);
+        unsigned char *buffer = NULL;
+        rc = tiff_strips_claim(p, &buffer, err, errlen);
         const unsigned char *src = (const unsigned char *)img->data + (size_t)y0 * (size_t)img->stride;
-        for (uint32_t y = 0; rc == IP_OK && y < rows; y++)
-            memcpy(dst + (size_t)y * row_bytes, src + (size_t)y * (size_t)img->stride, row_bytes);
-        if (rc == IP_OK) rc = tiff_strips_submit(p, (size_t)rows * row_bytes, err, errlen);
+        uint32_t rows = height - y0 < rps ? height - y0 : rps;
+        if (rc == IP_OK) rc = tiff_strips_submit_from(p, src, img->stride, rows, err, errlen);
     }
     return rc == IP_OK ? tiff_strips_finish(p, err, errlen) : rc;
 }
