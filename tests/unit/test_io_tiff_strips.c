@@ -100,7 +100,7 @@ static void codec_case(int w, int h, int c, ip_dtype t)
     char name[80];
     snprintf(name, sizeof name, "%dx%dx%d %s", w, h, c, type_name(t));
     ip_image img = test_image(w, h, c, t, (uint64_t)(w * 31 + h * 7 + c + t));
-    tiff_strip_format f = { img.shape, tiff_rows_per_strip(&img.shape), IO_TIFF_DEFLATE };
+    tiff_strip_format f = { img.shape, tiff_rows_per_strip(&img.shape), IO_TIFF_DEFLATE, 6 };
     unsigned char **theirs = NULL;
     size_t *their_len = NULL;
     int libdeflate = 0, n = libtiff_strips(&img, f.rows_per_strip, &theirs, &their_len, &libdeflate);
@@ -230,7 +230,7 @@ static int run_fake(int threads, uint32_t n, size_t strip, fake_codec *fc, sink 
 {
     tiff_strip_codec codec = { fake_open, fake_compress, fake_close, fc };
     ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
-    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 6 };
     tiff_strips_plan plan = tiff_strips_plan_for(&f, threads, 0);
     tiff_strips *p = NULL;
     int rc = tiff_strips_open(&p, &codec, &f, &plan, sink_write, s, msg, msglen);

@@ -53,8 +53,6 @@ TIFF *tiff_open_sink(tiff_sink *sink, tiff_log *log);
  * streaming one, so that both write the same bytes. */
 uint16_t tiff_scheme(io_tiff_compression c);
 int tiff_set_image_tags(TIFF *tif, const ip_shape *s, uint32_t rows_per_strip, io_tiff_compression c);
-/* An encoder's deflate level (after tiff_set_image_tags); other schemes keep libtiff's. */
-int tiff_set_level(TIFF *tif, io_tiff_compression c, int level);
 uint32_t tiff_rows_per_strip(const ip_shape *s);
 /* Whether pixels of this shape call for BigTIFF: above `above` bytes (0: the default threshold). */
 int tiff_wants_bigtiff(const ip_shape *s, uint64_t above);

@@ -290,7 +290,7 @@ static tiff_strips_plan stream_plan(const tiff_strip_format *f, const io_options
 /* The compressor's strips in flight and its threads' states, and a row. */
 uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
 {
-    tiff_strip_format f = { *shape, tiff_rows_per_strip(shape), opt->tiff_compression };
+    tiff_strip_format f = { *shape, tiff_rows_per_strip(shape), opt->tiff_compression, opt->tiff_level };
     tiff_strips_plan plan = stream_plan(&f, opt);
     return tiff_strips_held_bytes(&f, &plan) + img_row_bytes(shape);
 }
@@ -406,7 +406,7 @@ static int writer_setup(tiff_stream_writer *w, const io_options *opt, char *err,
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "bad tags"));
         return IP_EIO;
     }
-    tiff_strip_format f = { w->shape, w->rps, opt->tiff_compression };
+    tiff_strip_format f = { w->shape, w->rps, opt->tiff_compression, opt->tiff_level };
     w->raw = (tiff_raw_out){ w->out, &w->log };
     tiff_strips_plan plan = stream_plan(&f, opt);
     char why[512];

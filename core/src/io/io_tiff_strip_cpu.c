@@ -48,7 +48,7 @@ static int deflate_open(const tiff_strip_codec *codec, const tiff_strip_format *
     deflate_state *s = calloc(1, sizeof *s);
     if (s) {
         s->shape = f->shape;
-        s->c = libdeflate_alloc_compressor(tiff_libdeflate_level(0));
+        s->c = libdeflate_alloc_compressor(tiff_libdeflate_level(f->level));
         s->scratch = malloc(img_row_bytes(&f->shape));
     }
     if (!s || !s->c || !s->scratch) {

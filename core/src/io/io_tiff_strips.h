@@ -14,6 +14,7 @@ typedef struct {
     ip_shape shape;
     uint32_t rows_per_strip;
     io_tiff_compression compression;
+    int level;                   /* deflate's, 1..9 (--tiff-level) */
 } tiff_strip_format;
 
 /* A compressed strip: data[0, len), cap allocated; a codec grows it with realloc as it needs. */

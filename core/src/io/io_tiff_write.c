@@ -82,7 +82,7 @@ static int write_strips(tiff_strips *p, const ip_image *img, uint32_t rps, char 
 static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_options *opt, char *err, size_t errlen)
 {
     const ip_shape *s = &img->shape;
-    tiff_strip_format f = { *s, tiff_rows_per_strip(s), opt->tiff_compression };
+    tiff_strip_format f = { *s, tiff_rows_per_strip(s), opt->tiff_compression, opt->tiff_level };
     if (!tiff_set_image_tags(tif, s, f.rows_per_strip, opt->tiff_compression) || !meta_tiff_set_tags(tif, opt->meta, s)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(log, "bad tags"));
         return IP_EIO;
