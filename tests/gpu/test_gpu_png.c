@@ -151,8 +151,12 @@ static void write_case(const codecs *k, FILE *list, const ip_image *img, int lev
     io_options opt;
     io_default_options(&opt);
     opt.png_level = level;
-    CHECK(png_gpu_encodable(&d, &opt), "%s: not encodable", what);
-    int rc = png_gpu_write(&k->c, &d, path, &opt, err, sizeof err);
+    int on_gpu = png_gpu_settings_for(level).algorithm >= 0;
+    CHECK(png_gpu_encodable(&d, &opt) == on_gpu, "%s: encodable is not %d", what, on_gpu);
+    /* levels the CPU writes (5-9): the encoder is still checked, at algorithms 4 and 5 */
+    png_gpu_settings set = on_gpu ? png_gpu_settings_for(level) : (png_gpu_settings){ level == 9 ? 5 : 4, (size_t)64 << 10 };
+    if (!on_gpu) opt.png_level = 4;
+    int rc = png_gpu_write_with(&k->c, &d, path, &opt, &set, NULL, err, sizeof err);
     CHECK(rc == IP_OK, "%s: png_gpu_write: %s", what, err);
     ip_image back = { 0 };
     rc = rc ? rc : io_read(path, NULL, &back, err, sizeof err);
