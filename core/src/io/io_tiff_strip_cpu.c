@@ -9,8 +9,7 @@
 
 int tiff_libdeflate_level(int zlib_level)
 {
-    if (zlib_level <= 0) zlib_level = 6;
-    return zlib_level <= 5 ? zlib_level : zlib_level + 1;
+    return zlib_level <= 0 ? 6 : zlib_level > 9 ? 9 : zlib_level;
 }
 
 static int grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen)

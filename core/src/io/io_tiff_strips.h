@@ -14,7 +14,7 @@ typedef struct {
     ip_shape shape;
     uint32_t rows_per_strip;
     io_tiff_compression compression;
-    int level;                   /* deflate's, 1..9 (--tiff-level) */
+    int level;                   /* deflate: zlib's scale, 1-9 (--tiff-level); 0: the default (6) */
 } tiff_strip_format;
 
 /* A compressed strip: data[0, len), cap allocated; a codec grows it with realloc as it needs. */
