@@ -82,6 +82,7 @@ pipe=$src/pipelines/denoise.pipe
 for dev in cpu gpu auto; do
   run_row "imgpipe --device $dev, level 6" "$tmp/o" "$B" run -v --device "$dev" --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
 done
+run_row "imgpipe --device gpu --codecs gpu, level 6" "$tmp/o" "$B" run -v --device gpu --codecs gpu --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
 run_row "imgpipe --device gpu --codecs cpu, level 6" "$tmp/o" "$B" run -v --device gpu --codecs cpu --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
 for dev in cpu gpu; do
   run_row "imgpipe --device $dev, level 1" "$tmp/o" "$B" run -v --device "$dev" --tiff-level 1 "$pipe" "$tmp/in" "$tmp/o"

@@ -71,7 +71,7 @@ int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, cons
                        .on_device = 1 };
     switch (io_format_from_ext(path)) {
     case IO_FMT_JPEG: return jpeg != NULL;
-    case IO_FMT_TIFF: return codecs && tiff_gpu_encodable(&probe, io);
+    case IO_FMT_TIFF: return codecs && codecs->tiff_encode && tiff_gpu_encodable(&probe, io);
     case IO_FMT_PNG: return codecs && png_gpu_encodable(&probe, io);
     default: return 0;
     }

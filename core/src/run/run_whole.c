@@ -89,6 +89,7 @@ static int finish_start(one_run *r, exec_ctx **ctx, jpeg_gpu **jpeg, char *err, 
     *jpeg = startup_take_jpeg(r->gpu_startup, &jpeg_why);
     const char *codecs_why = "";
     r->codecs = startup_take_codecs(r->gpu_startup, &codecs_why);
+    if (r->codecs) r->codecs->tiff_encode = r->o->codecs == RUN_CODECS_GPU;
     startup_free(r->gpu_startup);
     r->gpu_startup = NULL;
     if (rc == IP_OK && r->gpu_jpeg && !*jpeg && r->o->jpeg_gpu_required) {

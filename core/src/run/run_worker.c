@@ -104,6 +104,8 @@ static io_gpu_codecs *worker_codecs(run_worker *w, const run_options *o)
     if (io_gpu_codecs_open(&w->codecs, w->wo.gpu, exec_stream(w->ctx), why, sizeof why) != IP_OK) {
         w->codecs = NULL;
         snprintf(w->codecs_why, sizeof w->codecs_why, "%s", why);
+    } else {
+        w->codecs->tiff_encode = o->codecs == RUN_CODECS_GPU;
     }
     return w->codecs;
 }
