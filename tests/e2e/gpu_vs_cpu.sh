@@ -240,6 +240,16 @@ done
 expect 0 "gpu codecs, TIFF decoded on the GPU" "$B" run -q --device gpu -e transpose gc_g.tif gc_gt.tif
 "$B" run -q --device cpu -e transpose gc_c.tif gc_ct.tif
 same_image gc_gt.tif gc_ct.tif && ok || bad "GPU codecs: a GPU-written TIFF read on the GPU differs from the CPU's"
+# a damaged deflate strip read on the GPU: one line naming the file, no output, no temporary
+$PY -c "
+d = bytearray(open('gc_c.tif', 'rb').read())
+for i in range(4000, 9000): d[i] ^= 0x5a
+open('gc_bad.tif', 'wb').write(bytes(d))"
+"$B" run -q --device gpu -e "median radius=2" gc_bad.tif gc_bad_out.tif 2>gc_bad.err
+[ $? -ne 0 ] && ok || bad "a damaged deflate strip on the GPU did not fail the run"
+grep -q "gc_bad.tif" gc_bad.err && [ "$(wc -l < gc_bad.err)" -eq 1 ] && ok || bad "damaged strip on the GPU: not one line naming the file: $(head -c 300 gc_bad.err)"
+absent "damaged strip on the GPU, output" gc_bad_out.tif
+no_temporaries "damaged strip on the GPU" .
 mkdir -p fold_codec && cp big_gray.tif fold_codec/a.tif && cp big_gray.tif fold_codec/b.tif
 expect 0 "gpu codecs, folder" "$B" run -q --device gpu --codecs gpu -e "median radius=2" fold_codec fold_codec_out
 same_image fold_codec_out/a.tif gc_c.tif && ok || bad "GPU codecs in a folder: pixels differ from the CPU's"
