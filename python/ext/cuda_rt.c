@@ -13,12 +13,16 @@ typedef int (*stream_wait_fn)(void *, void *, unsigned);
 typedef int (*event_destroy_fn)(void *);
 typedef const char *(*error_string_fn)(int);
 
-/* cudaPointerAttributes as CUDA 11 to 13 lay it out */
-typedef struct {
-    int type;
-    int device;
-    void *device_pointer;
-    void *host_pointer;
+/* cudaPointerAttributes' first fields, as CUDA 11 to 13 lay them out; CUDA 13 appends eight
+ * reserved longs, so the runtime gets room to spare for whatever a version adds. */
+typedef union {
+    struct {
+        int type;
+        int device;
+        void *device_pointer;
+        void *host_pointer;
+    } f;
+    unsigned char room[512];
 } pointer_attributes;
 typedef int (*pointer_attributes_fn)(pointer_attributes *, const void *);
 
@@ -105,8 +109,8 @@ int cuda_pointer_device(const void *ptr, int *device)
     if (!rt)
         return -1;
     f = (pointer_attributes_fn)dlsym(rt, "cudaPointerGetAttributes");
-    if (f && f(&a, ptr) == 0 && (a.type == MEMORY_DEVICE || a.type == MEMORY_MANAGED)) {
-        *device = a.device;
+    if (f && f(&a, ptr) == 0 && (a.f.type == MEMORY_DEVICE || a.f.type == MEMORY_MANAGED)) {
+        *device = a.f.device;
         ok = 1;
     }
     dlclose(rt);

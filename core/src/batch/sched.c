@@ -48,6 +48,13 @@ static int workers_for(const sched *s, sched_arrangement a)
     return a == SCHED_CPU_ONLY ? 0 : a == SCHED_GPU_ONLY ? s->o.workers : s->o.gpu_workers;
 }
 
+int sched_measurable(int workers, int n_images)
+{
+    sched_options o = { .workers = workers > 0 ? workers : 1 };
+    int window = window_of(&o);
+    return n_images >= 2 * (o.workers + window) + window;
+}
+
 void sched_init(sched *s, const sched_options *o, double now)
 {
     memset(s, 0, sizeof *s);
@@ -58,7 +65,7 @@ void sched_init(sched *s, const sched_options *o, double now)
     s->window = window_of(&s->o);
     int mixed = s->o.gpu_workers > 0 && s->o.gpu_workers < s->o.workers;
     /* warm-up, two windows (the second after a round untimed), and a window more */
-    s->o.measure = mixed && s->o.measure && s->o.n_images >= 2 * (s->o.workers + s->window) + s->window;
+    s->o.measure = mixed && s->o.measure && sched_measurable(s->o.workers, s->o.n_images);
     s->chosen = s->o.gpu_workers == 0 ? SCHED_CPU_ONLY : mixed ? SCHED_MIXED : SCHED_GPU_ONLY;
     if (mixed && s->o.cpu_while_starting) enter(s, SCHED_STARTING, 0, now);
     else if (s->o.measure) enter(s, SCHED_WARMING, s->o.gpu_workers, now);

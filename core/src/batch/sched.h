@@ -49,6 +49,9 @@ typedef struct {
 } sched;
 
 void sched_init(sched *s, const sched_options *o, double now);
+/* Whether a folder of n_images is enough to measure the arrangements with this many workers
+ * (a warm-up, two windows and a window more). */
+int sched_measurable(int workers, int n_images);
 /* The role of worker i for its next image. */
 sched_role sched_role_of(const sched *s, int worker);
 /* Called as a worker takes an image in role; returns the ticket sched_finished wants. */

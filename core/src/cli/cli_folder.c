@@ -11,6 +11,7 @@
 #include "batch/batch_mpi.h"
 #include "cli/cli_print.h"
 #include "batch/folder_device.h"
+#include "batch/sched.h"
 #include "gpu/gpu.h"
 #include "batch/mpi_lib.h"
 
@@ -280,6 +281,13 @@ static int arrange_by_rates(const cli_options *o, const folder_estimate *est, fo
                 "from nvJPEG's, so the outputs would depend on the worker)");
     if (o->run.jpeg_gpu_required || gpu_device_count(why, sizeof why) == 0) return choose_device(o, &fp->dev);
     fp->dev = EXEC_GPU;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
+    if (est && !sched_measurable(workers, est->n_images)) {
+        /* too few images to measure: the estimate decides, every worker on one side */
+        if (est->gpu_s >= est->cpu_s) fp->dev = EXEC_CPU;
+        return CLI_OK;
+    }
     fp->mixed = fp->by_rates = 1;
     if (est) snprintf(fp->why, sizeof fp->why, "estimate for the folder: the CPU about %.1f s, the GPU path about %.1f s",
                       est->cpu_s, est->gpu_s);
