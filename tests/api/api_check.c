@@ -20,9 +20,12 @@ imgpipe_image api_random_image(int w, int h, int c, imgpipe_sample s, size_t str
         unsigned char *r = (unsigned char *)im.data + (size_t)y * im.stride;
         for (int i = 0; i < w * c; i++) {
             uint32_t v = next_random(&seed);
+            /* memcpy: a row stride need not be a multiple of the sample's size */
+            uint16_t v16 = (uint16_t)v;
+            float vf = (float)(v % 100000) / 1000.0f - 20.0f;
             if (s == IMGPIPE_U8) r[i] = (unsigned char)v;
-            else if (s == IMGPIPE_U16) ((uint16_t *)r)[i] = (uint16_t)v;
-            else ((float *)r)[i] = (float)(v % 100000) / 1000.0f - 20.0f;
+            else if (s == IMGPIPE_U16) memcpy(r + 2 * (size_t)i, &v16, 2);
+            else memcpy(r + 4 * (size_t)i, &vf, 4);
         }
     }
     return im;
@@ -33,7 +36,11 @@ double api_at(const imgpipe_image *im, int x, int y, int k)
     size_t stride = im->stride ? im->stride : (size_t)im->width * (size_t)im->channels * api_sample_size(im->sample);
     const unsigned char *r = (const unsigned char *)im->data + (size_t)y * stride;
     size_t i = (size_t)x * (size_t)im->channels + (size_t)k;
-    return im->sample == IMGPIPE_U8 ? r[i] : im->sample == IMGPIPE_U16 ? ((const uint16_t *)r)[i] : ((const float *)r)[i];
+    uint16_t v16;
+    float vf;
+    if (im->sample == IMGPIPE_U8) return r[i];
+    if (im->sample == IMGPIPE_U16) return memcpy(&v16, r + 2 * i, 2), v16;
+    return memcpy(&vf, r + 4 * i, 4), vf;
 }
 
 static void put(imgpipe_image *im, int x, int y, int k, double v)
@@ -41,8 +48,10 @@ static void put(imgpipe_image *im, int x, int y, int k, double v)
     unsigned char *r = (unsigned char *)im->data + (size_t)y * im->stride;
     size_t i = (size_t)x * (size_t)im->channels + (size_t)k;
     if (im->sample == IMGPIPE_U8) r[i] = (unsigned char)v;
-    else if (im->sample == IMGPIPE_U16) ((uint16_t *)r)[i] = (uint16_t)v;
-    else ((float *)r)[i] = (float)v;
+    uint16_t v16 = (uint16_t)v;
+    float vf = (float)v;
+    if (im->sample == IMGPIPE_U16) memcpy(r + 2 * i, &v16, 2);
+    else if (im->sample == IMGPIPE_F32) memcpy(r + 4 * i, &vf, 4);
 }
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
