@@ -74,7 +74,7 @@ const char cli_usage_text[] =
     "                          slower than the cores: see README)\n"
     "  --tiff-compression deflate|lzw|zstd|none  TIFF output compression (default deflate,\n"
     "                          with the predictor)\n"
-    "  --tiff-level 1..9       TIFF deflate level (default 6, libtiff's)\n"
+    "  --tiff-level 1..9       TIFF deflate level (default 6), libdeflate's on the CPU\n"
     "  --fail-on error|warning  error (the default): an image decoded past damage (a JPEG ending\n"
     "                          early, a bad CRC on a PNG ancillary chunk, a PNG damaged after its\n"
     "                          whole image data, a libtiff warning) is processed, with a warning;\n"
