@@ -129,6 +129,10 @@ static void test_bad_images(void)
     in = good; in.sample = (imgpipe_sample)9; expect_bad_image(p, in, &out, "in->sample");
     in = good; in.stride = 20; expect_bad_image(p, in, &out, "in->stride (20 bytes) is smaller");
     in = good; in.stride = (size_t)-64; expect_bad_image(p, in, &out, "in->stride is negative");
+    imgpipe_image wide = api_random_image(7, 5, 3, IMGPIPE_U16, 0, 9);
+    in = wide; in.stride = 7 * 3 * 2 + 1; expect_bad_image(p, in, &out, "in->stride (43 bytes) is not a multiple of the 2-byte sample");
+    in = wide; in.data = (char *)wide.data + 1; expect_bad_image(p, in, &out, "in->data is not aligned to its 2-byte samples");
+    free(wide.data);
     in = good; in.data = NULL; expect_bad_image(p, in, &out, "in->data is NULL");
     in = good; in.memory = (imgpipe_memory)7; expect_bad_image(p, in, &out, "in->memory");
     imgpipe_image small = { 0 };
@@ -193,7 +197,8 @@ static void run_both_ways(imgpipe_pipeline *p, const imgpipe_image *in, const im
     CHECK(shape.width == want->width && shape.height == want->height && shape.channels == want->channels &&
           shape.sample == want->sample, "%s: output_shape", what);
     size_t row = (size_t)shape.width * (size_t)shape.channels * api_sample_size(shape.sample);
-    imgpipe_image mine = api_random_image(shape.width, shape.height, shape.channels, shape.sample, row + 5, 77);
+    imgpipe_image mine = api_random_image(shape.width, shape.height, shape.channels, shape.sample,
+                                          row + 5 * api_sample_size(shape.sample), 77);
     rc = imgpipe_run(p, in, &mine, NULL, NULL, &e);
     CHECK(rc == IMGPIPE_OK, "%s: %s", what, e.message);
     if (rc == IMGPIPE_OK) CHECK(api_same(&mine, want, what), "%s: caller memory", what);

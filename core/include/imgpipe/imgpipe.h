@@ -67,7 +67,8 @@ typedef struct {
     void *data;
     int width, height, channels;   /* channels 1..4 */
     imgpipe_sample sample;
-    size_t stride;                 /* bytes from one row to the next; 0: packed */
+    size_t stride;                 /* bytes from one row to the next, a multiple of the sample's size
+                                    * (data aligned to it too); 0: packed */
     imgpipe_memory memory;         /* where data lies */
     int device;                    /* IMGPIPE_CUDA_DEVICE: the CUDA device number */
 } imgpipe_image;

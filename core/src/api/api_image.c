@@ -31,6 +31,10 @@ static int checked_stride(const imgpipe_image *im, const char *name, size_t *str
     if (s < row)
         return api_fail(err, IMGPIPE_EINVAL, "%s->stride (%zu bytes) is smaller than a row of %d x %d channels (%zu bytes)",
                         name, s, im->width, im->channels, row);
+    /* the stages read and write whole samples: a row must start on one */
+    if (s % sample_bytes(im->sample) != 0)
+        return api_fail(err, IMGPIPE_EINVAL, "%s->stride (%zu bytes) is not a multiple of the %zu-byte sample", name, s,
+                        sample_bytes(im->sample));
     if (s > ((size_t)PTRDIFF_MAX - row) / (size_t)im->height)
         return api_fail(err, IMGPIPE_ELIMIT, "%s: %zu bytes a row times %d rows is too large", name, s, im->height);
     *stride = s;
@@ -45,6 +49,9 @@ int api_image_view(const imgpipe_image *im, const char *name, ip_image *view, im
     if (rc == IP_OK) rc = checked_stride(im, name, &stride, err);
     if (rc != IP_OK) return rc;
     if (!im->data) return api_fail(err, IMGPIPE_EINVAL, "%s->data is NULL", name);
+    if ((uintptr_t)im->data % sample_bytes(im->sample) != 0)
+        return api_fail(err, IMGPIPE_EINVAL, "%s->data is not aligned to its %zu-byte samples", name,
+                        sample_bytes(im->sample));
     if (im->memory != IMGPIPE_HOST && im->memory != IMGPIPE_CUDA_DEVICE)
         return api_fail(err, IMGPIPE_EINVAL, "%s->memory must be IMGPIPE_HOST or IMGPIPE_CUDA_DEVICE (it is %d)", name,
                         (int)im->memory);
