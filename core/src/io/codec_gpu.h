@@ -18,9 +18,6 @@ typedef struct {
     void *stream;                /* a cudaStream_t */
     int device;
     io_gpu_scratch *scratch;     /* one thread at a time, as the codecs */
-    /* TIFF compressed on the card too (--codecs gpu): nvCOMP's deflate that matches libdeflate's
-     * size is slower than the cores (bench/RESULTS.md), so auto leaves it to the CPU */
-    int tiff_encode;
 } io_gpu_codecs;
 
 /* Opens nvCOMP and a batch on stream for device (the GPU context current). IP_EUNSUPPORTED with

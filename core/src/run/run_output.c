@@ -8,21 +8,6 @@
 #include "io/tiff_gpu.h"
 #include "run/run_output.h"
 
-static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size_t errlen)
-{
-    if (result->on_device) {
-        snprintf(err, errlen, "the result is on the GPU: ask for it in host memory");
-        return IP_EINVAL;
-    }
-    int rc = img_alloc(dst, &result->shape, UINT64_MAX, err, errlen);
-    if (rc != IP_OK) return rc;
-    size_t row = img_row_bytes(&result->shape);
-    for (int32_t y = 0; y < result->shape.height; y++)
-        memcpy((unsigned char *)dst->data + (size_t)y * (size_t)dst->stride,
-               (const unsigned char *)result->data + (size_t)y * (size_t)result->stride, row);
-    return IP_OK;
-}
-
 /* Into the caller's memory: nothing to do when the stages wrote there; else one copy, through
  * the GPU's copy when either side is on the device. */
 static int copy_into(const ip_image *result, ip_image *dst, char *err, size_t errlen)
@@ -46,6 +31,17 @@ static int copy_into(const ip_image *result, ip_image *dst, char *err, size_t er
     return IP_OK;
 }
 
+/* Into a malloc'd packed image (a host result only). */
+static int copy_to_memory(const ip_image *result, ip_image *dst, char *err, size_t errlen)
+{
+    if (result->on_device) {
+        snprintf(err, errlen, "the result is on the GPU: ask for it in host memory");
+        return IP_EINVAL;
+    }
+    int rc = img_alloc(dst, &result->shape, UINT64_MAX, err, errlen);
+    return rc == IP_OK ? copy_into(result, dst, err, errlen) : rc;
+}
+
 int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image *result, const run_sink *out, const run_options *o,
                      io_meta *meta, char *err, size_t errlen)
 {
@@ -59,19 +55,21 @@ int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image
     case IO_FMT_PNG: return png_gpu_write(codecs, result, out->path, &io, err, errlen);
     default: return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
     }
-    return io_write(out->path, result, &io, err, errlen);
 }
 
 int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
-                         const io_options *io)
+                         const run_options *o)
 {
+    const io_options *io = &o->io;
     if (!path) return 0;
     /* the shape alone decides: a stand-in for the device result, never read */
     ip_image probe = { .data = (void *)shape, .stride = (ptrdiff_t)img_row_bytes(shape), .shape = *shape,
                        .on_device = 1 };
     switch (io_format_from_ext(path)) {
     case IO_FMT_JPEG: return jpeg != NULL;
-    case IO_FMT_TIFF: return codecs && codecs->tiff_encode && tiff_gpu_encodable(&probe, io);
+    /* TIFF on the card only when asked: nvCOMP's deflate that matches libdeflate's size is slower
+     * than the cores (bench/RESULTS.md), so auto leaves it to the CPU */
+    case IO_FMT_TIFF: return codecs && o->codecs == RUN_CODECS_GPU && tiff_gpu_encodable(&probe, io);
     case IO_FMT_PNG: return codecs && png_gpu_encodable(&probe, io);
     default: return 0;
     }

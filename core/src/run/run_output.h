@@ -5,9 +5,9 @@
 #include "io/codec_gpu.h"
 #include "run/run.h"
 
-/* Whether a result of this shape, kept on the device, can be written there to path's format. */
+/* Whether a result of this shape, kept on the device, is written there to path's format under o. */
 int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
-                         const io_options *io);
+                         const run_options *o);
 
 int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image *result, const run_sink *out, const run_options *o,
                      io_meta *meta, char *err, size_t errlen);

@@ -10,7 +10,6 @@
 #include "base/image.h"
 #include "io/jpeg_layout.h"
 #include "io/jpeg_route.h"
-#include "io/tiff_gpu.h"
 #include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
@@ -89,7 +88,6 @@ static int finish_start(one_run *r, exec_ctx **ctx, jpeg_gpu **jpeg, char *err, 
     *jpeg = startup_take_jpeg(r->gpu_startup, &jpeg_why);
     const char *codecs_why = "";
     r->codecs = startup_take_codecs(r->gpu_startup, &codecs_why);
-    if (r->codecs) r->codecs->tiff_encode = r->o->codecs == RUN_CODECS_GPU;
     startup_free(r->gpu_startup);
     r->gpu_startup = NULL;
     if (rc == IP_OK && r->gpu_jpeg && !*jpeg && r->o->jpeg_gpu_required) {
@@ -154,12 +152,9 @@ static int decode_input(one_run *r, run_probe *pr, jpeg_gpu *jpeg, exec_ctx *ctx
         /* Declined (an oriented file, say) before the shape was planned: the CPU reader plans it. */
         if (rc == IP_OK || (r->failed && rc != IP_EUNSUPPORTED)) return rc;
     }
-    if (r->dev == EXEC_GPU && r->codecs && r->in_format == IO_FMT_TIFF && tiff_gpu_decodable(&pr->input, &io)) {
-        run_jpeg_target target;
-        run_jpeg_target_init(&target, ctx, r->p);
-        int rc = tiff_gpu_decode(r->codecs, &target.target, &pr->input, &io, img, err, errlen);
-        /* declined, or the GPU failed: the CPU reader reads it (and words any damage itself) */
-        if (rc != IP_EUNSUPPORTED && rc != IP_ECUDA && rc != IP_ENOMEM) return rc;
+    if (r->dev == EXEC_GPU && r->in_format == IO_FMT_TIFF) {
+        int rc = run_tiff_gpu_decode(r->codecs, ctx, r->p, &pr->input, &io, img, err, errlen);
+        if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read_input(&pr->input, &io, img, err, errlen);
 }
@@ -242,8 +237,7 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     if (rc == IP_OK) {
         res->decoded = 1;
         res->device = r.dev;
-        io_options wio = o->io;
-        if (ctx) exec_keep_result_on_device(ctx, run_output_on_device(jpeg, r.codecs, &r.final, out->path, &wio));
+        if (ctx) exec_keep_result_on_device(ctx, run_output_on_device(jpeg, r.codecs, &r.final, out->path, o));
         rc = run_stages(&r, &ctx, &img, in->path, &result, err, errlen);
         res->device = r.dev;
         if (rc != IP_OK) res->failed_path = in->path ? in->path : NULL;

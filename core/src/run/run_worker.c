@@ -7,7 +7,6 @@
 #include <string.h>
 #include "base/image.h"
 #include "io/jpeg_route.h"
-#include "io/tiff_gpu.h"
 #include "base/mono_clock.h"
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
@@ -104,8 +103,6 @@ static io_gpu_codecs *worker_codecs(run_worker *w, const run_options *o)
     if (io_gpu_codecs_open(&w->codecs, w->wo.gpu, exec_stream(w->ctx), why, sizeof why) != IP_OK) {
         w->codecs = NULL;
         snprintf(w->codecs_why, sizeof w->codecs_why, "%s", why);
-    } else {
-        w->codecs->tiff_encode = o->codecs == RUN_CODECS_GPU;
     }
     return w->codecs;
 }
@@ -132,13 +129,9 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
                                           errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
-    io_gpu_codecs *codecs = fmt == IO_FMT_TIFF ? worker_codecs(w, o) : NULL;
-    if (codecs && tiff_gpu_decodable(&pr->input, io)) {
-        run_jpeg_target target;
-        run_jpeg_target_init(&target, w->ctx, p);
-        int rc = tiff_gpu_decode(codecs, &target.target, &pr->input, io, img, err, errlen);
-        /* declined, or the GPU failed: the CPU reader reads it (and words any damage itself) */
-        if (rc != IP_EUNSUPPORTED && rc != IP_ECUDA && rc != IP_ENOMEM) return rc;
+    if (fmt == IO_FMT_TIFF) {
+        int rc = run_tiff_gpu_decode(worker_codecs(w, o), w->ctx, p, &pr->input, io, img, err, errlen);
+        if (rc != IP_EUNSUPPORTED) return rc;
     }
     return io_read_input(&pr->input, io, img, err, errlen);
 }
@@ -168,9 +161,8 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
     int into_device = out->into && out->image->on_device;
     jpeg_gpu *jpeg = out_fmt == IO_FMT_JPEG ? worker_jpeg(w, out_fmt) : NULL;
     io_gpu_codecs *codecs = out_fmt == IO_FMT_TIFF || out_fmt == IO_FMT_PNG ? worker_codecs(w, o) : NULL;
-    io_options wio = o->io;
     exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU &&
-                                           (into_device || run_output_on_device(jpeg, codecs, final, out->path, &wio)));
+                                           (into_device || run_output_on_device(jpeg, codecs, final, out->path, o)));
     exec_set_result_target(w->ctx, out->into ? out->image : NULL);
     double t_stages = now_ms();
     int rc = exec_run(w->ctx, p, img, in->path, &result, NULL, err, errlen);
