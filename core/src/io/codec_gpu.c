@@ -48,36 +48,34 @@ void io_gpu_codecs_close(io_gpu_codecs *c)
 /* Grows by a quarter more than asked, so images a little larger than the last do not reallocate. */
 static size_t grown(size_t bytes) { return bytes > SIZE_MAX / 5 * 4 ? bytes : bytes + bytes / 4; }
 
+/* A slot's buffer (device or pinned) grown to bytes when smaller, its old one freed. */
+static int grow_slot(void **slot, size_t *have, size_t bytes, int pinned, char *err, size_t errlen)
+{
+    if (*slot && *have >= bytes) return IP_OK;
+    if (pinned) gpu_host_free(*slot);
+    else gpu_free(*slot);
+    *slot = NULL;
+    *have = 0;
+    size_t want = grown(bytes ? bytes : 1);
+    int rc = pinned ? gpu_host_alloc(slot, want, 0, err, errlen) : gpu_malloc(slot, want, err, errlen);
+    if (rc == IP_OK) *have = want;
+    return rc;
+}
+
 int io_gpu_scratch_device(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,
                           size_t errlen)
 {
     io_gpu_scratch *s = c->scratch;
-    if (s->device_bytes[slot] < bytes || !s->device[slot]) {
-        gpu_free(s->device[slot]);
-        s->device[slot] = NULL;
-        s->device_bytes[slot] = 0;
-        size_t want = grown(bytes ? bytes : 1);
-        int rc = gpu_malloc(&s->device[slot], want, err, errlen);
-        if (rc) return rc;
-        s->device_bytes[slot] = want;
-    }
+    int rc = grow_slot(&s->device[slot], &s->device_bytes[slot], bytes, 0, err, errlen);
     *ptr = s->device[slot];
-    return IP_OK;
+    return rc;
 }
 
 int io_gpu_scratch_pinned(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,
                           size_t errlen)
 {
     io_gpu_scratch *s = c->scratch;
-    if (s->pinned_bytes[slot] < bytes || !s->pinned[slot]) {
-        gpu_host_free(s->pinned[slot]);
-        s->pinned[slot] = NULL;
-        s->pinned_bytes[slot] = 0;
-        size_t want = grown(bytes ? bytes : 1);
-        int rc = gpu_host_alloc(&s->pinned[slot], want, 0, err, errlen);
-        if (rc) return rc;
-        s->pinned_bytes[slot] = want;
-    }
+    int rc = grow_slot(&s->pinned[slot], &s->pinned_bytes[slot], bytes, 1, err, errlen);
     *ptr = s->pinned[slot];
-    return IP_OK;
+    return rc;
 }
