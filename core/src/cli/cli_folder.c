@@ -273,7 +273,7 @@ static int cmd_batch(const cli_options *o, const plan *p, const folder_plan *fp,
 /* auto with a GPU the estimate does not rule out: the arrangement is measured on the first images.
  * Not with nvJPEG, whose pixels differ from libjpeg-turbo's: each output would then depend on
  * which worker ran it, and a folder run twice could differ; auto keeps every image on the GPU. */
-static int arrange_by_rates(const cli_options *o, const folder_estimate *est, folder_plan *fp)
+static int arrange_by_rates(const cli_options *o, const folder_estimate *est, int workers, folder_plan *fp)
 {
     char why[256];
     if (o->run.jpeg_gpu_required && o->verbose)
@@ -281,8 +281,6 @@ static int arrange_by_rates(const cli_options *o, const folder_estimate *est, fo
                 "from nvJPEG's, so the outputs would depend on the worker)");
     if (o->run.jpeg_gpu_required || gpu_device_count(why, sizeof why) == 0) return choose_device(o, &fp->dev);
     fp->dev = EXEC_GPU;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int workers = o->jobs ? o->jobs : cores > 0 ? (int)cores : 1;
     if (est && !sched_measurable(workers, est->n_images)) {
         /* too few images to measure: the estimate decides, every worker on one side */
         if (est->gpu_s >= est->cpu_s) fp->dev = EXEC_CPU;
@@ -315,10 +313,10 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (batch_setup(o, EXEC_CPU, NULL, in, out, NULL, &b) != CLI_OK ||
         folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK)
-        return arrange_by_rates(o, NULL, fp);
+        return arrange_by_rates(o, NULL, 0, fp);
     /* with nvJPEG auto never measures: the estimate alone decides, as for one device */
     int cpu_wins = o->run.jpeg_gpu_required ? est.gpu_s >= est.cpu_s : folder_gpu_ruled_out(&est);
-    if (!cpu_wins) return arrange_by_rates(o, &est, fp);
+    if (!cpu_wins) return arrange_by_rates(o, &est, b.jobs, fp);
     cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less than "
         "the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images, est.n_images == 1 ? "" : "s",
         est.cpu_s, est.gpu_s);
