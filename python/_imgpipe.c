@@ -26,13 +26,15 @@ static void replace(PyObject **slot, PyObject *value)
 static PyObject *setup(PyObject *module, PyObject *args)
 {
     ext_state *st = state_of(module);
-    PyObject *pipeline_error, *error, *np_empty, *np_asarray, *default_stream;
-    if (!PyArg_ParseTuple(args, "OOOOO:_setup", &pipeline_error, &error, &np_empty, &np_asarray, &default_stream))
+    PyObject *pipeline_error, *error, *np_empty, *np_asarray, *np_ndarray, *default_stream;
+    if (!PyArg_ParseTuple(args, "OOOOOO:_setup", &pipeline_error, &error, &np_empty, &np_asarray, &np_ndarray,
+                          &default_stream))
         return NULL;
     replace(&st->pipeline_error, pipeline_error);
     replace(&st->error, error);
     replace(&st->np_empty, np_empty);
     replace(&st->np_asarray, np_asarray);
+    replace(&st->np_ndarray, np_ndarray);
     replace(&st->default_stream, default_stream);
     Py_RETURN_NONE;
 }
@@ -160,6 +162,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->error);
     Py_VISIT(st->np_empty);
     Py_VISIT(st->np_asarray);
+    Py_VISIT(st->np_ndarray);
     Py_VISIT(st->default_stream);
     Py_VISIT(st->pipeline_type);
     Py_VISIT(st->device_array_type);
@@ -173,6 +176,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->error);
     Py_CLEAR(st->np_empty);
     Py_CLEAR(st->np_asarray);
+    Py_CLEAR(st->np_ndarray);
     Py_CLEAR(st->default_stream);
     Py_CLEAR(st->pipeline_type);
     Py_CLEAR(st->device_array_type);

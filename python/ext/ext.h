@@ -11,6 +11,7 @@ typedef struct {
     PyObject *error;            /* imgpipe.Error (RuntimeError) */
     PyObject *np_empty;         /* numpy.empty */
     PyObject *np_asarray;       /* numpy.asarray, for inputs without the buffer protocol */
+    PyObject *np_ndarray;       /* numpy.ndarray: host memory, asked nothing else */
     PyObject *default_stream;   /* f(array) -> int or None: the array's library's current stream */
     PyTypeObject *pipeline_type;
     PyTypeObject *device_array_type;

@@ -83,6 +83,9 @@ PyObject *run_array(ext_state *st, imgpipe_pipeline *p, PyObject *array, const i
     device_input din;
     PyObject *result, *converted;
     int found;
+    /* numpy's arrays (the common call) are host memory: no device interface asked of them */
+    if (Py_TYPE(array) == (PyTypeObject *)st->np_ndarray)
+        return run_host(st, p, array, o);
     /* Device arrays first: CuPy's arrays also offer the buffer protocol, which then refuses */
     found = device_input_open(st, &din, array, stream);
     if (found != 0) {

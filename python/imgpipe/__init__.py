@@ -71,7 +71,7 @@ def _current_stream(array):
     return None
 
 
-_imgpipe._setup(PipelineError, Error, _np.empty, _np.asarray, _current_stream)
+_imgpipe._setup(PipelineError, Error, _np.empty, _np.asarray, _np.ndarray, _current_stream)
 
 # The plugins travel inside the package; $IMGPIPE_PLUGIN_PATH and set_plugin_path() come first.
 _PLUGINS = _os.path.join(_os.path.dirname(__file__), "plugins")
