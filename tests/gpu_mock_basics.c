@@ -8,7 +8,15 @@
 int gpu_built(void) { return 1; }
 void gpu_prefer_eager_loading(void) {}
 void gpu_prefer_blocking_sync(int device) { (void)device; }
-int gpu_start(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }
+/* A test that waits for the start-up sets this (it runs on the starting thread). */
+void (*gpu_mock_on_start)(int device);
+
+int gpu_start(int device, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    if (gpu_mock_on_start) gpu_mock_on_start(device);
+    return IP_OK;
+}
 int gpu_device_count(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
 int gpu_device_name(int device, char *name, size_t len) { (void)device; snprintf(name, len, "mock"); return IP_OK; }
 int gpu_select(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }

@@ -21,7 +21,7 @@
 #include "plan_testutil.h"
 #include "testutil.h"
 
-/* The mock device: tests/gpu_mock_basics.c's, but for a start-up the test can wait for. */
+/* The mock device: tests/gpu_mock_basics.c's, with its start-up watched (watch_start). */
 static pthread_mutex_t mock_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t mock_started_cv = PTHREAD_COND_INITIALIZER, mock_uploaded_cv = PTHREAD_COND_INITIALIZER;
 static int mock_no_streams;    /* the GPU cannot be used: no stream can be made */
@@ -29,45 +29,16 @@ static int mock_started;       /* gpu_start was called */
 static long mock_uploads;
 static int mock_refused;       /* a stream was refused */
 
-int gpu_built(void) { return 1; }
-void gpu_prefer_eager_loading(void) {}
-void gpu_prefer_blocking_sync(int device) { (void)device; }
-int gpu_start(int device, char *err, size_t errlen)
+extern void (*gpu_mock_on_start)(int device);   /* tests/gpu_mock_basics.c */
+
+static void watch_start(int device)
 {
-    (void)device; (void)err; (void)errlen;
+    (void)device;
     pthread_mutex_lock(&mock_mu);
     mock_started = 1;
     pthread_cond_broadcast(&mock_started_cv);
     pthread_mutex_unlock(&mock_mu);
-    return IP_OK;
 }
-int gpu_device_count(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
-int gpu_device_name(int device, char *name, size_t len) { (void)device; snprintf(name, len, "mock"); return IP_OK; }
-int gpu_select(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return IP_OK; }
-void gpu_clear_error(void) {}
-int gpu_compute_capability(int device, int *arch, char *err, size_t errlen)
-{
-    (void)device; (void)err; (void)errlen;
-    *arch = 90;
-    return IP_OK;
-}
-int gpu_capture_begin(void *stream, char *err, size_t errlen)
-{
-    (void)stream;
-    snprintf(err, errlen, "the mock device records no graphs");
-    return IP_ECUDA;
-}
-int gpu_capture_end(void *stream, void **graph_exec, char *err, size_t errlen)
-{
-    *graph_exec = NULL;
-    return gpu_capture_begin(stream, err, errlen);
-}
-int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
-{
-    (void)graph_exec;
-    return gpu_capture_begin(stream, err, errlen);
-}
-void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
 
 int gpu_driver_present(char *why, size_t whylen) { (void)why; (void)whylen; return 1; }
 int gpu_stream_create(void **stream, char *err, size_t errlen)
@@ -477,6 +448,7 @@ int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR");
     if (!build) tu_skip("IMGPIPE_BUILD_DIR is not set (run through ctest)");
+    gpu_mock_on_start = watch_start;
     /* the mock device's memory is host memory: nvCOMP, where there is one, must not be handed it */
     setenv("IMGPIPE_NVCOMP_LIB", "/nonexistent/the-mock-gpu-has-no-nvcomp.so", 1);
     char dirs[1200], err[256];
