@@ -6,6 +6,7 @@
 #include <string.h>
 #include <libdeflate.h>
 #include "io/deflate_walk.h"
+#include "io/zlib_frame.h"
 
 /* The rows are cut into bands of about BAND_BYTES filtered bytes, a size that depends on the
  * row length only (never on the thread count, so every thread count writes the same file).
@@ -155,15 +156,6 @@ static void write_header(FILE *f, const ip_shape *s)
     write_chunk(f, "IHDR", ihdr, 13);
 }
 
-/* The zlib header zlib itself would write for this level (32 KiB window). */
-static void zlib_header(int level, unsigned char out[2])
-{
-    unsigned flevel = level < 2 ? 0 : level < 6 ? 1 : level == 6 ? 2 : 3;
-    unsigned header = (0x78u << 8) | (flevel << 6);
-    header += 31 - header % 31;
-    out[0] = (unsigned char)(header >> 8), out[1] = (unsigned char)header;
-}
-
 int pngx_begin(FILE *f, const ip_shape *s, const io_meta *meta, int level, pngx_idat **out)
 {
     pngx_idat *w = malloc(sizeof *w);
@@ -173,9 +165,9 @@ int pngx_begin(FILE *f, const ip_shape *s, const io_meta *meta, int level, pngx_
     w->adler = adler32(0L, Z_NULL, 0);
     write_header(f, s);
     if (meta_png_write(f, meta, s) != IP_OK) return IP_ENOMEM;
-    unsigned char bytes[2];
-    zlib_header(level, bytes);
-    idat_put(w, bytes, 2);
+    unsigned char bytes[ZLIB_FRAME_HEADER];
+    zlib_frame_header(level, bytes);
+    idat_put(w, bytes, sizeof bytes);
     return IP_OK;
 }
 
@@ -187,9 +179,9 @@ void pngx_idat_band(pngx_idat *w, const pngx_band *b)
 
 void pngx_end(pngx_idat *w)
 {
-    unsigned char bytes[4];
-    put_be32(bytes, (uint32_t)w->adler);
-    idat_put(w, bytes, 4);
+    unsigned char bytes[ZLIB_FRAME_TRAILER];
+    zlib_frame_trailer((uint32_t)w->adler, bytes);
+    idat_put(w, bytes, sizeof bytes);
     if (w->len) write_chunk(w->f, "IDAT", w->buf, w->len);
     write_chunk(w->f, "IEND", NULL, 0);
 }
