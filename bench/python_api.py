@@ -93,6 +93,11 @@ def device_array():
         return "PyTorch", torch.from_numpy(host).cuda(), torch.cuda.synchronize
 
 
+def back_to_back(p, array, calls):
+    for _ in range(calls):
+        p(array)
+
+
 def kernel_time(p, calls):
     """(kernels' time a call in seconds, host<->device copies a call) by PyTorch's profiler."""
     import torch
@@ -125,12 +130,53 @@ def device_denoise():
     t = median_time(lambda: p(array), 20, sync)
     rows.append((f"{SIDE}x{SIDE} {library} RGB array through denoise.pipe on the GPU (a call, synchronized)",
                  f"{t * 1e3:.3f} ms", f"result {type(out).__name__} on cuda:{out.device}"))
+    queued = median_time(lambda: back_to_back(p, array, 50), 7, sync) / 50
+    rows.append(("  the same calls back to back, as a loop makes them (50 queued, then one synchronize; a call)",
+                 f"{queued * 1e3:.3f} ms", ""))
     try:
         kernels, copies = kernel_time(p, 20)
         rows.append(("  its kernels' own time (PyTorch profiler)", f"{kernels * 1e3:.3f} ms",
-                     f"call / kernels = {t / kernels:.2f} (target within 1.10); host<->device copies a call: {copies:g}"))
+                     f"call / kernels = {t / kernels:.2f} synchronized, {queued / kernels:.2f} back to back "
+                     f"(target within 1.10); host<->device copies a call: {copies:g}"))
     except Exception as e:   # no torch, or its profiler cannot see the device
         rows.append(("  its kernels' own time", "-", f"not measured: {type(e).__name__}: {e}"))
+    kept = []
+    t = median_time(lambda: kept.append(p(array)), 20, sync)
+    rows.append(("  the same call with every result kept (none freed during the loop)", f"{t * 1e3:.3f} ms", ""))
+    del kept
+    try:
+        call_breakdown(p, 20)
+    except Exception as e:
+        rows.append(("  where a call's time goes", "-", f"not measured: {type(e).__name__}: {e}"))
+
+
+def call_breakdown(p, calls):
+    """The CUDA runtime calls and device operations of a call (PyTorch's profiler, CPU and CUDA
+    activities), the five largest of each by time a call."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    t = torch.from_numpy(image((SIDE, SIDE, 3))).cuda()
+    for _ in range(3):
+        p(t)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            p(t)
+        torch.cuda.synchronize()
+    api, device = {}, {}
+    for event in prof.events():
+        name = event.name
+        if name.startswith("cuda") or name.startswith("cu"):
+            host = getattr(event, "cpu_time_total", 0) or 0
+            api[name] = api.get(name, 0) + host
+        dev = next((getattr(event, a) for a in ("self_device_time_total", "self_cuda_time_total")
+                    if getattr(event, a, None)), 0)
+        if dev:
+            device[name] = device.get(name, 0) + dev
+    for label, table in (("runtime calls (host time)", api), ("device operations", device)):
+        top = sorted(table.items(), key=lambda kv: -kv[1])[:5]
+        text = "; ".join(f"{name[:48]} {us / calls:.1f} us" for name, us in top)
+        rows.append((f"  a call's {label}, per call", "", text or "none seen"))
 
 
 def main():

@@ -1,6 +1,9 @@
-/* imgpipe.DeviceArray: a result in CUDA device memory, allocated by the library and freed with
- * imgpipe_image_free when the last owner lets go (the object, or a DLPack consumer's deleter). It
- * exposes __cuda_array_interface__ (v3), __dlpack__ and __dlpack_device__. */
+/* imgpipe.DeviceArray: a result in CUDA device memory, allocated from the library's pool and
+ * given back to it when the last owner lets go (the object, or a DLPack consumer's deleter). Made
+ * on a default stream, it goes back in that stream's order, as CuPy's and PyTorch's allocators
+ * order their own frees; made on the caller's own stream (which may be destroyed before the
+ * result), or exported to another stream, the free waits for the device instead. It exposes
+ * __cuda_array_interface__ (v3), __dlpack__ and __dlpack_device__. */
 #include "arrays.h"
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@ typedef struct {
     imgpipe_image img;
     int ndim;
     void *stream;               /* the stream the result was made on */
+    int other_streams;          /* __dlpack__ ordered another stream after it: the free waits */
 } device_array;
 
 /* One allocation: the managed tensor first (the deleter frees it by its own address), then the
@@ -39,11 +43,23 @@ PyObject *device_array_wrap(ext_state *st, const imgpipe_image *img, int ndim, v
     return (PyObject *)self;
 }
 
+/* NULL, cudaStreamLegacy and cudaStreamPerThread live as long as the process. */
+static int default_stream(void *stream)
+{
+    return (uintptr_t)stream <= 2;
+}
+
+static void give_back(device_array *a)
+{
+    if (a->other_streams || !default_stream(a->stream) || imgpipe_image_free_async(&a->img, a->stream, NULL) != IMGPIPE_OK)
+        imgpipe_image_free(&a->img);
+}
+
 static void device_array_dealloc(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
     freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
-    imgpipe_image_free(&((device_array *)obj)->img);
+    give_back((device_array *)obj);
     free_fn(obj);
     Py_DECREF(type);
 }
@@ -144,6 +160,13 @@ static PyObject *export_versioned(device_array *self)
     return capsule;
 }
 
+static void remember_consumer(device_array *self, void *consumer)
+{
+    uintptr_t c = (uintptr_t)consumer, own = (uintptr_t)self->stream;
+    if (c != own && !(c <= 1 && own <= 1))
+        self->other_streams = 1;
+}
+
 /* The consumer's stream waits for the one the result was made on; None is the legacy default,
  * -1 asks for no ordering. */
 static int order_for_consumer(device_array *self, PyObject *stream)
@@ -164,6 +187,7 @@ static int order_for_consumer(device_array *self, PyObject *stream)
         PyErr_Format(PyExc_BufferError, "imgpipe result: %s", err);
         return -1;
     }
+    remember_consumer(self, consumer);
     return 0;
 }
 

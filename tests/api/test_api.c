@@ -192,6 +192,10 @@ static void run_both_ways(imgpipe_pipeline *p, const imgpipe_image *in, const im
     }
     imgpipe_image_free(&out);
     CHECK(out.data == NULL, "image_free leaves data");
+    rc = imgpipe_run(p, in, &out, NULL, NULL, &e);
+    CHECK(rc == IMGPIPE_OK && api_same(&out, want, what), "%s: library memory, again", what);
+    CHECK(imgpipe_image_free_async(&out, NULL, &e) == IMGPIPE_OK && out.data == NULL, "%s: free_async of host memory: %s",
+          what, e.message);
     imgpipe_image shape = { 0 };
     CHECK(imgpipe_output_shape(p, in, &shape, &e) == IMGPIPE_OK, "%s: %s", what, e.message);
     CHECK(shape.width == want->width && shape.height == want->height && shape.channels == want->channels &&

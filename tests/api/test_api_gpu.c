@@ -56,6 +56,22 @@ static void check_text(const char *text, int w, int h, int c, imgpipe_sample smp
     }
     imgpipe_image_free(&dout);
 
+    /* results freed in stream order go back to the pipeline's pool: the next call on the same
+     * stream gets the same memory, with the right pixels in it */
+    void *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        imgpipe_image again = { 0 };
+        again.memory = IMGPIPE_CUDA_DEVICE;
+        CHECK(imgpipe_run(p, &din, &again, NULL, s, &e) == IMGPIPE_OK, "%s: %s", text, e.message);
+        if (!again.data) continue;
+        if (i == 0) first = again.data;
+        else CHECK(again.data == first, "%s: call %d's result is not the pooled memory freed before it", text, i);
+        imgpipe_image got = to_host(&again, s);
+        CHECK(api_same(&got, &want, text), "device, pooled library memory, call %d", i);
+        free(got.data);
+        CHECK(imgpipe_image_free_async(&again, s, &e) == IMGPIPE_OK && !again.data, "free_async: %s", e.message);
+    }
+
     /* caller's device memory with a stride */
     imgpipe_image shape = { 0 };
     CHECK(imgpipe_output_shape(p, &in, &shape, &e) == IMGPIPE_OK, "%s", e.message);
@@ -88,6 +104,33 @@ static void check_text(const char *text, int w, int h, int c, imgpipe_sample smp
     imgpipe_pipeline_close(p);
 }
 
+/* A result may outlive its pipeline: the pool goes when its last result is freed. */
+static void check_result_outlives_pipeline(void)
+{
+    imgpipe_pipeline *p;
+    imgpipe_error e;
+    CHECK(imgpipe_pipeline_from_text(&p, "median radius=1", &e) == IMGPIPE_OK, "%s", e.message);
+    imgpipe_image in = api_random_image(64, 48, 1, IMGPIPE_U8, 0, 5), want = { 0 }, dout = { 0 };
+    imgpipe_run_options cpu;
+    imgpipe_run_options_init(&cpu);
+    cpu.device = IMGPIPE_DEVICE_CPU;
+    CHECK(imgpipe_run(p, &in, &want, &cpu, NULL, &e) == IMGPIPE_OK, "cpu: %s", e.message);
+    imgpipe_image din = to_device(&in, 0);
+    dout.memory = IMGPIPE_CUDA_DEVICE;
+    CHECK(imgpipe_run(p, &din, &dout, NULL, NULL, &e) == IMGPIPE_OK, "%s", e.message);
+    imgpipe_pipeline_close(p);
+    if (dout.data) {
+        imgpipe_image got = to_host(&dout, NULL);
+        CHECK(api_same(&got, &want, "median radius=1"), "a result read after its pipeline was closed");
+        free(got.data);
+    }
+    CHECK(imgpipe_image_free_async(&dout, NULL, &e) == IMGPIPE_OK, "free_async after close: %s", e.message);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaFree(din.data));
+    free(in.data);
+    imgpipe_image_free(&want);
+}
+
 int main(void)
 {
     int n = 0;
@@ -100,6 +143,7 @@ int main(void)
     check_text("median", 1, 1, 1, IMGPIPE_U8);
     check_text("transpose", 61, 1, 2, IMGPIPE_U16);
     check_text("median radius=2", 129, 67, 1, IMGPIPE_F32);
+    check_result_outlives_pipeline();
     if (api_failures) fprintf(stderr, "%d check(s) failed\n", api_failures);
     else printf("test_api_gpu: all checks passed\n");
     return api_failures ? 1 : 0;

@@ -73,8 +73,17 @@ typedef struct {
     int device;                    /* IMGPIPE_CUDA_DEVICE: the CUDA device number */
 } imgpipe_image;
 
-/* Memory the library allocated for a result (imgpipe_run with out->data NULL). */
+/* Memory the library allocated for a result (imgpipe_run with out->data NULL). Device results
+ * come from a memory pool the library keeps on each device for the process, so that a warm call
+ * asks the driver for nothing; freed results go back to it (up to 2 GiB a device stays there for
+ * the next calls, the rest is given back to the driver). A result may outlive its pipeline.
+ * imgpipe_image_free waits for the device first, as cudaFree does. */
 IMGPIPE_API void imgpipe_image_free(imgpipe_image *img);
+/* The same without waiting, in the order of cuda_stream (a cudaStream_t; NULL: the legacy default
+ * stream): work queued on cuda_stream after this call may reuse the memory, so every use of it
+ * must already be queued there (or on a stream cuda_stream waits for). Host memory is freed at
+ * once. IMGPIPE_OK or an error (the memory is then not freed). */
+IMGPIPE_API int imgpipe_image_free_async(imgpipe_image *img, void *cuda_stream, imgpipe_error *err);
 
 typedef enum { IMGPIPE_DEVICE_AUTO = 0, IMGPIPE_DEVICE_CPU = 1, IMGPIPE_DEVICE_GPU = 2 } imgpipe_device;
 

@@ -69,7 +69,7 @@ void api_image_set_shape(imgpipe_image *im, const ip_shape *s)
     im->sample = (imgpipe_sample)s->dtype;
 }
 
-int api_image_alloc(imgpipe_image *im, imgpipe_error *err)
+int api_image_alloc(imgpipe_image *im, void *pool, void *stream, imgpipe_error *err)
 {
     ip_shape shape;
     int rc = api_image_shape(im, "out", &shape, err);
@@ -80,7 +80,7 @@ int api_image_alloc(imgpipe_image *im, imgpipe_error *err)
     char msg[512];
     if (im->memory == IMGPIPE_CUDA_DEVICE) {
         rc = gpu_select(im->device, msg, sizeof msg);
-        if (rc == IP_OK) rc = gpu_malloc(&im->data, bytes, msg, sizeof msg);
+        if (rc == IP_OK) rc = gpu_malloc_from_pool(&im->data, bytes, pool, stream, msg, sizeof msg);
         if (rc != IP_OK) return api_fail_from(err, rc, msg, NULL);
     } else {
         im->data = malloc(bytes);
@@ -100,4 +100,22 @@ void imgpipe_image_free(imgpipe_image *img)
     }
     img->data = NULL;
     img->stride = 0;
+}
+
+int imgpipe_image_free_async(imgpipe_image *img, void *cuda_stream, imgpipe_error *err)
+{
+    if (!img || !img->data) return IMGPIPE_OK;
+    if (img->memory != IMGPIPE_CUDA_DEVICE) {
+        imgpipe_image_free(img);
+        api_ok(err);
+        return IMGPIPE_OK;
+    }
+    char msg[512];
+    int rc = gpu_select(img->device, msg, sizeof msg);
+    if (rc == IP_OK) rc = gpu_free_async(img->data, cuda_stream, msg, sizeof msg);
+    if (rc != IP_OK) return api_fail_from(err, rc, msg, NULL);
+    img->data = NULL;
+    img->stride = 0;
+    api_ok(err);
+    return IMGPIPE_OK;
 }

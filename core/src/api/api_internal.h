@@ -1,5 +1,6 @@
-/* What the C API's files share: the pipeline object, its pool of workers, errors and the plugin
- * registry (the one process-wide state: plugins are opened once). */
+/* What the C API's files share: the pipeline object, its pool of workers, errors, and the two
+ * process-wide states: the plugin registry (plugins are opened once) and the device memory pools
+ * results come from. */
 #ifndef IMGPIPE_API_INTERNAL_H
 #define IMGPIPE_API_INTERNAL_H
 #include <pthread.h>
@@ -43,6 +44,8 @@ int api_registry(const registry **reg, imgpipe_error *err);
 int api_take(imgpipe_pipeline *p, exec_device dev, int gpu, const run_options *ro, int cpu_fallback, api_slot **slot,
              imgpipe_error *err);
 void api_give_back(imgpipe_pipeline *p, api_slot *slot);
+/* The pool device results are allocated from on device (api_pools.c). */
+int api_result_pool(int device, void **pool, imgpipe_error *err);
 
 /* o checked and read as far as its struct_size (NULL: the defaults) into *v, and the run layer's
  * options for it. */

@@ -68,14 +68,16 @@ static int take_planned(imgpipe_pipeline *p, api_place *pl, const run_options *r
 static void shape_text(const ip_shape *s, char *buf, size_t len) { plan_shape_text(s, buf, len); }
 
 /* The caller's output memory, checked against the result's shape; or memory allocated for it. */
-static int output_view(imgpipe_image *out, const imgpipe_image *in, const ip_shape *final, ip_image *view,
-                       int *allocated, imgpipe_error *err)
+static int output_view(imgpipe_image *out, const imgpipe_image *in, const ip_shape *final,
+                       void *cuda_stream, ip_image *view, int *allocated, imgpipe_error *err)
 {
     *allocated = 0;
     if (!out->data) {
         api_image_set_shape(out, final);
         if (out->memory == IMGPIPE_CUDA_DEVICE && in->memory == IMGPIPE_CUDA_DEVICE) out->device = in->device;
-        int rc = api_image_alloc(out, err);
+        void *pool = NULL;
+        int rc = out->memory == IMGPIPE_CUDA_DEVICE ? api_result_pool(out->device, &pool, err) : IP_OK;
+        if (rc == IP_OK) rc = api_image_alloc(out, pool, cuda_stream, err);
         if (rc != IP_OK) return rc;
         *allocated = 1;
     }
@@ -139,11 +141,11 @@ int imgpipe_run(imgpipe_pipeline *p, const imgpipe_image *in, imgpipe_image *out
     ip_shape final;
     int allocated = 0;
     rc = take_planned(p, &pl, &ro, &src.shape, &s, &final, err);
-    if (rc == IP_OK) rc = output_view(out, in, &final, &dst, &allocated, err);
+    if (rc == IP_OK) rc = output_view(out, in, &final, cuda_stream, &dst, &allocated, err);
     ro.device = pl.dev == EXEC_GPU ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
     if (rc == IP_OK) rc = run_on_slot(s, &src, &dst, &ro, cuda_stream, err);
     if (s) api_give_back(p, s);
-    if (rc != IP_OK && allocated) imgpipe_image_free(out);
+    if (rc != IP_OK && allocated) imgpipe_image_free_async(out, cuda_stream, NULL);
     if (rc == IP_OK) api_ok(err);
     return rc;
 }

@@ -2,6 +2,7 @@
 #ifndef IMGPIPE_GPU_H
 #define IMGPIPE_GPU_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { GPU_H2D, GPU_D2H, GPU_D2D } gpu_copy_kind;
 
@@ -30,6 +31,13 @@ int gpu_stream_sync(void *stream, char *err, size_t errlen);
 
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen);
 void gpu_free(void *ptr);
+/* Stream-ordered pools (gpu_pool.c): memory freed into a pool is kept for its next allocation, up
+ * to keep_bytes at a synchronisation. Destroy a pool only when nothing allocated from it is out. */
+int gpu_pool_create(void **pool, int device, uint64_t keep_bytes, char *err, size_t errlen);
+void gpu_pool_destroy(void *pool);
+int gpu_malloc_from_pool(void **ptr, size_t bytes, void *pool, void *stream, char *err, size_t errlen);
+/* Frees in stream order: the memory may be reused by work queued on stream after this call. */
+int gpu_free_async(void *ptr, void *stream, char *err, size_t errlen);
 /* Pinned host memory; mapped = also addressable from the device (zero-copy). */
 int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen);
 void gpu_host_free(void *ptr);
