@@ -9,7 +9,8 @@
 # lines (auto's measured rates), where a worker's time goes (decode, stages, encode and write; how
 # many images GPU and CPU workers took), the shared decoder's batches and waits.
 # Needs nothing from the network; about 2 minutes on the 16-core H100 machine.
-# usage: bench/jpeg-folder.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run)
+# usage: bench/jpeg-folder.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run; ONLY: the
+# labels of the rows to run, all by default, "peer" for OpenCV's; FORMATS: "jpg png" by default)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
 n=${1:-200}
@@ -79,6 +80,7 @@ PYEOF
 row() {
   local label=$1 fmt=$2 t0 t1 wall inner chose
   shift 2
+  case " ${ONLY:-$label} " in *" $label "*) ;; *) return ;; esac
   rm -rf "$tmp/o"
   t0=$(date +%s.%N)
   if ! "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o" \
@@ -95,6 +97,7 @@ row() {
 }
 peer() {  # fmt
   local s
+  case " ${ONLY:-peer} " in *" peer "*) ;; *) return ;; esac
   s=$("$PY" "$tmp/peer.py" "$tmp/in" "$tmp/peer.$1" "$1" $level)
   awk -v s="$s" -v n="$n" -v f="$1" -v c="$cores" 'BEGIN {
     printf "| OpenCV, %d processes | %s | %.2f | %.1f | - | - |\n", c, f, s, n / s }'
@@ -103,18 +106,19 @@ peer() {  # fmt
   echo "jpeg-folder: $n JPEGs 4000x3000 q90 -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
   echo "| run | out | s | images/s (process) | images/s (folder summary) | device line |"
   echo "| --- | --- | --: | --: | --: | --- |"
-  for fmt in jpg png; do
+  for fmt in ${FORMATS:-jpg png}; do
     row cpu "$fmt" --device cpu
     row gpu "$fmt" --profile --device gpu
     row gpu-nvjpeg "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
+    row gpu-nvjpeg-j48 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 48
     row gpu+cpu "$fmt" --profile --device gpu+cpu
     row gpu+cpu-nvjpeg "$fmt" --profile --device gpu+cpu --jpeg-decoder gpu
     row auto "$fmt" --device auto
     row auto-nvjpeg "$fmt" --device auto --jpeg-decoder gpu
     peer "$fmt"
   done
-  for run in gpu-nvjpeg gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+  for run in gpu-nvjpeg gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
       [ -f "$f" ] || continue
       echo "--- $(basename "$f"): notes"

@@ -571,11 +571,12 @@ static void close_jpeg_pool(batch_shared *sh)
     if (!sh->jpeg) return;
     jpeg_pool_stats t = jpeg_pool_totals(sh->jpeg);
     if (sh->cb->note && sh->o->verbose) {
-        char msg[384];
+        char msg[512];
         snprintf(msg, sizeof msg, "nvJPEG: %ld files decoded on the GPU in %ld batches (mean %.1f, largest %d, "
-                 "%.1f ms decoding), handle opened in %.0f ms; workers waited %.1f ms a file for the shared decoder",
+                 "%.1f ms decoding, of which the engine %.1f ms and %ld batch-size initialisations %.1f ms), handle "
+                 "opened in %.0f ms; workers waited %.1f ms a file for the shared decoder",
                  t.files, t.batches, t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch,
-                 t.decode_ms, t.open_ms, t.files ? t.wait_ms / (double)t.files : 0.0);
+                 t.decode_ms, t.engine_ms, t.inits, t.init_ms, t.open_ms, t.files ? t.wait_ms / (double)t.files : 0.0);
         sh->cb->note(sh->cb->user, msg);
     }
     jpeg_pool_close(sh->jpeg);

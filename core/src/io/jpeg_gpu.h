@@ -65,6 +65,13 @@ int jpeg_gpu_has_hardware(const jpeg_gpu *g);
 const char *jpeg_gpu_description(const jpeg_gpu *g);
 /* Images decoded by the hardware engine so far (the rest took the CUDA decoder). */
 long jpeg_gpu_hardware_decodes(const jpeg_gpu *g);
+/* The hardware batches so far: states initialised for a batch size (and the time that took), and
+ * batches decoded (with their time, waiting for the stream included). */
+typedef struct {
+    long inits, decodes;
+    double init_ms, decode_ms;
+} jpeg_gpu_batch_times;
+jpeg_gpu_batch_times jpeg_gpu_batch_totals(const jpeg_gpu *g);
 
 /* Decodes a whole JPEG file held in memory into device memory from mem: packed rows (stride =
  * width * channels), RGB (3 channels) or gray (1), u8, out->on_device = 1; done when it returns.

@@ -323,6 +323,10 @@ jpeg_pool_stats jpeg_pool_totals(jpeg_pool *pool)
         if (pg->open_ms > t.open_ms) t.open_ms = pg->open_ms;
         t.decode_ms += pg->decode_ms;
         t.wait_ms += pg->wait_ms;
+        jpeg_gpu_batch_times b = jpeg_gpu_batch_totals(pg->g);
+        t.inits += b.inits;
+        t.init_ms += b.init_ms;
+        t.engine_ms += b.decode_ms;
     }
     pthread_mutex_unlock(&pool->lock);
     return t;

@@ -34,6 +34,9 @@ typedef struct {
     double open_ms;          /* the slowest GPU's open, on its thread */
     double decode_ms;        /* time spent decoding batches, summed over GPUs */
     double wait_ms;          /* callers' time from handing a file in to its decode, summed */
+    long inits;              /* batch states initialised for a batch size, and their time */
+    double init_ms;
+    double engine_ms;        /* the hardware batches' own time (decode_ms less preparing) */
 } jpeg_pool_stats;
 jpeg_pool_stats jpeg_pool_totals(jpeg_pool *pool);
 
