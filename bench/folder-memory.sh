@@ -2,9 +2,10 @@
 # Device memory over a long folder (issue 29 item 6): N images (default 2000; 2048x1536 JPEGs and
 # 1024x768 TIFFs of a photograph, shifted and brightened) through denoise.pipe on the GPU, once as JPEG -> JPEG with nvJPEG
 # (--jpeg-decoder gpu) and once as deflate TIFF -> deflate TIFF with the GPU codecs (--codecs gpu),
-# while nvidia-smi samples GPU 0's used memory every 0.1 s (the run is the only process on it). Flat: the peak over the last
-# three quarters of the samples is within 64 MiB of the peak over the first quarter (samples
-# before the process holds memory, at the idle reading, are left out). Prints one
+# while nvidia-smi samples GPU 0's used memory every 0.1 s (the run is the only process on it). Flat: after a first quarter of
+# warm-up (workers starting, decoder states made), the peak over the second half of the samples is
+# within 64 MiB of the peak over the second quarter (samples at the idle reading, before the
+# process holds memory, are left out). Prints one
 # line a run and exits 1 when memory grew or a run failed.
 # usage: bench/folder-memory.sh [N] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run)
 set -u
@@ -43,7 +44,7 @@ measure() {
   shift 3
   rm -rf "$tmp/o"
   idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -n 1)
-  "$B" run --device gpu --format "$ext" "$@" "$src/pipelines/denoise.pipe" "$tmp/$dir" "$tmp/o" \
+  "$B" run -v --device gpu --format "$ext" "$@" "$src/pipelines/denoise.pipe" "$tmp/$dir" "$tmp/o" \
     >/dev/null 2>"$tmp/err.$label" &
   pid=$!
   : >"$tmp/mem.$label"
@@ -57,17 +58,18 @@ measure() {
   awk -v l="$label" -v rc="$rc" -v made="$made" -v n="$n" -v idle="${idle:-0}" '
     $1 > idle + 0 { v[++k] = $1 }
     END {
-      q = int(k / 4); early = 0; late = 0
-      for (i = 1; i <= k; i++) { if (i <= q) { if (v[i] > early) early = v[i] } else if (v[i] > late) late = v[i] }
-      flat = k >= 8 && late <= early + 64
-      printf "%s: %s, %d of %d images written, %d samples, device memory peak %d MiB in the first quarter, %d MiB after (idle %d): %s\n",
-             l, rc == 0 ? "ran" : "FAILED", made, n, k, early, late, idle,
-             k < 8 ? "TOO FEW SAMPLES" : flat ? "flat" : "GREW"
+      q = int(k / 4); warm = 0; late = 0; shape = ""
+      for (i = q + 1; i <= k; i++) { if (i <= 2 * q) { if (v[i] > warm) warm = v[i] } else if (v[i] > late) late = v[i] }
+      for (d = 1; d <= 10; d++) { m = 0; for (i = int((d - 1) * k / 10) + 1; i <= int(d * k / 10); i++) if (v[i] > m) m = v[i]; shape = shape " " m }
+      flat = k >= 8 && late <= warm + 64
+      printf "%s: %s, %d of %d images written, %d samples; device memory peak %d MiB in the second quarter, %d MiB in the second half: %s (peaks by tenths, MiB:%s)\n",
+             l, rc == 0 ? "ran" : "FAILED", made, n, k, warm, late, k < 8 ? "TOO FEW SAMPLES" : flat ? "flat" : "GREW", shape
       exit !(rc == 0 && made == n && flat)
-    }' "$tmp/mem.$label" || { status=1; tail -n 3 "$tmp/err.$label"; }
+    }' "$tmp/mem.$label" || status=1
+  grep -e "GPU memory" -e "nvJPEG:" -e "succeeded" "$tmp/err.$label" | sed 's/^/    /'
 }
 exec > >(tee "$out/folder-memory.txt")   # not a pipe: status stays in this shell
-echo "folder-memory: $n images 1024x768, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-measure "JPEG -> JPEG, nvJPEG" jpg jpg --jpeg-decoder gpu
+echo "folder-memory: $n images (JPEGs 2048x1536, TIFFs 1024x768), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+measure "JPEG -> JPEG, nvJPEG" jpg jpg --jpeg-decoder gpu --profile
 measure "deflate TIFF -> deflate TIFF, GPU codecs" tif tif --codecs gpu
 exit $status

@@ -13,6 +13,8 @@
 #              alone takes 65 s there, bench/RESULTS.md, and would hide the GPUs)
 #   LIMIT_S    runs not started within this many seconds are left out (default: no limit)
 #   FOLDER_IMAGES   JPEGs for the folder runs (default 64; 0 leaves them out)
+#   ONLY       the runs to make, of big-light big-heavy big-heavy-none huge-light huge-heavy
+#              folder-light folder-heavy (default all)
 set -u
 export LC_ALL=C
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
@@ -130,25 +132,31 @@ pair() {
   rm -f "$one" "$all"
 }
 
+wanted() { case " ${ONLY:-$1} " in *" $1 "*) return 0 ;; esac; return 1; }
 say "making the inputs ($(nproc) cores)"
-read -r t_big bytes_big <<<"$("$PY" "$here/stream_images.py" rgb "$tmp/big.tif" "$big")" || die "cannot make big.tif"
-read -r t_huge bytes_huge <<<"$("$PY" "$here/stream_images.py" gray "$tmp/huge.tif" "$huge_w" "$huge_h")" ||
-  die "cannot make huge.tif"
+t_big=0 bytes_big=0 t_huge=0 bytes_huge=0
+if wanted big-light || wanted big-heavy || wanted big-heavy-none; then
+  read -r t_big bytes_big <<<"$("$PY" "$here/stream_images.py" rgb "$tmp/big.tif" "$big")" || die "cannot make big.tif"
+fi
+if wanted huge-light || wanted huge-heavy; then
+  read -r t_huge bytes_huge <<<"$("$PY" "$here/stream_images.py" gray "$tmp/huge.tif" "$huge_w" "$huge_h")" ||
+    die "cannot make huge.tif"
+fi
 make_note="Inputs: ${big}x${big} RGB deflate TIFF, 32-row strips ($((bytes_big / 1000000)) MB, made in $t_big s); \
 ${huge_w}x${huge_h} gray tiled deflate BigTIFF ($((bytes_huge / 1000000)) MB, $t_huge s). Outputs: deflate for \
 the ${big}x${big} runs, \`--tiff-compression $huge_compression\` for the ${huge_w}x${huge_h} ones."
 write_md
 
-if time_left; then pair "${big}x${big} RGB" light "$big" "$big" "$tmp/big.tif" "" -- "$light"; fi
-if time_left; then pair "${big}x${big} RGB" heavy "$big" "$big" "$tmp/big.tif" "" -- -e "$heavy"; fi
-if time_left; then
+if wanted big-light && time_left; then pair "${big}x${big} RGB" light "$big" "$big" "$tmp/big.tif" "" -- "$light"; fi
+if wanted big-heavy && time_left; then pair "${big}x${big} RGB" heavy "$big" "$big" "$tmp/big.tif" "" -- -e "$heavy"; fi
+if wanted big-heavy-none && time_left; then
   pair "${big}x${big} RGB, no output compression" heavy "$big" "$big" "$tmp/big.tif" "--tiff-compression none" -- -e "$heavy"
 fi
 rm -f "$tmp/big.tif"
-if time_left; then
+if wanted huge-light && time_left; then
   pair "${huge_w}x${huge_h} gray" light "$huge_w" "$huge_h" "$tmp/huge.tif" "--memory 4G --tiff-compression $huge_compression" -- "$light"
 fi
-if time_left; then
+if wanted huge-heavy && time_left; then
   pair "${huge_w}x${huge_h} gray" heavy "$huge_w" "$huge_h" "$tmp/huge.tif" "--memory 4G --tiff-compression $huge_compression" -- -e "$heavy"
 fi
 rm -f "$tmp/huge.tif"
@@ -163,8 +171,8 @@ folder() {  # LABEL PIPELINE: bench/multigpu.sh with nvJPEG
   fi
   write_md
 }
-if [ "$folder_images" -gt 0 ] && time_left; then folder light "grayscale | median radius=1 | convolve kernel=gaussian3"; fi
-if [ "$folder_images" -gt 0 ] && time_left; then folder heavy "$heavy"; fi
+if [ "$folder_images" -gt 0 ] && wanted folder-light && time_left; then folder light "grayscale | median radius=1 | convolve kernel=gaussian3"; fi
+if [ "$folder_images" -gt 0 ] && wanted folder-heavy && time_left; then folder heavy "$heavy"; fi
 time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left out")
 write_md
 say "done in $SECONDS s"

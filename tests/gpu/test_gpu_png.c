@@ -107,24 +107,26 @@ static void adler_case(size_t total, size_t span)
     free(got);
 }
 
+/* The codecs as a run opens them (io_gpu_codecs_open: nvCOMP, its batch and the scratch buffers
+ * kept between images) on a stream of the test's. */
 typedef struct {
-    io_gpu_codecs c;
+    io_gpu_codecs *c;
+    void *stream;
     int ready;
 } codecs;
 
 static codecs open_codecs(void)
 {
-    codecs k = { { 0 }, 0 };
-    if (nvcomp_open(&k.c.nvcomp, err, sizeof err)) {
+    codecs k = { NULL, NULL, 0 };
+    int rc = gpu_stream_create(&k.stream, err, sizeof err);
+    CHECK(rc == IP_OK, "stream: %s", err);
+    if (rc == IP_OK && io_gpu_codecs_open(&k.c, 0, k.stream, err, sizeof err) != IP_OK) {
         CHECK(!getenv("IMGPIPE_NVCOMP_LIB"), "IMGPIPE_NVCOMP_LIB is set but nvCOMP does not open: %s", err);
         printf("note: the png_gpu_write cases are skipped: %s\n", err);
         return k;
     }
-    int rc = gpu_stream_create(&k.c.stream, err, sizeof err);
-    if (!rc) rc = nvcomp_batch_create(&k.c.batch, k.c.nvcomp, 0, k.c.stream, err, sizeof err);
-    CHECK(rc == IP_OK, "nvCOMP batch: %s", err);
     k.ready = rc == IP_OK;
-    printf("%s\n", nvcomp_description(k.c.nvcomp));
+    if (k.ready) printf("%s\n", nvcomp_description(k.c->nvcomp));
     return k;
 }
 
@@ -156,7 +158,7 @@ static void write_case(const codecs *k, FILE *list, const ip_image *img, int lev
     /* levels the CPU writes (5-9): the encoder is still checked, at algorithms 4 and 5 */
     png_gpu_settings set = on_gpu ? png_gpu_settings_for(level) : (png_gpu_settings){ level == 9 ? 5 : 4, (size_t)64 << 10 };
     if (!on_gpu) opt.png_level = 4;
-    int rc = png_gpu_write_with(&k->c, &d, path, &opt, &set, NULL, err, sizeof err);
+    int rc = png_gpu_write_with(k->c, &d, path, &opt, &set, NULL, err, sizeof err);
     CHECK(rc == IP_OK, "%s: png_gpu_write: %s", what, err);
     ip_image back = { 0 };
     rc = rc ? rc : io_read(path, NULL, &back, err, sizeof err);
@@ -199,7 +201,7 @@ static void write_cases(const codecs *k)
     io_default_options(&opt);
     char path[512];
     snprintf(path, sizeof path, "%s/no-such-folder/x.png", tu_tmpdir());
-    CHECK(png_gpu_write(&k->c, &d, path, &opt, err, sizeof err) == IP_EIO, "a missing folder: %s", err);
+    CHECK(png_gpu_write(k->c, &d, path, &opt, err, sizeof err) == IP_EIO, "a missing folder: %s", err);
     cudaFree(d.data);
     img_free(&img);
 }
@@ -323,7 +325,7 @@ static void bench(const codecs *k, int channels)
             png_gpu_times t = { 0 }, best = { 0 };
             int rc = IP_OK;
             for (int rep = 0; rep < 3 && !rc; rep++) {
-                rc = png_gpu_write_with(&k->c, &d, path, &opt, &s, &t, err, sizeof err);
+                rc = png_gpu_write_with(k->c, &d, path, &opt, &s, &t, err, sizeof err);
                 if (!rc && (rep == 0 || t.total_ms < best.total_ms)) best = t;
             }
             if (rc) {
@@ -350,9 +352,8 @@ int main(void)
         write_cases(&k);
         size_cases(&k);
         if (!tu_quick()) bench(&k, 3), bench(&k, 1);
-        nvcomp_batch_destroy(k.c.batch);
-        gpu_stream_destroy(k.c.stream);
-        nvcomp_close(k.c.nvcomp);
+        io_gpu_codecs_close(k.c);
     }
+    gpu_stream_destroy(k.stream);
     return tu_finish();
 }
