@@ -282,8 +282,12 @@ static int arrange_by_rates(const cli_options *o, const folder_estimate *est, in
     if (o->run.jpeg_gpu_required || gpu_device_count(why, sizeof why) == 0) return choose_device(o, &fp->dev);
     fp->dev = EXEC_GPU;
     if (est && !sched_measurable(workers, est->n_images)) {
-        /* too few images to measure: the estimate decides, every worker on one side */
-        if (est->gpu_s >= est->cpu_s) fp->dev = EXEC_CPU;
+        /* too few images to measure: the estimate decides, every worker on one side, said as
+         * a single device's line */
+        if (est->gpu_s < est->cpu_s) return choose_device(o, &fp->dev);
+        fp->dev = EXEC_CPU;
+        cli_say(o, "device: CPU, %d threads (auto: too few images to measure; estimated %.1f s against %.1f s on the GPU)",
+                run_cpu_threads(&o->run), est->cpu_s, est->gpu_s);
         return CLI_OK;
     }
     fp->mixed = fp->by_rates = 1;
