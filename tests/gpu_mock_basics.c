@@ -1,7 +1,9 @@
 /* The parts of a mock device (gpu/gpu.h) that every GPU mock test shares: one device, named
  * "mock", that starts at once and records no CUDA graphs (a capture is refused should one be
- * tried). Each mock test adds its own memory, streams and copies. */
+ * tried), whose pinned host memory is its device memory. Each mock test adds its own memory,
+ * streams and copies; gpu_mock_plain.c is memory from malloc and events that are done at once. */
 #include <stdio.h>
+#include <string.h>
 #include "gpu/gpu.h"
 #include "imgpipe/plugin.h"
 
@@ -46,3 +48,29 @@ int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
     return gpu_capture_begin(stream, err, errlen);
 }
 void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
+
+/* Pinned host memory is the mock's device memory (gpu_malloc, each test's own), mapped to itself. */
+int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
+{
+    (void)mapped;
+    return gpu_malloc(ptr, bytes, err, errlen);
+}
+void gpu_host_free(void *ptr) { gpu_free(ptr); }
+int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    *device = host;
+    return IP_OK;
+}
+int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
+{
+    (void)stream; (void)err; (void)errlen;
+    memset(ptr, 0, bytes);
+    return IP_OK;
+}
+int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    *free_bytes = *total_bytes = (size_t)1 << 30;
+    return IP_OK;
+}

@@ -153,21 +153,6 @@ void gpu_free(void *ptr)
     pthread_mutex_unlock(&mock_mu);
 }
 
-int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
-{
-    (void)mapped;
-    return gpu_malloc(ptr, bytes, err, errlen);
-}
-
-void gpu_host_free(void *ptr) { gpu_free(ptr); }
-
-int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
-{
-    (void)err; (void)errlen;
-    *device = host;
-    return IP_OK;
-}
-
 int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
                gpu_copy_kind kind, void *stream, char *err, size_t errlen)
 {
@@ -179,13 +164,6 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
 }
 
 /* Only fused histograms zero device memory, and band runs never fuse: done at once. */
-int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
-{
-    (void)stream; (void)err; (void)errlen;
-    memset(ptr, 0, bytes);
-    return IP_OK;
-}
-
 int gpu_event_create(void **event, char *err, size_t errlen)
 {
     (void)err; (void)errlen;
@@ -233,12 +211,6 @@ float gpu_event_ms(void *start, void *stop)
     return 0.0f;
 }
 
-int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
-{
-    (void)err; (void)errlen;
-    *free_bytes = *total_bytes = (size_t)1 << 30;
-    return IP_OK;
-}
 
 /* The tests. */
 static registry reg;

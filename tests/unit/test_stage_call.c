@@ -52,26 +52,6 @@ int gpu_stream_sync(void *stream, char *err, size_t errlen)
     return IP_OK;
 }
 
-int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen)
-{
-    *ptr = malloc(bytes ? bytes : 1);
-    if (*ptr) return IP_OK;
-    snprintf(err, errlen, "mock: out of memory");
-    return IP_ENOMEM;
-}
-void gpu_free(void *ptr) { free(ptr); }
-int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
-{
-    (void)mapped;
-    return gpu_malloc(ptr, bytes, err, errlen);
-}
-void gpu_host_free(void *ptr) { free(ptr); }
-int gpu_host_device_pointer(void *host, void **device, char *err, size_t errlen)
-{
-    (void)err; (void)errlen;
-    *device = host;
-    return IP_OK;
-}
 
 int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
                gpu_copy_kind kind, void *stream, char *err, size_t errlen)
@@ -87,34 +67,6 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
     return IP_OK;
 }
 
-int gpu_zero(void *ptr, size_t bytes, void *stream, char *err, size_t errlen)
-{
-    (void)stream; (void)err; (void)errlen;
-    memset(ptr, 0, bytes);
-    return IP_OK;
-}
-
-int gpu_event_create(void **event, char *err, size_t errlen)
-{
-    (void)err; (void)errlen;
-    *event = malloc(1);
-    return *event ? IP_OK : IP_ENOMEM;
-}
-void gpu_event_destroy(void *event) { free(event); }
-int gpu_event_record(void *event, void *stream) { (void)event; (void)stream; return IP_OK; }
-int gpu_stream_wait_event(void *stream, void *event, char *err, size_t errlen)
-{
-    (void)stream; (void)event; (void)err; (void)errlen;
-    return IP_OK;
-}
-int gpu_event_sync(void *event, char *err, size_t errlen) { (void)event; (void)err; (void)errlen; return IP_OK; }
-float gpu_event_ms(void *start, void *stop) { (void)start; (void)stop; return 0.0f; }
-int gpu_memory_info(size_t *free_bytes, size_t *total_bytes, char *err, size_t errlen)
-{
-    (void)err; (void)errlen;
-    *free_bytes = *total_bytes = (size_t)1 << 30;
-    return IP_OK;
-}
 
 /* The fake stage: 8-bit pixels plus one; a reduction sums them. It keeps what each call got. */
 typedef struct {
