@@ -15,11 +15,9 @@ level=3
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || { echo "batch bench: no Python with OpenCV"; exit 1; }
+# shellcheck source=bench/python.sh
+. "$src/bench/python.sh"
+PY=$(bench_python cv2) || { echo "batch bench: no Python with OpenCV"; exit 1; }
 cores=$(nproc)
 
 "$PY" - "$src/samples" "$tmp/in" "$n" <<'PYEOF' || { echo "batch bench: cannot make images"; exit 1; }

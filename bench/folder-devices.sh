@@ -10,11 +10,9 @@ out=${2:-.}
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || { echo "folder-devices: no Python with OpenCV"; exit 1; }
+# shellcheck source=bench/python.sh
+. "$src/bench/python.sh"
+PY=$(bench_python cv2) || { echo "folder-devices: no Python with OpenCV"; exit 1; }
 "$PY" - "$src/samples" "$tmp/in" "$n" <<'PYEOF' || { echo "folder-devices: cannot make images"; exit 1; }
 import cv2, os, sys
 src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -15,11 +15,9 @@ out=${2:-.}
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PY=""
-for c in /usr/bin/python3 "$(command -v python3)"; do
-  if [ -x "$c" ] && "$c" -c "import cv2" 2>/dev/null; then PY=$c; break; fi
-done
-[ -n "$PY" ] || { echo "folder-memory: no Python with OpenCV"; exit 1; }
+# shellcheck source=bench/python.sh
+. "$src/bench/python.sh"
+PY=$(bench_python cv2) || { echo "folder-memory: no Python with OpenCV"; exit 1; }
 command -v nvidia-smi >/dev/null || { echo "folder-memory: skipped, no nvidia-smi here"; exit 0; }
 
 "$PY" - "$src/samples" "$tmp" "$n" <<'PYEOF' || { echo "folder-memory: cannot make images"; exit 1; }
