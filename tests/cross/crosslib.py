@@ -4,10 +4,28 @@ import subprocess
 import sys
 
 import cv2
+import numpy as np
 
 BIN = os.environ.get("IMGPIPE_BIN")
 IMAGES = os.environ.get("IMGPIPE_SAMPLES", "")
 _tally = {"passed": 0, "failed": 0}
+
+
+def opencv_pixels(path, c):
+    """A PNG's samples as OpenCV reads them, back in the source's channel order: OpenCV gives
+    BGR(A), and gray+alpha as BGRA. None where it cannot read the file."""
+    got = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if got is None:
+        return None
+    if got.ndim == 2:
+        got = got[..., None]
+    if c == 2 and got.shape[2] == 4:
+        if not (np.array_equal(got[..., 0], got[..., 1]) and np.array_equal(got[..., 0], got[..., 2])):
+            return None
+        return np.stack([got[..., 0], got[..., 3]], axis=2)
+    if c >= 3:
+        got = got[..., [2, 1, 0, 3][:c]]
+    return got
 
 
 def check(ok, what):

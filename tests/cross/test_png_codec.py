@@ -13,10 +13,9 @@ import sys
 import tempfile
 import zlib
 
-import cv2
 import numpy as np
 from PIL import Image
-from crosslib import BIN, check, cli, summary
+from crosslib import BIN, check, cli, opencv_pixels, summary
 
 COLOR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}
 
@@ -35,22 +34,6 @@ def write_png(path, arr):
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
                 + chunk(b"IEND", b""))
-
-
-def opencv_pixels(path, c):
-    """Back to the source's channel order: OpenCV gives BGR(A), and gray+alpha as BGRA."""
-    got = cv2.imread(path, cv2.IMREAD_UNCHANGED)
-    if got is None:
-        return None
-    if got.ndim == 2:
-        got = got[..., None]
-    if c == 2 and got.shape[2] == 4:
-        if not (np.array_equal(got[..., 0], got[..., 1]) and np.array_equal(got[..., 0], got[..., 2])):
-            return None
-        return np.stack([got[..., 0], got[..., 3]], axis=2)
-    if c >= 3:
-        got = got[..., [2, 1, 0, 3][:c]]
-    return got
 
 
 def pillow_pixels(path, c, depth):

@@ -5,31 +5,17 @@ Usage: png_decode_check.py LIST, each line of LIST: png raw width height channel
 holding the source's rows packed, 16-bit samples in the machine's order. Exit 0 when every file
 decodes equal in both (Pillow where it has the mode: no 16-bit colour), 1 naming each that
 does not, 77 when Pillow or OpenCV is missing."""
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cross"))
 try:
-    import cv2
     import numpy as np
     from PIL import Image
+    from crosslib import opencv_pixels
 except ImportError as e:
     print("skipped: %s" % e)
     sys.exit(77)
-
-
-def opencv_pixels(path, c):
-    """Back to the source's channel order: OpenCV gives BGR(A), and gray+alpha as BGRA."""
-    got = cv2.imread(path, cv2.IMREAD_UNCHANGED)
-    if got is None:
-        return None
-    if got.ndim == 2:
-        got = got[..., None]
-    if c == 2 and got.shape[2] == 4:
-        if not (np.array_equal(got[..., 0], got[..., 1]) and np.array_equal(got[..., 0], got[..., 2])):
-            return None
-        return np.stack([got[..., 0], got[..., 3]], axis=2)
-    if c >= 3:
-        got = got[..., [2, 1, 0, 3][:c]]
-    return got
 
 
 def pillow_pixels(path, depth):
