@@ -5,11 +5,7 @@
 . "$(dirname "$0")/lib.bash"
 B=$IMGPIPE_BIN
 cd "$TMP"
-"$B" run -q --device gpu -e transpose "$IMAGES/camera.png" probe.png 2>probe.err
-if [ $? -ne 0 ]; then
-  echo "SKIP: no GPU: $(sed 's/^imgpipe: //' probe.err | head -n 1)"
-  exit 77
-fi
+require_gpu
 
 # 60 images of odd sizes, PNG and JPEG: enough for auto to measure with --jobs 4
 $PY - <<'PYEOF' || { echo "cannot make test images"; exit 1; }

@@ -3,11 +3,7 @@
 . "$(dirname "$0")/lib.bash"
 B=$IMGPIPE_BIN
 cd "$TMP"
-"$B" run -q --device gpu -e transpose "$IMAGES/camera.png" probe.png 2>probe.err
-if [ $? -ne 0 ]; then
-  echo "SKIP: no GPU: $(sed 's/^imgpipe: //' probe.err | head -n 1)"
-  exit 77
-fi
+require_gpu
 
 # Odd sizes and depths made here: prime width, 16-bit and float, 1..4 channels.
 $PY - <<'PYEOF' || { echo "cannot make test images"; exit 1; }

@@ -16,6 +16,14 @@ if [ -z "$PY" ]; then
   PY=${PY:-/usr/bin/python3}
 fi
 
+# require_gpu: exits 77 with the reason unless imgpipe can run a stage on the GPU here.
+require_gpu() {
+  if ! "$IMGPIPE_BIN" run -q --device gpu -e transpose "$IMAGES/camera.png" "$TMP/.probe.png" 2>"$TMP/.probe.err"; then
+    echo "SKIP: no GPU: $(sed 's/^imgpipe: //' "$TMP/.probe.err" | head -n 1)"
+    exit 77
+  fi
+}
+
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
 
