@@ -65,38 +65,32 @@ struct nvcomp_lib {
     zstd_decompress_fn zstd_decompress;
 };
 
-#define NVC_RESOLVE(l, field, name) (*(void **)&(l)->field = dlsym((l)->handle, name))
+/* Each function pointer of nvcomp_lib and the symbol it is loaded from. */
+#define NVC_SYMBOLS(X) \
+    X(properties, "nvcompGetProperties") \
+    X(status_string, "nvcompGetStatusString") \
+    X(deflate_max_out, "nvcompBatchedDeflateCompressGetMaxOutputChunkSize") \
+    X(zstd_max_out, "nvcompBatchedZstdCompressGetMaxOutputChunkSize") \
+    X(deflate_calign, "nvcompBatchedDeflateCompressGetRequiredAlignments") \
+    X(zstd_calign, "nvcompBatchedZstdCompressGetRequiredAlignments") \
+    X(deflate_dalign, "nvcompBatchedDeflateDecompressGetRequiredAlignments") \
+    X(zstd_dalign, "nvcompBatchedZstdDecompressGetRequiredAlignments") \
+    X(deflate_ctemp, "nvcompBatchedDeflateCompressGetTempSize") \
+    X(zstd_ctemp, "nvcompBatchedZstdCompressGetTempSize") \
+    X(deflate_dtemp, "nvcompBatchedDeflateDecompressGetTempSize") \
+    X(zstd_dtemp, "nvcompBatchedZstdDecompressGetTempSize") \
+    X(deflate_compress, "nvcompBatchedDeflateCompressAsync") \
+    X(zstd_compress, "nvcompBatchedZstdCompressAsync") \
+    X(deflate_decompress, "nvcompBatchedDeflateDecompressAsync") \
+    X(zstd_decompress, "nvcompBatchedZstdDecompressAsync")
 
 /* The name of the first symbol missing, NULL when all resolve. */
 static const char *resolve(nvcomp_lib *l)
 {
-    if (!NVC_RESOLVE(l, properties, "nvcompGetProperties")) return "nvcompGetProperties";
-    if (!NVC_RESOLVE(l, status_string, "nvcompGetStatusString")) return "nvcompGetStatusString";
-    if (!NVC_RESOLVE(l, deflate_max_out, "nvcompBatchedDeflateCompressGetMaxOutputChunkSize"))
-        return "nvcompBatchedDeflateCompressGetMaxOutputChunkSize";
-    if (!NVC_RESOLVE(l, zstd_max_out, "nvcompBatchedZstdCompressGetMaxOutputChunkSize"))
-        return "nvcompBatchedZstdCompressGetMaxOutputChunkSize";
-    if (!NVC_RESOLVE(l, deflate_calign, "nvcompBatchedDeflateCompressGetRequiredAlignments"))
-        return "nvcompBatchedDeflateCompressGetRequiredAlignments";
-    if (!NVC_RESOLVE(l, zstd_calign, "nvcompBatchedZstdCompressGetRequiredAlignments"))
-        return "nvcompBatchedZstdCompressGetRequiredAlignments";
-    if (!NVC_RESOLVE(l, deflate_dalign, "nvcompBatchedDeflateDecompressGetRequiredAlignments"))
-        return "nvcompBatchedDeflateDecompressGetRequiredAlignments";
-    if (!NVC_RESOLVE(l, zstd_dalign, "nvcompBatchedZstdDecompressGetRequiredAlignments"))
-        return "nvcompBatchedZstdDecompressGetRequiredAlignments";
-    if (!NVC_RESOLVE(l, deflate_ctemp, "nvcompBatchedDeflateCompressGetTempSize"))
-        return "nvcompBatchedDeflateCompressGetTempSize";
-    if (!NVC_RESOLVE(l, zstd_ctemp, "nvcompBatchedZstdCompressGetTempSize"))
-        return "nvcompBatchedZstdCompressGetTempSize";
-    if (!NVC_RESOLVE(l, deflate_dtemp, "nvcompBatchedDeflateDecompressGetTempSize"))
-        return "nvcompBatchedDeflateDecompressGetTempSize";
-    if (!NVC_RESOLVE(l, zstd_dtemp, "nvcompBatchedZstdDecompressGetTempSize"))
-        return "nvcompBatchedZstdDecompressGetTempSize";
-    if (!NVC_RESOLVE(l, deflate_compress, "nvcompBatchedDeflateCompressAsync")) return "nvcompBatchedDeflateCompressAsync";
-    if (!NVC_RESOLVE(l, zstd_compress, "nvcompBatchedZstdCompressAsync")) return "nvcompBatchedZstdCompressAsync";
-    if (!NVC_RESOLVE(l, deflate_decompress, "nvcompBatchedDeflateDecompressAsync"))
-        return "nvcompBatchedDeflateDecompressAsync";
-    if (!NVC_RESOLVE(l, zstd_decompress, "nvcompBatchedZstdDecompressAsync")) return "nvcompBatchedZstdDecompressAsync";
+#define NVC_RESOLVE(field, name) \
+    if (!(*(void **)&l->field = dlsym(l->handle, name))) return name;
+    NVC_SYMBOLS(NVC_RESOLVE)
+#undef NVC_RESOLVE
     return NULL;
 }
 
