@@ -47,6 +47,11 @@ says "profile stage" "grayscale (cpu)"
 says "profile encode" "encode"
 expect 0 "16-bit tif in, png out" "$B" run --device cpu -e transpose "$IMAGES/chessboard_GRAY_U16.tif" c16.png
 expect 0 "jpeg in, jpeg out" "$B" run --device cpu --quality 80 -e grayscale "$IMAGES/hubble_deep_field.jpg" h.jpg
+# --codecs cpu keeps nvJPEG off whatever --jpeg-decoder says (the run is not held to nvJPEG's whole images)
+expect 0 "--jpeg-decoder gpu" "$B" run -v --jpeg-decoder gpu -e grayscale "$IMAGES/hubble_deep_field.jpg" hj.png
+says "--jpeg-decoder gpu asks for nvJPEG" "nvJPEG"
+expect 0 "--codecs cpu --jpeg-decoder gpu" "$B" run -v --codecs cpu --jpeg-decoder gpu -e grayscale "$IMAGES/hubble_deep_field.jpg" hc.png
+if grep -q nvJPEG "$TMP/.stderr"; then bad "--codecs cpu still asks for nvJPEG: $(head -c 300 "$TMP/.stderr")"; else ok; fi
 # --tiff-level: level 1 gives a larger file than 9 for the same pixels; out of range is refused
 expect 0 "tiff level 1" "$B" run --device cpu --tiff-level 1 -e grayscale "$IMAGES/coffee.png" l1.tif
 expect 0 "tiff level 9" "$B" run --device cpu --tiff-level 9 -e grayscale "$IMAGES/coffee.png" l9.tif

@@ -379,6 +379,9 @@ int cli_parse_args(int argc, char **argv, cli_options *o)
         }
     }
     o->run.io.threads = o->run.threads;
+    /* --codecs cpu: every codec on the CPU, nvJPEG too, whatever --jpeg-decoder says, so the
+     * whole run (single images, streams and folders) keeps --device cpu's bytes */
+    if (o->run.codecs == RUN_CODECS_CPU) o->run.jpeg_gpu_required = 0;
     return CLI_OK;
 }
 

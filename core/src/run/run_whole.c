@@ -224,7 +224,6 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     one_run r = { .o = o, .p = p, .out_path = out->path, .in_format = pr->format, .dev = EXEC_CPU, .res = res };
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || out_format(&r) == IO_FMT_JPEG);
-    r.gpu_jpeg = r.gpu_jpeg && o->codecs != RUN_CODECS_CPU;
     io_format outf = out_format(&r);
     r.gpu_codecs = o->codecs != RUN_CODECS_CPU && gpu_built() && o->transfer == EXEC_COPY &&
                    (r.in_format == IO_FMT_TIFF || outf == IO_FMT_TIFF || outf == IO_FMT_PNG);
