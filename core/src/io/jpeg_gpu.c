@@ -445,8 +445,11 @@ static nvjpegStatus_t batch_slot_for(jpeg_gpu *g, int n, nvjpegOutputFormat_t fo
         if (g->batches[i].size == n && g->batches[i].format == format) pick = &g->batches[i];
     for (int i = 0; i < BATCH_SLOTS && !pick; i++)
         if (!g->batches[i].size) pick = &g->batches[i];
-    for (int i = 0; i < BATCH_SLOTS && !pick; i++)
-        if (i == 0 || g->batches[i].last_use < pick->last_use) pick = &g->batches[i];
+    if (!pick) {   /* every slot holds another size: the least recently used one is reinitialised */
+        pick = &g->batches[0];
+        for (int i = 1; i < BATCH_SLOTS; i++)
+            if (g->batches[i].last_use < pick->last_use) pick = &g->batches[i];
+    }
     nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
     pick->last_use = ++g->batch_uses;
     *out = pick;
