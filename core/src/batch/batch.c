@@ -48,7 +48,6 @@ typedef struct {
     int jobs;
     batch_times times;       /* for --profile: where the workers' time went */
     sched sched;             /* which workers take the GPU, which the CPU (under lock) */
-    int cpu_may_take;        /* CPU workers may take this GPU run's images (a GPU that fails: all) */
 } batch_shared;
 
 static char *join(const char *a, const char *b)
@@ -443,6 +442,18 @@ static sched_role role_now(batch_shared *sh, int w)
     return role;
 }
 
+/* The device of the worker or GPU numbered i (workers go round the GPUs). */
+static int gpu_of(const batch_options *o, int i) { return o->n_gpus > 0 ? o->gpu_ids[i % o->n_gpus] : 0; }
+
+/* The GPU failed to start (err): the CPU workers take every image, said once. Lock held. */
+static void gpu_lost(batch_shared *sh, const char *err)
+{
+    if (!sched_gpu_failed(&sh->sched) || !sh->cb->note) return;
+    char msg[1280];
+    snprintf(msg, sizeof msg, "the GPU cannot be used (%s): the CPU workers take every image", err);
+    sh->cb->note(sh->cb->user, msg);
+}
+
 /* The worker's run worker for role, made on first need. A GPU whose context cannot be made hands
  * every image to the CPU workers where they may take them (else each image fails with why).
  * Returns 0 when that changed the worker's role (it asks for its role again). */
@@ -453,18 +464,14 @@ static int worker_ready(worker *w, sched_role role, char *err, size_t errlen)
     if (w->rw[role]) return 1;
     run_options ro = image_options(o, NULL, role);
     int gpu = role == SCHED_ROLE_GPU;
-    run_worker_options wo = { gpu ? EXEC_GPU : EXEC_CPU, o->n_gpus ? o->gpu_ids[w->index % o->n_gpus] : 0,
-                              gpu ? sh->jpeg : NULL, o->cpu_fallback, 1 };
+    run_worker_options wo = { gpu ? EXEC_GPU : EXEC_CPU, gpu_of(o, w->index), gpu ? sh->jpeg : NULL, o->cpu_fallback, 1 };
     if (run_worker_create(&w->rw[role], &ro, &wo, err, errlen) != IP_OK) return 1;   /* its images say so */
-    if (!gpu || !sh->cpu_may_take || run_worker_ready(w->rw[role], err, errlen) == IP_OK) return 1;
+    /* where CPU workers may take this run's images, a GPU that fails gives them all */
+    if (!gpu || !sh->sched.o.cpu_while_starting || run_worker_ready(w->rw[role], err, errlen) == IP_OK) return 1;
     run_worker_destroy(w->rw[role]);
     w->rw[role] = NULL;
     pthread_mutex_lock(&sh->lock);
-    if (sched_gpu_failed(&sh->sched) && sh->cb->note) {
-        char msg[1280];
-        snprintf(msg, sizeof msg, "the GPU cannot be used (%s): the CPU workers take every image", err);
-        sh->cb->note(sh->cb->user, msg);
-    }
+    gpu_lost(sh, err);
     pthread_mutex_unlock(&sh->lock);
     return 0;
 }
@@ -592,12 +599,10 @@ static void plan_arrangement(batch_shared *sh, int jobs, int n_images)
     if (o->device != EXEC_GPU) gpu = 0;
     else if (o->gpu_workers > 0 && o->gpu_workers < asked) gpu = (int)((long)o->gpu_workers * jobs / asked);
     if (o->device == EXEC_GPU && gpu < 1) gpu = 1;
-    sh->cpu_may_take = o->device == EXEC_GPU && o->gpu_workers > 0 && o->gpu_workers < asked;
-    sched_options so = { jobs, gpu, o->arrange_by_rates, sh->cpu_may_take, n_images };
+    int cpu_may_take = o->device == EXEC_GPU && o->gpu_workers > 0 && o->gpu_workers < asked;
+    sched_options so = { jobs, gpu, o->arrange_by_rates, cpu_may_take, n_images };
     sched_init(&sh->sched, &so, now_s());
 }
-
-static int gpu_of(const batch_options *o, int g) { return o->n_gpus > 0 ? o->gpu_ids[g] : 0; }
 
 /* The mixed arrangement's start-up: every GPU's context (and nvJPEG's handle) made on a thread
  * while the workers run the first images on the CPU; then the GPU workers take theirs. */
@@ -612,13 +617,8 @@ static void *start_gpus(void *arg)
         if (rc == IP_OK && sh->jpeg) jpeg_pool_handle(sh->jpeg, gpu_of(o, g), NULL);
     }
     pthread_mutex_lock(&sh->lock);
-    if (rc == IP_OK) {
-        sched_gpu_ready(&sh->sched, now_s());
-    } else if (sched_gpu_failed(&sh->sched) && sh->cb->note) {
-        char msg[640];
-        snprintf(msg, sizeof msg, "the GPU cannot be used (%s): the CPU workers take every image", err);
-        sh->cb->note(sh->cb->user, msg);
-    }
+    if (rc == IP_OK) sched_gpu_ready(&sh->sched, now_s());
+    else gpu_lost(sh, err);
     pthread_mutex_unlock(&sh->lock);
     return NULL;
 }
@@ -628,8 +628,10 @@ static void *start_gpus(void *arg)
 static int run_arranged(batch_shared *sh, int jobs, char *err, size_t errlen)
 {
     pthread_t starter;
-    int starting = sh->sched.phase == SCHED_STARTING && pthread_create(&starter, NULL, start_gpus, sh) == 0;
-    if (sh->sched.phase == SCHED_STARTING && !starting) sched_gpu_ready(&sh->sched, now_s());
+    /* read before the starter runs: it changes the phase under the lock */
+    int wants_start = sh->sched.phase == SCHED_STARTING;
+    int starting = wants_start && pthread_create(&starter, NULL, start_gpus, sh) == 0;
+    if (wants_start && !starting) sched_gpu_ready(&sh->sched, now_s());
     int rc = run_workers(sh, jobs, err, errlen);
     if (starting) pthread_join(starter, NULL);
     return rc;
@@ -641,7 +643,7 @@ static void prepare_gpus(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
     if (o->device != EXEC_GPU) return;
-    for (int g = 0; g < (o->n_gpus > 0 ? o->n_gpus : 1); g++) gpu_prefer_blocking_sync(o->n_gpus > 0 ? o->gpu_ids[g] : 0);
+    for (int g = 0; g < (o->n_gpus > 0 ? o->n_gpus : 1); g++) gpu_prefer_blocking_sync(gpu_of(o, g));
     if (o->jpeg_on_gpu) open_jpeg_pool(sh, l, jobs);
 }
 
