@@ -57,7 +57,7 @@ static int finish(sched *s, sched_role role, int n, double t0, double t1)
 {
     int settled = 0;
     for (int i = 0; i < n; i++) {
-        int ticket = sched_taken(s, role);
+        int ticket = sched_taken(s);
         settled += sched_finished(s, role, ticket, t0 + (t1 - t0) * (i + 1) / n);
     }
     return settled;
@@ -75,7 +75,7 @@ static void test_measure_gpu_wins(void)
     sched s;
     start_measuring(&s, 100);
     CHECK(s.phase == SCHED_STARTING && gpu_roles(&s) == 0, "while the GPU starts every worker takes CPU images");
-    int early = sched_taken(&s, SCHED_ROLE_CPU);
+    int early = sched_taken(&s);
     sched_gpu_ready(&s, 1.0);
     CHECK(gpu_roles(&s) == 2 && sched_role_of(&s, 0) == SCHED_ROLE_GPU && sched_role_of(&s, 3) == SCHED_ROLE_CPU,
           "ready: workers 0 and 1 take the GPU (%d do)", gpu_roles(&s));

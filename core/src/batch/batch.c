@@ -377,7 +377,7 @@ static const batch_entry *take_next(batch_shared *sh, int w, sched_role role, in
     if (sched_role_of(&sh->sched, w) != role) *stale = 1;
     else if (sh->o->stop && *sh->o->stop) sh->prog.stopped = 1;
     else if (sh->next < sh->list->n) e = &sh->list->items[sh->next++];
-    if (e) *ticket = sched_taken(&sh->sched, role);
+    if (e) *ticket = sched_taken(&sh->sched);
     if (e && sh->next - 1 + sh->jobs < sh->list->n) ahead = &sh->list->items[sh->next - 1 + sh->jobs];
     if (e && sh->o->verbose && sh->o->device == EXEC_GPU) watch_memory(sh, sh->next - 1);
     pthread_mutex_unlock(&sh->lock);

@@ -9,10 +9,16 @@
  * their old role). Measuring needs a folder with at least a window's images left after it. */
 #define SCHED_MIN_WINDOW 8
 
+/* Every worker on the CPU, extrapolated from the CPU workers' share of the mixed run. */
+static double cpu_only_rate(const sched_rates *r)
+{
+    return r->mixed_cpu_workers > 0 ? r->mixed_cpu * r->workers / r->mixed_cpu_workers : 0.0;
+}
+
 sched_arrangement sched_choose(const sched_rates *r, double *expected)
 {
     double mixed = r->mixed_gpu + r->mixed_cpu;
-    double cpu_only = r->mixed_cpu_workers > 0 ? r->mixed_cpu * r->workers / r->mixed_cpu_workers : 0.0;
+    double cpu_only = cpu_only_rate(r);
     sched_arrangement best = SCHED_GPU_ONLY;
     double rate = r->gpu_only;
     if (mixed > rate * (1.0 + SCHED_MARGIN)) {
@@ -77,9 +83,8 @@ sched_role sched_role_of(const sched *s, int worker)
     return worker < s->gpu_role_workers ? SCHED_ROLE_GPU : SCHED_ROLE_CPU;
 }
 
-int sched_taken(sched *s, sched_role role)
+int sched_taken(const sched *s)
 {
-    (void)role;
     return s->epoch;
 }
 
@@ -154,7 +159,7 @@ void sched_describe(const sched *s, char *buf, unsigned len)
     int n = name_of(s, sched_current(s), buf, len);
     if (n < 0 || (unsigned)n >= len || !s->measured) return;
     const sched_rates *r = &s->rates;
-    double cpu_only = r->mixed_cpu_workers > 0 ? r->mixed_cpu * r->workers / r->mixed_cpu_workers : 0.0;
+    double cpu_only = cpu_only_rate(r);
     snprintf(buf + n, len - (unsigned)n, ": measured %.1f images/s with %d GPU and %d CPU workers (%.1f GPU, %.1f "
              "CPU), %.1f with every worker on the GPU, about %.1f on the CPU alone",
              r->mixed_gpu + r->mixed_cpu, s->o.gpu_workers, r->mixed_cpu_workers, r->mixed_gpu, r->mixed_cpu,

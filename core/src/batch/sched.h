@@ -54,8 +54,9 @@ void sched_init(sched *s, const sched_options *o, double now);
 int sched_measurable(int workers, int n_images);
 /* The role of worker i for its next image. */
 sched_role sched_role_of(const sched *s, int worker);
-/* Called as a worker takes an image in role; returns the ticket sched_finished wants. */
-int sched_taken(sched *s, sched_role role);
+/* Called as a worker takes an image; returns the ticket sched_finished wants (the arrangement's
+ * epoch: an image taken before a change of arrangement is not timed). */
+int sched_taken(const sched *s);
 /* An image taken with ticket, in role, is done (or failed) at now. Returns 1 when this settled
  * the arrangement (the caller then says which, with sched_describe). */
 int sched_finished(sched *s, sched_role role, int ticket, double now);
