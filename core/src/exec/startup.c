@@ -39,13 +39,7 @@ static void *start_gpu(void *arg)
     return NULL;
 }
 
-int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen)
-{
-    return startup_begin_codecs(out, opt, jpeg_uses, 0, err, errlen);
-}
-
-int startup_begin_codecs(startup **out, const exec_options *opt, unsigned jpeg_uses, int nvcomp, char *err,
-                         size_t errlen)
+int startup_begin(startup **out, const exec_options *opt, unsigned jpeg_uses, int nvcomp, char *err, size_t errlen)
 {
     startup *s = calloc(1, sizeof *s);
     if (!s) {

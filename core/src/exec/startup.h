@@ -8,12 +8,10 @@
 
 typedef struct startup startup;
 
-/* Starts making a GPU exec context for opt (opt->device must be EXEC_GPU), and with jpeg_uses
- * (JPEG_GPU_DECODE, JPEG_GPU_ENCODE) nvJPEG on its stream too, ready for those uses. */
-int startup_begin(startup **s, const exec_options *opt, unsigned jpeg_uses, char *err, size_t errlen);
-/* The same, and with nvcomp set nvCOMP opened on the run's stream too (TIFF and PNG on the GPU). */
-int startup_begin_codecs(startup **s, const exec_options *opt, unsigned jpeg_uses, int nvcomp, char *err,
-                         size_t errlen);
+/* Starts making a GPU exec context for opt (opt->device must be EXEC_GPU); with jpeg_uses
+ * (JPEG_GPU_DECODE, JPEG_GPU_ENCODE) nvJPEG on its stream too, ready for those uses, and with
+ * nvcomp set nvCOMP (TIFF and PNG on the GPU). */
+int startup_begin(startup **s, const exec_options *opt, unsigned jpeg_uses, int nvcomp, char *err, size_t errlen);
 
 /* Waits for the thread and hands over its context, or its error (IP_EUNSUPPORTED when there is no
  * usable GPU). *took_ms: how long start-up took; *waited_ms: how long this call waited for it.

@@ -48,6 +48,11 @@ void run_note(run_result *res, const char *fmt, ...)
 int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_format, const char *out_path,
                          const run_options *o, int gpu_jpeg, run_result *res)
 {
+    if (!gpu_built()) {
+        snprintf(res->why, sizeof res->why, "imgpipe was built without CUDA");
+        return 0;
+    }
+    if (!gpu_driver_present(res->why, sizeof res->why)) return 0;
     cost_estimate est;
     cost_setting set = { in_format, out_path ? io_format_from_ext(out_path) : IO_FMT_UNKNOWN, run_cpu_threads(o),
                          gpu_jpeg };
@@ -65,10 +70,7 @@ run_device run_choose_device(const plan *p, const ip_shape *shape, const run_opt
 {
     run_result r;   /* the estimate says why in it */
     r.why[0] = '\0';
-    run_device dev = RUN_DEVICE_CPU;
-    if (!gpu_built()) snprintf(r.why, sizeof r.why, "imgpipe was built without CUDA");
-    else if (gpu_driver_present(r.why, sizeof r.why) && run_auto_prefers_gpu(p, shape, IO_FMT_UNKNOWN, NULL, o, 0, &r))
-        dev = RUN_DEVICE_GPU;
+    run_device dev = run_auto_prefers_gpu(p, shape, IO_FMT_UNKNOWN, NULL, o, 0, &r) ? RUN_DEVICE_GPU : RUN_DEVICE_CPU;
     snprintf(why, whylen, "%s", r.why);
     return dev;
 }

@@ -26,7 +26,8 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
 int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                      run_probe *pr, run_result *res, char *err, size_t errlen);
 
-/* The cost estimate's choice for auto: 1 for the GPU (res->why says why either way). */
+/* auto's choice: 1 for the GPU, where imgpipe has CUDA, a driver is present and the cost estimate
+ * favours it (res->why says why either way). */
 int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_format, const char *out_path,
                          const run_options *o, int gpu_jpeg, run_result *res);
 /* The worker's device and contexts, for the paths. */

@@ -42,7 +42,7 @@ static int begin_gpu(one_run *r, char *err, size_t errlen)
     unsigned uses = 0;
     if (r->gpu_jpeg && r->in_format == IO_FMT_JPEG) uses |= JPEG_GPU_DECODE;
     if (r->gpu_jpeg && out_format(r) == IO_FMT_JPEG) uses |= JPEG_GPU_ENCODE;
-    return startup_begin_codecs(&r->gpu_startup, &eo, uses, r->gpu_codecs, err, errlen);
+    return startup_begin(&r->gpu_startup, &eo, uses, r->gpu_codecs, err, errlen);
 }
 
 /* auto: the GPU's start-up begins only when the estimate says it pays, so a small image never
@@ -51,11 +51,6 @@ static int choose_for_image(one_run *r, const ip_shape *shape, char *err, size_t
 {
     if (r->o->device != RUN_DEVICE_AUTO || r->decided) return IP_OK;
     r->decided = 1;
-    if (!gpu_built()) {
-        snprintf(r->res->why, sizeof r->res->why, "imgpipe was built without CUDA");
-        return IP_OK;
-    }
-    if (!gpu_driver_present(r->res->why, sizeof r->res->why)) return IP_OK;
     if (!run_auto_prefers_gpu(r->p, shape, r->in_format, r->out_path, r->o, r->gpu_jpeg, r->res)) return IP_OK;
     return begin_gpu(r, err, errlen);
 }
