@@ -2,6 +2,7 @@
 #include "gpu/gpu.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "imgpipe/plugin.h"
 
@@ -108,21 +109,65 @@ static int over_test_limit(size_t bytes)
     return limit && *limit && bytes > strtoull(limit, NULL, 10);
 }
 
+/* An allocation's outcome; out of memory says how much was asked for. */
+static int alloc_fail(cudaError_t rc, size_t bytes, const char *what, char *err, size_t errlen)
+{
+    if (rc != cudaErrorMemoryAllocation) return cuda_fail(rc, what, err, errlen);
+    cudaGetLastError();
+    snprintf(err, errlen, "GPU out of memory allocating %.1f MiB", (double)bytes / 1048576.0);
+    return IP_ENOMEM;
+}
+
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen)
 {
     *ptr = NULL;
     cudaError_t rc = over_test_limit(bytes) ? cudaErrorMemoryAllocation : cudaMalloc(ptr, bytes ? bytes : 1);
-    if (rc == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        snprintf(err, errlen, "GPU out of memory allocating %.1f MiB", (double)bytes / 1048576.0);
-        return IP_ENOMEM;
-    }
-    return cuda_fail(rc, "cudaMalloc", err, errlen);
+    return alloc_fail(rc, bytes, "cudaMalloc", err, errlen);
 }
 
 void gpu_free(void *ptr)
 {
     if (ptr) cudaFree(ptr);
+}
+
+/* Stream-ordered pools: cudaMalloc and cudaFree of an 8192x8192 result cost 0.37 and 0.47 ms on
+ * the H100, an allocation from a warm pool a few microseconds, and its free does not wait. */
+int gpu_pool_create(void **pool, int device, uint64_t keep_bytes, char *err, size_t errlen)
+{
+    *pool = NULL;
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t p = NULL;
+    int rc = cuda_fail(cudaMemPoolCreate(&p, &props), "cudaMemPoolCreate", err, errlen);
+    /* keep that much freed memory at a synchronisation instead of trimming it all */
+    if (rc == IP_OK)
+        rc = cuda_fail(cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &keep_bytes),
+                       "cudaMemPoolSetAttribute", err, errlen);
+    if (rc != IP_OK && p) cudaMemPoolDestroy(p);
+    if (rc == IP_OK) *pool = p;
+    return rc;
+}
+
+void gpu_pool_destroy(void *pool)
+{
+    if (pool) cudaMemPoolDestroy((cudaMemPool_t)pool);
+}
+
+int gpu_malloc_from_pool(void **ptr, size_t bytes, void *pool, void *stream, char *err, size_t errlen)
+{
+    *ptr = NULL;
+    cudaError_t rc = over_test_limit(bytes) ? cudaErrorMemoryAllocation
+                                            : cudaMallocFromPoolAsync(ptr, bytes ? bytes : 1, (cudaMemPool_t)pool,
+                                                                      (cudaStream_t)stream);
+    return alloc_fail(rc, bytes, "cudaMallocFromPoolAsync", err, errlen);
+}
+
+int gpu_free_async(void *ptr, void *stream, char *err, size_t errlen)
+{
+    return ptr ? cuda_fail(cudaFreeAsync(ptr, (cudaStream_t)stream), "cudaFreeAsync", err, errlen) : IP_OK;
 }
 
 int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
@@ -270,6 +315,22 @@ void gpu_stream_destroy(void *stream) { (void)stream; }
 int gpu_stream_sync(void *stream, char *err, size_t errlen) { (void)stream; return no_cuda(err, errlen); }
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen) { (void)bytes; *ptr = NULL; return no_cuda(err, errlen); }
 void gpu_free(void *ptr) { (void)ptr; }
+int gpu_pool_create(void **pool, int device, uint64_t keep_bytes, char *err, size_t errlen)
+{
+    (void)device; (void)keep_bytes; *pool = NULL;
+    return no_cuda(err, errlen);
+}
+void gpu_pool_destroy(void *pool) { (void)pool; }
+int gpu_malloc_from_pool(void **ptr, size_t bytes, void *pool, void *stream, char *err, size_t errlen)
+{
+    (void)bytes; (void)pool; (void)stream; *ptr = NULL;
+    return no_cuda(err, errlen);
+}
+int gpu_free_async(void *ptr, void *stream, char *err, size_t errlen)
+{
+    (void)stream;
+    return ptr ? no_cuda(err, errlen) : IP_OK;
+}
 int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
 {
     (void)bytes; (void)mapped; *ptr = NULL;

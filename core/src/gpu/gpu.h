@@ -31,7 +31,7 @@ int gpu_stream_sync(void *stream, char *err, size_t errlen);
 
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen);
 void gpu_free(void *ptr);
-/* Stream-ordered pools (gpu_pool.c): memory freed into a pool is kept for its next allocation, up
+/* Stream-ordered pools: memory freed into a pool is kept for its next allocation, up
  * to keep_bytes at a synchronisation. Destroy a pool only when nothing allocated from it is out. */
 int gpu_pool_create(void **pool, int device, uint64_t keep_bytes, char *err, size_t errlen);
 void gpu_pool_destroy(void *pool);
