@@ -15,6 +15,8 @@
 /* A gigapixel of RGBA float in libtiff's 8 KiB strips is 2M strips. */
 #define IO_DEFAULT_MAX_TIFF_BLOCKS ((uint64_t)1 << 22)
 #define IO_DEFAULT_MAX_TIFF_TILE_BYTES ((uint64_t)64 << 20)
+/* A TIFF tile side beyond this is corrupt, whatever the options (every reader: whole, streamed, GPU). */
+#define TILE_SIDE_MAX 65536u
 
 /* The size of the regular file open on fd; 0 (unknown) for anything else. */
 uint64_t io_file_bytes(int fd);

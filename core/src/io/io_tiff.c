@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TILE_SIDE_MAX 65536u
 
 /* What the samples as stored become (finish). */
 typedef enum {

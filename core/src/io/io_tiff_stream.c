@@ -19,7 +19,6 @@
 /* Rows handed out at a time: at most this much where blocks allow; fewer, larger bands cost less
  * in thread start-up and barriers per stage call. */
 #define BAND_TARGET_BYTES ((uint64_t)16 << 20)
-#define TILE_SIDE_MAX 65536u
 
 typedef struct {
     TIFF *tif;

@@ -5,7 +5,6 @@
 #include "base/image.h"
 #include "io/io_limits.h"
 
-#define TILE_SIDE_MAX 65536u
 
 static int declined(char *why, size_t whylen, const char *what)
 {
