@@ -1,5 +1,8 @@
 """stages() and stage(): what `imgpipe plugins` says."""
+import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -29,11 +32,34 @@ def test_stage_without_parameters():
 
 
 def test_unknown_stage():
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(imgpipe.PipelineError) as caught:
         imgpipe.stage("meidan")
-    assert "median" in str(caught.value)
+    assert "median" in str(caught.value) and caught.value.suggestion == "median"
+    assert isinstance(caught.value, ValueError)
+
+
+def test_device_array_not_made_from_python():
+    with pytest.raises(TypeError):
+        imgpipe.DeviceArray()
 
 
 def test_version():
     assert imgpipe.version() == "0.1.0"
     assert imgpipe._imgpipe.version_number() == imgpipe._imgpipe.VERSION
+
+
+def test_plugins_not_looked_for_beside_the_interpreter(tmp_path):
+    """A system imgpipe's plugins in <python's prefix>/lib/imgpipe/plugins must not clash with the
+    package's: the library looks beside the program only when linked into it."""
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    shutil.copy(os.path.realpath(sys.executable), python)
+    plugins = tmp_path / "lib" / "imgpipe" / "plugins"
+    plugins.mkdir(parents=True)
+    shutil.copy(os.path.join(os.path.dirname(imgpipe.__file__), "plugins", "median.so"), plugins)
+    env = dict(os.environ, PYTHONHOME=sys.base_prefix,
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(imgpipe.__file__))] + sys.path[1:]))
+    env.pop("IMGPIPE_PLUGIN_PATH", None)
+    code = "import imgpipe, numpy; print(imgpipe.Pipeline('median radius=1')(numpy.zeros((5, 5), numpy.uint8)).shape)"
+    run = subprocess.run([str(python), "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and "(5, 5)" in run.stdout, run.stderr

@@ -1,7 +1,9 @@
 /* The plugins, opened once for the process: from imgpipe_set_plugin_path's folders, then
  * $IMGPIPE_PLUGIN_PATH, then imgpipe/plugins beside libimgpipe.so (the installed layout:
  * lib/libimgpipe.so and lib/imgpipe/plugins), or beside the program when the library is linked
- * into it statically (bin/../lib/imgpipe/plugins, as the command line). */
+ * into it statically (bin/../lib/imgpipe/plugins, as the command line). A shared library never
+ * looks beside the program: that is some other program's (python's) folder, where a system
+ * imgpipe's plugins would clash with the caller's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -23,12 +25,15 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* imgpipe/plugins in the folder of the object this function is in (the library, or the program). */
-static int beside_library(char *out, size_t outlen)
+/* imgpipe/plugins in the folder of the object this function is in (the library, or the program);
+ * *in_program: that object is the program itself (the core linked statically). */
+static int beside_library(char *out, size_t outlen, int *in_program)
 {
     Dl_info info;
-    char real[PATH_MAX];
+    char real[PATH_MAX], exe[PATH_MAX];
+    *in_program = 1;
     if (!dladdr((void *)beside_library, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) return 0;
+    *in_program = realpath("/proc/self/exe", exe) && strcmp(real, exe) == 0;
     char *slash = strrchr(real, '/');
     if (!slash) return 0;
     *slash = '\0';
@@ -37,7 +42,9 @@ static int beside_library(char *out, size_t outlen)
 
 static const char *default_dir(char *buf, size_t len)
 {
-    if (beside_library(buf, len)) return buf;
+    int in_program;
+    if (beside_library(buf, len, &in_program)) return buf;
+    if (!in_program) return NULL;
     return registry_default_dir(buf, len) == IP_OK ? buf : NULL;
 }
 
