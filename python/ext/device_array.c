@@ -43,16 +43,20 @@ PyObject *device_array_wrap(ext_state *st, const imgpipe_image *img, int ndim, v
     return (PyObject *)self;
 }
 
-/* NULL, cudaStreamLegacy and cudaStreamPerThread live as long as the process. */
+/* NULL and cudaStreamLegacy: one stream for the process, alive as long as it is (the per-thread
+ * default stream is another stream on each thread, so it does not count). */
 static int default_stream(void *stream)
 {
-    return (uintptr_t)stream <= 2;
+    return (uintptr_t)stream <= 1;
 }
 
 static void give_back(device_array *a)
 {
-    if (a->other_streams || !default_stream(a->stream) || imgpipe_image_free_async(&a->img, a->stream, NULL) != IMGPIPE_OK)
-        imgpipe_image_free(&a->img);
+    if (!a->other_streams && default_stream(a->stream) && imgpipe_image_free_async(&a->img, a->stream, NULL) == IMGPIPE_OK)
+        return;
+    Py_BEGIN_ALLOW_THREADS   /* the synchronous free waits for the device */
+    imgpipe_image_free(&a->img);
+    Py_END_ALLOW_THREADS
 }
 
 static void device_array_dealloc(PyObject *obj)
@@ -339,6 +343,8 @@ PyTypeObject *device_array_type_create(PyObject *module)
                     "torch.from_dlpack(r) take it without a copy; its memory is freed when the last of "
                     "them lets go."},
         {0, NULL}};
-    PyType_Spec spec = {"imgpipe.DeviceArray", sizeof(device_array), 0, Py_TPFLAGS_DEFAULT, slots};
+    /* only the library makes them: an empty one would export no memory at all */
+    PyType_Spec spec = {"imgpipe.DeviceArray", sizeof(device_array), 0,
+                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
     return (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, NULL);
 }

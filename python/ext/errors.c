@@ -60,6 +60,12 @@ PyObject *ext_raise(ext_state *st, int code, const imgpipe_error *err)
         PyErr_SetString(PyExc_MemoryError, message);
         break;
     case IMGPIPE_EINVAL:
+        if (err->suggestion[0]) {   /* a misspelt name (a stage's): its likely meaning goes with it */
+            raise_pipeline_error(st, err);
+            break;
+        }
+        PyErr_SetString(PyExc_ValueError, message);
+        break;
     case IMGPIPE_ELIMIT:
         PyErr_SetString(PyExc_ValueError, message);
         break;
