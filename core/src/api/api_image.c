@@ -6,7 +6,8 @@
 #include "base/image.h"
 #include "gpu/gpu.h"
 
-static size_t sample_bytes(imgpipe_sample s) { return s == IMGPIPE_U8 ? 1 : s == IMGPIPE_U16 ? 2 : 4; }
+/* imgpipe_sample has ip_dtype's values */
+static size_t sample_bytes(imgpipe_sample s) { return ip_dtype_size((ip_dtype)s); }
 
 int api_image_shape(const imgpipe_image *im, const char *name, ip_shape *shape, imgpipe_error *err)
 {

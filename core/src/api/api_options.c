@@ -9,21 +9,10 @@ void imgpipe_run_options_init(imgpipe_run_options *o)
     memset(o, 0, sizeof *o);
     o->struct_size = sizeof *o;
     o->device = IMGPIPE_DEVICE_AUTO;
-    o->png_level = 6;
-    o->jpeg_quality = 90;
-}
-
-static int tiff_compression(const char *name, io_tiff_compression *c)
-{
-    static const char *const names[] = { "deflate", "lzw", "zstd", "none" };
-    static const io_tiff_compression values[] = { IO_TIFF_DEFLATE, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        if (strcmp(name, names[i]) == 0) {
-            *c = values[i];
-            return 1;
-        }
-    }
-    return 0;
+    io_options io;   /* the command line's defaults */
+    io_default_options(&io);
+    o->png_level = io.png_level;
+    o->jpeg_quality = io.jpeg_quality;
 }
 
 static int check_ranges(const imgpipe_run_options *v, imgpipe_error *err)
@@ -65,7 +54,7 @@ int api_run_options(const imgpipe_run_options *o, imgpipe_run_options *v, run_op
     ro->memory = v->memory;
     ro->io.png_level = v->png_level;
     ro->io.jpeg_quality = v->jpeg_quality;
-    if (v->tiff_compression && !tiff_compression(v->tiff_compression, &ro->io.tiff_compression))
+    if (v->tiff_compression && !io_tiff_compression_from_name(v->tiff_compression, &ro->io.tiff_compression))
         return api_fail(err, IMGPIPE_EINVAL, "o->tiff_compression must be \"deflate\", \"lzw\", \"zstd\" or \"none\" "
                         "(it is \"%s\")", v->tiff_compression);
     if (ro->device != RUN_DEVICE_CPU && v->gpu) {   /* the GPU asked for: a streamed image's bands go there */

@@ -304,11 +304,7 @@ static int parse_option(int argc, char **argv, int *i, cli_options *o)
             o->run.io.tiff_level = (int)n;
     } else if (is_option(a, "--tiff-compression")) {
         v = option_value(argc, argv, i, "--tiff-compression");
-        if (v && strcmp(v, "deflate") == 0) o->run.io.tiff_compression = IO_TIFF_DEFLATE;
-        else if (v && strcmp(v, "lzw") == 0) o->run.io.tiff_compression = IO_TIFF_LZW;
-        else if (v && strcmp(v, "zstd") == 0) o->run.io.tiff_compression = IO_TIFF_ZSTD;
-        else if (v && strcmp(v, "none") == 0) o->run.io.tiff_compression = IO_TIFF_NONE;
-        else return cli_usage_error("--tiff-compression must be deflate, lzw, zstd or none");
+        if (!io_tiff_compression_from_name(v, &o->run.io.tiff_compression)) return cli_usage_error("--tiff-compression must be deflate, lzw, zstd or none");
     } else if (is_option(a, "--fail-on")) {
         v = option_value(argc, argv, i, "--fail-on");
         if (v && strcmp(v, "error") == 0) o->run.io.fail_on = IO_FAIL_ON_ERROR;

@@ -81,6 +81,17 @@ const char *io_tiff_compression_name(io_tiff_compression c)
     return "?";
 }
 
+int io_tiff_compression_from_name(const char *name, io_tiff_compression *c)
+{
+    static const io_tiff_compression all[] = { IO_TIFF_DEFLATE, IO_TIFF_LZW, IO_TIFF_ZSTD, IO_TIFF_NONE };
+    for (size_t i = 0; name && i < sizeof all / sizeof *all; i++)
+        if (strcmp(name, io_tiff_compression_name(all[i])) == 0) {
+            *c = all[i];
+            return 1;
+        }
+    return 0;
+}
+
 int io_shape_known(const io_options *opt, const ip_shape *shape, uint64_t file_bytes, char *err, size_t errlen)
 {
     size_t bytes;

@@ -103,6 +103,8 @@ void io_image_free(const io_options *opt, ip_image *img);
 /* Codec threads to use: opt->threads, or the cores when 0. */
 int io_thread_count(const io_options *opt);
 const char *io_tiff_compression_name(io_tiff_compression c);
+/* The compression a name gives ("deflate", "lzw", "zstd", "none"): 1, or 0 for any other. */
+int io_tiff_compression_from_name(const char *name, io_tiff_compression *c);
 
 /* Decodes any supported file into a freshly allocated packed host image (free with
  * io_image_free, or img_free when opt has no memory provider). Errors: IP_EIO (cannot open/read), IP_EFORMAT (corrupt, truncated,
