@@ -24,10 +24,8 @@ int imgpipe_run_file(imgpipe_pipeline *p, const char *src, const char *dst, cons
                         ".jpeg, .tif or .tiff", dst);
     if (ro.device == RUN_DEVICE_GPU && !gpu_built())
         return api_fail(err, IMGPIPE_EUNSUPPORTED, "IMGPIPE_DEVICE_GPU: imgpipe was built without CUDA");
-    plan own = p->p;   /* shapes are written into the steps: a copy of them, the plugin states shared */
-    own.steps = malloc((size_t)p->p.n * sizeof *p->p.steps);
-    if (!own.steps) return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
-    memcpy(own.steps, p->p.steps, (size_t)p->p.n * sizeof *p->p.steps);
+    plan own;   /* shapes are written into the steps: a copy of them, the plugin states shared */
+    if (plan_share(&p->p, &own) != IP_OK) return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
     run_source in = { src, NULL };
     run_sink out = { dst, NULL, 0 };
     run_result *res = malloc(sizeof *res);
@@ -37,7 +35,7 @@ int imgpipe_run_file(imgpipe_pipeline *p, const char *src, const char *dst, cons
     else if (rc != IP_OK) api_fail_from(err, rc, msg, res->failed_path);
     else api_ok(err);
     free(res);
-    free(own.steps);
+    plan_unshare(&own);
     return rc;
 }
 

@@ -66,7 +66,7 @@ static void slot_free(api_slot *s)
     if (!s) return;
     run_worker_destroy(s->worker);
     for (int i = 0; i < 2; i++) gpu_event_destroy(s->events[i]);
-    free(s->own.steps);
+    plan_unshare(&s->own);
     free(s);
 }
 
@@ -98,13 +98,10 @@ int api_take(imgpipe_pipeline *p, exec_device dev, int gpu, const run_options *r
         return IP_OK;
     }
     s = calloc(1, sizeof *s);
-    if (s) s->own = p->p;
-    if (s) s->own.steps = malloc((size_t)p->p.n * sizeof *p->p.steps);
-    if (!s || !s->own.steps) {
+    if (!s || plan_share(&p->p, &s->own) != IP_OK) {
         free(s);
         return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
     }
-    memcpy(s->own.steps, p->p.steps, (size_t)p->p.n * sizeof *p->p.steps);
     s->device = dev;
     s->gpu = gpu;
     s->threads = ro->threads;
@@ -135,13 +132,11 @@ int imgpipe_output_shape(imgpipe_pipeline *p, const imgpipe_image *in, imgpipe_i
     ip_shape shape, final;
     int rc = api_image_shape(in, "in", &shape, err);
     if (rc != IP_OK) return rc;
-    plan own = p->p;
-    own.steps = malloc((size_t)p->p.n * sizeof *p->p.steps);
-    if (!own.steps) return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
-    memcpy(own.steps, p->p.steps, (size_t)p->p.n * sizeof *p->p.steps);
+    plan own;
+    if (plan_share(&p->p, &own) != IP_OK) return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
     char msg[1024];
     rc = plan_shapes(&own, &shape, &final, msg, sizeof msg);
-    free(own.steps);
+    plan_unshare(&own);
     if (rc != IP_OK) return api_fail_from(err, rc, msg, NULL);
     api_image_set_shape(out, &final);
     api_ok(err);

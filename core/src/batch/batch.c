@@ -524,12 +524,9 @@ static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
     for (int i = 0; rc == IP_OK && i < jobs; i++) {
         ws[i].sh = sh;
         ws[i].index = i;
-        ws[i].own = *sh->p;
-        ws[i].own.steps = malloc((size_t)sh->p->n * sizeof *sh->p->steps);
-        if (!ws[i].own.steps) { rc = IP_ENOMEM; break; }
-        memcpy(ws[i].own.steps, sh->p->steps, (size_t)sh->p->n * sizeof *sh->p->steps);
+        if (plan_share(sh->p, &ws[i].own) != IP_OK) { rc = IP_ENOMEM; break; }
         if (pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
-            free(ws[i].own.steps);
+            plan_unshare(&ws[i].own);
             rc = IP_EINVAL;
             break;
         }
@@ -537,7 +534,7 @@ static int run_workers(batch_shared *sh, int jobs, char *err, size_t errlen)
     }
     for (int i = 0; i < started; i++) {
         pthread_join(tids[i], NULL);
-        free(ws[i].own.steps);
+        plan_unshare(&ws[i].own);
     }
     if (rc != IP_OK && started == 0) snprintf(err, errlen, "cannot start worker threads");
     free(ws);

@@ -56,10 +56,8 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
     if (rc != IP_OK) return rc;
     ip_shape shape;
     const batch_entry *first = NULL;
-    plan own = *p;
-    own.steps = malloc((size_t)p->n * sizeof *p->steps);
-    if (!own.steps) rc = IP_ENOMEM;
-    else memcpy(own.steps, p->steps, (size_t)p->n * sizeof *p->steps);
+    plan own;
+    if (plan_share(p, &own) != IP_OK) rc = IP_ENOMEM;
     if (rc == IP_OK && (rc = first_shape(o, &l, &shape, &first)) != IP_OK) snprintf(err, errlen, "no image header could be read");
     ip_shape final;
     if (rc == IP_OK) rc = plan_shapes(&own, &shape, &final, err, errlen);
@@ -76,7 +74,7 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
         est->gpu_s = (GPU_FOLDER_FIXED_MS + l.n * per_image / workers) / 1e3;
         if (est->gpu_s < l.n * one.gpu_stages_ms / 1e3) est->gpu_s = l.n * one.gpu_stages_ms / 1e3;
     }
-    free(own.steps);
+    plan_unshare(&own);
     batch_listing_free(&l);
     return rc;
 }

@@ -125,6 +125,21 @@ int plan_shapes(plan *p, const ip_shape *input, ip_shape *final, char *err, size
     return IP_OK;
 }
 
+int plan_share(const plan *p, plan *copy)
+{
+    *copy = *p;
+    copy->steps = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *p->steps);
+    if (!copy->steps) return IP_ENOMEM;
+    if (p->n > 0) memcpy(copy->steps, p->steps, (size_t)p->n * sizeof *p->steps);
+    return IP_OK;
+}
+
+void plan_unshare(plan *copy)
+{
+    free(copy->steps);
+    copy->steps = NULL;
+}
+
 void plan_free(plan *p)
 {
     for (int i = 0; i < p->n; i++) {

@@ -27,6 +27,11 @@ int plan_build(const registry *reg, const pl_pipeline *pl, plan *out, char *err,
  * final shape. Errors are "SOURCE:LINE:COL: stage: message". */
 int plan_shapes(plan *p, const ip_shape *input, ip_shape *final, char *err, size_t errlen);
 void plan_free(plan *p);
+/* A plan for another thread: p's plugin states, arguments and source shared, the steps its own
+ * (plan_shapes writes each run's shapes into them). IP_OK, or IP_ENOMEM. Release it with
+ * plan_unshare, never plan_free. */
+int plan_share(const plan *p, plan *copy);
+void plan_unshare(plan *copy);
 /* A shape as text, e.g. "512x512 3-channel 8-bit". */
 void plan_shape_text(const ip_shape *s, char *buf, size_t len);
 #endif
