@@ -154,7 +154,7 @@ static void write_case(const codecs *k, FILE *list, const ip_image *img, int lev
     io_default_options(&opt);
     opt.png_level = level;
     int on_gpu = png_gpu_settings_for(level).algorithm >= 0;
-    CHECK(png_gpu_encodable(&d, &opt) == on_gpu, "%s: encodable is not %d", what, on_gpu);
+    CHECK(png_gpu_encodable(&d.shape, &opt) == on_gpu, "%s: encodable is not %d", what, on_gpu);
     /* levels the CPU writes (5-9): the encoder is still checked, at algorithms 4 and 5 */
     png_gpu_settings set = on_gpu ? png_gpu_settings_for(level) : (png_gpu_settings){ level == 9 ? 5 : 4, (size_t)64 << 10 };
     if (!on_gpu) opt.png_level = 4;
@@ -278,9 +278,7 @@ static void size_cases(const codecs *k)
         io_default_options(&opt);
         opt.png_level = levels[i];
         long gpu = 0, cpu = io_write(path, &img, &opt, err, sizeof err) ? -1 : file_size(path);
-        ip_image probe = img;
-        probe.on_device = 1;
-        if (!png_gpu_encodable(&probe, &opt)) {   /* the CPU writes this level */
+        if (!png_gpu_encodable(&img.shape, &opt)) {   /* the CPU writes this level */
             CHECK(levels[i] >= 5, "level %d is not encodable on the GPU", levels[i]);
             printf("size at level %d: written by the CPU (no GPU algorithm within 3%%)\n", levels[i]);
             continue;

@@ -6,8 +6,9 @@
 #include "io/codec_gpu.h"
 #include "io/io.h"
 
-/* Whether opt's PNG output of this image can be encoded on the GPU (u8 or u16, 1-4 channels). */
-int png_gpu_encodable(const ip_image *dev_out, const io_options *opt);
+/* Whether opt's PNG output of an image of this shape can be encoded on the GPU (u8 or u16, 1-4
+ * channels, a level the GPU writes). */
+int png_gpu_encodable(const ip_shape *shape, const io_options *opt);
 /* Writes the device image to path atomically with opt's metadata, as io_write would. */
 int png_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                   char *err, size_t errlen);

@@ -34,10 +34,9 @@ png_gpu_settings png_gpu_settings_for(int level)
     return s;
 }
 
-int png_gpu_encodable(const ip_image *dev_out, const io_options *opt)
+int png_gpu_encodable(const ip_shape *s, const io_options *opt)
 {
-    const ip_shape *s = &dev_out->shape;
-    return gpu_built() && dev_out->on_device && (s->dtype == IP_U8 || s->dtype == IP_U16) && s->channels >= 1 &&
+    return gpu_built() && (s->dtype == IP_U8 || s->dtype == IP_U16) && s->channels >= 1 &&
            s->channels <= 4 && s->width > 0 && s->height > 0 && opt && opt->png_level >= 0 && opt->png_level <= 9 &&
            png_gpu_settings_for(opt->png_level).algorithm >= 0;
 }
@@ -162,7 +161,7 @@ static int check_request(const io_gpu_codecs *c, const ip_image *img, const io_o
                          const png_gpu_settings *s, char *err, size_t errlen)
 {
     if (!c || !c->nvcomp || !c->batch) return fail(IP_EUNSUPPORTED, "nvCOMP is not loaded", err, errlen);
-    if (!img || !opt || !png_gpu_encodable(img, opt))
+    if (!img || !opt || !img->on_device || !png_gpu_encodable(&img->shape, opt))
         return fail(IP_EUNSUPPORTED, "this image's PNG cannot be encoded on the GPU", err, errlen);
     if (!s || s->algorithm < 0 || s->algorithm > 5 || s->band_bytes < 8 || s->band_bytes % 8 ||
         s->band_bytes > MAX_BAND_BYTES)

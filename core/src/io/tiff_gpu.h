@@ -17,8 +17,9 @@ int tiff_gpu_decodable(io_input *in, const io_options *opt);
  * with one line naming what, as the CPU reader words it. */
 int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
                     ip_image *dev_in, char *err, size_t errlen);
-/* Whether opt's TIFF output (compression, predictor) can be compressed on the GPU. */
-int tiff_gpu_encodable(const ip_image *dev_out, const io_options *opt);
+/* Whether opt's TIFF output of an image of this shape (compression, predictor) can be
+ * compressed on the GPU. */
+int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt);
 /* Writes the device image to path atomically with opt's metadata, as io_write would. */
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                    char *err, size_t errlen);

@@ -26,13 +26,18 @@ static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 
 
 #define SLOT_ALIGN 8
 
-int tiff_gpu_encodable(const ip_image *dev_out, const io_options *opt)
+int tiff_gpu_encodable(const ip_shape *s, const io_options *opt)
 {
-    const ip_shape *s = &dev_out->shape;
     int codec_ok = opt->tiff_compression == IO_TIFF_DEFLATE || opt->tiff_compression == IO_TIFF_ZSTD;
-    return dev_out->on_device && dev_out->data && codec_ok && (s->dtype == IP_U8 || s->dtype == IP_U16) &&
-           s->channels >= 1 && s->channels <= 4 && s->width > 0 && s->height > 0 &&
-           dev_out->stride >= (ptrdiff_t)img_row_bytes(s) && dev_out->stride % (ptrdiff_t)ip_dtype_size(s->dtype) == 0;
+    return codec_ok && (s->dtype == IP_U8 || s->dtype == IP_U16) && s->channels >= 1 && s->channels <= 4 &&
+           s->width > 0 && s->height > 0;
+}
+
+/* A device image whose rows the kernels can read: whole samples, no overlap. */
+static int device_rows_ok(const ip_image *img)
+{
+    return img->on_device && img->data && img->stride >= (ptrdiff_t)img_row_bytes(&img->shape) &&
+           img->stride % (ptrdiff_t)ip_dtype_size(img->shape.dtype) == 0;
 }
 
 typedef struct {
@@ -235,7 +240,7 @@ static int write_atomically(gpu_write *w, const char *path)
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                    char *err, size_t errlen)
 {
-    if (!c || !c->nvcomp || !c->batch || !tiff_gpu_encodable(dev_out, opt)) {
+    if (!c || !c->nvcomp || !c->batch || !device_rows_ok(dev_out) || !tiff_gpu_encodable(&dev_out->shape, opt)) {
         snprintf(err, errlen, "this TIFF output cannot be compressed on the GPU");
         return IP_EUNSUPPORTED;
     }
@@ -253,9 +258,9 @@ int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *
 
 #else
 
-int tiff_gpu_encodable(const ip_image *dev_out, const io_options *opt)
+int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt)
 {
-    (void)dev_out, (void)opt;
+    (void)shape, (void)opt;
     return 0;
 }
 

@@ -62,15 +62,12 @@ int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, cons
 {
     const io_options *io = &o->io;
     if (!path) return 0;
-    /* the shape alone decides: a stand-in for the device result, never read */
-    ip_image probe = { .data = (void *)shape, .stride = (ptrdiff_t)img_row_bytes(shape), .shape = *shape,
-                       .on_device = 1 };
     switch (io_format_from_ext(path)) {
     case IO_FMT_JPEG: return jpeg != NULL;
     /* TIFF on the card only when asked: nvCOMP's deflate that matches libdeflate's size is slower
      * than the cores (bench/RESULTS.md), so auto leaves it to the CPU */
-    case IO_FMT_TIFF: return codecs && o->codecs == RUN_CODECS_GPU && tiff_gpu_encodable(&probe, io);
-    case IO_FMT_PNG: return codecs && png_gpu_encodable(&probe, io);
+    case IO_FMT_TIFF: return codecs && o->codecs == RUN_CODECS_GPU && tiff_gpu_encodable(shape, io);
+    case IO_FMT_PNG: return codecs && png_gpu_encodable(shape, io);
     default: return 0;
     }
 }
