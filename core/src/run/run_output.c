@@ -57,6 +57,14 @@ int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image
     }
 }
 
+int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out)
+{
+    if (o->codecs == RUN_CODECS_CPU || !gpu_built() || o->transfer != EXEC_COPY) return 0;
+    if (in == IO_FMT_TIFF) return 1;
+    if (o->codecs == RUN_CODECS_GPU) return out == IO_FMT_TIFF || out == IO_FMT_PNG;
+    return out == IO_FMT_PNG && png_gpu_settings_for(o->io.png_level).algorithm >= 0;
+}
+
 int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
                          const run_options *o)
 {

@@ -220,8 +220,7 @@ int run_whole(run_worker *w, plan *p, const run_source *in, const run_sink *out,
     r.gpu_jpeg = o->jpeg_gpu_required && jpeg_gpu_built() && o->transfer == EXEC_COPY &&
                  (r.in_format == IO_FMT_JPEG || out_format(&r) == IO_FMT_JPEG);
     io_format outf = out_format(&r);
-    r.gpu_codecs = o->codecs != RUN_CODECS_CPU && gpu_built() && o->transfer == EXEC_COPY &&
-                   (r.in_format == IO_FMT_TIFF || outf == IO_FMT_TIFF || outf == IO_FMT_PNG);
+    r.gpu_codecs = run_gpu_codecs_wanted(o, r.in_format, outf);
     if (o->device == RUN_DEVICE_GPU && begin_gpu(&r, err, errlen) != IP_OK) return IP_ECUDA;
     if (r.gpu_jpeg && r.in_format == IO_FMT_JPEG && o->device == RUN_DEVICE_AUTO && in->path)
         plan_jpeg_early(&r, &pr->input);

@@ -109,7 +109,7 @@ static io_gpu_codecs *worker_codecs(run_worker *w, const run_options *o)
 
 static int codecs_required(run_worker *w, const run_options *o, char *err, size_t errlen)
 {
-    if (o->codecs != RUN_CODECS_GPU || !w->codecs_tried || w->codecs) return IP_OK;
+    if (o->codecs != RUN_CODECS_GPU || w->codecs) return IP_OK;
     snprintf(err, errlen, "--codecs gpu: %s", w->codecs_why[0] ? w->codecs_why : "the image is not on the GPU");
     return IP_EUNSUPPORTED;
 }
@@ -160,7 +160,7 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
     io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
     int into_device = out->into && out->image->on_device;
     jpeg_gpu *jpeg = out_fmt == IO_FMT_JPEG ? worker_jpeg(w, out_fmt) : NULL;
-    io_gpu_codecs *codecs = out_fmt == IO_FMT_TIFF || out_fmt == IO_FMT_PNG ? worker_codecs(w, o) : NULL;
+    io_gpu_codecs *codecs = run_gpu_codecs_wanted(o, IO_FMT_UNKNOWN, out_fmt) ? worker_codecs(w, o) : NULL;
     exec_keep_result_on_device(w->ctx, w->wo.device == EXEC_GPU &&
                                            (into_device || run_output_on_device(jpeg, codecs, final, out->path, o)));
     exec_set_result_target(w->ctx, out->into ? out->image : NULL);
