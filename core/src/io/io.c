@@ -465,44 +465,7 @@ static int encode(io_format fmt, int fd, const ip_image *img, const io_options *
     return io_write_tiff(fd, img, opt, err, errlen);
 }
 
-/* Fills the open temporary file; owns fd (always closes it). */
-typedef int (*fill_fn)(int fd, const void *ctx, char *err, size_t errlen);
-
 void io_temp_done(const io_options *opt, const char *tmp_path) { temp_told(opt, tmp_path, 0); }
-
-static int write_atomically(const char *path, const io_options *opt, fill_fn fill, const void *ctx, char *err,
-                            size_t errlen)
-{
-    char *tmp = temp_template(path);
-    if (!tmp) {
-        snprintf(err, errlen, "output path names a folder, not a file");
-        return IP_EINVAL;
-    }
-    char why[128];
-    int rc = IP_OK;
-    int fd = temp_create(tmp, opt);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create a file in the output folder: %s",
-                 io_strerror(errno, why, sizeof why));
-        free(tmp);
-        return IP_EIO;
-    }
-    if (fchmod(fd, default_file_mode()) != 0) {
-        snprintf(err, errlen, "cannot set the output's permissions: %s", io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-        close(fd);
-    }
-    if (!rc) rc = fill(fd, ctx, err, errlen);
-    if (!rc && rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot move the finished file into place: %s",
-                 io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-    }
-    if (rc) unlink(tmp);
-    temp_told(opt, tmp, 0);
-    free(tmp);
-    return rc;
-}
 
 int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *fd, char *err, size_t errlen)
 {
@@ -526,13 +489,31 @@ int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *
     return IP_EIO;
 }
 
+int io_write_atomically(const char *path, const io_options *opt, io_fill_fn fill, void *ctx, char *err, size_t errlen)
+{
+    char *tmp;
+    int fd;
+    int rc = io_temp_open(path, opt, &tmp, &fd, err, errlen);
+    if (rc) return rc;
+    rc = fill(fd, ctx, err, errlen);
+    if (!rc && rename(tmp, path) != 0) {
+        char why[128];
+        snprintf(err, errlen, "cannot move the finished file into place: %s", io_strerror(errno, why, sizeof why));
+        rc = IP_EIO;
+    }
+    if (rc) unlink(tmp);
+    io_temp_done(opt, tmp);
+    free(tmp);
+    return rc;
+}
+
 typedef struct {
     io_format fmt;
     const ip_image *img;
     const io_options *opt;
 } encode_job;
 
-static int fill_encoded(int fd, const void *ctx, char *err, size_t errlen)
+static int fill_encoded(int fd, void *ctx, char *err, size_t errlen)
 {
     const encode_job *job = ctx;
     return encode(job->fmt, fd, job->img, job->opt, err, errlen);
@@ -551,7 +532,7 @@ int io_write(const char *path, const ip_image *img, const io_options *opt, char 
     if (!rc) rc = valid_options(opt, err, errlen);
     if (rc) return rc;
     encode_job job = { fmt, img, opt };
-    return write_atomically(path, opt, fill_encoded, &job, err, errlen);
+    return io_write_atomically(path, opt, fill_encoded, &job, err, errlen);
 }
 
 typedef struct {
@@ -559,7 +540,7 @@ typedef struct {
     size_t len;
 } byte_span;
 
-static int fill_bytes(int fd, const void *ctx, char *err, size_t errlen)
+static int fill_bytes(int fd, void *ctx, char *err, size_t errlen)
 {
     const byte_span *span = ctx;
     FILE *f = io_fdopen_write(fd, err, errlen);
@@ -577,5 +558,5 @@ int io_write_bytes(const char *path, const unsigned char *bytes, size_t len, con
                    size_t errlen)
 {
     byte_span span = { bytes, len };
-    return write_atomically(path, opt, fill_bytes, &span, err, errlen);
+    return io_write_atomically(path, opt, fill_bytes, &span, err, errlen);
 }

@@ -33,4 +33,9 @@ int io_host_is_little_endian(void);
  * may be NULL) names it here, and io_temp_done clears it when it is gone. */
 int io_temp_open(const char *path, const io_options *opt, char **tmp_path, int *fd, char *err, size_t errlen);
 void io_temp_done(const io_options *opt, const char *tmp_path);
+/* Fills the open temporary file; owns fd (always closes it). */
+typedef int (*io_fill_fn)(int fd, void *ctx, char *err, size_t errlen);
+/* Writes path atomically: a temporary beside it filled by fill(ctx), renamed into place when
+ * complete and removed otherwise. */
+int io_write_atomically(const char *path, const io_options *opt, io_fill_fn fill, void *ctx, char *err, size_t errlen);
 #endif

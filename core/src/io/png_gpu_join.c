@@ -2,11 +2,8 @@
 #include "io/png_gpu_join.h"
 #include "io/deflate_walk.h"
 #include "io/io_internal.h"
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 /* One band: its stream found and, unless last, made to end on a byte boundary as a non-final
  * block (deflate_make_joinable). */
@@ -44,13 +41,20 @@ static int write_png(FILE *f, const ip_shape *s, const io_options *opt, const pn
     return rc;
 }
 
+typedef struct {
+    const ip_shape *s;
+    const io_options *opt;
+    const pngx_band *bands;
+    size_t n;
+} png_file;
+
 /* Fills the temporary behind fd (which it owns) with the file. */
-static int fill(int fd, const ip_shape *s, const io_options *opt, const pngx_band *bands, size_t n, char *err,
-                size_t errlen)
+static int fill(int fd, void *ctx, char *err, size_t errlen)
 {
+    const png_file *p = ctx;
     FILE *f = io_fdopen_write(fd, err, errlen);
     if (!f) return IP_EIO;
-    int rc = write_png(f, s, opt, bands, n);
+    int rc = write_png(f, p->s, p->opt, p->bands, p->n);
     if (rc) {
         snprintf(err, errlen, "out of memory");
         fclose(f);
@@ -70,18 +74,6 @@ int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *o
         /* the device's output is wrong, not the file: a GPU failure the caller may redo on the CPU */
         return rc == IP_ENOMEM ? IP_ENOMEM : IP_ECUDA;
     }
-    char *tmp;
-    int fd;
-    rc = io_temp_open(path, opt, &tmp, &fd, err, errlen);
-    if (rc) return rc;
-    rc = fill(fd, s, opt, bands, n, err, errlen);
-    if (!rc && rename(tmp, path) != 0) {
-        char why[128];
-        snprintf(err, errlen, "cannot move the finished file into place: %s", io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-    }
-    if (rc) unlink(tmp);
-    io_temp_done(opt, tmp);
-    free(tmp);
-    return rc;
+    png_file file = { s, opt, bands, n };
+    return io_write_atomically(path, opt, fill, &file, err, errlen);
 }

@@ -220,21 +220,11 @@ static int write_file(gpu_write *w, int fd)
     return rc;
 }
 
-static int write_atomically(gpu_write *w, const char *path)
+/* io_write_atomically's fill: the file into the temporary (w's err is the one passed). */
+static int fill_file(int fd, void *ctx, char *err, size_t errlen)
 {
-    char *tmp = NULL, why[128];
-    int fd = -1;
-    int rc = io_temp_open(path, w->opt, &tmp, &fd, w->err, w->errlen);
-    if (rc) return rc;
-    rc = write_file(w, fd);
-    if (!rc && rename(tmp, path) != 0) {
-        snprintf(w->err, w->errlen, "cannot move the finished file into place: %s", io_strerror(errno, why, sizeof why));
-        rc = IP_EIO;
-    }
-    if (rc) unlink(tmp);
-    io_temp_done(w->opt, tmp);
-    free(tmp);
-    return rc;
+    (void)err, (void)errlen;
+    return write_file(ctx, fd);
 }
 
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
@@ -251,7 +241,7 @@ int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *
     if (!rc) rc = alloc_buffers(&w);
     if (!rc) rc = compress_strips(&w);
     if (!rc) rc = download(&w);
-    if (!rc) rc = write_atomically(&w, path);
+    if (!rc) rc = io_write_atomically(path, opt, fill_file, &w, err, errlen);
     free(w.chunks);
     return rc;
 }
