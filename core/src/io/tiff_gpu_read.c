@@ -172,7 +172,11 @@ static int finish_pixels(gpu_read *r)
     if (l->predictor == PREDICTOR_HORIZONTAL) {
         uint64_t rows = l->tiled ? l->count * l->bh : l->height;
         uint32_t width = l->tiled ? l->bw : l->width;
-        if (rows > INT32_MAX) return ipk_fail(r, 1, "predictor (too many rows)");
+        if (rows > INT32_MAX) {
+            snprintf(r->err, r->errlen, "TIFF on the GPU: %llu rows of tiles, more than the predictor takes",
+                     (unsigned long long)rows);
+            return IP_EUNSUPPORTED;   /* the CPU reader takes it */
+        }
         rc = ipk_fail(r, ipk_tiff_predictor_undo(l->tiled ? r->tiles : r->image, (size_t)l->row_bytes, (int)width,
                                                  (int)rows, l->spp, sample_bytes, r->c->stream), "predictor");
     }
