@@ -48,8 +48,9 @@ typedef struct {
     size_t errlen;
     nvcomp_codec codec;
     int algorithm;
-    size_t row_bytes, strip_bytes, slot;
-    size_t strip_pitch;         /* strips' distance in the predicted image: zstd wants them aligned */  /* slot: a compressed strip's room, framing included */
+    size_t row_bytes, strip_bytes;
+    size_t slot;                /* a compressed strip's room, framing included */
+    size_t strip_pitch;         /* strips' distance in the predicted image: zstd wants them aligned */
     uint32_t rps, strips;
     unsigned char *predicted;   /* device: the image's rows, packed, the predictor applied */
     unsigned char *dev_comp;    /* device: a slot a strip, then the adler32s */
