@@ -53,6 +53,7 @@ typedef struct {
 #define DECLARE_FN(name) __typeof__(&name) name;
     NVJPEG_FUNCTIONS(DECLARE_FN)
 #undef DECLARE_FN
+    __typeof__(&nvjpegDecodeBatchedPreAllocate) preallocate;   /* optional: NULL in older libraries */
 } nvjpeg_api;
 
 /* The CUDA decoder (decoupled API) for what the hardware engine does not take. */
@@ -160,6 +161,8 @@ static int resolve_functions(jpeg_gpu *g, char *err, size_t errlen)
     }
     NVJPEG_FUNCTIONS(RESOLVE_FN)
 #undef RESOLVE_FN
+    void *pre = dlsym(g->lib, "nvjpegDecodeBatchedPreAllocate");
+    memcpy(&g->api.preallocate, &pre, sizeof pre);
     return IP_OK;
 }
 
@@ -456,7 +459,12 @@ static nvjpegStatus_t batch_slot_for(jpeg_gpu *g, int n, nvjpegOutputFormat_t fo
     if (pick->size == n && pick->format == format) return s;
     double t0 = now_ms();
     pick->size = 0;
-    if (!pick->state) s = a->nvjpegJpegStateCreate(g->handle, &pick->state);
+    if (!pick->state) {
+        s = a->nvjpegJpegStateCreate(g->handle, &pick->state);
+        /* as nvImageCodec and DALI do: the state then draws on a memory pool instead of allocating
+         * in its batches (the size hints only set the pool's first size) */
+        if (!s && a->preallocate) a->preallocate(g->handle, pick->state, n, 1, 1, NVJPEG_CSS_444, format);
+    }
     if (!s) s = a->nvjpegDecodeBatchedInitialize(g->handle, pick->state, n, 1, format);
     if (!s) {
         pick->size = n;
@@ -465,6 +473,13 @@ static nvjpegStatus_t batch_slot_for(jpeg_gpu *g, int n, nvjpegOutputFormat_t fo
     g->batch_times.inits++;
     g->batch_times.init_ms += now_ms() - t0;
     return s;
+}
+
+void jpeg_gpu_batch_warm(jpeg_gpu *g, int n)
+{
+    batch_slot *slot;
+    if (g && g->hardware && n > 0 && gpu_select(g->device, NULL, 0) == IP_OK)
+        batch_slot_for(g, n, NVJPEG_OUTPUT_RGBI, &slot);
 }
 
 static int decode_with_hardware(jpeg_gpu *g, int n, const unsigned char **data, const size_t *len,
@@ -818,6 +833,12 @@ int jpeg_gpu_open_for(jpeg_gpu **g, int device, void *stream, unsigned uses, cha
 {
     (void)uses;
     return jpeg_gpu_open(g, device, stream, err, errlen);
+}
+
+void jpeg_gpu_batch_warm(jpeg_gpu *g, int n)
+{
+    (void)g;
+    (void)n;
 }
 
 int jpeg_gpu_open_shared(jpeg_gpu **g, jpeg_gpu *parent, void *stream, unsigned uses, char *err, size_t errlen)

@@ -41,10 +41,13 @@ typedef struct {
 
 void run_default_options(run_options *o);
 
-/* An image to read: a file, or pixels in host memory (path NULL). */
+/* An image to read: a file, or pixels in host memory (path NULL). decoded, with a path: the file's
+ * pixels already decoded on the worker's GPU (a folder's read-ahead), used in place of reading it;
+ * the file still gives its metadata, and is read again if the image falls back to the CPU. */
 typedef struct {
     const char *path;
     const ip_image *image;
+    const ip_image *decoded;
 } run_source;
 
 /* Where the result goes: a file (written atomically), or host memory (path NULL): *image then

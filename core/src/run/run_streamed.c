@@ -117,9 +117,9 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
 int run_streamed(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                  run_probe *pr, run_result *res, char *err, size_t errlen)
 {
-    if (o->stream == RUN_STREAM_OFF || !in->path || !out->path) {
+    if (o->stream == RUN_STREAM_OFF || !in->path || !out->path || in->decoded) {
         snprintf(res->stream_why, sizeof res->stream_why, "run whole: %s",
-                 o->stream == RUN_STREAM_OFF ? "--stream off" : "an image in memory");
+                 o->stream == RUN_STREAM_OFF ? "--stream off" : in->decoded ? "decoded ahead" : "an image in memory");
         return RUN_DECLINED;
     }
     if (pr->turned) {

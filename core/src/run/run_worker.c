@@ -117,8 +117,8 @@ static int codecs_required(run_worker *w, const run_options *o, char *err, size_
 static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe *pr, const run_options *o,
                         const io_options *io, ip_image *img, char *err, size_t errlen)
 {
-    if (in->image) {
-        *img = *in->image;
+    if (in->image || (in->decoded && w->wo.device == EXEC_GPU)) {
+        *img = in->image ? *in->image : *in->decoded;
         return io->on_shape(io->on_shape_user, &img->shape, err, errlen);
     }
     io_format fmt = pr->format;

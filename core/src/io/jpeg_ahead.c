@@ -1,0 +1,439 @@
+#define _POSIX_C_SOURCE 200809L
+#include "io/jpeg_ahead.h"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "base/mono_clock.h"
+#include "gpu/gpu.h"
+#include "io/meta.h"
+
+enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_NOT, AH_DONE };
+#define FILE_MAX ((size_t)256 << 20)          /* larger files are left to the workers */
+#define DEVICE_BUDGET_MAX ((size_t)8 << 30)   /* device memory for images read ahead, at most */
+
+/* A file on its way: its bytes in pinned memory, then its decoded image in device memory. */
+typedef struct {
+    unsigned char *host;
+    size_t host_bytes, len;
+    jpeg_gpu_buffer dev;
+    jpeg_gpu_ready ready;
+    ip_image img;
+} ah_slot;
+
+struct jpeg_ahead {
+    jpeg_pool *pool;
+    int device, n, batch, n_slots;
+    const char *const *paths;
+    io_options opt;
+    unsigned char *state;    /* per entry */
+    int *slot_of;            /* per entry, while it holds a slot */
+    ah_slot *slots;
+    int *free_slots, n_free;
+    int next_read;           /* the next entry a reader claims */
+    int reading, prepared;   /* entries in those states */
+    int decode_from;         /* entries before it are past decoding */
+    int urgent;              /* a worker waits for a prepared entry */
+    int broken;              /* nvJPEG is not there: nothing is read ahead */
+    int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
+    int stop;
+    size_t dev_bytes, dev_budget;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_t readers[JPEG_AHEAD_READERS], decoder;
+    int n_readers, decoder_started;
+    jpeg_ahead_stats stats;
+};
+
+/* A handle of the thread's own on the pool's, with a stream of its own (the pool's opens on its
+ * own thread: this waits for it). */
+static jpeg_gpu *open_own(jpeg_ahead *a, unsigned uses, void **stream)
+{
+    *stream = NULL;
+    char why[256];
+    jpeg_gpu *shared = jpeg_pool_handle(a->pool, a->device, NULL), *g = NULL;
+    if (!shared || !jpeg_gpu_has_hardware(shared) || gpu_select(a->device, why, sizeof why) != IP_OK) return NULL;
+    if (gpu_stream_create(stream, why, sizeof why) != IP_OK) return NULL;
+    if (jpeg_gpu_open_shared(&g, shared, *stream, uses, why, sizeof why) != IP_OK) {
+        gpu_stream_destroy(*stream);
+        *stream = NULL;
+        return NULL;
+    }
+    return g;
+}
+
+static void close_own(jpeg_gpu *g, void *stream)
+{
+    jpeg_gpu_close(g);
+    if (stream) gpu_stream_destroy(stream);
+}
+
+/* Lock held. */
+static void give_back_slot(jpeg_ahead *a, int entry)
+{
+    a->free_slots[a->n_free++] = a->slot_of[entry];
+    a->slot_of[entry] = -1;
+}
+
+/* The next entry to read and a slot for it (lock held); entries not read ahead are passed over. */
+static int claim(jpeg_ahead *a, int *entry, int *slot)
+{
+    while (a->next_read < a->n && (a->broken || !a->paths[a->next_read])) {
+        a->state[a->next_read++] = AH_NOT;
+        pthread_cond_broadcast(&a->changed);
+    }
+    if (a->next_read >= a->n || a->n_free == 0) return 0;
+    *entry = a->next_read++;
+    *slot = a->free_slots[--a->n_free];
+    a->slot_of[*entry] = *slot;
+    a->state[*entry] = AH_READING;
+    a->reading++;
+    return 1;
+}
+
+/* Reads the whole file into the slot's pinned buffer (grown as needed). */
+static int read_file(ah_slot *s, const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= FILE_MAX;
+    size_t size = ok ? (size_t)st.st_size : 0;
+    if (ok && s->host_bytes < size) {
+        gpu_host_free(s->host);
+        s->host = NULL;
+        s->host_bytes = 0;
+        size_t want = size + size / 4;
+        ok = gpu_host_alloc((void **)&s->host, want, 0, NULL, 0) == IP_OK;
+        if (ok) s->host_bytes = want;
+    }
+    size_t got = 0;
+    while (ok && got < size) {
+        ssize_t r = read(fd, s->host + got, size - got);
+        if (r <= 0) ok = 0;
+        else got += (size_t)r;
+    }
+    close(fd);
+    s->len = got;
+    return ok;
+}
+
+typedef struct {
+    jpeg_ahead *a;
+    ah_slot *s;
+} slot_memory;
+
+/* The slot's device buffer, grown within the budget (a file that does not fit is left to its
+ * worker). */
+static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err, size_t errlen)
+{
+    (void)index;
+    slot_memory *m = user;
+    jpeg_ahead *a = m->a;
+    size_t had = m->s->dev.bytes;
+    if (had < bytes) {
+        pthread_mutex_lock(&a->lock);
+        int fits = a->dev_bytes - had + bytes <= a->dev_budget;
+        if (fits) a->dev_bytes = a->dev_bytes - had + bytes;
+        pthread_mutex_unlock(&a->lock);
+        if (!fits) {
+            snprintf(err, errlen, "over the read-ahead's device memory");
+            return IP_ENOMEM;
+        }
+    }
+    int rc = jpeg_gpu_buffer_alloc(&m->s->dev, 0, bytes, dev, err, errlen);
+    if (rc != IP_OK && had < bytes) {
+        pthread_mutex_lock(&a->lock);
+        a->dev_bytes -= bytes;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return rc;
+}
+
+/* Whether the file goes to the engine: read, its EXIF orientation upright (nothing turns pixels
+ * on the device), checked and given its device memory. */
+static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s)
+{
+    if (!read_file(s, path)) return 0;
+    if (a->opt.autorotate) {
+        io_meta m;
+        meta_init(&m);
+        int upright = meta_read_jpeg_bytes(s->host, s->len, &m) == IP_OK && m.orientation == 1;
+        meta_clear(&m);
+        if (!upright) return 0;
+    }
+    slot_memory mem_user = { a, s };
+    jpeg_gpu_memory mem = { slot_alloc, &mem_user };
+    char err[256];
+    int rc = jpeg_gpu_prepare(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err, sizeof err);
+    return rc == IP_OK && s->ready.hardware;
+}
+
+static void *reader_main(void *arg)
+{
+    jpeg_ahead *a = arg;
+    void *stream;
+    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
+    pthread_mutex_lock(&a->lock);
+    if (!g) a->broken = 1;
+    for (;;) {
+        int entry = -1, slot = -1;
+        while (!a->stop && a->next_read < a->n && !claim(a, &entry, &slot)) pthread_cond_wait(&a->changed, &a->lock);
+        if (entry < 0) break;   /* stopped, or every entry claimed */
+        pthread_mutex_unlock(&a->lock);
+        double t0 = now_ms();
+        int ok = read_and_prepare(a, g, a->paths[entry], &a->slots[slot]);
+        double took = now_ms() - t0;
+        pthread_mutex_lock(&a->lock);
+        a->reading--;
+        a->stats.read_ms += took;
+        if (ok && !a->decoder_done) {
+            a->state[entry] = AH_PREPARED;
+            a->prepared++;
+        } else {
+            a->state[entry] = AH_NOT;
+            a->stats.not_ahead++;
+            give_back_slot(a, entry);
+        }
+        pthread_cond_broadcast(&a->changed);
+    }
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+    close_own(g, stream);
+    return NULL;
+}
+
+/* Whether the decoder should run what is prepared now (lock held): a full batch, or all there will
+ * be for a while (the readers are done or out of slots), or a worker waiting for one of them. */
+static int batch_due(const jpeg_ahead *a)
+{
+    if (a->prepared >= a->batch) return 1;
+    int readers_done = a->next_read >= a->n && a->reading == 0;
+    return a->prepared > 0 && (readers_done || a->n_free == 0 || a->urgent);
+}
+
+static int nothing_left(const jpeg_ahead *a)
+{
+    return a->broken || (a->next_read >= a->n && a->reading == 0 && a->prepared == 0);
+}
+
+/* Below a full batch, a power of two: the engine's state is initialised for each batch size it
+ * sees (about 90 ms), so only a few sizes are used. */
+static int batch_size(const jpeg_ahead *a)
+{
+    int k = a->prepared < a->batch ? a->prepared : a->batch;
+    if (k == a->batch) return k;
+    int p = 1;
+    while (p * 2 <= k) p *= 2;
+    return p;
+}
+
+/* The k lowest prepared entries, marked as decoding (lock held). */
+static int collect(jpeg_ahead *a, int k, int *entries, jpeg_gpu_ready *ready)
+{
+    int got = 0;
+    for (int i = a->decode_from; i < a->next_read && got < k; i++) {
+        if (a->state[i] != AH_PREPARED) continue;
+        a->state[i] = AH_DECODING;
+        entries[got] = i;
+        ready[got++] = a->slots[a->slot_of[i]].ready;
+    }
+    a->prepared -= got;
+    a->urgent = 0;
+    while (a->decode_from < a->next_read && a->state[a->decode_from] >= AH_DECODING) a->decode_from++;
+    return got;
+}
+
+static void finish_batch(jpeg_ahead *a, int k, const int *entries, const int *rcs, double took)
+{
+    for (int j = 0; j < k; j++) {
+        if (rcs[j] == IP_OK) {
+            a->state[entries[j]] = AH_READY;
+            a->stats.files++;
+        } else {
+            a->state[entries[j]] = AH_NOT;
+            a->stats.not_ahead++;
+            give_back_slot(a, entries[j]);
+        }
+    }
+    a->stats.batches++;
+    a->stats.engine_ms += took;
+    if (k > a->stats.largest_batch) a->stats.largest_batch = k;
+    pthread_cond_broadcast(&a->changed);
+}
+
+static void *decoder_main(void *arg)
+{
+    jpeg_ahead *a = arg;
+    void *stream;
+    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
+    int *entries = malloc((size_t)a->batch * sizeof *entries), *rcs = malloc((size_t)a->batch * sizeof *rcs);
+    jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
+    pthread_mutex_lock(&a->lock);
+    if (!g || !entries || !rcs || !ready) a->broken = 1;
+    else jpeg_gpu_batch_warm(g, a->batch);
+    pthread_cond_broadcast(&a->changed);
+    for (;;) {
+        while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
+        if (a->stop || a->broken || !batch_due(a)) break;
+        int k = collect(a, batch_size(a), entries, ready);
+        pthread_mutex_unlock(&a->lock);
+        char err[256];
+        double t0 = now_ms();
+        jpeg_gpu_decode_ready(g, k, ready, rcs, err, sizeof err);
+        double took = now_ms() - t0;
+        pthread_mutex_lock(&a->lock);
+        finish_batch(a, k, entries, rcs, took);
+    }
+    /* whatever is still prepared goes to its worker */
+    for (int i = a->decode_from; i < a->next_read; i++)
+        if (a->state[i] == AH_PREPARED || a->state[i] == AH_QUEUED) {
+            if (a->state[i] == AH_PREPARED) give_back_slot(a, i);
+            a->state[i] = AH_NOT;
+        }
+    a->prepared = 0;
+    a->decoder_done = 1;
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+    free(entries);
+    free(rcs);
+    free(ready);
+    close_own(g, stream);
+    return NULL;
+}
+
+int jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img)
+{
+    if (!a || index < 0 || index >= a->n || !a->paths[index]) return IP_EUNSUPPORTED;
+    double t0 = now_ms();
+    pthread_mutex_lock(&a->lock);
+    while (a->state[index] < AH_READY && !a->stop) {
+        if (a->state[index] == AH_PREPARED && !a->urgent) {
+            a->urgent = 1;
+            pthread_cond_broadcast(&a->changed);
+        }
+        pthread_cond_wait(&a->changed, &a->lock);
+    }
+    int rc = IP_EUNSUPPORTED;
+    if (a->state[index] == AH_READY) {
+        *img = a->slots[a->slot_of[index]].img;
+        a->state[index] = AH_TAKEN;
+        rc = IP_OK;
+    }
+    a->stats.take_wait_ms += now_ms() - t0;
+    pthread_mutex_unlock(&a->lock);
+    return rc;
+}
+
+void jpeg_ahead_release(jpeg_ahead *a, int index)
+{
+    if (!a || index < 0 || index >= a->n) return;
+    pthread_mutex_lock(&a->lock);
+    if (a->state[index] == AH_TAKEN || a->state[index] == AH_READY) {
+        give_back_slot(a, index);
+        a->state[index] = AH_DONE;
+        pthread_cond_broadcast(&a->changed);
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a)
+{
+    jpeg_ahead_stats t = { 0 };
+    if (!a) return t;
+    pthread_mutex_lock(&a->lock);
+    t = a->stats;
+    pthread_mutex_unlock(&a->lock);
+    return t;
+}
+
+/* Half the device's free memory at most, up to DEVICE_BUDGET_MAX. */
+static size_t device_budget(int device)
+{
+    size_t free_bytes = 0, total = 0;
+    if (gpu_select(device, NULL, 0) != IP_OK || gpu_memory_info(&free_bytes, &total, NULL, 0) != IP_OK) return 0;
+    return free_bytes / 2 < DEVICE_BUDGET_MAX ? free_bytes / 2 : DEVICE_BUDGET_MAX;
+}
+
+static int alloc_ahead(jpeg_ahead *a, int n, int batch, int held)
+{
+    a->n = n;
+    a->batch = batch > 0 ? batch : 1;
+    a->n_slots = 2 * a->batch + (held > 0 ? held : 1);
+    a->state = calloc(n > 0 ? (size_t)n : 1, 1);
+    a->slot_of = malloc((n > 0 ? (size_t)n : 1) * sizeof *a->slot_of);
+    a->slots = calloc((size_t)a->n_slots, sizeof *a->slots);
+    a->free_slots = malloc((size_t)a->n_slots * sizeof *a->free_slots);
+    if (!a->state || !a->slot_of || !a->slots || !a->free_slots) return IP_ENOMEM;
+    for (int i = 0; i < n; i++) a->slot_of[i] = -1;
+    for (int s = 0; s < a->n_slots; s++) a->free_slots[a->n_free++] = a->n_slots - 1 - s;
+    return IP_OK;
+}
+
+static void free_ahead(jpeg_ahead *a)
+{
+    for (int s = 0; a->slots && s < a->n_slots; s++) {
+        gpu_host_free(a->slots[s].host);
+        jpeg_gpu_buffer_free(&a->slots[s].dev);
+    }
+    free(a->state);
+    free(a->slot_of);
+    free(a->slots);
+    free(a->free_slots);
+    pthread_cond_destroy(&a->changed);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
+                     const io_options *opt, int batch, int held, char *err, size_t errlen)
+{
+    *out = NULL;
+    jpeg_ahead *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->changed, NULL);
+    if (alloc_ahead(a, n, batch, held) != IP_OK) {
+        free_ahead(a);
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    a->pool = pool;
+    a->device = device;
+    a->paths = paths;
+    a->opt = *opt;
+    a->opt.on_shape = NULL;
+    a->opt.meta = NULL;
+    a->opt.meta_known = 0;
+    a->opt.warnings = NULL;
+    a->dev_budget = device_budget(device);
+    a->decoder_started = pthread_create(&a->decoder, NULL, decoder_main, a) == 0;
+    for (int r = 0; a->decoder_started && r < JPEG_AHEAD_READERS; r++)
+        if (pthread_create(&a->readers[a->n_readers], NULL, reader_main, a) == 0) a->n_readers++;
+    if (!a->decoder_started || !a->n_readers) {
+        jpeg_ahead_stop(a);
+        snprintf(err, errlen, "cannot start the read-ahead's threads");
+        return IP_ENOMEM;
+    }
+    *out = a;
+    return IP_OK;
+}
+
+void jpeg_ahead_stop(jpeg_ahead *a)
+{
+    if (!a) return;
+    pthread_mutex_lock(&a->lock);
+    a->stop = 1;
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+    for (int r = 0; r < a->n_readers; r++) pthread_join(a->readers[r], NULL);
+    if (a->decoder_started) pthread_join(a->decoder, NULL);
+    gpu_select(a->device, NULL, 0);
+    free_ahead(a);
+}

@@ -1,0 +1,41 @@
+/* A folder's JPEGs read and decoded ahead of its workers on one GPU: reader threads read each file
+ * into pinned memory and check it, one decoder thread hands the engine batches of up to `batch`
+ * files (the hardware decoder reaches its rate only on large batches, which a worker-fed decoder
+ * never gathers), and the workers take the decoded images in the listing's order. A file the
+ * engine does not take (progressive, damaged, turned by EXIF, too large) is left to the worker,
+ * which reads it the usual way (nvJPEG's CUDA decoder or libjpeg-turbo), beside the batches.
+ *
+ * Memory is bounded: at most `batch` * 2 + `held` files are read, decoded or held at once, and
+ * their device buffers are reused (grown to the largest image, within a device budget). */
+#ifndef IMGPIPE_JPEG_AHEAD_H
+#define IMGPIPE_JPEG_AHEAD_H
+#include "io/jpeg_pool.h"
+
+typedef struct jpeg_ahead jpeg_ahead;
+
+enum { JPEG_AHEAD_READERS = 3 };   /* reader threads */
+
+/* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;
+ * its callbacks are not used). The threads wait for pool's handle on device; nothing is read
+ * ahead when it cannot be opened. held: how many images the workers may hold at once. */
+int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
+                     const io_options *opt, int batch, int held, char *err, size_t errlen);
+
+/* Entry index's image, waiting for it: IP_OK with *img on the device (packed rows, the ahead's
+ * memory until jpeg_ahead_release), else IP_EUNSUPPORTED: read the file the usual way. */
+int jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img);
+/* The worker is done with index's image (its stream has finished reading it). */
+void jpeg_ahead_release(jpeg_ahead *a, int index);
+
+typedef struct {
+    long files, batches, not_ahead;   /* decoded ahead, in this many batches; left to the workers */
+    int largest_batch;
+    double engine_ms;        /* the decoder thread's time in batches (their wait included) */
+    double read_ms;          /* the readers' time reading and checking files, summed */
+    double take_wait_ms;     /* the workers' time waiting for an image, summed */
+} jpeg_ahead_stats;
+jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a);
+
+/* Stops the threads (the workers must have released every image) and frees everything. */
+void jpeg_ahead_stop(jpeg_ahead *a);
+#endif
