@@ -2,7 +2,8 @@
 # A folder of JPEG photographs at the GPU's JPEG rate (issue 29 items 1 and 4): N 12-megapixel
 # JPEGs q90 (mosaics of the sample photographs, flipped and brightened: photographic detail, never
 # flat) through denoise.pipe to JPEG q90 and to PNG level 3, with --device cpu, gpu, gpu
-# --jpeg-decoder gpu, gpu+cpu (GPU and CPU workers from one queue, with and without nvJPEG) and
+# --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off), gpu+cpu
+# (GPU and CPU workers from one queue, with and without nvJPEG) and
 # auto (which measures the arrangements on the first images and says what it chose), beside an
 # OpenCV script with a process per core (bench/batch.sh's). Prints images/s (whole process and the
 # folder's own summary) and the first device line, then each run's notes: the device and workers
@@ -81,7 +82,7 @@ row() {
   case " ${ONLY:-$label} " in *" $label "*) ;; *) return ;; esac
   rm -rf "$tmp/o"
   t0=$(date +%s.%N)
-  if ! "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o" \
+  if ! env ${ROW_ENV:-} "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o" \
        >/dev/null 2>"$tmp/err.$label.$fmt"; then
     printf "| %s | %s | failed: %s | | | |\n" "$label" "$fmt" "$(grep -v 'images/s, ' "$tmp/err.$label.$fmt" | tail -n 1)"
     return
@@ -109,6 +110,7 @@ peer() {  # fmt
     row gpu "$fmt" --profile --device gpu
     row gpu-nvjpeg "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
+    ROW_ENV=IMGPIPE_JPEG_AHEAD=off row gpu-nvjpeg-noahead "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-j48 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 48
     row gpu+cpu "$fmt" --profile --device gpu+cpu
     row gpu+cpu-nvjpeg "$fmt" --profile --device gpu+cpu --jpeg-decoder gpu
@@ -116,7 +118,7 @@ peer() {  # fmt
     row auto-nvjpeg "$fmt" --device auto --jpeg-decoder gpu
     peer "$fmt"
   done
-  for run in gpu-nvjpeg gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
       [ -f "$f" ] || continue
       echo "--- $(basename "$f"): notes"
