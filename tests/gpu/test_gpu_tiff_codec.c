@@ -1,7 +1,8 @@
 /* TIFF on the GPU: the adler32 kernel against zlib's on random data of odd lengths and spans, the
  * predictor against a host loop, and (when nvCOMP opens: IMGPIPE_NVCOMP_LIB) files written by
- * libtiff decoded equal to the CPU reader's pixels, and device images written by tiff_gpu_write
- * read back by libtiff equal, within 3% of the CPU writer's size. */
+ * libtiff decoded equal to the CPU reader's pixels, a strip that inflates past its block or
+ * short of it left to the CPU reader, a damaged one failed, and device images written by
+ * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "gpu_testutil.h"
 #include "io/tiff_gpu.h"
 #include "ipk_codec.h"
+#include "tiff_testutil.h"
 
 static void adler_spans(size_t total, size_t span, tu_rng *r)
 {
@@ -132,6 +134,47 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
     img_free(&img);
 }
 
+/* tiff_gpu_decode of path: its code, err naming why. */
+static int gpu_decode(io_gpu_codecs *codecs, const char *path, const io_options *opt, char *err, size_t errlen)
+{
+    io_input in;
+    void *held = NULL;
+    jpeg_route_target target = { device_input, &held };
+    ip_image dev = { 0 };
+    int rc = io_input_open(path, &in, err, errlen);
+    if (rc) return rc;
+    rc = tiff_gpu_decode(codecs, &target, &in, opt, &dev, err, errlen);
+    io_input_close(&in);
+    cudaFree(held);
+    return rc;
+}
+
+/* Strip 1 of 37x11 gray in strips of 3 rows holds rows of data: more (it inflates past its block)
+ * or fewer, the GPU leaves it to the CPU reader, which reads libtiff's pixels or fails where
+ * libtiff does; TTU_DAMAGED, the GPU fails it as corrupt. */
+static void odd_strip(io_gpu_codecs *codecs, int rows, int want, const char *what)
+{
+    char path[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/odd_strip.tif", tu_tmpdir());
+    ttu_strips s = { 37, 11, 3, 1, rows };
+    CHECK(ttu_write_strips(path, &s) == 0, "%s: cannot write it", what);
+    io_options opt;
+    io_default_options(&opt);
+    int rc = gpu_decode(codecs, path, &opt, err, sizeof err);
+    CHECK(rc == want && strstr(err, "strip 1"), "%s: GPU decode %d, not %d (%s)", what, rc, want, err);
+    if (want != IP_EUNSUPPORTED) return;
+    ip_image img = { 0 };
+    int libtiff_reads = ttu_libtiff_reads(path);
+    rc = io_read(path, &opt, &img, err, sizeof err);
+    CHECK((rc == IP_OK) == libtiff_reads, "%s: io_read %d (%s) where libtiff %s it", what, rc, err,
+          libtiff_reads ? "reads" : "fails");
+    CHECK(libtiff_reads || rows < 3, "%s: libtiff fails a strip inflating past its block", what);
+    long off_pattern = 0, off_libtiff = rc == IP_OK ? ttu_differences(path, &img, &off_pattern) : 0;
+    CHECK(off_libtiff == 0 && (rows < 3 || off_pattern == 0), "%s: %ld pixels not libtiff's, %ld not the rows written",
+          what, off_libtiff, off_pattern);
+    img_free(&img);
+}
+
 /* A photograph's TIFF written on the GPU is at most 3% larger than the CPU's at the same level. */
 static void photo_sizes(io_gpu_codecs *codecs)
 {
@@ -193,6 +236,9 @@ int main(void)
     round_trip(codecs, 997, 641, 3, IP_U8, IO_TIFF_DEFLATE, &r);
     round_trip(codecs, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, &r);
     round_trip(codecs, 2003, 1500, 1, IP_U8, IO_TIFF_ZSTD, &r);
+    odd_strip(codecs, 5, IP_EUNSUPPORTED, "strip 1 inflating past its block");
+    odd_strip(codecs, 2, IP_EUNSUPPORTED, "strip 1 short");
+    odd_strip(codecs, TTU_DAMAGED, IP_EFORMAT, "strip 1 damaged");
     photo_sizes(codecs);
     io_gpu_codecs_close(codecs);
     return tu_finish();

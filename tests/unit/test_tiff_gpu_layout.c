@@ -1,14 +1,18 @@
 /* What runs of the GPU's TIFF codec without a GPU: zlib's frame made and split as zlib makes it
- * (checked against zlib's own streams and adler32), and which TIFFs (written here by libtiff)
- * the GPU reader takes, with the CPU reader's limits. */
+ * (checked against zlib's own streams and adler32), which TIFFs (written here by libtiff) the
+ * GPU reader takes, with the CPU reader's limits, and libtiff's verdict on a strip nvCOMP
+ * refuses: one that inflates past its block reads (the CPU reader's pixels libtiff's), a short
+ * or damaged one does not. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 #include <tiffio.h>
 #include <zlib.h>
+#include "base/image.h"
 #include "io/tiff_gpu_layout.h"
 #include "io/zlib_frame.h"
 #include "testutil.h"
+#include "tiff_testutil.h"
 
 static void frame_matches_zlib(int level, size_t n, tu_rng *r)
 {
@@ -137,6 +141,70 @@ static void decisions(void)
     CHECK(verdict(&t, &opt, why, sizeof why) == IP_ELIMIT, "pixels: %s", why);
 }
 
+/* tiff_gpu_layout_cpu_reads on strip b of the file, asking for the strip's own rows. */
+static int cpu_reads(const char *path, const ttu_strips *s, uint32_t b)
+{
+    io_options opt;
+    io_default_options(&opt);
+    char why[256];
+    io_input in;
+    int rc = io_input_open(path, &in, why, sizeof why);
+    if (rc) return rc;
+    tiff_gpu_layout l;
+    uint32_t rows = s->height - b * s->rows_per_strip < s->rows_per_strip ? s->height - b * s->rows_per_strip
+                                                                          : s->rows_per_strip;
+    rc = tiff_gpu_layout_open(&l, &in, &opt, why, sizeof why);
+    if (!rc) rc = tiff_gpu_layout_cpu_reads(&l, b, (uint64_t)rows * s->width);
+    tiff_gpu_layout_close(&l);
+    io_input_close(&in);
+    return rc;
+}
+
+/* io_read's pixels: the pattern's, and libtiff's own. */
+static void cpu_reader_pixels(const char *path, const char *what)
+{
+    io_options opt;
+    io_default_options(&opt);
+    char err[256] = "";
+    ip_image img = { 0 };
+    int rc = io_read(path, &opt, &img, err, sizeof err);
+    CHECK(rc == IP_OK, "%s: io_read: %s", what, err);
+    long off_pattern = 0, off_libtiff = rc == IP_OK ? ttu_differences(path, &img, &off_pattern) : 0;
+    CHECK(off_libtiff == 0 && off_pattern == 0, "%s: %ld pixels not libtiff's (-1: it does not read it), %ld not the "
+          "pattern's", what, off_libtiff, off_pattern);
+    img_free(&img);
+}
+
+static void odd_strips(void)
+{
+    static const struct { uint32_t strip; int rows, reads; const char *what; } cases[] = {
+        { 1, 5, IP_OK, "strip 1 inflating past its block" },
+        { 1, 3, IP_OK, "strip 1 as it should be" },
+        { 3, 6, IP_OK, "the last strip inflating past its block" },
+        { 1, 2, IP_EFORMAT, "strip 1 short" },
+        { 1, TTU_DAMAGED, IP_EFORMAT, "strip 1 damaged" },
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/odd_strip.tif", tu_tmpdir());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ttu_strips s = { 37, 11, 3, cases[i].strip, cases[i].rows };   /* strips of 3, 3, 3 and 2 rows */
+        CHECK(ttu_write_strips(path, &s) == 0, "%s: cannot write it", cases[i].what);
+        CHECK(cpu_reads(path, &s, cases[i].strip) == cases[i].reads, "%s: libtiff's verdict", cases[i].what);
+        CHECK(cpu_reads(path, &s, 0) == IP_OK || cases[i].strip == 0, "%s: strip 0 does not read", cases[i].what);
+        if (cases[i].reads == IP_OK) {
+            cpu_reader_pixels(path, cases[i].what);
+            continue;
+        }
+        io_options opt;
+        io_default_options(&opt);
+        char err[256] = "";
+        ip_image img = { 0 };
+        CHECK(io_read(path, &opt, &img, err, sizeof err) == IP_EFORMAT, "%s: the CPU reader took it", cases[i].what);
+        printf("%s: the CPU reader says: %s\n", cases[i].what, err);
+        img_free(&img);
+    }
+}
+
 int main(void)
 {
     tu_rng r;
@@ -146,5 +214,6 @@ int main(void)
     for (int i = 0; i < 6; i++)
         for (int k = 0; k < 4; k++) frame_matches_zlib(levels[k], sizes[i], &r);
     decisions();
+    odd_strips();
     return tu_finish();
 }

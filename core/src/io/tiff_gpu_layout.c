@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/tiff_gpu_layout.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "base/image.h"
 #include "io/io_limits.h"
@@ -140,6 +141,16 @@ int tiff_gpu_layout_limits(const tiff_gpu_layout *l, const io_options *opt, char
     if (!rc && l->tiled) rc = io_limit_tiff_tile(opt, l->bw, l->bh, l->block_bytes, image_bytes, err, errlen);
     if (!rc) rc = blocks_in_file(l, file_bytes, err, errlen);
     return rc;
+}
+
+int tiff_gpu_layout_cpu_reads(const tiff_gpu_layout *l, uint64_t b, uint64_t need)
+{
+    void *buf = need <= SIZE_MAX && need <= INT64_MAX ? malloc(need ? (size_t)need : 1) : NULL;
+    if (!buf) return IP_ENOMEM;
+    tmsize_t got = l->tiled ? TIFFReadEncodedTile(l->tif, (uint32_t)b, buf, (tmsize_t)need)
+                            : TIFFReadEncodedStrip(l->tif, (uint32_t)b, buf, (tmsize_t)need);
+    free(buf);
+    return got >= 0 && (uint64_t)got >= need ? IP_OK : IP_EFORMAT;
 }
 
 void tiff_gpu_layout_close(tiff_gpu_layout *l)

@@ -31,5 +31,9 @@ int tiff_gpu_layout_open(tiff_gpu_layout *l, io_input *in, const io_options *opt
 /* The CPU reader's limits and opt->on_shape (io_shape_known), then each block within the file. */
 int tiff_gpu_layout_limits(const tiff_gpu_layout *l, const io_options *opt, char *err, size_t errlen);
 ip_shape tiff_gpu_layout_shape(const tiff_gpu_layout *l);
+/* Whether libtiff decodes block b to need bytes, as the CPU reader asks it (bytes a stream
+ * inflates to past those are ignored): IP_OK, IP_EFORMAT when it cannot, IP_ENOMEM. It reads and
+ * inflates the block again: a verdict on a block nvCOMP refused, not a step of every decode. */
+int tiff_gpu_layout_cpu_reads(const tiff_gpu_layout *l, uint64_t b, uint64_t need);
 void tiff_gpu_layout_close(tiff_gpu_layout *l);
 #endif

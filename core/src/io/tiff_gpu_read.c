@@ -43,6 +43,14 @@ static int damaged(gpu_read *r, uint64_t block, const char *why)
     return IP_EFORMAT;
 }
 
+/* A block the GPU path does not decode as it is: the CPU reader reads the file, libtiff deciding. */
+static int not_on_gpu(gpu_read *r, uint64_t block, const char *why)
+{
+    snprintf(r->err, r->errlen, "not decoded on the GPU: %s %llu %s", r->l.tiled ? "tile" : "strip",
+             (unsigned long long)block, why);
+    return IP_EUNSUPPORTED;
+}
+
 static int ipk_fail(gpu_read *r, int status, const char *what)
 {
     if (status == 0) return IP_OK;
@@ -129,14 +137,28 @@ static uint64_t block_need(const gpu_read *r, uint64_t b)
     return ((uint64_t)r->l.height - b * r->l.bh) * r->l.row_bytes;
 }
 
+/* A block of other than its size goes to the CPU reader: libtiff ignores what inflates past a
+ * block, and fails a short one or zero-fills it (by codec and version), so it decides. */
 static int check_sizes(gpu_read *r)
 {
     for (uint64_t b = 0; b < r->l.count; b++) {
         uint64_t got = r->chunks[b].dst_bytes, need = block_need(r, b);
-        if (got < need) return damaged(r, b, "shorter than expected");
-        if (got != need && (r->l.tiled || b + 1 < r->l.count)) return damaged(r, b, "longer than expected");
+        if (got < need) return not_on_gpu(r, b, "inflates short of its block");
+        if (got != need && (r->l.tiled || b + 1 < r->l.count)) return not_on_gpu(r, b, "inflates past its block");
     }
     return IP_OK;
+}
+
+/* nvCOMP refused block b, which is how a stream that inflates past its block ends there. When
+ * libtiff reads the block (ignoring the surplus), the CPU reader reads the file; else it is damaged. */
+static int inflate_refused(gpu_read *r, int bad)
+{
+    uint64_t b = (uint64_t)(bad < 0 ? 0 : bad);
+    int rc = tiff_gpu_layout_cpu_reads(&r->l, b, block_need(r, b));
+    if (rc == IP_OK) return not_on_gpu(r, b, "fails nvCOMP's inflate (past its block?) but not libtiff's");
+    if (rc == IP_EFORMAT) return damaged(r, b, "is not valid compressed data");
+    snprintf(r->err, r->errlen, "out of memory");
+    return rc;
 }
 
 /* The adler32 of every block's inflated bytes against its trailer. A mismatch goes to the CPU
@@ -199,7 +221,7 @@ static int inflate_blocks(gpu_read *r)
                         r->errlen);
     int bad = -1;
     if (!rc) rc = nvcomp_decompress(r->c->batch, r->l.codec, (int)r->l.count, r->chunks, &bad, r->err, r->errlen);
-    if (rc == IP_EFORMAT) return damaged(r, (uint64_t)(bad < 0 ? 0 : bad), "is not valid compressed data");
+    if (rc == IP_EFORMAT) return inflate_refused(r, bad);
     if (!rc) rc = check_sizes(r);
     if (!rc) rc = check_adler(r);
     if (!rc) rc = finish_pixels(r);

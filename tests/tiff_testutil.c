@@ -1,0 +1,137 @@
+#include "tiff_testutil.h"
+#include <stdlib.h>
+#include <string.h>
+#include <tiffio.h>
+#include <zlib.h>
+
+uint8_t ttu_pixel(uint32_t x, uint32_t y)
+{
+    return (uint8_t)(x * 7 + y * 31 + (x * y) / 5);
+}
+
+static uint32_t own_rows(const ttu_strips *s, uint32_t strip)
+{
+    uint32_t y0 = strip * s->rows_per_strip;
+    return s->height - y0 < s->rows_per_strip ? s->height - y0 : s->rows_per_strip;
+}
+
+/* Rows y0 .. y0 + n - 1 of the pattern, packed. */
+static uint8_t *pattern_rows(const ttu_strips *s, uint32_t y0, uint32_t n)
+{
+    uint8_t *rows = malloc((size_t)s->width * n + 1);
+    for (uint32_t y = 0; rows && y < n; y++)
+        for (uint32_t x = 0; x < s->width; x++) rows[(size_t)y * s->width + x] = ttu_pixel(x, y0 + y);
+    return rows;
+}
+
+/* One deflate call's worth of input; Z_OK or Z_STREAM_END (flush Z_FINISH) when it went in whole. */
+static int feed(z_stream *z, const uint8_t *data, size_t len, int flush)
+{
+    z->next_in = (Bytef *)data;
+    z->avail_in = (uInt)len;
+    int rc = deflate(z, flush);
+    return z->avail_in == 0 && z->avail_out > 0 ? rc : Z_BUF_ERROR;
+}
+
+/* The strip's zlib stream: its own rows, then (sync-flushed) the rest; malloc'd, *len bytes. */
+static uint8_t *compress_strip(const ttu_strips *s, uint32_t strip, uint32_t data_rows, size_t *len)
+{
+    uint32_t own = own_rows(s, strip) < data_rows ? own_rows(s, strip) : 0;   /* rows before the flush */
+    size_t row = s->width, cap = compressBound((uLong)(row * data_rows)) + 64;
+    uint8_t *rows = pattern_rows(s, strip * s->rows_per_strip, data_rows), *out = malloc(cap);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    int ok = rows && out && deflateInit(&z, 6) == Z_OK;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    if (ok && own) ok = feed(&z, rows, row * own, Z_SYNC_FLUSH) == Z_OK;
+    if (ok) ok = feed(&z, rows + row * own, row * (data_rows - own), Z_FINISH) == Z_STREAM_END;
+    *len = cap - z.avail_out;
+    deflateEnd(&z);
+    free(rows);
+    if (!ok) free(out);
+    return ok ? out : NULL;
+}
+
+static TIFF *open_strips(const char *path, const ttu_strips *s)
+{
+    TIFF *tif = TIFFOpen(path, "w");
+    int ok = tif && TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, s->width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, s->height) &&
+             TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8) && TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1) &&
+             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK) &&
+             TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+             TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE) &&
+             TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, s->rows_per_strip);
+    if (!ok && tif) TIFFClose(tif);
+    return ok ? tif : NULL;
+}
+
+int ttu_write_strips(const char *path, const ttu_strips *s)
+{
+    static const uint8_t damaged[16] = { 0x78, 0x9c, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                         0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1 };   /* BTYPE 3: reserved */
+    TIFF *tif = open_strips(path, s);
+    uint32_t strips = (s->height + s->rows_per_strip - 1) / s->rows_per_strip;
+    int ok = tif != NULL;
+    for (uint32_t b = 0; ok && b < strips; b++) {
+        int odd = b == s->odd_strip;
+        if (odd && s->odd_rows == TTU_DAMAGED) {
+            ok = TIFFWriteRawStrip(tif, b, (void *)damaged, sizeof damaged) == (tmsize_t)sizeof damaged;
+            continue;
+        }
+        size_t len = 0;
+        uint8_t *z = compress_strip(s, b, odd ? (uint32_t)s->odd_rows : own_rows(s, b), &len);
+        ok = z && TIFFWriteRawStrip(tif, b, z, (tmsize_t)len) == (tmsize_t)len;
+        free(z);
+    }
+    if (tif) TIFFClose(tif);
+    return ok ? 0 : -1;
+}
+
+/* The file's pixels as libtiff reads them, packed: malloc'd; NULL when a strip does not read. */
+static uint8_t *libtiff_pixels(const char *path, size_t *bytes)
+{
+    TIFF *tif = TIFFOpen(path, "r");
+    uint32_t w = 0, h = 0, rps = 0;
+    int ok = tif && TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w) && TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h) &&
+             TIFFGetField(tif, TIFFTAG_ROWSPERSTRIP, &rps) && rps > 0;
+    *bytes = (size_t)w * h;
+    uint8_t *px = ok ? calloc(*bytes + 1, 1) : NULL;
+    for (uint32_t y = 0; px && y < h; y += rps) {
+        tmsize_t want = (tmsize_t)((size_t)w * (h - y < rps ? h - y : rps));
+        if (TIFFReadEncodedStrip(tif, y / rps, px + (size_t)y * w, want) != want) {
+            free(px);
+            px = NULL;
+        }
+    }
+    if (tif) TIFFClose(tif);
+    return px;
+}
+
+long ttu_differences(const char *path, const ip_image *img, long *off_pattern)
+{
+    size_t bytes = 0;
+    uint8_t *lib = libtiff_pixels(path, &bytes);
+    uint32_t w = (uint32_t)img->shape.width, h = (uint32_t)img->shape.height;
+    int same_shape = bytes == (size_t)w * h;
+    long differ = same_shape ? 0 : (long)bytes;   /* another shape: all of it */
+    *off_pattern = 0;
+    for (uint32_t y = 0; lib && same_shape && y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t v = ((const uint8_t *)img->data)[(size_t)y * (size_t)img->stride + x];
+            differ += v != lib[(size_t)y * w + x];
+            *off_pattern += v != ttu_pixel(x, y);
+        }
+    if (!lib) return -1;
+    free(lib);
+    return differ;
+}
+
+int ttu_libtiff_reads(const char *path)
+{
+    size_t bytes = 0;
+    uint8_t *lib = libtiff_pixels(path, &bytes);
+    int reads = lib != NULL;
+    free(lib);
+    return reads;
+}

@@ -1,0 +1,31 @@
+/* What the GPU TIFF reader's tests share (the layout's unit test and the device test): deflate
+ * TIFFs whose strips are written raw from zlib, one of them odd (inflating past its block, short
+ * of it, or no deflate stream at all), and the pixels libtiff itself reads from a file. */
+#ifndef IMGPIPE_TIFF_TESTUTIL_H
+#define IMGPIPE_TIFF_TESTUTIL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "base/image.h"
+
+/* TTU_DAMAGED: the odd strip is a zlib header on bytes that are no deflate stream. */
+enum { TTU_DAMAGED = -1 };
+
+typedef struct {
+    uint32_t width, height, rows_per_strip;   /* 8-bit gray, Adobe deflate */
+    uint32_t odd_strip;
+    int odd_rows;   /* rows of data in odd_strip: more than it holds, fewer, or TTU_DAMAGED */
+} ttu_strips;
+
+/* Row y's pixel x; rows past a strip's own (and past the image) continue the pattern. */
+uint8_t ttu_pixel(uint32_t x, uint32_t y);
+/* Writes the file; 0, or -1 when zlib or libtiff failed. A strip holding more rows than its
+ * own is sync-flushed after them, so that its block ends on a deflate block boundary and
+ * libtiff with zlib or libdeflate decodes all of its own rows. */
+int ttu_write_strips(const char *path, const ttu_strips *s);
+/* How many of img's pixels (a reading of path, ttu_strips' shape) differ from libtiff's own,
+ * strip by strip (TIFFReadEncodedStrip, into zeroed memory); -1 when libtiff does not read
+ * the file. *off_pattern: how many differ from ttu_pixel. */
+long ttu_differences(const char *path, const ip_image *img, long *off_pattern);
+/* Whether libtiff reads every strip of the file whole. */
+int ttu_libtiff_reads(const char *path);
+#endif

@@ -1,0 +1,177 @@
+/* The GPU's TIFF reader (tiff_gpu_decode) on a mock device whose memory is host memory, nvCOMP
+ * replaced by zlib: a good file decodes to its pixels; a strip that inflates past its block,
+ * whether nvCOMP refuses it or fills the block and stops, or one short of it, is left to the CPU
+ * reader (IP_EUNSUPPORTED naming it); a damaged one fails as corrupt. A build without CUDA has
+ * no such reader: skipped there. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include "imgpipe/plugin.h"
+#include "testutil.h"
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include <zlib.h>
+#include "gpu/gpu.h"
+#include "io/tiff_gpu.h"
+#include "ipk_codec.h"
+#include "tiff_testutil.h"
+
+/* How the mock nvCOMP meets a stream that inflates past its buffer: it refuses the chunk (as
+ * nvcomp_decompress reports a bad status or a size over the capacity), or fills the buffer and
+ * says it succeeded. */
+static enum { PAST_REFUSED, PAST_TRUNCATED } past_mode;
+
+/* The mock device (with tests/gpu_mock_basics.c and gpu_mock_plain.c): copies happen at once. */
+int gpu_stream_sync(void *stream, char *err, size_t errlen)
+{
+    (void)stream, (void)err, (void)errlen;
+    return IP_OK;
+}
+
+int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
+               gpu_copy_kind kind, void *stream, char *err, size_t errlen)
+{
+    (void)kind, (void)stream, (void)err, (void)errlen;
+    for (size_t y = 0; y < rows; y++) memcpy((char *)dst + y * dst_pitch, (const char *)src + y * src_pitch, row_bytes);
+    return IP_OK;
+}
+
+/* The mock nvCOMP: raw deflate inflated by zlib into each chunk's buffer. */
+static int mock_lib, mock_batch;
+int nvcomp_open(nvcomp_lib **lib, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    *lib = (nvcomp_lib *)&mock_lib;
+    return IP_OK;
+}
+void nvcomp_close(nvcomp_lib *lib) { (void)lib; }
+int nvcomp_batch_create(nvcomp_batch **b, const nvcomp_lib *lib, int device, void *stream, char *err, size_t errlen)
+{
+    (void)lib, (void)device, (void)stream, (void)err, (void)errlen;
+    *b = (nvcomp_batch *)&mock_batch;
+    return IP_OK;
+}
+void nvcomp_batch_destroy(nvcomp_batch *b) { (void)b; }
+
+/* 0 when the chunk inflated whole into its buffer, else -1; dst_bytes what it wrote. */
+static int inflate_chunk(nvcomp_chunk *c)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, -15) != Z_OK) return -1;
+    z.next_in = (Bytef *)c->src;
+    z.avail_in = (uInt)c->src_bytes;
+    z.next_out = c->dst;
+    z.avail_out = (uInt)c->dst_capacity;
+    int rc = inflate(&z, Z_FINISH);
+    c->dst_bytes = c->dst_capacity - z.avail_out;
+    inflateEnd(&z);
+    int past = rc == Z_BUF_ERROR && z.avail_out == 0;
+    return rc == Z_STREAM_END || (past && past_mode == PAST_TRUNCATED) ? 0 : -1;
+}
+
+int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk, char *err,
+                      size_t errlen)
+{
+    (void)b;
+    *bad_chunk = -1;
+    if (codec != NVCOMP_DEFLATE) {
+        snprintf(err, errlen, "mock: deflate only");
+        return IP_EINVAL;
+    }
+    for (int i = 0; i < n; i++)
+        if (inflate_chunk(&chunks[i]) != 0) {
+            snprintf(err, errlen, "chunk %d is not valid deflate data (mock)", i);
+            *bad_chunk = i;
+            return IP_EFORMAT;
+        }
+    return IP_OK;
+}
+
+/* The codec kernels on the host; these files have neither a predictor nor tiles. */
+int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *out, void *stream)
+{
+    (void)stream;
+    for (size_t i = 0; i * span < total; i++)
+        out[i] = (uint32_t)adler32(1, data + i * span, (uInt)(total - i * span < span ? total - i * span : span));
+    return 0;
+}
+int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int channels, int sample_bytes,
+                            void *stream)
+{
+    (void)rows, (void)pitch, (void)width, (void)height, (void)channels, (void)sample_bytes, (void)stream;
+    return -1;
+}
+int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pixel_bytes, void *dst,
+                            size_t dst_pitch, int width, int height, void *stream)
+{
+    (void)tiles, (void)tile_w, (void)tile_h, (void)pixel_bytes, (void)dst, (void)dst_pitch, (void)width, (void)height,
+        (void)stream;
+    return -1;
+}
+
+static int device_input(void *user, const ip_shape *shape, size_t bytes, void **dev, char *err, size_t errlen)
+{
+    (void)shape, (void)err, (void)errlen;
+    void **held = user;
+    free(*held);
+    *held = *dev = malloc(bytes);
+    return *dev ? IP_OK : IP_ENOMEM;
+}
+
+/* Strip odd_strip of 37x11 gray in strips of 3 rows (3, 3, 3 and 2) holds rows of data. */
+static void decode(io_gpu_codecs *codecs, uint32_t odd_strip, int rows, int want, const char *says, const char *what)
+{
+    char path[512], err[256] = "";
+    snprintf(path, sizeof path, "%s/gpu_read_mock.tif", tu_tmpdir());
+    ttu_strips s = { 37, 11, 3, odd_strip, rows };
+    CHECK(ttu_write_strips(path, &s) == 0, "%s: cannot write it", what);
+    io_options opt;
+    io_default_options(&opt);
+    io_input in;
+    void *held = NULL;
+    jpeg_route_target target = { device_input, &held };
+    ip_image dev = { 0 };
+    int rc = io_input_open(path, &in, err, sizeof err);
+    if (!rc) rc = tiff_gpu_decode(codecs, &target, &in, &opt, &dev, err, sizeof err);
+    io_input_close(&in);
+    CHECK(rc == want && strstr(err, says), "%s: %d, not %d ('%s', not '%s')", what, rc, want, err, says);
+    int wrong = 0;
+    for (uint32_t y = 0; rc == IP_OK && y < s.height; y++)
+        for (uint32_t x = 0; x < s.width; x++)
+            wrong += ((const uint8_t *)dev.data)[(size_t)y * (size_t)dev.stride + x] != ttu_pixel(x, y);
+    CHECK(wrong == 0, "%s: %d pixels wrong", what, wrong);
+    free(held);
+}
+
+static void decisions(io_gpu_codecs *codecs)
+{
+    const char *past = "not decoded on the GPU: strip 1 ";
+    decode(codecs, 1, 3, IP_OK, "", "a good file");
+    decode(codecs, 3, 3, IP_OK, "", "the last strip padded to its block, as libtiff allows");
+    past_mode = PAST_REFUSED;
+    decode(codecs, 1, 5, IP_EUNSUPPORTED, past, "strip 1 past its block, refused");
+    decode(codecs, 3, 6, IP_EUNSUPPORTED, "not decoded on the GPU: strip 3 ", "the last strip past its block, refused");
+    decode(codecs, 1, 2, IP_EUNSUPPORTED, "not decoded on the GPU: strip 1 inflates short", "strip 1 short");
+    decode(codecs, 1, TTU_DAMAGED, IP_EFORMAT, "truncated or corrupt TIFF: strip 1 is not valid", "strip 1 damaged");
+    past_mode = PAST_TRUNCATED;
+    decode(codecs, 1, 5, IP_EUNSUPPORTED, "strip 1's adler32 differs", "strip 1 past its block, cut at it");
+}
+
+int main(void)
+{
+    io_gpu_codecs *codecs = NULL;
+    char why[256] = "";
+    int stream;
+    CHECK(io_gpu_codecs_open(&codecs, 0, &stream, why, sizeof why) == IP_OK, "mock codecs: %s", why);
+    if (codecs) decisions(codecs);
+    io_gpu_codecs_close(codecs);
+    return tu_finish();
+}
+#else
+int main(void)
+{
+    tu_skip("built without CUDA: no GPU TIFF reader");
+    return 0;
+}
+#endif
