@@ -243,15 +243,6 @@ static int decode_into_target(gpu_read *r, const jpeg_route_target *target, ip_i
     return IP_OK;
 }
 
-int tiff_gpu_decodable(io_input *in, const io_options *opt)
-{
-    tiff_gpu_layout l;
-    char why[256];
-    int ok = tiff_gpu_layout_open(&l, in, opt, why, sizeof why) == IP_OK;
-    tiff_gpu_layout_close(&l);
-    return ok;
-}
-
 int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
                     ip_image *dev_in, char *err, size_t errlen)
 {
@@ -272,12 +263,6 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
 }
 
 #else
-
-int tiff_gpu_decodable(io_input *in, const io_options *opt)
-{
-    (void)in, (void)opt;
-    return 0;
-}
 
 int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
                     ip_image *dev_in, char *err, size_t errlen)

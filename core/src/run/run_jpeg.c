@@ -22,9 +22,10 @@ int run_jpeg_wanted(const jpeg_gpu *g, io_format in_format, exec_transfer transf
 int run_tiff_gpu_decode(const io_gpu_codecs *codecs, exec_ctx *ctx, const plan *p, io_input *in, const io_options *io,
                         ip_image *img, char *err, size_t errlen)
 {
-    if (!codecs || !tiff_gpu_decodable(in, io)) return IP_EUNSUPPORTED;
+    if (!codecs) return IP_EUNSUPPORTED;
     run_jpeg_target target;
     run_jpeg_target_init(&target, ctx, p);
+    /* a file the GPU does not take is declined from its directory, before the target is asked */
     int rc = tiff_gpu_decode(codecs, &target.target, in, io, img, err, errlen);
     return rc == IP_ECUDA || rc == IP_ENOMEM ? IP_EUNSUPPORTED : rc;
 }
