@@ -13,7 +13,11 @@
 
 typedef struct jpeg_ahead jpeg_ahead;
 
-enum { JPEG_AHEAD_READERS = 3 };   /* reader threads */
+/* Reader threads for the engine; threads that may decode a fixed share of the files (of every 4,
+ * the last JPEG_AHEAD_HYBRID_SHARE; IMGPIPE_JPEG_AHEAD_HYBRID=0..3 sets it, to measure) one by one
+ * on nvJPEG's GPU hybrid decoder beside the engine. None by default: on the H100 that decoder took
+ * 30 ms a 12-MP file against the engine's 5-7, and a folder ran slower with it (bench/RESULTS.md). */
+enum { JPEG_AHEAD_READERS = 3, JPEG_AHEAD_HYBRIDS = 2, JPEG_AHEAD_HYBRID_SHARE = 0 };
 
 /* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;
  * its callbacks are not used). The threads wait for pool's handle on device; nothing is read
@@ -33,6 +37,8 @@ typedef struct {
     double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
+    long hybrid_files;       /* decoded by the GPU hybrid decoder (not in files), and its time */
+    double hybrid_ms;
 } jpeg_ahead_stats;
 jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a);
 
