@@ -51,6 +51,7 @@ typedef struct {
     jpeg_pool *jpeg;         /* nvJPEG shared by the workers of each GPU, when asked for */
     jpeg_ahead *ahead;       /* the listing's JPEGs read and decoded ahead of the workers, or NULL */
     const char **ahead_paths;
+    int memory_early_at;     /* the image memory_early_at named, kept past the read-ahead's end */
     double free_mib_early, free_mib_last;   /* GPU memory free early on and at the last image taken */
     int jobs;
     batch_times times;       /* for --profile: where the workers' time went */
@@ -360,12 +361,19 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     return rc;
 }
 
-/* For --profile: device memory free when image 2*jobs+8 is taken (every worker's buffers made by
- * then) and when the last is (every worker still holds its own), so growth over a run shows. */
+/* The image by which every worker's buffers, and the read-ahead's, are made. */
+static int memory_early_at(const batch_shared *sh)
+{
+    int at = 2 * sh->jobs + 8 + jpeg_ahead_slots(sh->ahead);
+    return at < sh->list->n ? at : 0;
+}
+
+/* For --profile: device memory free when image memory_early_at is taken and when the last is
+ * (every worker still holds its own), so growth over a run shows. */
 static void watch_memory(batch_shared *sh, int taken)
 {
     size_t free_bytes, total;
-    int early_at = 2 * sh->jobs + 8 < sh->list->n ? 2 * sh->jobs + 8 : 0;   /* every worker's buffers made */
+    int early_at = sh->memory_early_at;
     int early = taken == early_at, last = taken == sh->list->n - 1;
     if ((!early && !last) || gpu_memory_info(&free_bytes, &total, NULL, 0) != IP_OK) return;
     if (early) sh->free_mib_early = (double)free_bytes / 1048576.0;
@@ -794,6 +802,7 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
         say_arrangement(&sh, why);
     }
     if (list.n) start_ahead(&sh, &list, jobs);
+    sh.memory_early_at = memory_early_at(&sh);
     rc = list.n ? run_arranged(&sh, jobs, err, errlen) : IP_OK;
     sh.prog.elapsed_s = now_s() - sh.t0;
     note_times(&sh);
@@ -801,7 +810,7 @@ int batch_run(const batch_options *o, const plan *p, const batch_callbacks *cb, 
     close_jpeg_pool(&sh);
     if (sh.free_mib_early >= 0 && sh.free_mib_last >= 0 && cb->note) {
         char msg[160];
-        int early_at = 2 * jobs + 8 < list.n ? 2 * jobs + 8 : 0;
+        int early_at = sh.memory_early_at;
         snprintf(msg, sizeof msg, "GPU memory in use grew by %.1f MiB from image %d to the last", sh.free_mib_early -
                  sh.free_mib_last, early_at + 1);
         cb->note(cb->user, msg);

@@ -419,6 +419,8 @@ jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a)
     return t;
 }
 
+int jpeg_ahead_slots(const jpeg_ahead *a) { return a ? a->n_slots + (a->hybrid_share ? HYBRID_SLOTS : 0) : 0; }
+
 /* Half the device's free memory at most, up to DEVICE_BUDGET_MAX. */
 static size_t device_budget(int device)
 {

@@ -42,6 +42,9 @@ typedef struct {
 } jpeg_ahead_stats;
 jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a);
 
+/* How many images it may hold at once (each with its device buffer, kept for the next). */
+int jpeg_ahead_slots(const jpeg_ahead *a);
+
 /* Stops the threads (the workers must have released every image) and frees everything. */
 void jpeg_ahead_stop(jpeg_ahead *a);
 #endif
