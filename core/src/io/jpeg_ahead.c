@@ -288,15 +288,14 @@ static int nothing_left(const jpeg_ahead *a)
     return a->broken || (a->next_read >= a->n && a->reading == 0 && a->prepared == 0);
 }
 
-/* Below a full batch, a power of two: the engine's state is initialised for each batch size it
- * sees (about 90 ms), so only a few sizes are used. */
+/* A full batch, else 8 or 1 files: the engine keeps a state, with its own device memory, for each
+ * batch size it sees (about 90 ms to make), so only these three are used, all made at the start:
+ * device memory then stays flat over a folder. */
+enum { SMALL_BATCH = 8 };
 static int batch_size(const jpeg_ahead *a)
 {
     int k = a->prepared < a->batch ? a->prepared : a->batch;
-    if (k == a->batch) return k;
-    int p = 1;
-    while (p * 2 <= k) p *= 2;
-    return p;
+    return k == a->batch ? k : k >= SMALL_BATCH ? SMALL_BATCH : 1;
 }
 
 /* The k lowest prepared entries, marked as decoding (lock held). */
@@ -343,7 +342,11 @@ static void *decoder_main(void *arg)
     jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
     pthread_mutex_lock(&a->lock);
     if (!g || !entries || !rcs || !ready) a->broken = 1;
-    else jpeg_gpu_batch_warm(g, a->batch);
+    else {
+        jpeg_gpu_batch_warm(g, a->batch);
+        if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
+        if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
+    }
     pthread_cond_broadcast(&a->changed);
     for (;;) {
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
