@@ -493,11 +493,15 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     const char *share = getenv("IMGPIPE_JPEG_AHEAD_HYBRID");
     a->hybrid_share = share && share[0] >= '0' && share[0] <= '3' && !share[1] ? share[0] - '0' : JPEG_AHEAD_HYBRID_SHARE;
     a->decoder_started = pthread_create(&a->decoder, NULL, decoder_main, a) == 0;
-    for (int r = 0; a->decoder_started && r < JPEG_AHEAD_READERS; r++)
-        if (pthread_create(&a->readers[a->n_readers], NULL, reader_main, a) == 0) a->n_readers++;
+    /* the hybrid threads first: with none started, the readers take their share too (no entry
+     * is left for a thread that does not exist) */
     for (int h = 0; a->decoder_started && a->hybrid_share && h < JPEG_AHEAD_HYBRIDS; h++)
         if (pthread_create(&a->hybrids[a->n_hybrids], NULL, hybrid_main, a) == 0) a->n_hybrids++;
-    if (a->hybrid_share && !a->n_hybrids) a->hybrid_broken = 1;
+    pthread_mutex_lock(&a->lock);
+    if (!a->n_hybrids) a->hybrid_share = 0;
+    pthread_mutex_unlock(&a->lock);
+    for (int r = 0; a->decoder_started && r < JPEG_AHEAD_READERS; r++)
+        if (pthread_create(&a->readers[a->n_readers], NULL, reader_main, a) == 0) a->n_readers++;
     if (!a->decoder_started || !a->n_readers) {
         jpeg_ahead_stop(a);
         snprintf(err, errlen, "cannot start the read-ahead's threads");
