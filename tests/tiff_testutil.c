@@ -33,10 +33,11 @@ static int feed(z_stream *z, const uint8_t *data, size_t len, int flush)
     return z->avail_in == 0 && z->avail_out > 0 ? rc : Z_BUF_ERROR;
 }
 
-/* The strip's zlib stream: its own rows, then (sync-flushed) the rest; malloc'd, *len bytes. */
-static uint8_t *compress_strip(const ttu_strips *s, uint32_t strip, uint32_t data_rows, size_t *len)
+/* The strip's zlib stream: its own rows, then (sync-flushed unless crossing) the rest; malloc'd,
+ * *len bytes. */
+static uint8_t *compress_strip(const ttu_strips *s, uint32_t strip, uint32_t data_rows, int crossing, size_t *len)
 {
-    uint32_t own = own_rows(s, strip) < data_rows ? own_rows(s, strip) : 0;   /* rows before the flush */
+    uint32_t own = own_rows(s, strip) < data_rows && !crossing ? own_rows(s, strip) : 0;   /* rows before the flush */
     size_t row = s->width, cap = compressBound((uLong)(row * data_rows)) + 64;
     uint8_t *rows = pattern_rows(s, strip * s->rows_per_strip, data_rows), *out = malloc(cap);
     z_stream z;
@@ -66,7 +67,7 @@ static TIFF *open_strips(const char *path, const ttu_strips *s)
     return ok ? tif : NULL;
 }
 
-int ttu_write_strips(const char *path, const ttu_strips *s)
+static int write_strips(const char *path, const ttu_strips *s, int crossing)
 {
     static const uint8_t damaged[16] = { 0x78, 0x9c, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                                          0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1 };   /* BTYPE 3: reserved */
@@ -80,12 +81,22 @@ int ttu_write_strips(const char *path, const ttu_strips *s)
             continue;
         }
         size_t len = 0;
-        uint8_t *z = compress_strip(s, b, odd ? (uint32_t)s->odd_rows : own_rows(s, b), &len);
+        uint8_t *z = compress_strip(s, b, odd ? (uint32_t)s->odd_rows : own_rows(s, b), odd && crossing, &len);
         ok = z && TIFFWriteRawStrip(tif, b, z, (tmsize_t)len) == (tmsize_t)len;
         free(z);
     }
     if (tif) TIFFClose(tif);
     return ok ? 0 : -1;
+}
+
+int ttu_write_strips(const char *path, const ttu_strips *s)
+{
+    return write_strips(path, s, 0);
+}
+
+int ttu_write_crossing(const char *path, const ttu_strips *s)
+{
+    return write_strips(path, s, 1);
 }
 
 /* The file's pixels as libtiff reads them, packed: malloc'd; NULL when a strip does not read. */

@@ -1,6 +1,7 @@
-/* What the GPU TIFF reader's tests share (the layout's unit test and the device test): deflate
- * TIFFs whose strips are written raw from zlib, one of them odd (inflating past its block, short
- * of it, or no deflate stream at all), and the pixels libtiff itself reads from a file. */
+/* What the TIFF readers' tests share (the GPU layout's unit test, the device test, the CPU
+ * reader's unwritten-pixels test): deflate TIFFs whose strips are written raw from zlib, one of
+ * them odd (inflating past its block, short of it, or no deflate stream at all), and the pixels
+ * libtiff itself reads from a file. */
 #ifndef IMGPIPE_TIFF_TESTUTIL_H
 #define IMGPIPE_TIFF_TESTUTIL_H
 #include <stddef.h>
@@ -22,6 +23,9 @@ uint8_t ttu_pixel(uint32_t x, uint32_t y);
  * own is sync-flushed after them, so that its block ends on a deflate block boundary and
  * libtiff with zlib or libdeflate decodes all of its own rows. */
 int ttu_write_strips(const char *path, const ttu_strips *s);
+/* The same, but odd_strip's rows (more than its own) are one deflate stream without the flush,
+ * so that a back-reference may cross the block's end. */
+int ttu_write_crossing(const char *path, const ttu_strips *s);
 /* How many of img's pixels (a reading of path, ttu_strips' shape) differ from libtiff's own,
  * strip by strip (TIFFReadEncodedStrip, into zeroed memory); -1 when libtiff does not read
  * the file. *off_pattern: how many differ from ttu_pixel. */

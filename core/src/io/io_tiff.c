@@ -432,7 +432,7 @@ static int decode_block(tiff_reader *r, const block_layout *l, block_worker *w, 
                         tmsize_t size, tmsize_t need)
 {
     *w->log = (tiff_log){ .warnings = w->log->warnings };   /* this block's own message, not an earlier one's */
-    if (tiff_decoder_may_skip_bits(r->compression)) memset(dst, 0, (size_t)size);
+    if (tiff_decoder_may_leave_unwritten(r->compression)) memset(dst, 0, (size_t)size);
     tmsize_t got = l->tiled ? TIFFReadEncodedTile(w->tif, (uint32_t)b, dst, size)
                             : TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, size);
     if (got < need) return -1;

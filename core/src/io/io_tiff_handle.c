@@ -75,10 +75,11 @@ void tiff_log_went_past(tiff_log *log)
     io_warnings_add(log->warnings, 1, what);
 }
 
-int tiff_decoder_may_skip_bits(uint16_t compression)
+int tiff_decoder_may_leave_unwritten(uint16_t compression)
 {
     return compression == COMPRESSION_CCITTRLE || compression == COMPRESSION_CCITTRLEW ||
-           compression == COMPRESSION_CCITTFAX3 || compression == COMPRESSION_CCITTFAX4;
+           compression == COMPRESSION_CCITTFAX3 || compression == COMPRESSION_CCITTFAX4 ||
+           compression == COMPRESSION_ADOBE_DEFLATE || compression == COMPRESSION_DEFLATE;
 }
 
 static TIFFOpenOptions *options_for(tiff_log *log)

@@ -19,9 +19,11 @@ const char *tiff_log_text(const tiff_log *log, const char *fallback);
 /* After a read that succeeded: an error libtiff reported on the way (a CCITT fax line with a bad
  * code, after which the decoder goes on with the next line) is damage decoded anyway, a warning. */
 void tiff_log_went_past(tiff_log *log);
-/* CCITT fax decoders can leave bits of the lines after a bad code unwritten: a block decodes into
- * zeroed memory, so that the pixels never depend on what was there before. */
-int tiff_decoder_may_skip_bits(uint16_t compression);
+/* Decoders that can succeed with part of a block unwritten: CCITT fax (bits of the lines after a
+ * bad code) and deflate (libtiff's libdeflate path stops before a back-reference that crosses the
+ * block's end). Such a block decodes into zeroed memory, so that its pixels never depend on what
+ * was there before. */
+int tiff_decoder_may_leave_unwritten(uint16_t compression);
 
 /* A reading handle's position in the shared descriptor: reads use pread(), so handles on one
  * fd do not move each other's offset. */

@@ -32,6 +32,7 @@ typedef struct {
     tiff_worker *workers;     /* workers[0] holds the handle that read the tags */
     uint32_t width, height, bw, bh, across, blocks_down_per_band;
     int tiled;
+    int zero_first;           /* the decoder may leave part of a block unwritten: zero it first */
     uint64_t block_row_bytes, block_bytes;
     size_t row_bytes;         /* a packed image row */
     ip_image band;
@@ -88,6 +89,9 @@ static int corrupt(char *err, size_t errlen, const tiff_log *log, const char *fa
 
 static int block_layout(tiff_stream_reader *r, TIFF *tif, tiff_log *log, uint64_t band_bytes, char *err, size_t errlen)
 {
+    uint16_t compression = COMPRESSION_NONE;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    r->zero_first = tiff_decoder_may_leave_unwritten(compression);
     r->tiled = TIFFIsTiled(tif);
     if (r->tiled) {
         uint32_t tw = 0, th = 0;
@@ -150,11 +154,13 @@ static int read_block(tiff_stream_reader *r, tiff_worker *w, uint64_t b, uint32_
     w->log = (tiff_log){ .warnings = &r->seen };
     if (!r->tiled) {
         tmsize_t need = (tmsize_t)(rows * r->row_bytes);
+        if (r->zero_first) memset(dst, 0, (size_t)need);
         if (TIFFReadEncodedStrip(w->tif, (uint32_t)b, dst, need) < need) return -1;
         tiff_log_went_past(&w->log);
         return 0;
     }
     tmsize_t need = (tmsize_t)(rows * r->block_row_bytes);
+    if (r->zero_first) memset(w->scratch, 0, (size_t)r->block_bytes);
     if (TIFFReadEncodedTile(w->tif, (uint32_t)b, w->scratch, (tmsize_t)r->block_bytes) < need) return -1;
     tiff_log_went_past(&w->log);
     size_t px = r->row_bytes / r->width, cols = r->width - x0 < r->bw ? r->width - x0 : r->bw;
