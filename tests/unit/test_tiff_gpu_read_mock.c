@@ -1,8 +1,9 @@
 /* The GPU's TIFF reader (tiff_gpu_decode) on a mock device whose memory is host memory, nvCOMP
  * replaced by zlib: a good file decodes to its pixels; a strip that inflates past its block,
  * whether nvCOMP refuses it or fills the block and stops, or one short of it, is left to the CPU
- * reader (IP_EUNSUPPORTED naming it); a damaged one fails as corrupt. A build without CUDA has
- * no such reader: skipped there. */
+ * reader (IP_EUNSUPPORTED naming it); a damaged one fails as corrupt; a strip over nvCOMP's
+ * chunk (1 MiB in the mock), decoded or compressed, is left to the CPU reader before any device
+ * memory is asked for. A build without CUDA has no such reader: skipped there. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,15 @@ int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, s
     return IP_OK;
 }
 
-/* The mock nvCOMP: raw deflate inflated by zlib into each chunk's buffer. */
+/* The mock nvCOMP: raw deflate inflated by zlib into each chunk's buffer, chunks of up to
+ * MOCK_MAX_CHUNK (nvCOMP's 64 MiB, smaller so that the files stay small). */
+#define MOCK_MAX_CHUNK ((size_t)1 << 20)
 static int mock_lib, mock_batch;
+size_t nvcomp_max_chunk(const nvcomp_lib *lib)
+{
+    (void)lib;
+    return MOCK_MAX_CHUNK;
+}
 int nvcomp_open(nvcomp_lib **lib, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
@@ -79,6 +87,11 @@ int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *
         snprintf(err, errlen, "mock: deflate only");
         return IP_EINVAL;
     }
+    for (int i = 0; i < n; i++)
+        if (chunks[i].dst_capacity > MOCK_MAX_CHUNK) {   /* as nvcomp.c refuses it */
+            snprintf(err, errlen, "nvCOMP: chunk %d is misplaced (NULL, misaligned or over 64 MiB)", i);
+            return IP_EINVAL;
+        }
     for (int i = 0; i < n; i++)
         if (inflate_chunk(&chunks[i]) != 0) {
             snprintf(err, errlen, "chunk %d is not valid deflate data (mock)", i);
@@ -158,6 +171,47 @@ static void decisions(io_gpu_codecs *codecs)
     decode(codecs, 1, 5, IP_EUNSUPPORTED, "strip 1's adler32 differs", "strip 1 past its block, cut at it");
 }
 
+static size_t scratch_bytes(const io_gpu_codecs *c)
+{
+    size_t total = 0;
+    for (int i = 0; i < IO_GPU_SCRATCH_N; i++) total += c->scratch->device_bytes[i] + c->scratch->pinned_bytes[i];
+    return total;
+}
+
+/* A strip over the mock's chunk goes to the CPU reader before the target or the scratch is asked
+ * for memory (the scratch grows, never shrinks: its size shows a request). */
+static void over_chunk(io_gpu_codecs *codecs, const ttu_strips *s, const char *says, const char *what)
+{
+    char path[512], err[256] = "";
+    snprintf(path, sizeof path, "%s/gpu_read_mock_large.tif", tu_tmpdir());
+    CHECK(ttu_write_strips(path, s) == 0, "%s: cannot write it", what);
+    io_options opt;
+    io_default_options(&opt);
+    io_input in;
+    void *held = NULL;
+    jpeg_route_target target = { device_input, &held };
+    ip_image dev = { 0 };
+    size_t scratch_before = scratch_bytes(codecs);
+    int rc = io_input_open(path, &in, err, sizeof err);
+    if (!rc) rc = tiff_gpu_decode(codecs, &target, &in, &opt, &dev, err, sizeof err);
+    io_input_close(&in);
+    CHECK(rc == IP_EUNSUPPORTED && strstr(err, says), "%s: %d, not IP_EUNSUPPORTED ('%s', not '%s')", what, rc, err,
+          says);
+    CHECK(held == NULL && scratch_bytes(codecs) == scratch_before, "%s: device memory asked for (target %s, scratch "
+          "%zu bytes, was %zu)", what, held ? "yes" : "no", scratch_bytes(codecs), scratch_before);
+    free(held);
+}
+
+static void large_strips(io_gpu_codecs *codecs)
+{
+    ttu_strips one_strip = { 1024, 1100, 1100, 0, 1100 };   /* 1126400 bytes decoded */
+    over_chunk(codecs, &one_strip, "not decoded on the GPU: strip 0 is 1126400 bytes, over nvCOMP's 1 MiB chunk",
+               "a strip over the chunk");
+    ttu_strips long_data = { 1024, 128, 64, 1, 4096 };   /* strip 1: 64 KiB decoded from 1.1 MB */
+    over_chunk(codecs, &long_data, "bytes compressed, over nvCOMP's 1 MiB chunk", "strip 1's compressed data over "
+               "the chunk");
+}
+
 int main(void)
 {
     io_gpu_codecs *codecs = NULL;
@@ -165,6 +219,7 @@ int main(void)
     int stream;
     CHECK(io_gpu_codecs_open(&codecs, 0, &stream, why, sizeof why) == IP_OK, "mock codecs: %s", why);
     if (codecs) decisions(codecs);
+    if (codecs) large_strips(codecs);
     io_gpu_codecs_close(codecs);
     return tu_finish();
 }

@@ -3,6 +3,16 @@
 #include <stdio.h>
 #include "imgpipe/plugin.h"
 
+/* nvcompDeflateCompressionMaxAllowedChunkSize and nvcompZstdCompressionMaxAllowedChunkSize
+ * allow more; the contract keeps chunks to 64 MiB so temporary memory stays bounded. */
+#define NVC_MAX_CHUNK ((size_t)64 << 20)
+
+size_t nvcomp_max_chunk(const nvcomp_lib *lib)
+{
+    (void)lib;
+    return NVC_MAX_CHUNK;
+}
+
 #ifdef IMGPIPE_HAVE_CUDA
 #include <dlfcn.h>
 #include <stdint.h>
@@ -20,10 +30,6 @@ typedef struct { int algorithm; char reserved[60]; } nvc_deflate_copts;
 typedef struct { int backend, sort_before_hw_decompress; char reserved[56]; } nvc_deflate_dopts;
 typedef struct { char reserved[64]; } nvc_zstd_copts;
 typedef struct { int backend; char reserved[60]; } nvc_zstd_dopts;
-
-/* nvcompDeflateCompressionMaxAllowedChunkSize and nvcompZstdCompressionMaxAllowedChunkSize
- * allow more; the contract keeps chunks to 64 MiB so temporary memory stays bounded. */
-#define NVC_MAX_CHUNK ((size_t)64 << 20)
 
 typedef nvc_status (*deflate_max_out_fn)(size_t, nvc_deflate_copts, size_t *);
 typedef nvc_status (*zstd_max_out_fn)(size_t, nvc_zstd_copts, size_t *);

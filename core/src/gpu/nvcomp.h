@@ -17,6 +17,10 @@ const char *nvcomp_description(const nvcomp_lib *lib);
 
 typedef enum { NVCOMP_DEFLATE = 0, NVCOMP_ZSTD = 1 } nvcomp_codec;
 
+/* The largest chunk a batch takes (64 MiB): a larger one is IP_EINVAL. Readers decline a block
+ * over it, decoded or compressed, before they ask for device memory. */
+size_t nvcomp_max_chunk(const nvcomp_lib *lib);
+
 /* One chunk of a batch, in device memory. Compressing: src/src_bytes in, dst of dst_capacity
  * (at least nvcomp_max_compressed_bytes), dst_bytes out. Decompressing: src/src_bytes the
  * compressed chunk, dst of dst_capacity, dst_bytes out (the caller checks it against what it

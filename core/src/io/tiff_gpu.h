@@ -12,9 +12,10 @@
 /* Decodes the opened TIFF's image (opt->page) into the target's device memory (opt->on_shape
  * first, the same limits as the CPU reader). IP_EUNSUPPORTED, with why: read it on the CPU
  * instead; so is a file the GPU does not take (found from its header and directory, before
- * anything is allocated) and a strip or tile that inflates past or short of its size (libtiff
- * ignores the surplus, and decides on a short one). A strip or tile that neither nvCOMP nor
- * libtiff inflates is IP_EFORMAT with one line naming it, as the CPU reader words it. */
+ * anything is allocated: a strip or tile over nvCOMP's chunk, decoded or compressed, too) and a
+ * strip or tile that inflates past or short of its size (libtiff ignores the surplus, and decides
+ * on a short one). A strip or tile that neither nvCOMP nor libtiff inflates is IP_EFORMAT with
+ * one line naming it, as the CPU reader words it. */
 int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_input *in, const io_options *opt,
                     ip_image *dev_in, char *err, size_t errlen);
 /* Whether opt's TIFF output of an image of this shape (compression, predictor) can be

@@ -51,6 +51,21 @@ static int not_on_gpu(gpu_read *r, uint64_t block, const char *why)
     return IP_EUNSUPPORTED;
 }
 
+/* A block over nvCOMP's chunk, decoded (all are block_bytes) or compressed, would fail the batch
+ * (IP_EINVAL): the CPU reader takes the file, before any memory is asked for. */
+static int chunks_fit(gpu_read *r)
+{
+    uint64_t limit = nvcomp_max_chunk(r->c->nvcomp), b = 0;
+    while (b < r->l.count && r->l.raw_bytes[b] <= limit) b++;
+    int decoded_over = r->l.block_bytes > limit;
+    if (!decoded_over && b == r->l.count) return IP_OK;
+    char why[128];
+    snprintf(why, sizeof why, "is %llu bytes%s, over nvCOMP's %llu MiB chunk",
+             (unsigned long long)(decoded_over ? r->l.block_bytes : r->l.raw_bytes[b]), decoded_over ? "" : " compressed",
+             (unsigned long long)(limit >> 20));
+    return not_on_gpu(r, decoded_over ? 0 : b, why);
+}
+
 static int ipk_fail(gpu_read *r, int status, const char *what)
 {
     if (status == 0) return IP_OK;
@@ -254,6 +269,7 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
     gpu_read r = { .c = c, .opt = opt, .err = err, .errlen = errlen };
     int rc = tiff_gpu_layout_open(&r.l, in, opt, err, errlen);
     if (!rc) rc = tiff_gpu_layout_limits(&r.l, opt, err, errlen);
+    if (!rc) rc = chunks_fit(&r);
     if (!rc) rc = decode_into_target(&r, target, dev_in);
     tiff_gpu_layout_close(&r.l);
     free(r.chunks);
