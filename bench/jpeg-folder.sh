@@ -103,7 +103,7 @@ peer() {  # fmt
     printf "| OpenCV, %d processes | %s | %.2f | %.1f | - | - |\n", c, f, s, n / s }'
 }
 {
-  echo "jpeg-folder: $n JPEGs 4000x3000 q90 -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "jpeg-folder: $n JPEGs 4000x3000 q90 ($(du -cb "$tmp"/in/* | tail -n 1 | awk -v n="$n" '{ printf "%.2f MB", $1 / n / 1e6 }') a file: the hardware decoder's time follows it) -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
   echo "| run | out | s | images/s (process) | images/s (folder summary) | device line |"
   echo "| --- | --- | --: | --: | --: | --- |"
   for fmt in ${FORMATS:-jpg png}; do
