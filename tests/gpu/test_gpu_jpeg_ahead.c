@@ -218,8 +218,8 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held, int hy
     setenv("IMGPIPE_JPEG_AHEAD_HYBRID", share, 1);
     l->hybrid_share = hybrid_share;
     l->next = l->wrong_status = l->wrong_pixels = l->taken = l->hybrid_taken = 0;
-    int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, batch, held, err,
-                              sizeof err);
+    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32 };
+    int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err);
     CHECK(rc == IP_OK, "jpeg_ahead_start: %s", err);
     if (rc) return;
     pthread_t tids[THREADS];
@@ -247,7 +247,8 @@ static void stop_early(jpeg_pool *pool, listing *l)
     io_options opt;
     io_default_options(&opt);
     jpeg_ahead *a = NULL;
-    CHECK(jpeg_ahead_start(&a, pool, 0, FILES, (const char *const *)l->paths, &opt, 2, 1, err, sizeof err) == IP_OK,
+    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32 };
+    CHECK(jpeg_ahead_start(&a, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err) == IP_OK,
           "%s", err);
     if (!a) return;
     int got = 0;
@@ -337,7 +338,8 @@ static void rate(jpeg_pool *pool, int n)
         setenv("IMGPIPE_JPEG_AHEAD_HYBRID", share, 1);
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
-        if (pass < 3 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, 64, 16, err, sizeof err))
+        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30 };
+        if (pass < 3 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err))
             continue;
         pthread_t tids[16];
         for (int t = 0; t < 16; t++) {

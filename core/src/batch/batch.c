@@ -509,6 +509,16 @@ static void pass_notes(batch_shared *sh, run_worker *rw)
     pthread_mutex_unlock(&sh->lock);
 }
 
+/* An image read ahead that its worker will not run: its decoded copy goes back. */
+static void drop_ahead(batch_shared *sh, const batch_entry *e)
+{
+    if (!sh->ahead) return;
+    ip_image unused;
+    int index = (int)(e - sh->list->items);
+    jpeg_ahead_take(sh->ahead, index, &unused);
+    jpeg_ahead_release(sh->ahead, index);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -530,7 +540,10 @@ static void *worker_main(void *arg)
         }
         io_warnings warnings = { 0 };
         int rc = w->rw[role] ? process_entry(w, role, e, &warnings, err, sizeof err) : IP_ENOMEM;
-        if (!w->rw[role]) snprintf(err, sizeof err, "out of memory");
+        if (!w->rw[role]) {
+            snprintf(err, sizeof err, "out of memory");
+            drop_ahead(sh, e);
+        }
         report(sh, e, rc, 0, err, &warnings, &ran);
         pass_notes(sh, w->rw[role]);
     }
@@ -612,27 +625,30 @@ static void close_jpeg_pool(batch_shared *sh)
 }
 
 /* One GPU whose workers take every image in the listing's order: its JPEGs are read and decoded
- * ahead in large batches (IMGPIPE_JPEG_AHEAD=off turns that off, to compare). */
+ * ahead in large batches (IMGPIPE_JPEG_AHEAD=off turns that off, to compare). Not under --resume
+ * (an image skipped for its output would hold its decoded copy to the end) nor --page (which a
+ * JPEG has not: the reader says so). */
 static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
     const char *env = getenv("IMGPIPE_JPEG_AHEAD");
     int mixed = o->gpu_workers > 0 && o->gpu_workers < jobs;
     if (!sh->jpeg || o->device != EXEC_GPU || o->n_gpus > 1 || mixed || o->arrange_by_rates ||
-        o->transfer == EXEC_ZEROCOPY || o->stream == RUN_STREAM_ON || (env && !strcmp(env, "off")))
+        o->transfer == EXEC_ZEROCOPY || o->stream == RUN_STREAM_ON || o->resume || o->io.page != 0 ||
+        (env && !strcmp(env, "off")))
         return;
     if (!(sh->ahead_paths = calloc((size_t)l->n, sizeof *sh->ahead_paths))) return;
     int any = 0;
     for (int i = 0; i < l->n; i++) {
         const batch_entry *e = &l->items[i];
-        struct stat st;
-        if (e->fmt != IO_FMT_JPEG || e->page != 0 || (o->resume && stat(e->out, &st) == 0)) continue;
+        if (e->fmt != IO_FMT_JPEG || e->page != 0) continue;
         sh->ahead_paths[i] = e->in;
         any = 1;
     }
     char err[256];
-    if (!any || jpeg_ahead_start(&sh->ahead, sh->jpeg, gpu_of(o, 0), l->n, sh->ahead_paths, &o->io, AHEAD_BATCH, jobs,
-                                 err, sizeof err) != IP_OK) {
+    jpeg_ahead_limits lim = { AHEAD_BATCH, jobs, o->memory ? o->memory : run_default_memory() };
+    if (!any || jpeg_ahead_start(&sh->ahead, sh->jpeg, gpu_of(o, 0), l->n, sh->ahead_paths, &o->io, &lim, err,
+                                 sizeof err) != IP_OK) {
         free(sh->ahead_paths);
         sh->ahead_paths = NULL;
     }

@@ -14,6 +14,7 @@
 enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_NOT, AH_DONE };
 #define FILE_MAX ((size_t)256 << 20)          /* larger files are left to the workers */
 #define DEVICE_BUDGET_MAX ((size_t)8 << 30)   /* device memory for images read ahead, at most */
+#define HOST_BUDGET_MAX ((size_t)2 << 30)     /* pinned memory for the files read, at most */
 enum { HYBRID_SLOTS = 4 * JPEG_AHEAD_HYBRIDS };
 
 /* A file on its way: its bytes in pinned memory, then its decoded image in device memory. */
@@ -46,6 +47,8 @@ struct jpeg_ahead {
     int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
     int stop;
     size_t dev_bytes, dev_budget;
+    size_t host_bytes, host_budget;   /* pinned memory of the files read */
+    uint64_t image_cap;               /* a decoded image this large or larger is left to its worker */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     pthread_t readers[JPEG_AHEAD_READERS], decoder, hybrids[JPEG_AHEAD_HYBRIDS];
@@ -106,22 +109,39 @@ static int claim(jpeg_ahead *a, int *entry, int *slot)
     return 1;
 }
 
+/* The slot's pinned buffer grown to hold size bytes, within the pinned budget. */
+static int grow_host(jpeg_ahead *a, ah_slot *s, size_t size)
+{
+    if (s->host_bytes >= size) return 1;
+    size_t want = size + size / 4, had = s->host_bytes;
+    pthread_mutex_lock(&a->lock);
+    int fits = a->host_bytes - had + want <= a->host_budget;
+    if (fits) a->host_bytes = a->host_bytes - had + want;
+    pthread_mutex_unlock(&a->lock);
+    if (!fits) return 0;
+    gpu_host_free(s->host);
+    s->host = NULL;
+    s->host_bytes = 0;
+    int ok = gpu_host_alloc((void **)&s->host, want, 0, NULL, 0) == IP_OK;
+    if (ok) {
+        s->host_bytes = want;
+    } else {   /* neither the old buffer nor the new one is held */
+        pthread_mutex_lock(&a->lock);
+        a->host_bytes -= want;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return ok;
+}
+
 /* Reads the whole file into the slot's pinned buffer (grown as needed). */
-static int read_file(ah_slot *s, const char *path)
+static int read_file(jpeg_ahead *a, ah_slot *s, const char *path)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return 0;
     struct stat st;
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= FILE_MAX;
     size_t size = ok ? (size_t)st.st_size : 0;
-    if (ok && s->host_bytes < size) {
-        gpu_host_free(s->host);
-        s->host = NULL;
-        s->host_bytes = 0;
-        size_t want = size + size / 4;
-        ok = gpu_host_alloc((void **)&s->host, want, 0, NULL, 0) == IP_OK;
-        if (ok) s->host_bytes = want;
-    }
+    if (ok) ok = grow_host(a, s, size);
     size_t got = 0;
     while (ok && got < size) {
         ssize_t r = read(fd, s->host + got, size - got);
@@ -145,6 +165,10 @@ static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err
     (void)index;
     slot_memory *m = user;
     jpeg_ahead *a = m->a;
+    if (bytes >= a->image_cap) {   /* its worker decides whether to stream it */
+        snprintf(err, errlen, "a large image: left to its worker");
+        return IP_ENOMEM;
+    }
     size_t had = m->s->dev.bytes;
     if (had < bytes) {
         pthread_mutex_lock(&a->lock);
@@ -169,7 +193,7 @@ static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err
  * on the device), checked and given its device memory. */
 static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s, int engine)
 {
-    if (!read_file(s, path)) return 0;
+    if (!read_file(a, s, path)) return 0;
     if (a->opt.autorotate) {
         io_meta m;
         meta_init(&m);
@@ -340,13 +364,14 @@ static void *decoder_main(void *arg)
     jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
     int *entries = malloc((size_t)a->batch * sizeof *entries), *rcs = malloc((size_t)a->batch * sizeof *rcs);
     jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
-    pthread_mutex_lock(&a->lock);
-    if (!g || !entries || !rcs || !ready) a->broken = 1;
-    else {
+    int usable = g && entries && rcs && ready;
+    if (usable) {   /* while the readers read the first files */
         jpeg_gpu_batch_warm(g, a->batch);
         if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
         if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
     }
+    pthread_mutex_lock(&a->lock);
+    if (!usable) a->broken = 1;
     pthread_cond_broadcast(&a->changed);
     for (;;) {
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
@@ -466,7 +491,7 @@ static void free_ahead(jpeg_ahead *a)
 }
 
 int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
-                     const io_options *opt, int batch, int held, char *err, size_t errlen)
+                     const io_options *opt, const jpeg_ahead_limits *lim, char *err, size_t errlen)
 {
     *out = NULL;
     jpeg_ahead *a = calloc(1, sizeof *a);
@@ -476,7 +501,7 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     }
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->changed, NULL);
-    if (alloc_ahead(a, n, batch, held) != IP_OK) {
+    if (alloc_ahead(a, n, lim->batch, lim->held) != IP_OK) {
         free_ahead(a);
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
@@ -490,6 +515,8 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->opt.meta_known = 0;
     a->opt.warnings = NULL;
     a->dev_budget = device_budget(device);
+    a->image_cap = lim->memory / 4;
+    a->host_budget = lim->memory / 4 < HOST_BUDGET_MAX ? (size_t)(lim->memory / 4) : HOST_BUDGET_MAX;
     const char *share = getenv("IMGPIPE_JPEG_AHEAD_HYBRID");
     a->hybrid_share = share && share[0] >= '0' && share[0] <= '3' && !share[1] ? share[0] - '0' : JPEG_AHEAD_HYBRID_SHARE;
     a->decoder_started = pthread_create(&a->decoder, NULL, decoder_main, a) == 0;

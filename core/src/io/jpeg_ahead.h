@@ -9,6 +9,7 @@
  * their device buffers are reused (grown to the largest image, within a device budget). */
 #ifndef IMGPIPE_JPEG_AHEAD_H
 #define IMGPIPE_JPEG_AHEAD_H
+#include <stdint.h>
 #include "io/jpeg_pool.h"
 
 typedef struct jpeg_ahead jpeg_ahead;
@@ -19,11 +20,20 @@ typedef struct jpeg_ahead jpeg_ahead;
  * 30 ms a 12-MP file against the engine's 5-7, and a folder ran slower with it (bench/RESULTS.md). */
 enum { JPEG_AHEAD_READERS = 3, JPEG_AHEAD_HYBRIDS = 2, JPEG_AHEAD_HYBRID_SHARE = 0 };
 
+/* batch: the most files in one engine batch; held: how many images the workers may hold at once;
+ * memory: the host bytes an image may hold in the run (--memory): an image a quarter of that or
+ * more is left to its worker, which may stream it, and the pinned memory of the files read ahead
+ * is kept within a quarter too. */
+typedef struct {
+    int batch, held;
+    uint64_t memory;
+} jpeg_ahead_limits;
+
 /* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;
  * its callbacks are not used). The threads wait for pool's handle on device; nothing is read
- * ahead when it cannot be opened. held: how many images the workers may hold at once. */
+ * ahead when it cannot be opened. */
 int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
-                     const io_options *opt, int batch, int held, char *err, size_t errlen);
+                     const io_options *opt, const jpeg_ahead_limits *lim, char *err, size_t errlen);
 
 /* Entry index's image, waiting for it: IP_OK with *img on the device (packed rows, the ahead's
  * memory until jpeg_ahead_release), else IP_EUNSUPPORTED: read the file the usual way. */
