@@ -2,8 +2,7 @@
 # A folder of JPEG photographs at the GPU's JPEG rate (issue 29 items 1 and 4): N 12-megapixel
 # JPEGs q90 (mosaics of the sample photographs, flipped and brightened: photographic detail, never
 # flat) through denoise.pipe to JPEG q90 and to PNG level 3, with --device cpu, gpu, gpu
-# --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off; with 0 and 2
-# of every 4 files on the GPU hybrid decoder: IMGPIPE_JPEG_AHEAD_HYBRID), gpu+cpu
+# --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off), gpu+cpu
 # (GPU and CPU workers from one queue, with and without nvJPEG) and
 # auto (which measures the arrangements on the first images and says what it chose), beside an
 # OpenCV script with a process per core (bench/batch.sh's). Prints images/s (whole process and the
@@ -112,8 +111,6 @@ peer() {  # fmt
     row gpu-nvjpeg "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
     ROW_ENV=IMGPIPE_JPEG_AHEAD=off row gpu-nvjpeg-noahead "$fmt" --profile --device gpu --jpeg-decoder gpu
-    ROW_ENV=IMGPIPE_JPEG_AHEAD_HYBRID=0 row gpu-nvjpeg-h0 "$fmt" --profile --device gpu --jpeg-decoder gpu
-    ROW_ENV=IMGPIPE_JPEG_AHEAD_HYBRID=2 row gpu-nvjpeg-h2 "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-j48 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 48
     row gpu+cpu "$fmt" --profile --device gpu+cpu
     row gpu+cpu-nvjpeg "$fmt" --profile --device gpu+cpu --jpeg-decoder gpu
@@ -121,7 +118,7 @@ peer() {  # fmt
     row auto-nvjpeg "$fmt" --device auto --jpeg-decoder gpu
     peer "$fmt"
   done
-  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-h0 gpu-nvjpeg-h2 gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
       [ -f "$f" ] || continue
       echo "--- $(basename "$f"): notes"

@@ -5,7 +5,6 @@
  * upright, with the same pixels; the rest are left to the caller. A run stopped with images never
  * taken ends. Last, the rate on 12-MP photographs against the worker-fed pool. */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,34 +100,12 @@ static int same_pixels(const ip_image *a, const ip_image *b)
     return 1;
 }
 
-/* Within the documented bounds of libjpeg-turbo's pixels: max difference 16, PSNR 40 dB. */
-static int near_pixels(const ip_image *a, const ip_image *b)
-{
-    if (a->shape.width != b->shape.width || a->shape.height != b->shape.height ||
-        a->shape.channels != b->shape.channels)
-        return 0;
-    double sq = 0;
-    int worst = 0;
-    size_t row = img_row_bytes(&a->shape);
-    for (int y = 0; y < a->shape.height; y++)
-        for (size_t x = 0; x < row; x++) {
-            int d = abs((int)((unsigned char *)a->data)[(size_t)y * (size_t)a->stride + x] -
-                        (int)((unsigned char *)b->data)[(size_t)y * (size_t)b->stride + x]);
-            if (d > worst) worst = d;
-            sq += (double)d * d;
-        }
-    double mse = sq / ((double)row * a->shape.height);
-    return worst <= 16 && (mse == 0 || 10 * log10(255.0 * 255.0 / mse) >= 40.0);
-}
-
 typedef struct {
     char *paths[FILES];
     ip_image expect[FILES];    /* data NULL: must be left to the caller */
-    ip_image cpu[FILES];       /* libjpeg-turbo's pixels */
     jpeg_ahead *ahead;
     pthread_mutex_t lock;
-    int hybrid_share;          /* entries i % 4 >= 4 - share: the GPU hybrid decoder's */
-    int next, wrong_status, wrong_pixels, taken, hybrid_taken;
+    int next, wrong_status, wrong_pixels, taken;
 } listing;
 
 /* The single decode's pixels when the engine takes the file (the read-ahead's only decoder). */
@@ -171,7 +148,6 @@ static void make_listing(listing *l)
         }
         CHECK(write_file(name, jpg, len), "cannot write %s", name);
         expect_of(l, i, jpg, len, upright);
-        if (io_read(name, NULL, &l->cpu[i], err, sizeof err) != IP_OK) memset(&l->cpu[i], 0, sizeof l->cpu[i]);
         free(jpg);
     }
 }
@@ -186,21 +162,17 @@ static void *taker(void *arg)
         if (i < 0) break;
         ip_image dev;
         int rc = jpeg_ahead_take(l->ahead, i, &dev);
-        int hybrid = i % 4 >= 4 - l->hybrid_share;
-        int wrong_status = !hybrid && (rc == IP_OK) != (l->expect[i].data != NULL), wrong_pixels = 0;
-        if (rc == IP_OK && (hybrid ? l->cpu[i].data != NULL : l->expect[i].data != NULL)) {
+        int wrong_status = (rc == IP_OK) != (l->expect[i].data != NULL), wrong_pixels = 0;
+        if (rc == IP_OK && l->expect[i].data) {
             ip_image host = download(&dev);
-            wrong_pixels = hybrid ? !near_pixels(&host, &l->cpu[i]) : !same_pixels(&host, &l->expect[i]);
+            wrong_pixels = !same_pixels(&host, &l->expect[i]);
             img_free(&host);
-        } else if (rc == IP_OK) {
-            wrong_pixels = 1;
         }
         jpeg_ahead_release(l->ahead, i);
         pthread_mutex_lock(&l->lock);
         l->wrong_status += wrong_status;
         l->wrong_pixels += wrong_pixels;
-        l->taken += rc == IP_OK && !hybrid;
-        l->hybrid_taken += rc == IP_OK && hybrid;
+        l->taken += rc == IP_OK;
         if (wrong_status || wrong_pixels)
             fprintf(stderr, "entry %d: read ahead %s, expected %s%s\n", i, rc == IP_OK ? "yes" : "no",
                     l->expect[i].data ? "yes" : "no", wrong_pixels ? ", pixels differ" : "");
@@ -209,15 +181,12 @@ static void *taker(void *arg)
     return NULL;
 }
 
-static void run_listing(jpeg_pool *pool, listing *l, int batch, int held, int hybrid_share)
+static void run_listing(jpeg_pool *pool, listing *l, int batch, int held)
 {
     io_options opt;
     io_default_options(&opt);
     opt.autorotate = 1;
-    char share[2] = { (char)('0' + hybrid_share), 0 };
-    setenv("IMGPIPE_JPEG_AHEAD_HYBRID", share, 1);
-    l->hybrid_share = hybrid_share;
-    l->next = l->wrong_status = l->wrong_pixels = l->taken = l->hybrid_taken = 0;
+    l->next = l->wrong_status = l->wrong_pixels = l->taken = 0;
     jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32 };
     int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err);
     CHECK(rc == IP_OK, "jpeg_ahead_start: %s", err);
@@ -228,16 +197,13 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held, int hy
     jpeg_ahead_stats st = jpeg_ahead_totals(l->ahead);
     jpeg_ahead_stop(l->ahead);
     int expected = 0;
-    for (int i = 0; i < FILES; i++) expected += l->expect[i].data != NULL && i % 4 < 4 - hybrid_share;
-    printf("batch %d, held %d, hybrid share %d: %d of %d entries decoded by the engine ahead (%ld in %ld batches, "
-           "largest %d), %d by the GPU hybrid decoder (%ld), %ld left\n", batch, held, hybrid_share, l->taken, FILES,
-           st.files, st.batches, st.largest_batch, l->hybrid_taken, st.hybrid_files, st.not_ahead);
+    for (int i = 0; i < FILES; i++) expected += l->expect[i].data != NULL;
+    printf("batch %d, held %d: %d of %d entries decoded ahead (%ld in %ld batches, largest %d), %ld left\n", batch,
+           held, l->taken, FILES, st.files, st.batches, st.largest_batch, st.not_ahead);
     CHECK(l->wrong_status == 0 && l->wrong_pixels == 0, "batch %d: %d wrong statuses, %d images differ", batch,
           l->wrong_status, l->wrong_pixels);
     CHECK(l->taken == expected && st.files == expected, "batch %d: %d taken, %ld decoded, %d expected", batch, l->taken,
           st.files, expected);
-    CHECK(hybrid_share == 0 ? l->hybrid_taken == 0 : l->hybrid_taken >= 3 && st.hybrid_files == l->hybrid_taken,
-          "hybrid share %d: %d taken, %ld decoded", hybrid_share, l->hybrid_taken, st.hybrid_files);
     CHECK(st.largest_batch <= batch, "a batch of %d over %d", st.largest_batch, batch);
 }
 
@@ -330,16 +296,14 @@ static void rate(jpeg_pool *pool, int n)
     }
     io_options opt;
     io_default_options(&opt);
-    for (int pass = 0; pass < 4; pass++) {   /* read ahead with hybrid shares 0, 1 and 2, then the pool */
+    for (int pass = 0; pass < 2; pass++) {   /* read ahead, then the pool */
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         int next = 0;
         rate_worker ws[16];
-        char share[2] = { (char)('0' + pass), 0 };
-        setenv("IMGPIPE_JPEG_AHEAD_HYBRID", share, 1);
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
         jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30 };
-        if (pass < 3 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err))
+        if (pass == 0 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err))
             continue;
         pthread_t tids[16];
         for (int t = 0; t < 16; t++) {
@@ -354,13 +318,11 @@ static void rate(jpeg_pool *pool, int n)
         double ms = now_ms() - t0;
         jpeg_ahead_stats st = jpeg_ahead_totals(a);
         jpeg_ahead_stop(a);
-        printf("rate %s: %d 12-MP files (%.1f MB each) in %.0f ms: %.0f files/s", pass < 3 ? "read-ahead" : "pool",
+        printf("rate %s: %d 12-MP files (%.1f MB each) in %.0f ms: %.0f files/s", pass == 0 ? "read-ahead" : "pool",
                n, (double)len[0] / 1e6, ms, n * 1e3 / ms);
-        if (pass < 3)
-            printf(" (hybrid share %d: %ld files, %.2f ms a file on %d threads; engine %ld files in %ld batches, "
-                   "largest %d, %.2f ms a file; reading %.2f ms a file)", pass, st.hybrid_files,
-                   st.hybrid_files ? st.hybrid_ms / (double)st.hybrid_files : 0.0, JPEG_AHEAD_HYBRIDS, st.files,
-                   st.batches, st.largest_batch, st.files ? st.engine_ms / (double)st.files : 0.0,
+        if (pass == 0)
+            printf(" (%ld batches, largest %d, engine %.2f ms a file, reading %.2f ms a file)", st.batches,
+                   st.largest_batch, st.files ? st.engine_ms / (double)st.files : 0.0,
                    st.files ? st.read_ms / (double)st.files : 0.0);
         printf("\n");
         CHECK(failures == 0, "rate %d: %d files not decoded", pass, failures);
@@ -388,11 +350,9 @@ int main(void)
     CHECK(jpeg_pool_open(&pool, 1, &device, JPEG_GPU_DECODE, 16, err, sizeof err) == IP_OK, "%s", err);
     listing l;
     make_listing(&l);
-    run_listing(pool, &l, 4, 2, 0);
-    run_listing(pool, &l, 3, 1, 0);
-    run_listing(pool, &l, 64, 16, 0);
-    run_listing(pool, &l, 4, 2, 2);
-    setenv("IMGPIPE_JPEG_AHEAD_HYBRID", "0", 1);
+    run_listing(pool, &l, 4, 2);
+    run_listing(pool, &l, 3, 1);
+    run_listing(pool, &l, 64, 16);
     stop_early(pool, &l);
     rate(pool, tu_quick() ? 128 : 384);
     jpeg_pool_close(pool);
@@ -400,7 +360,6 @@ int main(void)
         if (l.paths[i]) remove(l.paths[i]);
         free(l.paths[i]);
         img_free(&l.expect[i]);
-        img_free(&l.cpu[i]);
     }
     jpeg_gpu_buffer_free(&dev_buf[0]);
     jpeg_gpu_close(gj);

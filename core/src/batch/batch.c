@@ -663,16 +663,14 @@ static void stop_ahead(batch_shared *sh)
     free(sh->ahead_paths);
     sh->ahead_paths = NULL;
     if (!sh->cb->note || !sh->o->verbose) return;
-    char msg[768];
-    long ahead = t.files + t.hybrid_files;
+    char msg[640];
     snprintf(msg, sizeof msg, "nvJPEG read-ahead: %ld files decoded in %ld engine batches (mean %.1f, largest %d; "
-             "%.1f ms, %.2f ms a file; reading and checking %.2f ms a file on %d threads) and %ld by the GPU hybrid "
-             "decoder (%.2f ms a file on %d threads); %ld files left to the workers; workers waited %.1f ms an image",
-             t.files, t.batches, t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch, t.engine_ms,
+             "%.1f ms, %.2f ms a file; reading and checking %.2f ms a file on %d threads); %ld files left to the "
+             "workers; workers waited %.1f ms an image", t.files, t.batches,
+             t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch, t.engine_ms,
              t.files ? t.engine_ms / (double)t.files : 0.0, t.files + t.not_ahead ?
-             t.read_ms / (double)(t.files + t.not_ahead) : 0.0, JPEG_AHEAD_READERS, t.hybrid_files,
-             t.hybrid_files ? t.hybrid_ms / (double)t.hybrid_files : 0.0, JPEG_AHEAD_HYBRIDS, t.not_ahead,
-             ahead ? t.take_wait_ms / (double)ahead : 0.0);
+             t.read_ms / (double)(t.files + t.not_ahead) : 0.0, JPEG_AHEAD_READERS, t.not_ahead,
+             t.files ? t.take_wait_ms / (double)t.files : 0.0);
     sh->cb->note(sh->cb->user, msg);
 }
 

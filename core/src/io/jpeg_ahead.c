@@ -15,7 +15,6 @@ enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_N
 #define FILE_MAX ((size_t)256 << 20)          /* larger files are left to the workers */
 #define DEVICE_BUDGET_MAX ((size_t)8 << 30)   /* device memory for images read ahead, at most */
 #define HOST_BUDGET_MAX ((size_t)2 << 30)     /* pinned memory for the files read, at most */
-enum { HYBRID_SLOTS = 4 * JPEG_AHEAD_HYBRIDS };
 
 /* A file on its way: its bytes in pinned memory, then its decoded image in device memory. */
 typedef struct {
@@ -33,12 +32,8 @@ struct jpeg_ahead {
     io_options opt;
     unsigned char *state;    /* per entry */
     int *slot_of;            /* per entry, while it holds a slot */
-    ah_slot *slots;          /* n_slots for the engine's files, then HYBRID_SLOTS for the hybrid's */
+    ah_slot *slots;
     int *free_slots, n_free;
-    int *free_hybrid, n_free_hybrid;
-    int hybrid_share;        /* of every 4 entries, this many go to the GPU hybrid decoder */
-    int next_hybrid;         /* the next entry a hybrid decoder considers */
-    int hybrid_broken;
     int next_read;           /* the next entry a reader claims */
     int reading, prepared;   /* entries in those states */
     int decode_from;         /* entries before it are past decoding */
@@ -51,8 +46,8 @@ struct jpeg_ahead {
     uint64_t image_cap;               /* a decoded image this large or larger is left to its worker */
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    pthread_t readers[JPEG_AHEAD_READERS], decoder, hybrids[JPEG_AHEAD_HYBRIDS];
-    int n_readers, decoder_started, n_hybrids;
+    pthread_t readers[JPEG_AHEAD_READERS], decoder;
+    int n_readers, decoder_started;
     jpeg_ahead_stats stats;
 };
 
@@ -82,22 +77,15 @@ static void close_own(jpeg_gpu *g, void *stream)
 /* Lock held. */
 static void give_back_slot(jpeg_ahead *a, int entry)
 {
-    int s = a->slot_of[entry];
-    if (s >= a->n_slots) a->free_hybrid[a->n_free_hybrid++] = s;
-    else a->free_slots[a->n_free++] = s;
+    a->free_slots[a->n_free++] = a->slot_of[entry];
     a->slot_of[entry] = -1;
 }
-
-/* A fixed share of the entries, by place in the listing, so a file's decoder (and so its pixels)
- * does not depend on timing. */
-static int is_hybrid(const jpeg_ahead *a, int entry) { return entry % 4 >= 4 - a->hybrid_share; }
 
 /* The next entry to read and a slot for it (lock held); entries not read ahead are passed over. */
 static int claim(jpeg_ahead *a, int *entry, int *slot)
 {
-    while (a->next_read < a->n && (a->broken || !a->paths[a->next_read] || is_hybrid(a, a->next_read))) {
-        if (!is_hybrid(a, a->next_read)) a->state[a->next_read] = AH_NOT;
-        a->next_read++;
+    while (a->next_read < a->n && (a->broken || !a->paths[a->next_read])) {
+        a->state[a->next_read++] = AH_NOT;
         pthread_cond_broadcast(&a->changed);
     }
     if (a->next_read >= a->n || a->n_free == 0) return 0;
@@ -191,7 +179,7 @@ static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err
 
 /* Whether the file goes to the engine: read, its EXIF orientation upright (nothing turns pixels
  * on the device), checked and given its device memory. */
-static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s, int engine)
+static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s)
 {
     if (!read_file(a, s, path)) return 0;
     if (a->opt.autorotate) {
@@ -205,7 +193,7 @@ static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slo
     jpeg_gpu_memory mem = { slot_alloc, &mem_user };
     char err[256];
     int rc = jpeg_gpu_prepare(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err, sizeof err);
-    return rc == IP_OK && (s->ready.hardware || !engine);
+    return rc == IP_OK && s->ready.hardware;
 }
 
 static void *reader_main(void *arg)
@@ -221,7 +209,7 @@ static void *reader_main(void *arg)
         if (entry < 0) break;   /* stopped, or every entry claimed */
         pthread_mutex_unlock(&a->lock);
         double t0 = now_ms();
-        int ok = read_and_prepare(a, g, a->paths[entry], &a->slots[slot], 1);
+        int ok = read_and_prepare(a, g, a->paths[entry], &a->slots[slot]);
         double took = now_ms() - t0;
         pthread_mutex_lock(&a->lock);
         a->reading--;
@@ -229,62 +217,6 @@ static void *reader_main(void *arg)
         if (ok && !a->decoder_done) {
             a->state[entry] = AH_PREPARED;
             a->prepared++;
-        } else {
-            a->state[entry] = AH_NOT;
-            a->stats.not_ahead++;
-            give_back_slot(a, entry);
-        }
-        pthread_cond_broadcast(&a->changed);
-    }
-    pthread_cond_broadcast(&a->changed);
-    pthread_mutex_unlock(&a->lock);
-    close_own(g, stream);
-    return NULL;
-}
-
-/* The hybrid decoders' next entry and slot (lock held), as claim() for the engine's readers. */
-static int claim_hybrid(jpeg_ahead *a, int *entry, int *slot)
-{
-    while (a->next_hybrid < a->n &&
-           (!is_hybrid(a, a->next_hybrid) || a->hybrid_broken || a->broken || !a->paths[a->next_hybrid])) {
-        if (is_hybrid(a, a->next_hybrid)) a->state[a->next_hybrid] = AH_NOT;
-        a->next_hybrid++;
-        pthread_cond_broadcast(&a->changed);
-    }
-    if (a->next_hybrid >= a->n || a->n_free_hybrid == 0) return 0;
-    *entry = a->next_hybrid++;
-    *slot = a->free_hybrid[--a->n_free_hybrid];
-    a->slot_of[*entry] = *slot;
-    a->state[*entry] = AH_READING;
-    return 1;
-}
-
-/* Reads, checks and decodes its share of the files one by one on nvJPEG's GPU hybrid decoder
- * (Huffman decoding on the GPU), beside the engine's batches. */
-static void *hybrid_main(void *arg)
-{
-    jpeg_ahead *a = arg;
-    void *stream;
-    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE | JPEG_GPU_HYBRID, &stream);
-    pthread_mutex_lock(&a->lock);
-    if (!g) a->hybrid_broken = 1;
-    for (;;) {
-        int entry = -1, slot = -1;
-        while (!a->stop && a->next_hybrid < a->n && !claim_hybrid(a, &entry, &slot))
-            pthread_cond_wait(&a->changed, &a->lock);
-        if (entry < 0) break;
-        pthread_mutex_unlock(&a->lock);
-        double t0 = now_ms();
-        ah_slot *s = &a->slots[slot];
-        char err[256];
-        int ok = read_and_prepare(a, g, a->paths[entry], s, 0) &&
-                 jpeg_gpu_decode_ready_cuda(g, &s->ready, err, sizeof err) == IP_OK;
-        double took = now_ms() - t0;
-        pthread_mutex_lock(&a->lock);
-        a->stats.hybrid_ms += took;
-        if (ok) {
-            a->state[entry] = AH_READY;
-            a->stats.hybrid_files++;
         } else {
             a->state[entry] = AH_NOT;
             a->stats.not_ahead++;
@@ -334,8 +266,7 @@ static int collect(jpeg_ahead *a, int k, int *entries, jpeg_gpu_ready *ready)
     }
     a->prepared -= got;
     a->urgent = 0;
-    while (a->decode_from < a->next_read && (a->state[a->decode_from] >= AH_DECODING || is_hybrid(a, a->decode_from)))
-        a->decode_from++;
+    while (a->decode_from < a->next_read && a->state[a->decode_from] >= AH_DECODING) a->decode_from++;
     return got;
 }
 
@@ -447,7 +378,7 @@ jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a)
     return t;
 }
 
-int jpeg_ahead_slots(const jpeg_ahead *a) { return a ? a->n_slots + (a->hybrid_share ? HYBRID_SLOTS : 0) : 0; }
+int jpeg_ahead_slots(const jpeg_ahead *a) { return a ? a->n_slots : 0; }
 
 /* Half the device's free memory at most, up to DEVICE_BUDGET_MAX. */
 static size_t device_budget(int device)
@@ -464,19 +395,17 @@ static int alloc_ahead(jpeg_ahead *a, int n, int batch, int held)
     a->n_slots = 2 * a->batch + (held > 0 ? held : 1);
     a->state = calloc(n > 0 ? (size_t)n : 1, 1);
     a->slot_of = malloc((n > 0 ? (size_t)n : 1) * sizeof *a->slot_of);
-    a->slots = calloc((size_t)(a->n_slots + HYBRID_SLOTS), sizeof *a->slots);
+    a->slots = calloc((size_t)a->n_slots, sizeof *a->slots);
     a->free_slots = malloc((size_t)a->n_slots * sizeof *a->free_slots);
-    a->free_hybrid = malloc(HYBRID_SLOTS * sizeof *a->free_hybrid);
-    if (!a->state || !a->slot_of || !a->slots || !a->free_slots || !a->free_hybrid) return IP_ENOMEM;
+    if (!a->state || !a->slot_of || !a->slots || !a->free_slots) return IP_ENOMEM;
     for (int i = 0; i < n; i++) a->slot_of[i] = -1;
     for (int s = 0; s < a->n_slots; s++) a->free_slots[a->n_free++] = a->n_slots - 1 - s;
-    for (int s = 0; s < HYBRID_SLOTS; s++) a->free_hybrid[a->n_free_hybrid++] = a->n_slots + s;
     return IP_OK;
 }
 
 static void free_ahead(jpeg_ahead *a)
 {
-    for (int s = 0; a->slots && s < a->n_slots + HYBRID_SLOTS; s++) {
+    for (int s = 0; a->slots && s < a->n_slots; s++) {
         gpu_host_free(a->slots[s].host);
         jpeg_gpu_buffer_free(&a->slots[s].dev);
     }
@@ -484,7 +413,6 @@ static void free_ahead(jpeg_ahead *a)
     free(a->slot_of);
     free(a->slots);
     free(a->free_slots);
-    free(a->free_hybrid);
     pthread_cond_destroy(&a->changed);
     pthread_mutex_destroy(&a->lock);
     free(a);
@@ -517,16 +445,7 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->dev_budget = device_budget(device);
     a->image_cap = lim->memory / 4;
     a->host_budget = lim->memory / 4 < HOST_BUDGET_MAX ? (size_t)(lim->memory / 4) : HOST_BUDGET_MAX;
-    const char *share = getenv("IMGPIPE_JPEG_AHEAD_HYBRID");
-    a->hybrid_share = share && share[0] >= '0' && share[0] <= '3' && !share[1] ? share[0] - '0' : JPEG_AHEAD_HYBRID_SHARE;
     a->decoder_started = pthread_create(&a->decoder, NULL, decoder_main, a) == 0;
-    /* the hybrid threads first: with none started, the readers take their share too (no entry
-     * is left for a thread that does not exist) */
-    for (int h = 0; a->decoder_started && a->hybrid_share && h < JPEG_AHEAD_HYBRIDS; h++)
-        if (pthread_create(&a->hybrids[a->n_hybrids], NULL, hybrid_main, a) == 0) a->n_hybrids++;
-    pthread_mutex_lock(&a->lock);
-    if (!a->n_hybrids) a->hybrid_share = 0;
-    pthread_mutex_unlock(&a->lock);
     for (int r = 0; a->decoder_started && r < JPEG_AHEAD_READERS; r++)
         if (pthread_create(&a->readers[a->n_readers], NULL, reader_main, a) == 0) a->n_readers++;
     if (!a->decoder_started || !a->n_readers) {
@@ -546,7 +465,6 @@ void jpeg_ahead_stop(jpeg_ahead *a)
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->lock);
     for (int r = 0; r < a->n_readers; r++) pthread_join(a->readers[r], NULL);
-    for (int h = 0; h < a->n_hybrids; h++) pthread_join(a->hybrids[h], NULL);
     if (a->decoder_started) pthread_join(a->decoder, NULL);
     gpu_select(a->device, NULL, 0);
     free_ahead(a);

@@ -14,11 +14,7 @@
 
 typedef struct jpeg_ahead jpeg_ahead;
 
-/* Reader threads for the engine; threads that may decode a fixed share of the files (of every 4,
- * the last JPEG_AHEAD_HYBRID_SHARE; IMGPIPE_JPEG_AHEAD_HYBRID=0..3 sets it, to measure) one by one
- * on nvJPEG's GPU hybrid decoder beside the engine. None by default: on the H100 that decoder took
- * 30 ms a 12-MP file against the engine's 5-7, and a folder ran slower with it (bench/RESULTS.md). */
-enum { JPEG_AHEAD_READERS = 3, JPEG_AHEAD_HYBRIDS = 2, JPEG_AHEAD_HYBRID_SHARE = 0 };
+enum { JPEG_AHEAD_READERS = 3 };   /* reader threads */
 
 /* batch: the most files in one engine batch; held: how many images the workers may hold at once;
  * memory: the host bytes an image may hold in the run (--memory): an image a quarter of that or
@@ -47,8 +43,6 @@ typedef struct {
     double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
-    long hybrid_files;       /* decoded by the GPU hybrid decoder (not in files), and its time */
-    double hybrid_ms;
 } jpeg_ahead_stats;
 jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a);
 

@@ -103,7 +103,6 @@ struct jpeg_gpu {
     char enc_why[200];
     int decoder_ready, encoder_tried;     /* made at open when asked for, else on first use */
     int borrowed;                         /* the handle is another object's (jpeg_gpu_open_shared) */
-    nvjpegBackend_t cuda_backend;         /* of the CUDA decoder: Huffman on the CPU, or on the GPU */
     jpeg_gpu_open_times times;
 };
 
@@ -178,11 +177,9 @@ static int create_handle(jpeg_gpu *g, char *err, size_t errlen)
     const nvjpegBackend_t backends[2] = { NVJPEG_BACKEND_HARDWARE, NVJPEG_BACKEND_DEFAULT };
     const unsigned flag_sets[3] = { NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
                                     NVJPEG_FLAGS_BITSTREAM_STRICT, NVJPEG_FLAGS_DEFAULT };
-    const char *flags = getenv("IMGPIPE_NVJPEG_FLAGS");   /* "strict" or "lenient": to measure what each costs */
-    int first = flags && !strcmp(flags, "strict") ? 1 : flags && !strcmp(flags, "lenient") ? 2 : 0;
     nvjpegStatus_t last = NVJPEG_STATUS_NOT_INITIALIZED;
     for (int b = try_hardware ? 0 : 1; b < 2; b++)
-        for (int f = first; f < 3; f++) {
+        for (int f = 0; f < 3; f++) {
             last = g->api.nvjpegCreateEx(backends[b], NULL, NULL, flag_sets[f], &g->handle);
             g->times.handle_tries++;
             if (last != NVJPEG_STATUS_SUCCESS) continue;
@@ -201,7 +198,7 @@ static int create_cuda_decoder(jpeg_gpu *g, char *err, size_t errlen)
     if (g->cuda.decoder) return IP_OK;
     const nvjpeg_api *a = &g->api;
     cuda_decoder *c = &g->cuda;
-    nvjpegStatus_t s = a->nvjpegDecoderCreate(g->handle, g->cuda_backend, &c->decoder);
+    nvjpegStatus_t s = a->nvjpegDecoderCreate(g->handle, NVJPEG_BACKEND_DEFAULT, &c->decoder);
     if (!s) s = a->nvjpegDecoderStateCreate(g->handle, c->decoder, &c->state);
     if (!s) s = a->nvjpegBufferPinnedCreate(g->handle, NULL, &c->pinned);
     if (!s) s = a->nvjpegBufferDeviceCreate(g->handle, NULL, &c->device);
@@ -317,7 +314,6 @@ int jpeg_gpu_open_shared(jpeg_gpu **out, jpeg_gpu *parent, void *stream, unsigne
     g->hardware = parent->hardware;
     g->handle = parent->handle;
     g->borrowed = 1;
-    if (uses & JPEG_GPU_HYBRID) g->cuda_backend = NVJPEG_BACKEND_GPU_HYBRID;
     snprintf(g->description, sizeof g->description, "%s", parent->description);
     int rc = gpu_select(g->device, err, errlen);
     if (!rc && (uses & JPEG_GPU_DECODE)) rc = create_decoder_state(g, err, errlen);

@@ -46,9 +46,6 @@ int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errl
 /* The same, making at open only what uses names (the rest is made on first use): a run that only
  * decodes does not pay for the encoder. jpeg_gpu_open makes both. */
 enum { JPEG_GPU_DECODE = 1, JPEG_GPU_ENCODE = 2 };
-/* For jpeg_gpu_open_shared: its CUDA decoder decodes Huffman codes on the GPU (nvJPEG's GPU hybrid
- * backend, for large images) instead of on the calling thread. */
-enum { JPEG_GPU_HYBRID = 4 };
 int jpeg_gpu_open_for(jpeg_gpu **g, int device, void *stream, unsigned uses, char *err, size_t errlen);
 /* Where opening went, for --profile: loading the library, creating the handle (handle_tries
  * backends and flag sets tried), the decoder's state and the encoder (0 when not made yet). */
