@@ -97,28 +97,39 @@ static int claim(jpeg_ahead *a, int *entry, int *slot)
     return 1;
 }
 
+/* Counts a buffer of had bytes grown to want into *used, if that stays within budget. */
+static int reserve(jpeg_ahead *a, size_t *used, size_t budget, size_t had, size_t want)
+{
+    pthread_mutex_lock(&a->lock);
+    int fits = *used - had + want <= budget;
+    if (fits) *used = *used - had + want;
+    pthread_mutex_unlock(&a->lock);
+    return fits;
+}
+
+/* A reserved buffer that could not be made: the old one was freed first, so neither is held. */
+static void unreserve(jpeg_ahead *a, size_t *used, size_t want)
+{
+    pthread_mutex_lock(&a->lock);
+    *used -= want;
+    pthread_mutex_unlock(&a->lock);
+}
+
 /* The slot's pinned buffer grown to hold size bytes, within the pinned budget. */
 static int grow_host(jpeg_ahead *a, ah_slot *s, size_t size)
 {
     if (s->host_bytes >= size) return 1;
-    size_t want = size + size / 4, had = s->host_bytes;
-    pthread_mutex_lock(&a->lock);
-    int fits = a->host_bytes - had + want <= a->host_budget;
-    if (fits) a->host_bytes = a->host_bytes - had + want;
-    pthread_mutex_unlock(&a->lock);
-    if (!fits) return 0;
+    size_t want = size + size / 4;
+    if (!reserve(a, &a->host_bytes, a->host_budget, s->host_bytes, want)) return 0;
     gpu_host_free(s->host);
     s->host = NULL;
     s->host_bytes = 0;
-    int ok = gpu_host_alloc((void **)&s->host, want, 0, NULL, 0) == IP_OK;
-    if (ok) {
-        s->host_bytes = want;
-    } else {   /* neither the old buffer nor the new one is held */
-        pthread_mutex_lock(&a->lock);
-        a->host_bytes -= want;
-        pthread_mutex_unlock(&a->lock);
+    if (gpu_host_alloc((void **)&s->host, want, 0, NULL, 0) != IP_OK) {
+        unreserve(a, &a->host_bytes, want);
+        return 0;
     }
-    return ok;
+    s->host_bytes = want;
+    return 1;
 }
 
 /* Reads the whole file into the slot's pinned buffer (grown as needed). */
@@ -158,22 +169,12 @@ static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err
         return IP_ENOMEM;
     }
     size_t had = m->s->dev.bytes;
-    if (had < bytes) {
-        pthread_mutex_lock(&a->lock);
-        int fits = a->dev_bytes - had + bytes <= a->dev_budget;
-        if (fits) a->dev_bytes = a->dev_bytes - had + bytes;
-        pthread_mutex_unlock(&a->lock);
-        if (!fits) {
-            snprintf(err, errlen, "over the read-ahead's device memory");
-            return IP_ENOMEM;
-        }
+    if (had < bytes && !reserve(a, &a->dev_bytes, a->dev_budget, had, bytes)) {
+        snprintf(err, errlen, "over the read-ahead's device memory");
+        return IP_ENOMEM;
     }
     int rc = jpeg_gpu_buffer_alloc(&m->s->dev, 0, bytes, dev, err, errlen);
-    if (rc != IP_OK && had < bytes) {
-        pthread_mutex_lock(&a->lock);
-        a->dev_bytes -= bytes;
-        pthread_mutex_unlock(&a->lock);
-    }
+    if (rc != IP_OK && had < bytes) unreserve(a, &a->dev_bytes, bytes);
     return rc;
 }
 
