@@ -132,6 +132,21 @@ static int device_input(void *user, const ip_shape *shape, size_t bytes, void **
     return *dev ? IP_OK : IP_ENOMEM;
 }
 
+/* The file at path decoded by tiff_gpu_decode with default options into the mock device; *held:
+ * the device memory the target gave, NULL when none was asked for. */
+static int decode_file(io_gpu_codecs *codecs, const char *path, void **held, ip_image *dev, char *err, size_t errlen)
+{
+    io_options opt;
+    io_default_options(&opt);
+    io_input in;
+    jpeg_route_target target = { device_input, held };
+    *dev = (ip_image){ 0 };
+    int rc = io_input_open(path, &in, err, errlen);
+    if (!rc) rc = tiff_gpu_decode(codecs, &target, &in, &opt, dev, err, errlen);
+    io_input_close(&in);
+    return rc;
+}
+
 /* Strip odd_strip of 37x11 gray in strips of 3 rows (3, 3, 3 and 2) holds rows of data. */
 static void decode(io_gpu_codecs *codecs, uint32_t odd_strip, int rows, int want, const char *says, const char *what)
 {
@@ -139,15 +154,9 @@ static void decode(io_gpu_codecs *codecs, uint32_t odd_strip, int rows, int want
     snprintf(path, sizeof path, "%s/gpu_read_mock.tif", tu_tmpdir());
     ttu_strips s = { 37, 11, 3, odd_strip, rows };
     CHECK(ttu_write_strips(path, &s) == 0, "%s: cannot write it", what);
-    io_options opt;
-    io_default_options(&opt);
-    io_input in;
     void *held = NULL;
-    jpeg_route_target target = { device_input, &held };
-    ip_image dev = { 0 };
-    int rc = io_input_open(path, &in, err, sizeof err);
-    if (!rc) rc = tiff_gpu_decode(codecs, &target, &in, &opt, &dev, err, sizeof err);
-    io_input_close(&in);
+    ip_image dev;
+    int rc = decode_file(codecs, path, &held, &dev, err, sizeof err);
     CHECK(rc == want && strstr(err, says), "%s: %d, not %d ('%s', not '%s')", what, rc, want, err, says);
     int wrong = 0;
     for (uint32_t y = 0; rc == IP_OK && y < s.height; y++)
@@ -185,16 +194,10 @@ static void over_chunk(io_gpu_codecs *codecs, const ttu_strips *s, const char *s
     char path[512], err[256] = "";
     snprintf(path, sizeof path, "%s/gpu_read_mock_large.tif", tu_tmpdir());
     CHECK(ttu_write_strips(path, s) == 0, "%s: cannot write it", what);
-    io_options opt;
-    io_default_options(&opt);
-    io_input in;
     void *held = NULL;
-    jpeg_route_target target = { device_input, &held };
-    ip_image dev = { 0 };
+    ip_image dev;
     size_t scratch_before = scratch_bytes(codecs);
-    int rc = io_input_open(path, &in, err, sizeof err);
-    if (!rc) rc = tiff_gpu_decode(codecs, &target, &in, &opt, &dev, err, sizeof err);
-    io_input_close(&in);
+    int rc = decode_file(codecs, path, &held, &dev, err, sizeof err);
     CHECK(rc == IP_EUNSUPPORTED && strstr(err, says), "%s: %d, not IP_EUNSUPPORTED ('%s', not '%s')", what, rc, err,
           says);
     CHECK(held == NULL && scratch_bytes(codecs) == scratch_before, "%s: device memory asked for (target %s, scratch "
