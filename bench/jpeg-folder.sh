@@ -2,7 +2,8 @@
 # A folder of JPEG photographs at the GPU's JPEG rate (issue 29 items 1 and 4): N 12-megapixel
 # JPEGs q90 (mosaics of the sample photographs, flipped and brightened: photographic detail, never
 # flat) through denoise.pipe to JPEG q90 and to PNG level 3, with --device cpu, gpu, gpu
-# --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off), gpu+cpu
+# --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off; its engine
+# alone, without the workers' CPU decoding beside it: =engine), gpu+cpu
 # (GPU and CPU workers from one queue, with and without nvJPEG) and
 # auto (which measures the arrangements on the first images and says what it chose), beside an
 # OpenCV script with a process per core (bench/batch.sh's). Prints images/s (whole process and the
@@ -11,7 +12,8 @@
 # many images GPU and CPU workers took), the shared decoder's batches and waits.
 # Needs nothing from the network; about 2 minutes on the 16-core H100 machine.
 # usage: bench/jpeg-folder.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run; ONLY: the
-# labels of the rows to run, all by default, "peer" for OpenCV's; FORMATS: "jpg png" by default)
+# labels of the rows to run, all by default, "peer" for OpenCV's, "nvimgcodec" for nvImageCodec's
+# decoding rate on the same files, from build-nvimg/nvimgcodec.tgz; FORMATS: "jpg png" by default)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
 n=${1:-200}
@@ -111,14 +113,19 @@ peer() {  # fmt
     row gpu-nvjpeg "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
     ROW_ENV=IMGPIPE_JPEG_AHEAD=off row gpu-nvjpeg-noahead "$fmt" --profile --device gpu --jpeg-decoder gpu
+    ROW_ENV=IMGPIPE_JPEG_AHEAD=engine row gpu-nvjpeg-engine "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-j48 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 48
+    row gpu-nvjpeg-j8 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 8
     row gpu+cpu "$fmt" --profile --device gpu+cpu
     row gpu+cpu-nvjpeg "$fmt" --profile --device gpu+cpu --jpeg-decoder gpu
     row auto "$fmt" --device auto
     row auto-nvjpeg "$fmt" --device auto --jpeg-decoder gpu
     peer "$fmt"
   done
-  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-j48 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+  case " ${ONLY:-} " in   # decoding alone, by NVIDIA's library on the same files (bench/nvimgcodec.sh)
+    *" nvimgcodec "*) bash "$src/bench/nvimgcodec.sh" decode "$tmp/in" 64 200 1 2>&1 | tail -n 12 ;;
+  esac
+  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-engine gpu-nvjpeg-j48 gpu-nvjpeg-j8 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
       [ -f "$f" ] || continue
       echo "--- $(basename "$f"): notes"
