@@ -161,7 +161,7 @@ static void *taker(void *arg)
         pthread_mutex_unlock(&l->lock);
         if (i < 0) break;
         ip_image dev;
-        int rc = jpeg_ahead_take(l->ahead, i, &dev);
+        int rc = jpeg_ahead_take(l->ahead, i, &dev) == JPEG_AHEAD_TAKEN ? IP_OK : IP_EUNSUPPORTED;
         int wrong_status = (rc == IP_OK) != (l->expect[i].data != NULL), wrong_pixels = 0;
         if (rc == IP_OK && l->expect[i].data) {
             ip_image host = download(&dev);
@@ -187,7 +187,7 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held)
     io_default_options(&opt);
     opt.autorotate = 1;
     l->next = l->wrong_status = l->wrong_pixels = l->taken = 0;
-    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32 };
+    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32, 0 };
     int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err);
     CHECK(rc == IP_OK, "jpeg_ahead_start: %s", err);
     if (rc) return;
@@ -213,14 +213,14 @@ static void stop_early(jpeg_pool *pool, listing *l)
     io_options opt;
     io_default_options(&opt);
     jpeg_ahead *a = NULL;
-    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32 };
+    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32, 0 };
     CHECK(jpeg_ahead_start(&a, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err) == IP_OK,
           "%s", err);
     if (!a) return;
     int got = 0;
     for (int i = 0; i < 3; i++) {
         ip_image dev;
-        got += jpeg_ahead_take(a, i, &dev) == IP_OK;
+        got += jpeg_ahead_take(a, i, &dev) == JPEG_AHEAD_TAKEN;
         jpeg_ahead_release(a, i);
     }
     double t0 = now_ms();
@@ -235,9 +235,31 @@ typedef struct {
     jpeg_pool *pool;
     unsigned char **bytes;
     size_t *len;
-    int n, *next, failures;
+    char **paths;
+    int n, *next, failures, on_cpu;
     pthread_mutex_t *lock;
 } rate_worker;
+
+/* A file handed back by the read-ahead, decoded as a worker would: libjpeg-turbo, then uploaded. */
+static int decode_on_cpu(rate_worker *w, int i, jpeg_gpu_memory *mem)
+{
+    io_options opt;
+    io_default_options(&opt);
+    ip_image host = { 0 };
+    char e[256];
+    double t0 = now_ms();
+    int rc = io_read(w->paths[i], &opt, &host, e, sizeof e);
+    void *dev = NULL;
+    size_t row = (size_t)host.shape.width * (size_t)host.shape.channels, bytes = row * (size_t)host.shape.height;
+    if (rc == IP_OK) rc = mem->alloc(mem->user, 0, bytes, &dev, e, sizeof e);
+    if (rc == IP_OK)
+        rc = gpu_copy2d(dev, row, host.data, (size_t)host.stride, row, (size_t)host.shape.height, GPU_H2D, NULL, e,
+                        sizeof e);
+    img_free(&host);
+    jpeg_ahead_cpu_took(w->ahead, now_ms() - t0);
+    w->on_cpu++;
+    return rc;
+}
 
 static void *rate_thread(void *arg)
 {
@@ -251,9 +273,14 @@ static void *rate_thread(void *arg)
         pthread_mutex_unlock(w->lock);
         if (i < 0) break;
         ip_image dev;
-        int rc = w->ahead ? jpeg_ahead_take(w->ahead, i, &dev)
-                          : jpeg_pool_decode(w->pool, 0, w->bytes[i % 4], w->len[i % 4], NULL, &mem, &dev, e, sizeof e);
-        if (w->ahead) jpeg_ahead_release(w->ahead, i);
+        int rc;
+        if (w->ahead) {
+            jpeg_ahead_got got = jpeg_ahead_take(w->ahead, i, &dev);
+            rc = got == JPEG_AHEAD_TAKEN ? IP_OK : got == JPEG_AHEAD_ON_CPU ? decode_on_cpu(w, i, &mem) : IP_EUNSUPPORTED;
+            jpeg_ahead_release(w->ahead, i);
+        } else {
+            rc = jpeg_pool_decode(w->pool, 0, w->bytes[i % 4], w->len[i % 4], NULL, &mem, &dev, e, sizeof e);
+        }
         if (rc != IP_OK) w->failures++;
     }
     jpeg_gpu_buffer_free(&buf);
@@ -276,7 +303,9 @@ static unsigned char *smooth_photo(int w, int h, unsigned seed)
     return px;
 }
 
-/* files/s of 16 takers on n 12-MP files: read ahead in batches of 64, and through the pool. */
+/* files/s of 16 takers on n 12-MP files: read ahead in batches of 64 (the engine alone, then with
+ * the takers decoding on the CPU what it would keep them waiting for), and through the pool. Every
+ * file is decoded once, by one of them. */
 static void rate(jpeg_pool *pool, int n)
 {
     unsigned char *bytes[4];
@@ -296,36 +325,44 @@ static void rate(jpeg_pool *pool, int n)
     }
     io_options opt;
     io_default_options(&opt);
-    for (int pass = 0; pass < 2; pass++) {   /* read ahead, then the pool */
+    static const char *const pass_name[] = { "read-ahead", "read-ahead + CPU", "pool" };
+    for (int pass = 0; pass < 3; pass++) {
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         int next = 0;
         rate_worker ws[16];
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
-        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30 };
-        if (pass == 0 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err))
+        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30, pass == 1 };
+        if (pass < 2 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err)) {
+            CHECK(0, "jpeg_ahead_start: %s", err);
             continue;
+        }
         pthread_t tids[16];
         for (int t = 0; t < 16; t++) {
-            ws[t] = (rate_worker){ a, pool, bytes, len, n, &next, 0, &lock };
+            ws[t] = (rate_worker){ a, pool, bytes, len, paths, n, &next, 0, 0, &lock };
             pthread_create(&tids[t], NULL, rate_thread, &ws[t]);
         }
-        int failures = 0;
+        int failures = 0, on_cpu = 0;
         for (int t = 0; t < 16; t++) {
             pthread_join(tids[t], NULL);
             failures += ws[t].failures;
+            on_cpu += ws[t].on_cpu;
         }
         double ms = now_ms() - t0;
         jpeg_ahead_stats st = jpeg_ahead_totals(a);
         jpeg_ahead_stop(a);
-        printf("rate %s: %d 12-MP files (%.1f MB each) in %.0f ms: %.0f files/s", pass == 0 ? "read-ahead" : "pool",
-               n, (double)len[0] / 1e6, ms, n * 1e3 / ms);
-        if (pass == 0)
-            printf(" (%ld batches, largest %d, engine %.2f ms a file, reading %.2f ms a file)", st.batches,
-                   st.largest_batch, st.files ? st.engine_ms / (double)st.files : 0.0,
-                   st.files ? st.read_ms / (double)st.files : 0.0);
+        printf("rate %s: %d 12-MP files (%.1f MB each) in %.0f ms: %.0f files/s", pass_name[pass], n,
+               (double)len[0] / 1e6, ms, n * 1e3 / ms);
+        if (pass < 2)
+            printf(" (%ld by the engine in %ld batches, largest %d, %.2f ms a file; reading %.2f ms a file; %ld on "
+                   "the CPU, %.1f ms a file)", st.files, st.batches, st.largest_batch,
+                   st.files ? st.engine_ms / (double)st.files : 0.0, st.files ? st.read_ms / (double)st.files : 0.0,
+                   st.cpu_files, st.cpu_files ? st.cpu_ms / (double)st.cpu_files : 0.0);
         printf("\n");
-        CHECK(failures == 0, "rate %d: %d files not decoded", pass, failures);
+        CHECK(failures == 0, "rate %s: %d files not decoded", pass_name[pass], failures);
+        if (pass < 2)
+            CHECK(st.files + on_cpu == n && st.cpu_files == on_cpu && (pass == 1 || on_cpu == 0),
+                  "rate %s: %ld files by the engine and %d on the CPU, of %d", pass_name[pass], st.files, on_cpu, n);
     }
     for (int i = 0; i < n; i++) {
         remove(paths[i]);

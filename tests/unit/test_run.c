@@ -103,7 +103,7 @@ static void test_whole_by_default(const ip_image *src)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_gray.png", out_dir);
-    run_source in = { in_png, NULL, NULL };
+    run_source in = { in_png, NULL, NULL, 0 };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     int rc = run("grayscale", &in, &sink, &o, &res, err, sizeof err);
@@ -142,7 +142,7 @@ static void test_stream_or_whole(void)
         o.io.tiff_compression = IO_TIFF_NONE;   /* TIFF is written in strips: the bands stay small */
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_chain_%zu.tif", out_dir, i);
-        run_source in = { in_png, NULL, NULL };
+        run_source in = { in_png, NULL, NULL, 0 };
         run_sink sink = { out, NULL, 0 };
         run_result res;
         int rc = run(text, &in, &sink, &o, &res, err, sizeof err);
@@ -169,7 +169,7 @@ static void test_one_open(void)
         o.stream = streamed ? RUN_STREAM_ON : RUN_STREAM_OFF;
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_open_%d.png", out_dir, streamed);
-        run_source in = { in_png, NULL, NULL };
+        run_source in = { in_png, NULL, NULL, 0 };
         run_sink sink = { out, NULL, 0 };
         run_result res;
         plan p;
@@ -193,7 +193,7 @@ static void test_memory(const ip_image *src)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_mem.png", out_dir);
-    run_source file_in = { in_png, NULL, NULL }, mem_in = { NULL, src, NULL };
+    run_source file_in = { in_png, NULL, NULL, 0 }, mem_in = { NULL, src, NULL, 0 };
     run_sink file_out = { out, NULL, 0 };
     ip_image mem = { 0 }, got = { 0 };
     run_sink mem_out = { NULL, &mem, 0 };
@@ -215,13 +215,13 @@ static void test_failures(void)
     char out[600], missing[600], err[1024];
     snprintf(out, sizeof out, "%s/run_fail.png", out_dir);
     snprintf(missing, sizeof missing, "%s/no_such_file.png", out_dir);
-    run_source in = { missing, NULL, NULL };
+    run_source in = { missing, NULL, NULL, 0 };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_EIO, "missing input");
     CHECK(res.failed_path == missing && !res.usage_error && strstr(err, "cannot open"), "missing input: '%s'", err);
     /* entropy's float output cannot be a PNG: the pipeline's fault, named by the output */
-    run_source good = { in_png, NULL, NULL };
+    run_source good = { in_png, NULL, NULL, 0 };
     int rc = run("grayscale | entropy", &good, &sink, &o, &res, err, sizeof err);
     CHECK(rc != IP_OK && res.usage_error && strstr(err, out) == err, "f32 to PNG: rc %d usage %d '%s'", rc,
           res.usage_error, err);
@@ -240,7 +240,7 @@ static void test_no_gpu(void)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_dev.png", out_dir);
-    run_source in = { in_png, NULL, NULL };
+    run_source in = { in_png, NULL, NULL, 0 };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_OK, "auto: %s", err);
@@ -273,7 +273,7 @@ static void test_gpu_fallback(const ip_image *src)
         run_worker_destroy(w);
         return;
     }
-    run_source in = { in_png, NULL, NULL };
+    run_source in = { in_png, NULL, NULL, 0 };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     int rc = run_image(w, &p, &in, &sink, &o, &res, err, sizeof err);

@@ -337,15 +337,18 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
 {
     run_worker *rw = w->rw[role];
     run_options ro = image_options(w->sh->o, e, role);
-    run_source in = { e->in, NULL, NULL };
+    run_source in = { e->in, NULL, NULL, 0 };
     run_sink out = { e->out, NULL, 0 };
     run_result res;
     double t0 = now_s();
     int ahead_index = w->sh->ahead && role == SCHED_ROLE_GPU ? (int)(e - w->sh->list->items) : -1;
     ip_image decoded;
-    if (ahead_index >= 0 && jpeg_ahead_take(w->sh->ahead, ahead_index, &decoded) == IP_OK) in.decoded = &decoded;
+    jpeg_ahead_got got = ahead_index >= 0 ? jpeg_ahead_take(w->sh->ahead, ahead_index, &decoded) : JPEG_AHEAD_USUAL;
+    if (got == JPEG_AHEAD_TAKEN) in.decoded = &decoded;
+    in.jpeg_on_cpu = got == JPEG_AHEAD_ON_CPU;
     double take_ms = (now_s() - t0) * 1e3;
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
+    if (in.jpeg_on_cpu) jpeg_ahead_cpu_took(w->sh->ahead, res.decoded ? res.times.decode_ms : -1.0);
     if (in.decoded) {   /* the stages read it on the worker's stream */
         gpu_stream_sync(run_worker_stream(rw), NULL, 0);
         res.times.decode_ms += take_ms;
@@ -515,7 +518,7 @@ static void drop_ahead(batch_shared *sh, const batch_entry *e)
     if (!sh->ahead) return;
     ip_image unused;
     int index = (int)(e - sh->list->items);
-    jpeg_ahead_take(sh->ahead, index, &unused);
+    if (jpeg_ahead_take(sh->ahead, index, &unused) == JPEG_AHEAD_ON_CPU) jpeg_ahead_cpu_took(sh->ahead, -1.0);
     jpeg_ahead_release(sh->ahead, index);
 }
 
@@ -625,7 +628,8 @@ static void close_jpeg_pool(batch_shared *sh)
 }
 
 /* One GPU whose workers take every image in the listing's order: its JPEGs are read and decoded
- * ahead in large batches (IMGPIPE_JPEG_AHEAD=off turns that off, to compare). Not under --resume
+ * ahead in large batches, the workers decoding on the CPU what the engine would keep them waiting
+ * for (IMGPIPE_JPEG_AHEAD=off turns the read-ahead off, =engine the CPU's help, to compare). Not under --resume
  * (an image skipped for its output would hold its decoded copy to the end) nor --page (which a
  * JPEG has not: the reader says so). */
 static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
@@ -646,7 +650,8 @@ static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
         any = 1;
     }
     char err[256];
-    jpeg_ahead_limits lim = { AHEAD_BATCH, jobs, o->memory ? o->memory : run_default_memory() };
+    jpeg_ahead_limits lim = { AHEAD_BATCH, jobs, o->memory ? o->memory : run_default_memory(),
+                              !(env && !strcmp(env, "engine")) };
     if (!any || jpeg_ahead_start(&sh->ahead, sh->jpeg, gpu_of(o, 0), l->n, sh->ahead_paths, &o->io, &lim, err,
                                  sizeof err) != IP_OK) {
         free(sh->ahead_paths);
@@ -663,14 +668,16 @@ static void stop_ahead(batch_shared *sh)
     free(sh->ahead_paths);
     sh->ahead_paths = NULL;
     if (!sh->cb->note || !sh->o->verbose) return;
-    char msg[640];
+    char msg[768];
+    long taken = t.files + t.not_ahead + t.cpu_files;
     snprintf(msg, sizeof msg, "nvJPEG read-ahead: %ld files decoded in %ld engine batches (mean %.1f, largest %d; "
-             "%.1f ms, %.2f ms a file; reading and checking %.2f ms a file on %d threads); %ld files left to the "
-             "workers; workers waited %.1f ms an image", t.files, t.batches,
-             t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch, t.engine_ms,
-             t.files ? t.engine_ms / (double)t.files : 0.0, t.files + t.not_ahead ?
-             t.read_ms / (double)(t.files + t.not_ahead) : 0.0, JPEG_AHEAD_READERS, t.not_ahead,
-             t.files ? t.take_wait_ms / (double)t.files : 0.0);
+             "%.1f ms, %.2f ms a file; reading and checking %.2f ms a file on %d threads), %ld by the workers' CPU "
+             "while the engine was busy or opening (%.1f ms a file); %ld files left to the workers; workers waited "
+             "%.1f ms an image", t.files, t.batches, t.batches ? (double)t.files / (double)t.batches : 0.0,
+             t.largest_batch, t.engine_ms, t.files ? t.engine_ms / (double)t.files : 0.0, t.files + t.not_ahead ?
+             t.read_ms / (double)(t.files + t.not_ahead) : 0.0, JPEG_AHEAD_READERS, t.cpu_files,
+             t.cpu_files ? t.cpu_ms / (double)t.cpu_files : 0.0, t.not_ahead,
+             taken ? t.take_wait_ms / (double)taken : 0.0);
     sh->cb->note(sh->cb->user, msg);
 }
 

@@ -11,10 +11,11 @@
 #include "gpu/gpu.h"
 #include "io/meta.h"
 
-enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_NOT, AH_DONE };
+enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_NOT, AH_DONE, AH_CPU };
 #define FILE_MAX ((size_t)256 << 20)          /* larger files are left to the workers */
 #define DEVICE_BUDGET_MAX ((size_t)8 << 30)   /* device memory for images read ahead, at most */
 #define HOST_BUDGET_MAX ((size_t)2 << 30)     /* pinned memory for the files read, at most */
+#define ENGINE_MS_PER_BYTE 1e-6               /* the engine's time a compressed byte until measured (H100: 1 GB/s) */
 
 /* A file on its way: its bytes in pinned memory, then its decoded image in device memory. */
 typedef struct {
@@ -41,6 +42,13 @@ struct jpeg_ahead {
     int broken;              /* nvJPEG is not there: nothing is read ahead */
     int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
     int stop;
+    int cpu_help;            /* workers may decode entries on the CPU */
+    int on_cpu, cpu_max;     /* entries being decoded on the CPU; the most at once once the engine runs */
+    int engine_ready;        /* the decoder thread has its handle and batch states */
+    int inflight;            /* files in the batch being decoded (0: none) */
+    double inflight_since;   /* when that batch began, ms */
+    size_t inflight_bytes;
+    double engine_bytes;     /* compressed bytes decoded by the engine, summed */
     size_t dev_bytes, dev_budget;
     size_t host_bytes, host_budget;   /* pinned memory of the files read */
     uint64_t image_cap;               /* a decoded image this large or larger is left to its worker */
@@ -84,8 +92,9 @@ static void give_back_slot(jpeg_ahead *a, int entry)
 /* The next entry to read and a slot for it (lock held); entries not read ahead are passed over. */
 static int claim(jpeg_ahead *a, int *entry, int *slot)
 {
-    while (a->next_read < a->n && (a->broken || !a->paths[a->next_read])) {
-        a->state[a->next_read++] = AH_NOT;
+    while (a->next_read < a->n && (a->broken || !a->paths[a->next_read] || a->state[a->next_read] != AH_QUEUED)) {
+        if (a->state[a->next_read] == AH_QUEUED) a->state[a->next_read] = AH_NOT;
+        a->next_read++;
         pthread_cond_broadcast(&a->changed);
     }
     if (a->next_read >= a->n || a->n_free == 0) return 0;
@@ -304,17 +313,24 @@ static void *decoder_main(void *arg)
     }
     pthread_mutex_lock(&a->lock);
     if (!usable) a->broken = 1;
+    a->engine_ready = usable;
     pthread_cond_broadcast(&a->changed);
     for (;;) {
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
         if (a->stop || a->broken || !batch_due(a)) break;
         int k = collect(a, batch_size(a), entries, ready);
+        a->inflight = k;
+        a->inflight_since = now_ms();
+        a->inflight_bytes = 0;
+        for (int j = 0; j < k; j++) a->inflight_bytes += a->slots[a->slot_of[entries[j]]].len;
         pthread_mutex_unlock(&a->lock);
         char err[256];
         double t0 = now_ms();
         jpeg_gpu_decode_ready(g, k, ready, rcs, err, sizeof err);
         double took = now_ms() - t0;
         pthread_mutex_lock(&a->lock);
+        a->engine_bytes += (double)a->inflight_bytes;
+        a->inflight = 0;
         finish_batch(a, k, entries, rcs, took);
     }
     /* whatever is still prepared goes to its worker */
@@ -334,27 +350,93 @@ static void *decoder_main(void *arg)
     return NULL;
 }
 
-int jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img)
+/* When the engine would have entry index decoded, in ms from now (lock held; it is prepared, or
+ * not yet read and so behind every prepared file): the batch in flight, then the prepared files
+ * before it up to the end of its own batch (a batch ends all at once), by the engine's measured
+ * time a compressed byte. */
+static double engine_wait_ms(const jpeg_ahead *a, int index)
 {
-    if (!a || index < 0 || index >= a->n || !a->paths[index]) return IP_EUNSUPPORTED;
+    double per_byte = a->engine_bytes > 0 ? a->stats.engine_ms / a->engine_bytes : ENGINE_MS_PER_BYTE;
+    double left = a->inflight ? (double)a->inflight_bytes * per_byte - (now_ms() - a->inflight_since) : 0.0;
+    int rank = 0, queued = a->state[index] == AH_QUEUED;
+    for (int i = a->decode_from; i < (queued ? a->next_read : index); i++) rank += a->state[i] == AH_PREPARED;
+    int batch_end = (rank / a->batch + 1) * a->batch;
+    double bytes = 0;
+    int r = 0;
+    for (int i = a->decode_from; i < a->next_read && r < batch_end; i++)
+        if (a->state[i] == AH_PREPARED) {
+            bytes += (double)a->slots[a->slot_of[i]].len;
+            r++;
+        }
+    if (queued && r > 0) bytes += bytes / r;   /* its own file, as large as those */
+    return (left > 0 ? left : 0.0) + bytes * per_byte;
+}
+
+/* Whether the worker waiting for entry index decodes it sooner on the CPU (lock held): any entry
+ * not yet decoded before the engine is ready (the handle's opening is hidden so), then one not yet
+ * decoded where the engine's queue is longer than the workers' CPU decodes have taken, while fewer
+ * than cpu_max decode on the CPU (the readers and the decoder's thread need cores of their own:
+ * measured, CPU decoding on every core slowed reading 30-fold and starved the engine). */
+static int cpu_sooner(const jpeg_ahead *a, int index)
+{
+    int st = a->state[index];
+    if (!a->cpu_help || a->broken || (st != AH_QUEUED && st != AH_PREPARED)) return 0;
+    if (!a->engine_ready) return 1;
+    if (a->stats.cpu_files == 0 || a->on_cpu >= a->cpu_max) return 0;
+    return engine_wait_ms(a, index) > a->stats.cpu_ms / (double)a->stats.cpu_files;
+}
+
+/* Entry index handed to its worker's CPU decoder (lock held). */
+static void hand_to_cpu(jpeg_ahead *a, int index)
+{
+    if (a->state[index] == AH_PREPARED) {
+        a->prepared--;
+        give_back_slot(a, index);
+    }
+    a->state[index] = AH_CPU;
+    a->on_cpu++;
+    pthread_cond_broadcast(&a->changed);
+}
+
+jpeg_ahead_got jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img)
+{
+    if (!a || index < 0 || index >= a->n || !a->paths[index]) return JPEG_AHEAD_USUAL;
     double t0 = now_ms();
     pthread_mutex_lock(&a->lock);
+    jpeg_ahead_got got = JPEG_AHEAD_USUAL;
     while (a->state[index] < AH_READY && !a->stop) {
+        if (cpu_sooner(a, index)) {
+            hand_to_cpu(a, index);
+            got = JPEG_AHEAD_ON_CPU;
+            break;
+        }
         if (a->state[index] == AH_PREPARED && !a->urgent) {
             a->urgent = 1;
             pthread_cond_broadcast(&a->changed);
         }
         pthread_cond_wait(&a->changed, &a->lock);
     }
-    int rc = IP_EUNSUPPORTED;
     if (a->state[index] == AH_READY) {
         *img = a->slots[a->slot_of[index]].img;
         a->state[index] = AH_TAKEN;
-        rc = IP_OK;
+        got = JPEG_AHEAD_TAKEN;
     }
     a->stats.take_wait_ms += now_ms() - t0;
     pthread_mutex_unlock(&a->lock);
-    return rc;
+    return got;
+}
+
+void jpeg_ahead_cpu_took(jpeg_ahead *a, double ms)
+{
+    if (!a) return;
+    pthread_mutex_lock(&a->lock);
+    if (ms >= 0) {
+        a->stats.cpu_files++;
+        a->stats.cpu_ms += ms;
+    }
+    if (a->on_cpu > 0) a->on_cpu--;
+    pthread_cond_broadcast(&a->changed);   /* waiting workers weigh their entries again */
+    pthread_mutex_unlock(&a->lock);
 }
 
 void jpeg_ahead_release(jpeg_ahead *a, int index)
@@ -443,6 +525,9 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->opt.meta = NULL;
     a->opt.meta_known = 0;
     a->opt.warnings = NULL;
+    a->cpu_help = lim->cpu_help;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    a->cpu_max = cores > JPEG_AHEAD_READERS + 3 ? (int)cores / 2 : 1;
     a->dev_budget = device_budget(device);
     a->image_cap = lim->memory / 4;
     a->host_budget = lim->memory / 4 < HOST_BUDGET_MAX ? (size_t)(lim->memory / 4) : HOST_BUDGET_MAX;

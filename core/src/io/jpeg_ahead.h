@@ -5,6 +5,10 @@
  * engine does not take (progressive, damaged, turned by EXIF, too large) is left to the worker,
  * which reads it the usual way (nvJPEG's CUDA decoder or libjpeg-turbo), beside the batches.
  *
+ * With cpu_help, a worker also decodes on the CPU (libjpeg-turbo) an entry the engine would make
+ * it wait for longer than the workers' CPU decodes take, and every entry it reaches before the
+ * engine is ready (the handle opens in about 0.65 s): both decoders work at once.
+ *
  * Memory is bounded: at most `batch` * 2 + `held` files are read, decoded or held at once, and
  * their device buffers are reused (grown to the largest image, within a device budget). */
 #ifndef IMGPIPE_JPEG_AHEAD_H
@@ -23,6 +27,7 @@ enum { JPEG_AHEAD_READERS = 3 };   /* reader threads */
 typedef struct {
     int batch, held;
     uint64_t memory;
+    int cpu_help;   /* workers may take entries to decode on the CPU (jpeg_ahead_take's JPEG_AHEAD_ON_CPU) */
 } jpeg_ahead_limits;
 
 /* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;
@@ -31,14 +36,24 @@ typedef struct {
 int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
                      const io_options *opt, const jpeg_ahead_limits *lim, char *err, size_t errlen);
 
-/* Entry index's image, waiting for it: IP_OK with *img on the device (packed rows, the ahead's
- * memory until jpeg_ahead_release), else IP_EUNSUPPORTED: read the file the usual way. */
-int jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img);
+typedef enum {
+    JPEG_AHEAD_TAKEN,    /* *img: on the device (packed rows, the ahead's memory until jpeg_ahead_release) */
+    JPEG_AHEAD_USUAL,    /* not read ahead: read the file the usual way */
+    JPEG_AHEAD_ON_CPU    /* the worker decodes it on the CPU, then says how long with jpeg_ahead_cpu_took */
+} jpeg_ahead_got;
+
+/* Entry index's image, waiting for it unless the CPU is sooner (cpu_help). */
+jpeg_ahead_got jpeg_ahead_take(jpeg_ahead *a, int index, ip_image *img);
+/* A file handed over with JPEG_AHEAD_ON_CPU was decoded in ms (what later entries are weighed by),
+ * or not (ms < 0); every such file is reported once. */
+void jpeg_ahead_cpu_took(jpeg_ahead *a, double ms);
 /* The worker is done with index's image (its stream has finished reading it). */
 void jpeg_ahead_release(jpeg_ahead *a, int index);
 
 typedef struct {
     long files, batches, not_ahead;   /* decoded ahead, in this many batches; left to the workers */
+    long cpu_files;          /* handed to the workers' CPU decoders (cpu_help) */
+    double cpu_ms;           /* their decoding time, summed */
     int largest_batch;
     double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */

@@ -43,11 +43,14 @@ void run_default_options(run_options *o);
 
 /* An image to read: a file, or pixels in host memory (path NULL). decoded, with a path: the file's
  * pixels already decoded on the worker's GPU (a folder's read-ahead), used in place of reading it;
- * the file still gives its metadata, and is read again if the image falls back to the CPU. */
+ * the file still gives its metadata, and is read again if the image falls back to the CPU.
+ * jpeg_on_cpu: a JPEG file decoded by libjpeg-turbo whatever the JPEG decoder (the read-ahead
+ * handed it over while its engine was busy or not yet open). */
 typedef struct {
     const char *path;
     const ip_image *image;
     const ip_image *decoded;
+    int jpeg_on_cpu;
 } run_source;
 
 /* Where the result goes: a file (written atomically), or host memory (path NULL): *image then

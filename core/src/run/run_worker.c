@@ -122,7 +122,7 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
         return io->on_shape(io->on_shape_user, &img->shape, err, errlen);
     }
     io_format fmt = pr->format;
-    if (run_jpeg_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
+    if (!in->jpeg_on_cpu && run_jpeg_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
         run_jpeg_target target;
         run_jpeg_target_init(&target, w->ctx, p);
         int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->jpeg, &target.target, &pr->input, io, img, err,
