@@ -73,6 +73,7 @@ typedef struct {
     int size;                             /* 0: nvjpegDecodeBatchedInitialize needed */
     nvjpegOutputFormat_t format;
     long last_use;
+    int pooled;                           /* nvjpegDecodeBatchedPreAllocate was called on state */
 } batch_slot;
 
 /* One image of a decode call once its header passed: where its pixels go and in which form. */
@@ -459,11 +460,13 @@ static nvjpegStatus_t batch_slot_for(jpeg_gpu *g, int n, nvjpegOutputFormat_t fo
     if (pick->size == n && pick->format == format) return s;
     double t0 = now_ms();
     pick->size = 0;
-    if (!pick->state) {
-        s = a->nvjpegJpegStateCreate(g->handle, &pick->state);
-        /* as nvImageCodec and DALI do: the state then draws on a memory pool instead of allocating
-         * in its batches (the size hints only set the pool's first size) */
-        if (!s && a->preallocate) a->preallocate(g->handle, pick->state, n, 1, 1, NVJPEG_CSS_444, format);
+    if (!pick->state) s = a->nvjpegJpegStateCreate(g->handle, &pick->state);
+    /* as nvImageCodec and DALI do: the state then draws on a memory pool instead of allocating in
+     * its batches (the size hints only set the pool's first size). The decoder's first state is
+     * made with the handle, so this is asked on a state's first batch, not its making. */
+    if (!s && !pick->pooled && a->preallocate) {
+        a->preallocate(g->handle, pick->state, n, 1, 1, NVJPEG_CSS_444, format);
+        pick->pooled = 1;
     }
     if (!s) s = a->nvjpegDecodeBatchedInitialize(g->handle, pick->state, n, 1, format);
     if (!s) {
