@@ -79,34 +79,36 @@ PYEOF
 
 # label fmt args...: one table row; the run's stderr kept in $tmp/err.<label>.<fmt>
 row() {
-  local label=$1 fmt=$2 t0 t1 wall inner chose
+  local label=$1 fmt=$2 t0 t1 wall inner chose bytes
   shift 2
   case " ${ONLY:-$label} " in *" $label "*) ;; *) return ;; esac
   rm -rf "$tmp/o"
   t0=$(date +%s.%N)
   if ! env ${ROW_ENV:-} "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o" \
        >/dev/null 2>"$tmp/err.$label.$fmt"; then
-    printf "| %s | %s | failed: %s | | | |\n" "$label" "$fmt" "$(grep -v 'images/s, ' "$tmp/err.$label.$fmt" | tail -n 1)"
+    printf "| %s | %s | failed: %s | | | | |\n" "$label" "$fmt" "$(grep -v 'images/s, ' "$tmp/err.$label.$fmt" | tail -n 1)"
     return
   fi
   t1=$(date +%s.%N)
   wall=$(echo "$t0 $t1" | awk '{ printf "%.3f", $2 - $1 }')
   inner=$(grep -o '; [0-9.]* s$' "$tmp/err.$label.$fmt" | tail -n 1 | tr -dc '0-9.')
   chose=$(grep -o 'device: [^(]*' "$tmp/err.$label.$fmt" | head -n 1 | sed 's/ *$//')
-  awk -v l="$label" -v f="$fmt" -v w="$wall" -v i="${inner:-0}" -v n="$n" -v c="${chose:-?}" 'BEGIN {
-    printf "| %s | %s | %.2f | %.1f | %s | %s |\n", l, f, w, n / w, (i > 0 ? sprintf("%.1f", n / i) : "?"), c }'
+  bytes=$(du -sb "$tmp/o" | cut -f1)
+  awk -v l="$label" -v f="$fmt" -v w="$wall" -v i="${inner:-0}" -v n="$n" -v c="${chose:-?}" -v b="$bytes" 'BEGIN {
+    printf "| %s | %s | %.2f | %.1f | %s | %.1f | %s |\n", l, f, w, n / w, (i > 0 ? sprintf("%.1f", n / i) : "?"), b / 1e6, c }'
 }
 peer() {  # fmt
-  local s
+  local s bytes
   case " ${ONLY:-peer} " in *" peer "*) ;; *) return ;; esac
   s=$("$PY" "$tmp/peer.py" "$tmp/in" "$tmp/peer.$1" "$1" $level)
-  awk -v s="$s" -v n="$n" -v f="$1" -v c="$cores" 'BEGIN {
-    printf "| OpenCV, %d processes | %s | %.2f | %.1f | - | - |\n", c, f, s, n / s }'
+  bytes=$(du -sb "$tmp/peer.$1" | cut -f1)
+  awk -v s="$s" -v n="$n" -v f="$1" -v c="$cores" -v b="$bytes" 'BEGIN {
+    printf "| OpenCV, %d processes | %s | %.2f | %.1f | - | %.1f | - |\n", c, f, s, n / s, b / 1e6 }'
 }
 {
   echo "jpeg-folder: $n JPEGs 4000x3000 q90 ($(du -cb "$tmp"/in/* | tail -n 1 | awk -v n="$n" '{ printf "%.2f MB", $1 / n / 1e6 }') a file: the hardware decoder's time follows it) -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
-  echo "| run | out | s | images/s (process) | images/s (folder summary) | device line |"
-  echo "| --- | --- | --: | --: | --: | --- |"
+  echo "| run | out | s | images/s (process) | images/s (folder summary) | output MB | device line |"
+  echo "| --- | --- | --: | --: | --: | --: | --- |"
   for fmt in ${FORMATS:-jpg png}; do
     row cpu "$fmt" --device cpu
     row gpu "$fmt" --profile --device gpu
