@@ -45,9 +45,8 @@ struct jpeg_ahead {
     int cpu_help;            /* workers may decode entries on the CPU */
     int on_cpu, cpu_max;     /* entries being decoded on the CPU; the most at once once the engine runs */
     int engine_ready;        /* the decoder thread has its handle and batch states */
-    int inflight;            /* files in the batch being decoded (0: none) */
+    size_t inflight_bytes;   /* compressed bytes of the batch being decoded (0: none) */
     double inflight_since;   /* when that batch began, ms */
-    size_t inflight_bytes;
     double engine_bytes;     /* compressed bytes decoded by the engine, summed */
     size_t dev_bytes, dev_budget;
     size_t host_bytes, host_budget;   /* pinned memory of the files read */
@@ -319,7 +318,6 @@ static void *decoder_main(void *arg)
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
         if (a->stop || a->broken || !batch_due(a)) break;
         int k = collect(a, batch_size(a), entries, ready);
-        a->inflight = k;
         a->inflight_since = now_ms();
         a->inflight_bytes = 0;
         for (int j = 0; j < k; j++) a->inflight_bytes += a->slots[a->slot_of[entries[j]]].len;
@@ -330,7 +328,7 @@ static void *decoder_main(void *arg)
         double took = now_ms() - t0;
         pthread_mutex_lock(&a->lock);
         a->engine_bytes += (double)a->inflight_bytes;
-        a->inflight = 0;
+        a->inflight_bytes = 0;
         finish_batch(a, k, entries, rcs, took);
     }
     /* whatever is still prepared goes to its worker */
@@ -357,7 +355,7 @@ static void *decoder_main(void *arg)
 static double engine_wait_ms(const jpeg_ahead *a, int index)
 {
     double per_byte = a->engine_bytes > 0 ? a->stats.engine_ms / a->engine_bytes : ENGINE_MS_PER_BYTE;
-    double left = a->inflight ? (double)a->inflight_bytes * per_byte - (now_ms() - a->inflight_since) : 0.0;
+    double left = a->inflight_bytes ? (double)a->inflight_bytes * per_byte - (now_ms() - a->inflight_since) : 0.0;
     int rank = 0, queued = a->state[index] == AH_QUEUED;
     for (int i = a->decode_from; i < (queued ? a->next_read : index); i++) rank += a->state[i] == AH_PREPARED;
     int batch_end = (rank / a->batch + 1) * a->batch;
