@@ -436,6 +436,197 @@ static void test_whole_writer_stride(void)
     img_free(&wide);
 }
 
+/* A stand-in batch codec: strip k's bytes are k with the top bit set, then each row byte xor k,
+ * so the sink tells which side compressed it; it records its batches' sizes, can decline the
+ * format, and fails at fail_at. real: libdeflate's strips (the CPU codec) for a readable file. */
+typedef struct {
+    pthread_mutex_t mu;
+    int decline, real, fail_any, opened;
+    uint32_t fail_at, strips, batches, smallest, largest, max_strips;
+} fake_batch;
+
+static int batch_open(const tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f, uint32_t max_strips,
+                      void **state, char *e, size_t elen)
+{
+    (void)which;
+    fake_batch *fb = codec->user;
+    if (fb->decline) {
+        snprintf(e, elen, "not this format");
+        return IP_EUNSUPPORTED;
+    }
+    pthread_mutex_lock(&fb->mu);
+    fb->opened++;
+    fb->max_strips = max_strips;
+    pthread_mutex_unlock(&fb->mu);
+    if (!fb->real) {
+        *state = fb;
+        return IP_OK;
+    }
+    const tiff_strip_codec *cpu = tiff_strip_codec_cpu(IO_TIFF_DEFLATE);
+    return cpu->open(cpu, f, state, e, elen);
+}
+
+static int batch_compress_fake(fake_batch *fb, tiff_strip_job *jobs, uint32_t n, char *e, size_t elen)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        if (fb->fail_any || jobs[j].index == fb->fail_at) {
+            snprintf(e, elen, "batch broke at %u", jobs[j].index);
+            return IP_EIO;
+        }
+        tiff_strip_bytes *out = jobs[j].out;
+        unsigned char *data = realloc(out->data, jobs[j].len + 4);
+        if (!data) return IP_ENOMEM;
+        out->data = data;
+        out->cap = out->len = jobs[j].len + 4;
+        uint32_t tag = jobs[j].index | 0x80000000u;
+        memcpy(data, &tag, 4);
+        for (size_t i = 0; i < jobs[j].len; i++) data[4 + i] = (unsigned char)(jobs[j].rows[i] ^ jobs[j].index);
+    }
+    return IP_OK;
+}
+
+static fake_batch *the_batch;   /* the real codec's state is libdeflate's: the counts go here */
+
+static int batch_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e, size_t elen)
+{
+    fake_batch *fb = the_batch;
+    pthread_mutex_lock(&fb->mu);
+    fb->strips += n;
+    fb->batches++;
+    fb->smallest = fb->batches == 1 || n < fb->smallest ? n : fb->smallest;
+    fb->largest = n > fb->largest ? n : fb->largest;
+    pthread_mutex_unlock(&fb->mu);
+    if (!fb->real) return batch_compress_fake(fb, jobs, n, e, elen);
+    const tiff_strip_codec *cpu = tiff_strip_codec_cpu(IO_TIFF_DEFLATE);
+    for (uint32_t j = 0; j < n; j++) {
+        int rc = cpu->compress(state, jobs[j].index, jobs[j].rows, jobs[j].len, jobs[j].out, e, elen);
+        if (rc != IP_OK) return rc;
+    }
+    return IP_OK;
+}
+
+static void batch_close(void *state)
+{
+    if (state != the_batch) tiff_strip_codec_cpu(IO_TIFF_DEFLATE)->close(state);
+}
+
+/* n strips of `strip` bytes through slow threads and a batch codec of batch_strips a call; each
+ * strip's bytes checked whichever side compressed it. The rc of the first failing call. */
+static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_strips, fake_batch *fb, uint32_t *by_batch,
+                       char *msg, size_t msglen)
+{
+    fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = { UINT32_MAX, UINT32_MAX } };
+    tiff_strip_codec codec = { fake_open, fake_compress, fake_close, &fc };
+    tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 1, (uint64_t)batch_strips * strip, 4096, 0,
+                                     fb };
+    the_batch = fb;
+    ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
+    tiff_strips_plan plan = tiff_strips_plan_with(&f, threads, 0, &batch);
+    CHECK(plan.batch == &batch && plan.batch_strips == batch_strips &&
+              plan.slots == (uint32_t)(2 * threads) + 2 * batch_strips,
+          "%d threads: plan %u slots, batch %u", threads, plan.slots, plan.batch_strips);
+    sink s = { .fail_write_at = UINT32_MAX, .mu = PTHREAD_MUTEX_INITIALIZER };
+    tiff_strips *p = NULL;
+    int rc = tiff_strips_open(&p, &codec, &f, &plan, sink_write, &s, msg, msglen);
+    for (uint32_t k = 0; rc == IP_OK && k < n; k++) {
+        unsigned char *rows = NULL;
+        rc = tiff_strips_claim(p, &rows, msg, msglen);
+        for (size_t i = 0; rc == IP_OK && i < strip; i++) rows[i] = (unsigned char)(k * 13 + i);
+        if (rc == IP_OK) rc = tiff_strips_submit(p, strip, msg, msglen);
+    }
+    if (rc == IP_OK) rc = tiff_strips_finish(p, msg, msglen);
+    tiff_strips_close(p);
+    *by_batch = 0;
+    CHECK(!s.out_of_order, "%d threads, batches: strips out of order", threads);
+    for (uint32_t k = 0; rc == IP_OK && k < n && s.len == (size_t)n * (strip + 4); k++) {
+        const unsigned char *got = s.file + (size_t)k * (strip + 4);
+        uint32_t tag;
+        memcpy(&tag, got, 4);
+        *by_batch += (tag & 0x80000000u) != 0;
+        int ok = (tag & 0x7fffffffu) == k;
+        for (size_t j = 0; ok && j < strip; j++) ok = got[4 + j] == (unsigned char)((k * 13 + j) ^ k);
+        CHECK(ok, "%d threads, batches: strip %u holds other bytes", threads, k);
+    }
+    if (rc == IP_OK) CHECK(s.len == (size_t)n * (strip + 4), "%d threads, batches: %zu bytes written", threads, s.len);
+    free(s.file);
+    return rc;
+}
+
+/* Threads slower than the rows arrive: the batch codec takes strips, never fewer than half its
+ * batch at once, every strip written once in order; declined, the threads take them all; its
+ * failure is the run's, nothing written past it. */
+static void test_batch_codec(void)
+{
+    for (int threads = 1; threads <= 4; threads += 3) {
+        char msg[256] = "";
+        uint32_t by_batch = 0;
+        fake_batch fb = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = UINT32_MAX };
+        CHECK(run_batched(threads, 400, 300, 32, &fb, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s", threads,
+              msg);
+        CHECK(fb.opened == 1 && fb.max_strips == 32, "%d threads: %d states, batches of %u", threads, fb.opened,
+              fb.max_strips);
+        CHECK(by_batch > 0 && by_batch == fb.strips && by_batch < 400, "%d threads: %u strips by the batch codec, %u counted",
+              threads, by_batch, fb.strips);
+        CHECK(fb.smallest >= 16 && fb.largest <= 32, "%d threads: batches of %u to %u strips", threads, fb.smallest,
+              fb.largest);
+        fake_batch declining = { .mu = PTHREAD_MUTEX_INITIALIZER, .decline = 1, .fail_at = UINT32_MAX };
+        CHECK(run_batched(threads, 100, 50, 16, &declining, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s",
+              threads, msg);
+        CHECK(by_batch == 0 && declining.strips == 0, "%d threads: a declining batch codec took %u", threads, by_batch);
+        fake_batch failing = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_any = 1, .fail_at = UINT32_MAX };
+        int rc = run_batched(threads, 400, 300, 32, &failing, &by_batch, msg, sizeof msg);
+        CHECK(rc == IP_EIO && strstr(msg, "batch broke at"), "%d threads: a failing batch: rc %d '%s'", threads, rc, msg);
+    }
+    ip_shape shape = { 1000, 4000, 1, IP_U8 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
+    tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 2, 64 * 1000, 1 << 20, 0, NULL };
+    tiff_strips_plan roomy = tiff_strips_plan_with(&f, 4, 0, &batch), tight = tiff_strips_plan_with(&f, 4, 3 << 20, &batch);
+    CHECK(roomy.batch == &batch && roomy.batch_strips == 64 && roomy.slots == 8 + 3 * 64, "plan: %u slots, batch %u",
+          roomy.slots, roomy.batch_strips);
+    CHECK(tiff_strips_held_bytes(&f, &roomy) >= (uint64_t)roomy.slots * 2000 + (2u << 20), "plan: held bytes too few");
+    CHECK(tight.batch == NULL, "plan: batches past the 3 MB hold");
+}
+
+/* The streamed writer with a batch codec cuts strips to its size and writes a file read back
+ * equal to the image. */
+static void test_streamed_batch(void)
+{
+    ip_image img = test_image(1021, 3001, 1, IP_U8, 91);
+    fake_batch fb = { .mu = PTHREAD_MUTEX_INITIALIZER, .real = 1, .fail_at = UINT32_MAX };
+    the_batch = &fb;
+    tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 2, 40 * 1021 * 3, 1 << 20, 3 * 1021, &fb };
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = 2;
+    opt.tiff_strip_batch = &batch;
+    io_stream_writer *sw = NULL;
+    int rc = io_stream_create(tio_path("batched.tif"), &img.shape, &opt, &sw, err, sizeof err);
+    for (int y0 = 0; rc == IP_OK && y0 < 3001; y0 += 100) {
+        ip_image rows = img;
+        rows.data = (char *)img.data + (size_t)y0 * img.stride;
+        rows.shape.height = 3001 - y0 < 100 ? 3001 - y0 : 100;
+        rc = io_stream_write(sw, &rows, y0, err, sizeof err);
+    }
+    if (rc == IP_OK) rc = io_stream_finish(sw, err, sizeof err);
+    else if (sw) io_stream_abort(sw);
+    CHECK(rc == IP_OK, "streamed with a batch codec: %s", err);
+    TIFF *tif = TIFFOpen(tio_path("batched.tif"), "r");
+    uint32_t rps = 0;
+    CHECK(tif && TIFFGetField(tif, TIFFTAG_ROWSPERSTRIP, &rps) && rps == 3, "streamed with a batch codec: %u rows a strip",
+          rps);
+    if (tif) TIFFClose(tif);
+    ip_image back = { 0 };
+    rc = io_read(tio_path("batched.tif"), &opt, &back, err, sizeof err);
+    int same = rc == IP_OK && back.shape.width == 1021 && back.shape.height == 3001;
+    for (int y = 0; same && y < 3001; y++)
+        same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride, 1021) == 0;
+    CHECK(same, "streamed with a batch codec: read back differs");
+    CHECK(fb.opened == 2, "streamed with a batch codec: %d states opened", fb.opened);
+    img_free(&back);
+    img_free(&img);
+}
+
 int main(void)
 {
     test_deflate_codec();
@@ -444,5 +635,7 @@ int main(void)
     test_writers_leave_nothing();
     test_whole_writer_stride();
     test_streamed_writer();
+    test_batch_codec();
+    test_streamed_batch();
     return tu_finish();
 }

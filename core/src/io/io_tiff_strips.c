@@ -32,6 +32,16 @@ typedef struct {
     char err[512];
 } worker;
 
+/* A batch codec's state on a thread of its own, with its batch's jobs. */
+typedef struct {
+    struct tiff_strips *p;
+    void *state;
+    tiff_strip_job *jobs;
+    pthread_t tid;
+    int started;
+    char err[512];
+} batch_worker;
+
 struct tiff_strips {
     const tiff_strip_codec *codec;
     tiff_strip_format f;
@@ -43,6 +53,10 @@ struct tiff_strips {
     worker *workers;
     int n_workers;           /* threads compressing; 0: the caller compresses */
     int n_states;            /* codec states opened (one when the caller compresses) */
+    const tiff_strip_batch_codec *batch;
+    batch_worker *batchers;
+    int n_batchers;          /* batch states opened */
+    uint32_t batch_max, batch_min;   /* strips a batch takes at most, and waits for */
     pthread_mutex_t mu;
     pthread_cond_t changed;  /* any change below: every waiter looks again */
     uint32_t next_claim, submitted, next_compress, next_write;
@@ -128,6 +142,81 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* A batch takes consecutive queued strips once batch_min of them wait: fewer would hold the
+ * strips behind them for a whole batch's time to save the threads a little work. */
+static void *batch_main(void *arg)
+{
+    batch_worker *b = arg;
+    struct tiff_strips *p = b->p;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && !p->failed_rc && p->submitted - p->next_compress < p->batch_min)
+            pthread_cond_wait(&p->changed, &p->mu);
+        if (p->quit || p->failed_rc) break;
+        uint32_t n = p->submitted - p->next_compress < p->batch_max ? p->submitted - p->next_compress : p->batch_max;
+        for (uint32_t i = 0; i < n; i++) {
+            slot *s = &p->slots[p->next_compress++ % p->n_slots];
+            s->state = SLOT_BUSY;
+            b->jobs[i] = (tiff_strip_job){ s->index, s->rows, s->len, &s->out };
+        }
+        pthread_mutex_unlock(&p->mu);
+        for (uint32_t i = 0; i < n; i++) copy_in(p, &p->slots[b->jobs[i].index % p->n_slots]);
+        b->err[0] = '\0';
+        int rc = p->batch->compress(b->state, b->jobs, n, b->err, sizeof b->err);
+        pthread_mutex_lock(&p->mu);
+        if (rc != IP_OK) {
+            fail_locked(p, b->jobs[0].index, rc, b->err);
+            continue;
+        }
+        for (uint32_t i = 0; i < n; i++) p->slots[b->jobs[i].index % p->n_slots].state = SLOT_DONE;
+        write_ready_locked(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* The batch codec's states; the first one declining the format leaves the threads alone. */
+static int open_batchers(struct tiff_strips *p, const tiff_strips_plan *plan, char *err, size_t errlen)
+{
+    if (!plan->batch || plan->batch->states < 1 || plan->batch_strips < 1) return IP_OK;
+    p->batchers = calloc((size_t)plan->batch->states, sizeof *p->batchers);
+    if (!p->batchers) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    p->batch = plan->batch;
+    p->batch_max = plan->batch_strips < p->n_slots ? plan->batch_strips : p->n_slots;
+    p->batch_min = p->batch_max / 2 > 0 ? p->batch_max / 2 : 1;
+    for (int i = 0; i < plan->batch->states; i++) {
+        batch_worker *b = &p->batchers[i];
+        b->p = p;
+        int rc = p->batch->open(p->batch, i, &p->f, p->batch_max, &b->state, err, errlen);
+        if (rc == IP_EUNSUPPORTED && i == 0) {
+            p->batch = NULL;
+            return IP_OK;
+        }
+        if (rc != IP_OK) return rc;
+        p->n_batchers++;
+        if (!(b->jobs = calloc(p->batch_max, sizeof *b->jobs))) {
+            snprintf(err, errlen, "out of memory");
+            return IP_ENOMEM;
+        }
+    }
+    return IP_OK;
+}
+
+static int start_batchers(struct tiff_strips *p, char *err, size_t errlen)
+{
+    for (int i = 0; p->batch && i < p->n_batchers; i++) {
+        if (pthread_create(&p->batchers[i].tid, NULL, batch_main, &p->batchers[i]) != 0) {
+            snprintf(err, errlen, "cannot start a compressing thread");
+            return IP_ENOMEM;
+        }
+        p->batchers[i].started = 1;
+    }
+    return IP_OK;
+}
+
 static int alloc_slots(struct tiff_strips *p)
 {
     p->slots = calloc(p->n_slots, sizeof *p->slots);
@@ -156,7 +245,7 @@ static int start(struct tiff_strips *p, int threads, char *err, size_t errlen)
         }
         p->workers[i].started = 1;
     }
-    return IP_OK;
+    return start_batchers(p, err, errlen);
 }
 
 int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tiff_strip_format *f,
@@ -170,11 +259,14 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
     }
     *p = (struct tiff_strips){ .codec = codec, .f = *f, .write = write, .user = user };
     p->strip_bytes = img_row_bytes(&f->shape) * f->rows_per_strip;
-    p->n_workers = plan->threads > 1 ? plan->threads : 0;
-    p->n_slots = plan->threads > 1 && plan->slots > 1 ? plan->slots : 1;
+    p->n_slots = plan->slots > 1 ? plan->slots : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->changed, NULL);
-    int rc = start(p, plan->threads > 1 ? plan->threads : 1, err, errlen);
+    int rc = open_batchers(p, plan, err, errlen);
+    /* the caller compresses alone only without threads or batches */
+    p->n_workers = plan->threads > 1 || p->batch ? (plan->threads > 1 ? plan->threads : 1) : 0;
+    if (!p->n_workers) p->n_slots = 1;
+    if (rc == IP_OK) rc = start(p, plan->threads > 1 ? plan->threads : 1, err, errlen);
     if (rc != IP_OK) {
         tiff_strips_close(p);
         return rc;
@@ -256,6 +348,12 @@ void tiff_strips_close(tiff_strips *p)
         if (p->workers[i].started) pthread_join(p->workers[i].tid, NULL);
         p->codec->close(p->workers[i].state);
     }
+    for (int i = 0; p->batchers && i < p->n_batchers; i++) {
+        if (p->batchers[i].started) pthread_join(p->batchers[i].tid, NULL);
+        p->batch->close(p->batchers[i].state);
+        free(p->batchers[i].jobs);
+    }
+    free(p->batchers);
     for (uint32_t i = 0; p->slots && i < p->n_slots; i++) {
         free(p->slots[i].rows);
         free(p->slots[i].out.data);
@@ -282,11 +380,33 @@ tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, u
     if (slots > strips) slots = strips;
     if (slots < 1) slots = 1;
     if (t > slots) t = slots;
-    return (tiff_strips_plan){ (int)t, t > 1 ? (uint32_t)slots : 1 };
+    return (tiff_strips_plan){ (int)t, t > 1 ? (uint32_t)slots : 1, NULL, 0 };
+}
+
+tiff_strips_plan tiff_strips_plan_with(const tiff_strip_format *f, int threads, uint64_t hold,
+                                       const tiff_strip_batch_codec *batch)
+{
+    tiff_strips_plan plan = tiff_strips_plan_for(f, threads, hold);
+    if (!batch || batch->states < 1) return plan;
+    uint64_t bytes = strip_bytes(f), per_strip = 2 * bytes + 1024, states = (uint64_t)batch->states;
+    uint64_t strips = ((uint64_t)f->shape.height + f->rows_per_strip - 1) / f->rows_per_strip;
+    uint64_t t = threads > 1 ? (uint64_t)threads : 1;
+    uint64_t k = batch->batch_bytes / bytes > 0 ? batch->batch_bytes / bytes : 1;
+    uint64_t fixed = t * CODEC_STATE_BYTES + states * batch->state_bytes;
+    if (hold) {
+        uint64_t room = hold > fixed ? (hold - fixed) / per_strip : 0;
+        if (room < 2 * t + k * (states + 1)) k = room > 2 * t ? (room - 2 * t) / (states + 1) : 0;
+    }
+    if (k < 16 || strips < 2 * k) return plan;
+    uint64_t slots = 2 * t + k * (states + 1);
+    if (slots > strips) slots = strips;
+    if (t > strips) t = strips;
+    return (tiff_strips_plan){ (int)t, (uint32_t)slots, batch, (uint32_t)k };
 }
 
 uint64_t tiff_strips_held_bytes(const tiff_strip_format *f, const tiff_strips_plan *plan)
 {
     uint64_t t = plan->threads > 1 ? (uint64_t)plan->threads : 1;
-    return plan->slots * (2 * strip_bytes(f) + 1024) + t * CODEC_STATE_BYTES;
+    uint64_t batch = plan->batch ? (uint64_t)plan->batch->states * plan->batch->state_bytes : 0;
+    return plan->slots * (2 * strip_bytes(f) + 1024) + t * CODEC_STATE_BYTES + batch;
 }

@@ -35,6 +35,31 @@ typedef struct tiff_strip_codec {
     void *user;   /* the codec's own */
 } tiff_strip_codec;
 
+/* One strip of a batch: len bytes of packed rows (the codec may overwrite them) into out. */
+typedef struct {
+    uint32_t index;
+    unsigned char *rows;
+    size_t len;
+    tiff_strip_bytes *out;
+} tiff_strip_job;
+
+/* A compressor that takes many strips in one call (a GPU's), beside the threads' codec: each of
+ * its states runs on a thread of its own and takes up to batch_bytes of consecutive queued strips
+ * at once, once at least half that many are queued, so that it only takes on what the threads
+ * leave waiting. open may decline the format (IP_EUNSUPPORTED): the threads then compress every
+ * strip. A strip's bytes then depend on which side took it (the pixels never do). */
+typedef struct tiff_strip_batch_codec {
+    int (*open)(const struct tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f,
+                uint32_t max_strips, void **state, char *err, size_t errlen);
+    int (*compress)(void *state, tiff_strip_job *jobs, uint32_t n, char *err, size_t errlen);
+    void (*close)(void *state);
+    int states;             /* how many compress at once */
+    uint64_t batch_bytes;   /* rows a call takes at most (whole strips, one at least) */
+    uint64_t state_bytes;   /* host memory a state holds for batches of batch_bytes */
+    uint64_t strip_bytes;   /* the strips it compresses fastest, which a writer may cut (0: any) */
+    void *user;             /* the codec's own */
+} tiff_strip_batch_codec;
+
 /* Called in strip order, on whichever thread finished the strip that let it go out. */
 typedef int (*tiff_strip_write_fn)(void *user, uint32_t index, const unsigned char *data, size_t len, char *err,
                                    size_t errlen);
@@ -45,16 +70,24 @@ typedef struct tiff_strips tiff_strips;
 typedef struct {
     int threads;
     uint32_t slots;
+    const tiff_strip_batch_codec *batch;   /* NULL: the threads alone */
+    uint32_t batch_strips;                 /* the most strips a batch call takes */
 } tiff_strips_plan;
 
 /* Two strips in flight a thread, fewer where that would hold more than `hold` bytes (0: no
  * bound; one strip at least), no more than the image has; no more threads than strips. */
 tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, uint64_t hold);
+/* As tiff_strips_plan_for, with batch's states beside the threads (batch NULL: the same): room
+ * for a batch a state and one more queued besides the threads' strips, since a batch holds the
+ * strips written after it in their slots until it is done. Without room for batches of 16
+ * strips within hold, or an image of fewer than two batches, the threads alone. */
+tiff_strips_plan tiff_strips_plan_with(const tiff_strip_format *f, int threads, uint64_t hold,
+                                       const tiff_strip_batch_codec *batch);
 /* What tiff_strips_open holds for f with this plan: the strips in flight and the codec states. */
 uint64_t tiff_strips_held_bytes(const tiff_strip_format *f, const tiff_strips_plan *plan);
 
-/* plan.threads <= 1: every strip compressed and written on the caller's thread, as it is
- * submitted. */
+/* plan.threads <= 1 and no batch codec: every strip compressed and written on the caller's
+ * thread, as it is submitted. */
 int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tiff_strip_format *f,
                      const tiff_strips_plan *plan, tiff_strip_write_fn write, void *user, char *err, size_t errlen);
 /* The next strip's buffer (rows_per_strip packed rows), waiting while every buffer is in flight.
