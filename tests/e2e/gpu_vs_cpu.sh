@@ -391,6 +391,22 @@ expect 0 "gpu streamed, 2 workers, profile" "$B" run --device gpu --gpus 0,0 --s
 says "gpu streamed device line" "device: GPU 0"
 says "gpu streamed workers" "2 workers"
 says "gpu streamed stage on the gpu" "median (gpu)"
+# A deflate TIFF streamed out of a GPU run: with one CPU thread the strips queue up and the card
+# compresses some of them (the profile counts them); Pillow and tifffile read the CPU's pixels;
+# --codecs cpu keeps the CPU's bytes. Batches of 1 MiB, so that this small image has some.
+expect 0 "gpu streamed, strips on the GPU" env IMGPIPE_TIFF_GPU_BATCH_MB=1 "$B" run --device gpu --threads 1 --stream on \
+  --profile -e "median | mean" st_rgb.tif sgs.tif
+grep -qE "TIFF strips on GPU +[1-9]" "$TMP/.stderr" && ok ||
+  bad "gpu streamed: the card compressed no strip: $(grep -F 'TIFF strips' "$TMP/.stderr")"
+"$B" run -q --device cpu --stream off -e "median | mean" st_rgb.tif sgs_c.tif
+same_image sgs.tif sgs_c.tif && ok || bad "gpu streamed, strips on the GPU: pixels differ from the CPU's"
+$PY "$SRC/tests/e2e/readers_agree.py" sgs.tif sgs_c.tif && ok ||
+  bad "gpu streamed, strips on the GPU: another reader reads the file differently from the CPU's"
+expect 0 "gpu streamed, --codecs cpu" env IMGPIPE_TIFF_GPU_BATCH_MB=1 "$B" run --device gpu --codecs cpu --threads 1 \
+  --stream on --profile -e "median | mean" st_rgb.tif sgs_k.tif
+grep -qF "TIFF strips on GPU" "$TMP/.stderr" && bad "--codecs cpu, streamed: the card compressed strips" || ok
+"$B" run -q --device cpu --stream on -e "median | mean" st_rgb.tif sgs_cs.tif
+cmp -s sgs_k.tif sgs_cs.tif && ok || bad "--codecs cpu, streamed: the file differs from --device cpu's"
 # --gpu-memory: the band height follows it and the measured peak stays under it
 for lim in 4 16; do
   expect 0 "gpu memory $lim MiB" "$B" run --device gpu --stream on --profile --gpu-memory ${lim}M "$SRC/pipelines/denoise.pipe" st_rgb.tif gm.tif

@@ -2,7 +2,9 @@
  * predictor against a host loop, and (when nvCOMP opens: IMGPIPE_NVCOMP_LIB) files written by
  * libtiff decoded equal to the CPU reader's pixels, a strip that inflates past its block or
  * short of it left to the CPU reader, a damaged one failed, and device images written by
- * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size. */
+ * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size; strips
+ * compressed in batches by the streamed writer's GPU codec (tiff_gpu_strips.h), written raw by
+ * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,10 @@
 #include <zlib.h>
 #include "base/image.h"
 #include "gpu_testutil.h"
+#include "io/io_stream.h"
+#include "io/io_tiff_handle.h"
 #include "io/tiff_gpu.h"
+#include "io/tiff_gpu_strips.h"
 #include "ipk_codec.h"
 #include "tiff_testutil.h"
 
@@ -133,6 +138,124 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
     img_free(&img);
 }
 
+/* The image's strips of rps rows compressed by the GPU codec in batches of at most max_strips,
+ * written raw into a TIFF tagged as the CPU writer tags it, read back by the CPU reader. */
+static void gpu_strips_case(const tiff_strip_batch_codec *codec, int w, int h, int c, ip_dtype t,
+                            io_tiff_compression comp, uint32_t rps, uint32_t max_strips, tu_rng *r)
+{
+    char path[512], err[512] = "", name[96];
+    snprintf(path, sizeof path, "%s/strips.tif", tu_tmpdir());
+    snprintf(name, sizeof name, "%dx%dx%d %s %s, %u rows a strip, batches of %u", w, h, c, t == IP_U8 ? "u8" : "u16",
+             comp == IO_TIFF_ZSTD ? "zstd" : "deflate", rps, max_strips);
+    ip_image img;
+    ip_shape shape = { w, h, c, t };
+    img_alloc(&img, &shape, UINT64_MAX, err, sizeof err);
+    size_t row = img_row_bytes(&shape);
+    for (size_t i = 0; i < row * h; i++) ((unsigned char *)img.data)[i] = (unsigned char)(tu_next(r) % 13 + i / 999);
+    tiff_strip_format f = { shape, rps, comp, 6 };
+    void *state = NULL;
+    int rc = codec->open(codec, 0, &f, max_strips, &state, err, sizeof err);
+    CHECK(rc == IP_OK, "%s: open: %s", name, err);
+    uint32_t strips = (uint32_t)((h + rps - 1) / rps);
+    tiff_strip_bytes *out = calloc(strips, sizeof *out);
+    tiff_strip_job *jobs = calloc(max_strips, sizeof *jobs);
+    for (uint32_t k0 = 0; rc == IP_OK && k0 < strips; k0 += max_strips) {
+        uint32_t n = strips - k0 < max_strips ? strips - k0 : max_strips;
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t k = k0 + j, rows = (uint32_t)h - k * rps < rps ? (uint32_t)h - k * rps : rps;
+            jobs[j] = (tiff_strip_job){ k, (unsigned char *)img.data + (size_t)k * rps * row, rows * row, &out[k] };
+        }
+        rc = codec->compress(state, jobs, n, err, sizeof err);
+        CHECK(rc == IP_OK, "%s: compress: %s", name, err);
+    }
+    if (state) codec->close(state);
+    TIFF *tif = rc == IP_OK ? TIFFOpen(path, "w") : NULL;
+    int ok = tif && tiff_set_image_tags(tif, &shape, rps, comp);
+    for (uint32_t k = 0; ok && k < strips; k++) ok = TIFFWriteRawStrip(tif, k, out[k].data, (tmsize_t)out[k].len) >= 0;
+    if (tif) TIFFClose(tif);
+    if (rc == IP_OK) CHECK(ok, "%s: libtiff cannot write the strips", name);
+    io_options opt;
+    io_default_options(&opt);
+    ip_image back = { 0 };
+    if (ok) {
+        rc = io_read(path, &opt, &back, err, sizeof err);
+        int same = rc == IP_OK && back.shape.width == w && back.shape.height == h;
+        for (int y = 0; same && y < h; y++)
+            same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride, row) == 0;
+        CHECK(same, "%s: read back differs (%s)", name, rc == IP_OK ? "pixels" : err);
+    }
+    for (uint32_t k = 0; k < strips; k++) free(out[k].data);
+    free(out);
+    free(jobs);
+    img_free(&back);
+    img_free(&img);
+}
+
+/* The streamed writer with the GPU codec and one slow thread: the GPU takes strips, the file
+ * reads back equal. */
+static void gpu_strips_streamed(tiff_gpu_strips *g, tu_rng *r)
+{
+    char path[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/streamed.tif", tu_tmpdir());
+    ip_image img;
+    ip_shape shape = { 4099, 3001, 3, IP_U8 };
+    img_alloc(&img, &shape, UINT64_MAX, err, sizeof err);
+    size_t row = img_row_bytes(&shape);
+    for (size_t i = 0; i < row * shape.height; i++) ((unsigned char *)img.data)[i] = (unsigned char)(tu_next(r) % 61);
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = 1;
+    opt.tiff_strip_batch = tiff_gpu_strips_codec(g);
+    tiff_gpu_strips_stat before, st;
+    tiff_gpu_strips_stats(g, &before);
+    io_stream_writer *sw = NULL;
+    int rc = io_stream_create(path, &shape, &opt, &sw, err, sizeof err);
+    for (int y0 = 0; rc == IP_OK && y0 < shape.height; y0 += 256) {
+        ip_image rows = img;
+        rows.data = (char *)img.data + (size_t)y0 * img.stride;
+        rows.shape.height = shape.height - y0 < 256 ? shape.height - y0 : 256;
+        rc = io_stream_write(sw, &rows, y0, err, sizeof err);
+    }
+    if (rc == IP_OK) rc = io_stream_finish(sw, err, sizeof err);
+    else if (sw) io_stream_abort(sw);
+    CHECK(rc == IP_OK, "streamed with the GPU's strips: %s", err);
+    tiff_gpu_strips_stats(g, &st);
+    st.strips -= before.strips, st.batches -= before.batches, st.busy_ms -= before.busy_ms;
+    st.bytes_in -= before.bytes_in, st.bytes_out -= before.bytes_out;
+    CHECK(st.strips > 0 && st.bytes_out > 0 && st.bytes_out < st.bytes_in, "streamed: the GPU compressed %llu strips",
+          (unsigned long long)st.strips);
+    printf("streamed 4099x3001x3: the GPU compressed %llu strips in %llu batches, %.1f -> %.1f MB, %.1f ms\n",
+           (unsigned long long)st.strips, (unsigned long long)st.batches, st.bytes_in / 1e6, st.bytes_out / 1e6,
+           st.busy_ms);
+    ip_image back = { 0 };
+    rc = io_read(path, &opt, &back, err, sizeof err);
+    int same = rc == IP_OK && back.shape.width == shape.width && back.shape.height == shape.height;
+    for (int y = 0; same && y < shape.height; y++)
+        same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride, row) == 0;
+    CHECK(same, "streamed with the GPU's strips: read back differs (%s)", rc == IP_OK ? "pixels" : err);
+    img_free(&back);
+    img_free(&img);
+}
+
+static void gpu_strips(tu_rng *r)
+{
+    tiff_gpu_strips *g = NULL;
+    char why[256];
+    int gpu = 0;
+    setenv("IMGPIPE_TIFF_GPU_BATCH_MB", "4", 1);   /* batches the streamed case's 37 MB image takes */
+    CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "GPU strips: %s", why);
+    if (!g) return;
+    const tiff_strip_batch_codec *codec = tiff_gpu_strips_codec(g);
+    gpu_strips_case(codec, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 1, 1, r);
+    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_DEFLATE, 3, 5, r);
+    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_ZSTD, 3, 5, r);
+    gpu_strips_case(codec, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 7, 64, r);
+    gpu_strips_case(codec, 509, 300, 2, IP_U16, IO_TIFF_ZSTD, 1, 300, r);
+    gpu_strips_case(codec, 70001, 9, 1, IP_U8, IO_TIFF_DEFLATE, 1, 4, r);
+    gpu_strips_streamed(g, r);
+    tiff_gpu_strips_destroy(g);
+}
+
 /* tiff_gpu_decode of path: its code, err naming why. */
 static int gpu_decode(io_gpu_codecs *codecs, const char *path, const io_options *opt, char *err, size_t errlen)
 {
@@ -240,5 +363,6 @@ int main(void)
     odd_strip(codecs, TTU_DAMAGED, IP_EFORMAT, "strip 1 damaged");
     photo_sizes(codecs);
     io_gpu_codecs_close(codecs);
+    gpu_strips(&r);
     return tu_finish();
 }

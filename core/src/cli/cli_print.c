@@ -3,6 +3,7 @@
 #include "cli/cli_print.h"
 #include <stdio.h>
 #include <string.h>
+#include "base/image.h"
 #include "gpu/gpu.h"
 #include "stream/stream_budget.h"
 
@@ -124,6 +125,14 @@ static void print_stream_profile(const plan *p, const run_result *res)
     stream_bytes_text(res->stream_options.gpu_memory_limit, limit, sizeof limit);
     fprintf(stderr, "  gpu memory: peak %.1f MiB (bands sized to %s, within %s)\n",
             (double)pr->gpu_peak_bytes / 1048576.0, planned, limit);
+    const tiff_gpu_strips_stat *g = &rep->gpu_strips;
+    const ip_shape *out = &p->steps[p->n - 1].out;
+    double rows = (double)img_row_bytes(out) * (double)out->height;
+    if (g->states)
+        fprintf(stderr, "  %-22s %llu strips (%.1f%% of the rows) in %llu batches on %d streams, %.1f -> %.1f MB, "
+                "%.3f ms busy\n", "TIFF strips on GPU", (unsigned long long)g->strips,
+                rows > 0 ? 100.0 * (double)g->bytes_in / rows : 0.0, (unsigned long long)g->batches, g->states,
+                (double)g->bytes_in / 1e6, (double)g->bytes_out / 1e6, g->busy_ms);
 }
 
 static void say_notes(const cli_options *o, const char *notes)

@@ -38,6 +38,7 @@ void io_default_options(io_options *opt)
     opt->autorotate = 0;
     opt->tiff_bigtiff_above = 0;
     opt->tiff_strip_codec = NULL;
+    opt->tiff_strip_batch = NULL;
     opt->stream_hold_bytes = 0;
     opt->temp_slot = NULL;
 }

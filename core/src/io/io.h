@@ -67,6 +67,9 @@ typedef struct {
     /* TIFF output's strips compressed by this (io_tiff_strips.h), where a GPU compressor can take
      * the CPU's place; NULL: the CPU's (libdeflate, libtiff). */
     const struct tiff_strip_codec *tiff_strip_codec;
+    /* Streamed TIFF output: a batch compressor (a GPU's) beside those threads, its strips cut to
+     * the size it prefers (io_tiff_strips.h); NULL: the threads alone. */
+    const struct tiff_strip_batch_codec *tiff_strip_batch;
     /* Streamed PNG and JPEG output: hold about this much at most (fewer bands compressed at once;
      * at least one). 0: two bands a thread. */
     uint64_t stream_hold_bytes;

@@ -286,16 +286,29 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     return IP_OK;
 }
 
-/* Strips in flight: two a thread, fewer where the run's --memory asks (stream_hold_bytes). */
+/* Strips in flight: two a thread and two batches a batch state, fewer where the run's --memory
+ * asks (stream_hold_bytes). */
 static tiff_strips_plan stream_plan(const tiff_strip_format *f, const io_options *opt)
 {
-    return tiff_strips_plan_for(f, io_thread_count(opt), opt->stream_hold_bytes);
+    return tiff_strips_plan_with(f, io_thread_count(opt), opt->stream_hold_bytes, opt->tiff_strip_batch);
+}
+
+/* The CPU writer's strips, or those a batch compressor prefers where the image holds two of its
+ * batches (a smaller one it never takes: tiff_strips_plan_with). */
+static uint32_t stream_rows_per_strip(const ip_shape *shape, const io_options *opt)
+{
+    const tiff_strip_batch_codec *b = opt->tiff_strip_batch;
+    if (!b || !b->strip_bytes || (uint64_t)img_row_bytes(shape) * (uint64_t)shape->height < 2 * b->batch_bytes)
+        return tiff_rows_per_strip(shape);
+    uint64_t rows = b->strip_bytes / img_row_bytes(shape);
+    if (rows < 1) rows = 1;
+    return rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
 }
 
 /* The compressor's strips in flight and its threads' states, and a row. */
 uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
 {
-    tiff_strip_format f = { *shape, tiff_rows_per_strip(shape), opt->tiff_compression, opt->tiff_level };
+    tiff_strip_format f = { *shape, stream_rows_per_strip(shape, opt), opt->tiff_compression, opt->tiff_level };
     tiff_strips_plan plan = stream_plan(&f, opt);
     return tiff_strips_held_bytes(&f, &plan) + img_row_bytes(shape);
 }
@@ -399,7 +412,7 @@ static const io_stream_write_ops write_ops = { writer_write, writer_finish, writ
 static int writer_setup(tiff_stream_writer *w, const io_options *opt, char *err, size_t errlen)
 {
     w->row_bytes = img_row_bytes(&w->shape);
-    w->rps = tiff_rows_per_strip(&w->shape);
+    w->rps = stream_rows_per_strip(&w->shape, opt);
     w->strips = (uint32_t)(((uint64_t)w->shape.height + w->rps - 1) / w->rps);
     if (!TIFFIsCODECConfigured(tiff_scheme(opt->tiff_compression))) {
         snprintf(err, errlen, "cannot write TIFF: this libtiff has no %s compression; choose another "

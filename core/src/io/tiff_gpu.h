@@ -21,6 +21,8 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
 /* Whether opt's TIFF output of an image of this shape (compression, predictor) can be
  * compressed on the GPU. */
 int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt);
+/* nvCOMP's deflate algorithm for a --tiff-level (0 or out of range: the default, 6). */
+int tiff_gpu_deflate_algorithm(int level);
 /* Writes the device image to path atomically with opt's metadata, as io_write would. */
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                    char *err, size_t errlen);

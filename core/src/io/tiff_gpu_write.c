@@ -26,6 +26,11 @@ static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 
 
 #define SLOT_ALIGN 8
 
+int tiff_gpu_deflate_algorithm(int level)
+{
+    return deflate_algorithm_for_level[level >= 1 && level <= 9 ? level : 6];
+}
+
 int tiff_gpu_encodable(const ip_shape *s, const io_options *opt)
 {
     int codec_ok = opt->tiff_compression == IO_TIFF_DEFLATE || opt->tiff_compression == IO_TIFF_ZSTD;
@@ -69,7 +74,7 @@ static int plan_strips(gpu_write *w)
 {
     const ip_shape *s = &w->img->shape;
     w->codec = w->opt->tiff_compression == IO_TIFF_ZSTD ? NVCOMP_ZSTD : NVCOMP_DEFLATE;
-    w->algorithm = deflate_algorithm_for_level[w->opt->tiff_level >= 0 && w->opt->tiff_level <= 9 ? w->opt->tiff_level : 6];
+    w->algorithm = tiff_gpu_deflate_algorithm(w->opt->tiff_level);
     w->row_bytes = img_row_bytes(s);
     w->rps = tiff_rows_per_strip(s);
     w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/gpu.h"
+#include "io/tiff_gpu.h"
 #include "run/run_internal.h"
 #include "stream/stream_budget.h"
 
@@ -114,6 +115,27 @@ static int open_stream(plan *p, const run_source *in, const run_sink *out, const
 static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                      run_probe *pr, run_result *res, char *err, size_t errlen);
 
+/* A deflate or zstd TIFF streamed out of a GPU run: its strips compressed by the cards as well as
+ * the cores, unless --codecs cpu. The cores alone bind such a run at level 6 (bench/RESULTS.md). */
+static int gpu_strips_for(const plan *p, const run_sink *out, const run_options *o, const run_stream_options *so,
+                          tiff_gpu_strips **strips, run_result *res, char *err, size_t errlen)
+{
+    *strips = NULL;
+    if (so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || o->transfer != EXEC_COPY ||
+        io_format_from_ext(out->path) != IO_FMT_TIFF || !tiff_gpu_encodable(&p->steps[p->n - 1].out, &o->io))
+        return IP_OK;
+    char why[512];
+    int rc = tiff_gpu_strips_create(strips, so->gpu_ids, so->n_workers, why, sizeof why);
+    if (rc == IP_OK) return IP_OK;
+    if (o->codecs == RUN_CODECS_GPU) {
+        snprintf(err, errlen, "--codecs gpu: %s", why);
+        res->usage_error = 1;
+        return rc;
+    }
+    run_note(res, "TIFF strips compressed by the CPU alone: %s", why);
+    return IP_OK;
+}
+
 int run_streamed(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                  run_probe *pr, run_result *res, char *err, size_t errlen)
 {
@@ -155,9 +177,17 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
         return rc;
     }
     if (so.place == BAND_ON_HOST && so.n_workers > 1) so.threads = (run_cpu_threads(o) + so.n_workers - 1) / so.n_workers;
+    tiff_gpu_strips *strips = NULL;
+    if ((rc = gpu_strips_for(p, out, o, &so, &strips, res, err, errlen)) != IP_OK) {
+        run_stream_cancel(rs);
+        return rc;
+    }
+    so.io.tiff_strip_batch = tiff_gpu_strips_codec(strips);
     run_stream_set_placement(rs, &so);
     if ((rc = run_stream_budget(rs, err, errlen)) != IP_OK) {
         run_stream_cancel(rs);
+        tiff_gpu_strips_destroy(strips);
+    res->stream_options.io.tiff_strip_batch = NULL;
         res->failed_path = in->path;
         res->usage_error = 1;
         return rc;
@@ -167,6 +197,8 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     res->gpu = so.gpu_ids[0];
     res->stream_options = so;
     rc = run_stream_finish(rs, &res->stream_report, err, errlen);
+    if (strips) tiff_gpu_strips_stats(strips, &res->stream_report.gpu_strips);
+    tiff_gpu_strips_destroy(strips);
     if (rc != IP_OK && so.place == BAND_ON_GPU && !w && o->device == RUN_DEVICE_AUTO &&
         (rc == IP_ECUDA || rc == IP_ENOMEM)) {
         snprintf(res->fallback, sizeof res->fallback, "%s", err);

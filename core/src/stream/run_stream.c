@@ -90,6 +90,7 @@ void run_stream_set_placement(run_stream *rs, const run_stream_options *o)
     rs->o.n_workers = o->n_workers;
     rs->o.gpu_memory_limit = o->gpu_memory_limit;
     rs->o.threads = o->threads;
+    rs->o.io.tiff_strip_batch = o->io.tiff_strip_batch;
     memcpy(rs->o.gpu_ids, o->gpu_ids, sizeof rs->o.gpu_ids);
 }
 

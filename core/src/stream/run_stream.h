@@ -4,6 +4,7 @@
 #ifndef IMGPIPE_RUN_STREAM_H
 #define IMGPIPE_RUN_STREAM_H
 #include "io/io.h"
+#include "io/tiff_gpu_strips.h"
 #include "stream/stream.h"
 
 typedef struct {
@@ -22,6 +23,7 @@ typedef struct {
     int chunk_rows;           /* several workers: the rows dealt to one at a time; 0: one worker */
     uint64_t planned_bytes;   /* what the band buffers, codecs and held images were sized to */
     uint64_t planned_device_bytes;   /* BAND_ON_GPU: what the band executors were sized to */
+    tiff_gpu_strips_stat gpu_strips;  /* TIFF strips the GPUs compressed (the run layer's) */
 } run_stream_report;
 
 /* Opens in (in_path's file, opened once by the caller) for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
@@ -32,7 +34,8 @@ typedef struct run_stream run_stream;
 int run_stream_open(run_stream **rs, plan *p, io_input *in, const char *in_path, const char *out_path,
                     const run_stream_options *o, ip_shape *in_shape, char *err, size_t errlen);
 /* Where the bands run and on how many workers (o's place, n_workers, gpu_ids, gpu_memory_limit
- * and threads), decided once the shape is known; before run_stream_budget. */
+ * and threads, and io's tiff_strip_batch), decided once the shape is known; before
+ * run_stream_budget. */
 void run_stream_set_placement(run_stream *rs, const run_stream_options *o);
 /* What a whole-image run of the planned pipeline would hold in host memory. */
 uint64_t run_stream_whole_bytes(const run_stream *rs);

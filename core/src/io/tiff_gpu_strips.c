@@ -1,0 +1,311 @@
+#include "io/tiff_gpu_strips.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "imgpipe/plugin.h"
+
+struct tiff_gpu_strips {
+    tiff_strip_batch_codec codec;
+    int gpu_ids[64];
+    int n_gpus;
+    pthread_mutex_t mu;
+    tiff_gpu_strips_stat stat;
+};
+
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include "base/image.h"
+#include "base/mono_clock.h"
+#include "gpu/gpu.h"
+#include "io/codec_gpu.h"
+#include "io/tiff_gpu.h"
+#include "io/zlib_frame.h"
+#include "ipk_codec.h"
+
+/* nvCOMP's deflate takes its chunks in parallel, each one serially, so a batch takes about as long
+ * whatever its size: on the H100 32 MiB batches ran 190 MB/s a stream, 24 MiB ones 146
+ * (bench/RESULTS.md). Strips of 64 KiB, or a row where that is longer. IMGPIPE_TIFF_GPU_BATCH_MB,
+ * _STRIP_KB and _STATES (a GPU) override them, for the bench. */
+#define DEFAULT_BATCH_MB 32
+#define DEFAULT_STRIP_KB 64
+#define DEFAULT_STATES 2
+#define SLOT_ALIGN 8
+
+typedef struct {
+    tiff_gpu_strips *g;
+    tiff_strip_format f;
+    int device;
+    void *stream;
+    io_gpu_codecs *c;
+    nvcomp_codec kind;
+    int algorithm;
+    size_t row_bytes, strip_bytes, pitch, slot;
+    uint32_t max_strips;
+    unsigned char *host;       /* pinned: the batch's rows going up, then its slots coming back */
+    unsigned char *dev_rows, *dev_pred, *dev_comp;
+    nvcomp_chunk *chunks;
+} gpu_state;
+
+static long env_long(const char *name, long fallback, long lo, long hi)
+{
+    const char *v = getenv(name);
+    long n = v && *v ? strtol(v, NULL, 10) : fallback;
+    return n < lo ? lo : n > hi ? hi : n;
+}
+
+static void state_close(void *state)
+{
+    gpu_state *s = state;
+    if (!s) return;
+    if (s->c) gpu_select(s->device, NULL, 0);
+    if (s->stream) gpu_stream_sync(s->stream, NULL, 0);
+    io_gpu_codecs_close(s->c);
+    gpu_stream_destroy(s->stream);
+    free(s->chunks);
+    free(s);
+}
+
+/* Room for max_strips strips: their rows and predicted rows on the card, each compressed strip's
+ * slot (framing included) and the adler32s after them; on the host one pinned buffer, which the
+ * slots come back into once the rows have gone up on the same stream. */
+static int state_buffers(gpu_state *s, char *err, size_t errlen)
+{
+    size_t bound = 0;
+    int rc = nvcomp_max_compressed_bytes(s->c->nvcomp, s->kind, s->algorithm, s->strip_bytes, &bound, err, errlen);
+    if (rc) return rc;
+    s->slot = (bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER + 2 * SLOT_ALIGN) / SLOT_ALIGN * SLOT_ALIGN;
+    size_t n = s->max_strips;
+    if (s->slot > (SIZE_MAX / 2 - 4 * n) / n || s->pitch > SIZE_MAX / 2 / n) {
+        snprintf(err, errlen, "strips too large for the GPU");
+        return IP_ELIMIT;
+    }
+    size_t rows = s->pitch * n, comp = s->slot * n + 4 * n;
+    s->chunks = calloc(n, sizeof *s->chunks);
+    if (!s->chunks) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    rc = io_gpu_scratch_device(s->c, IO_GPU_SCRATCH_A, rows, (void **)&s->dev_rows, err, errlen);
+    if (!rc) rc = io_gpu_scratch_device(s->c, IO_GPU_SCRATCH_B, rows, (void **)&s->dev_pred, err, errlen);
+    if (!rc) rc = io_gpu_scratch_device(s->c, IO_GPU_SCRATCH_C, comp, (void **)&s->dev_comp, err, errlen);
+    if (!rc) rc = io_gpu_scratch_pinned(s->c, IO_GPU_SCRATCH_A, rows > comp ? rows : comp, (void **)&s->host, err,
+                                        errlen);
+    return rc;
+}
+
+static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f, uint32_t max_strips,
+                      void **state, char *err, size_t errlen)
+{
+    tiff_gpu_strips *g = codec->user;
+    io_options probe;
+    io_default_options(&probe);
+    probe.tiff_compression = f->compression;
+    if (!tiff_gpu_encodable(&f->shape, &probe)) {
+        snprintf(err, errlen, "this TIFF output cannot be compressed on the GPU");
+        return IP_EUNSUPPORTED;
+    }
+    gpu_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    *s = (gpu_state){ .g = g, .f = *f, .device = g->gpu_ids[which % g->n_gpus], .max_strips = max_strips };
+    s->kind = f->compression == IO_TIFF_ZSTD ? NVCOMP_ZSTD : NVCOMP_DEFLATE;
+    s->algorithm = tiff_gpu_deflate_algorithm(f->level);
+    s->row_bytes = img_row_bytes(&f->shape);
+    s->strip_bytes = s->row_bytes * f->rows_per_strip;
+    /* zstd wants its chunks aligned; deflate takes them back to back, predicted in one pass */
+    s->pitch = s->kind == NVCOMP_ZSTD ? (s->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : s->strip_bytes;
+    int rc = gpu_select(s->device, err, errlen);
+    if (!rc) rc = gpu_stream_create(&s->stream, err, errlen);
+    if (!rc) rc = io_gpu_codecs_open(&s->c, s->device, s->stream, err, errlen);
+    if (!rc) rc = state_buffers(s, err, errlen);
+    if (rc) {
+        state_close(s);
+        return rc;
+    }
+    *state = s;
+    return IP_OK;
+}
+
+static int ipk_fail(int status, const char *what, char *err, size_t errlen)
+{
+    if (status == 0) return IP_OK;
+    snprintf(err, errlen, "GPU %s failed (ipk status %d)", what, status);
+    return IP_ECUDA;
+}
+
+/* The batch's rows on the card, the predictor applied and, for deflate, each strip's adler32:
+ * strips back to back take one launch each, aligned ones one a strip. */
+static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *err, size_t errlen)
+{
+    const ip_shape *sh = &s->f.shape;
+    int sample = (int)ip_dtype_size(sh->dtype);
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(s->host + i * s->pitch, jobs[i].rows, jobs[i].len);
+        total += jobs[i].len;
+    }
+    size_t span = (n - 1) * s->pitch + jobs[n - 1].len;
+    int rc = gpu_copy2d(s->dev_rows, span, s->host, span, span, 1, GPU_H2D, s->stream, err, errlen);
+    uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_strips);
+    if (!rc && s->pitch == s->strip_bytes) {
+        int rows = (int)(total / s->row_bytes);
+        rc = ipk_fail(ipk_tiff_predictor_apply(s->dev_rows, s->row_bytes, s->dev_pred, s->row_bytes, sh->width, rows,
+                                               sh->channels, sample, s->stream), "predictor", err, errlen);
+        if (!rc && s->kind == NVCOMP_DEFLATE)
+            rc = ipk_fail(ipk_adler32_spans(s->dev_pred, total, s->strip_bytes, sums, s->stream), "adler32", err, errlen);
+        return rc;
+    }
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        size_t at = i * s->pitch;
+        rc = ipk_fail(ipk_tiff_predictor_apply(s->dev_rows + at, s->row_bytes, s->dev_pred + at, s->row_bytes,
+                                               sh->width, (int)(jobs[i].len / s->row_bytes), sh->channels, sample,
+                                               s->stream), "predictor", err, errlen);
+        if (!rc && s->kind == NVCOMP_DEFLATE)
+            rc = ipk_fail(ipk_adler32_spans(s->dev_pred + at, jobs[i].len, jobs[i].len, sums + i, s->stream), "adler32",
+                          err, errlen);
+    }
+    return rc;
+}
+
+/* Every slot back as far as the longest strip reaches, and the adler32s, in two copies. */
+static int download(gpu_state *s, uint32_t n, char *err, size_t errlen)
+{
+    size_t longest = 0;
+    for (uint32_t i = 0; i < n; i++) longest = s->chunks[i].dst_bytes > longest ? s->chunks[i].dst_bytes : longest;
+    size_t sums_at = s->slot * s->max_strips;
+    int rc = gpu_copy2d(s->host + SLOT_ALIGN, s->slot, s->dev_comp + SLOT_ALIGN, s->slot, longest, n, GPU_D2H,
+                        s->stream, err, errlen);
+    if (!rc) rc = gpu_copy2d(s->host + sums_at, 4 * (size_t)n, s->dev_comp + sums_at, 4 * (size_t)n, 4 * (size_t)n,
+                             1, GPU_D2H, s->stream, err, errlen);
+    if (!rc) rc = gpu_stream_sync(s->stream, err, errlen);
+    return rc;
+}
+
+/* Strip i framed in its slot (zlib's header before the body, the adler32 after) into its job. */
+static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, size_t errlen)
+{
+    unsigned char *body = s->host + i * s->slot + SLOT_ALIGN;
+    size_t len = s->chunks[i].dst_bytes;
+    if (s->kind == NVCOMP_DEFLATE) {
+        const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_strips);
+        zlib_frame_header(s->f.level > 0 ? s->f.level : 6, body - ZLIB_FRAME_HEADER);
+        zlib_frame_trailer(sums[i], body + len);
+        body -= ZLIB_FRAME_HEADER;
+        len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
+    }
+    tiff_strip_bytes *out = job->out;
+    if (out->cap < len) {
+        unsigned char *grown = realloc(out->data, len);
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return IP_ENOMEM;
+        }
+        out->data = grown;
+        out->cap = len;
+    }
+    memcpy(out->data, body, len);
+    out->len = len;
+    return IP_OK;
+}
+
+static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *err, size_t errlen)
+{
+    gpu_state *s = state;
+    double t0 = now_ms();
+    if (n == 0) return IP_OK;
+    if (n > s->max_strips) {
+        snprintf(err, errlen, "a GPU batch of %u strips, over its %u", n, s->max_strips);
+        return IP_EINVAL;
+    }
+    int rc = gpu_select(s->device, err, errlen);
+    if (!rc) rc = predict(s, jobs, n, err, errlen);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        s->chunks[i] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch, .src_bytes = jobs[i].len,
+                                       .dst = s->dev_comp + i * s->slot + SLOT_ALIGN,
+                                       .dst_capacity = s->slot - SLOT_ALIGN - ZLIB_FRAME_TRAILER };
+    if (!rc) rc = nvcomp_compress(s->c->batch, s->kind, s->algorithm, (int)n, s->chunks, err, errlen);
+    if (!rc) rc = download(s, n, err, errlen);
+    uint64_t in = 0, out = 0;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        rc = hand_back(s, i, &jobs[i], err, errlen);
+        in += jobs[i].len;
+        out += jobs[i].out->len;
+    }
+    if (rc) return rc;
+    pthread_mutex_lock(&s->g->mu);
+    s->g->stat.strips += n;
+    s->g->stat.batches++;
+    s->g->stat.bytes_in += in;
+    s->g->stat.bytes_out += out;
+    s->g->stat.busy_ms += now_ms() - t0;
+    pthread_mutex_unlock(&s->g->mu);
+    return IP_OK;
+}
+
+int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus, char *why, size_t whylen)
+{
+    *out = NULL;
+    nvcomp_lib *lib = NULL;
+    int rc = nvcomp_open(&lib, why, whylen);
+    nvcomp_close(lib);
+    if (rc) return rc;
+    tiff_gpu_strips *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(why, whylen, "out of memory");
+        return IP_ENOMEM;
+    }
+    for (int i = 0; i < (n_gpus < 1 ? 1 : n_gpus) && g->n_gpus < 64; i++) {
+        int id = n_gpus < 1 ? 0 : gpu_ids[i], seen = 0;
+        for (int k = 0; k < g->n_gpus; k++) seen |= g->gpu_ids[k] == id;
+        if (!seen) g->gpu_ids[g->n_gpus++] = id;
+    }
+    int states = (int)env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
+    uint64_t batch = (uint64_t)env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
+    uint64_t strip = (uint64_t)env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
+    /* pinned: a batch's compressed slots (deflate's bound a little over the rows), and nvCOMP's
+     * and CUDA's own host memory */
+    g->codec = (tiff_strip_batch_codec){ state_open, state_compress, state_close, states * g->n_gpus, batch,
+                                         batch + (batch >> 4) + ((uint64_t)16 << 20), strip, g };
+    g->stat.states = states * g->n_gpus;
+    pthread_mutex_init(&g->mu, NULL);
+    *out = g;
+    return IP_OK;
+}
+
+void tiff_gpu_strips_destroy(tiff_gpu_strips *g)
+{
+    if (!g) return;
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+void tiff_gpu_strips_stats(tiff_gpu_strips *g, tiff_gpu_strips_stat *st)
+{
+    pthread_mutex_lock(&g->mu);
+    *st = g->stat;
+    pthread_mutex_unlock(&g->mu);
+}
+
+#else
+
+int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus, char *why, size_t whylen)
+{
+    (void)gpu_ids, (void)n_gpus;
+    *out = NULL;
+    snprintf(why, whylen, "TIFF on the GPU needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+
+void tiff_gpu_strips_destroy(tiff_gpu_strips *g) { (void)g; }
+
+void tiff_gpu_strips_stats(tiff_gpu_strips *g, tiff_gpu_strips_stat *st)
+{
+    (void)g;
+    memset(st, 0, sizeof *st);
+}
+#endif
+
+const tiff_strip_batch_codec *tiff_gpu_strips_codec(const tiff_gpu_strips *g) { return g ? &g->codec : NULL; }
