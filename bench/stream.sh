@@ -16,6 +16,9 @@
 #   RUNS     the REF runs are the best of RUNS (default 3)
 #   BIG_MEMORY, HUGE_MEMORY   --memory of the streamed BIG and HUGE runs (default 256M, 2G)
 #   LIMIT_S  runs not started within this many seconds are left out (default: no limit)
+#   PARTS    the runs to make, of big ref huge (default all three)
+#   HUGE_CODECS   the HUGE run once for each of these --codecs values (default auto): "auto cpu"
+#            sets the cards' strip compression beside the cores against the cores alone
 #   COMMIT   the commit the binary was built from (default: build-gpu/bin/commit.txt, else git)
 #   TMPDIR   where the files go: the HUGE run needs about 1.5 bytes a pixel free
 set -u
@@ -27,6 +30,8 @@ runs=${RUNS:-3}
 limit_s=${LIMIT_S:-0}
 big_memory=${BIG_MEMORY:-256M}
 huge_memory=${HUGE_MEMORY:-2G}
+parts=" ${PARTS:-big ref huge} "
+huge_codecs=${HUGE_CODECS:-auto}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 pipe=$src/pipelines/denoise.pipe
@@ -120,10 +125,18 @@ row() {  # LABEL W H OUTPUT_NOTE: a table row from the last measure
   write_md
 }
 
+# A streamed GPU run's TIFF strips are compressed by the card or the cores, whichever is free:
+# its bytes vary, its pixels do not.
+same_pixels() {
+  local d
+  d=$("$PY" "$here/tiff_digest.py" "$1" "$2" 2>/dev/null | awk '{ print $1 }') || return 1
+  [ "$(wc -l <<<"$d")" = 2 ] && [ "$(sort -u <<<"$d" | wc -l)" = 1 ]
+}
 verdict() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v + 0 < lim + 0) ? "under 2 GiB: met" : "**over 2 GiB: missed**" }'; }
 compare() {  # WHOLE STREAMED: sets compared (and status when they differ)
   if [ ! -f "$1" ] || [ ! -f "$2" ]; then compared="not compared (a run failed)"
   elif cmp -s "$1" "$2"; then compared="identical to whole (cmp)"
+  elif same_pixels "$1" "$2"; then compared="the whole run's pixels (tifffile), other bytes"
   else status=1; compared="**differs from whole**"
   fi
 }
@@ -138,9 +151,11 @@ need_kb=$(( (huge_w * huge_h / 1024) * 3 / 2 + (big * big * 3 / 1024) * 2 ))
 free_kb=$(df -Pk "$tmp" | awk 'NR == 2 { print $4 }')
 [ "$free_kb" -ge "$need_kb" ] || die "$tmp has $((free_kb / 1048576)) GiB free, the runs need about $((need_kb / 1048576)) GiB (set TMPDIR)"
 say "making the inputs: ${big}x${big} RGB, ${ref}x${ref} and ${huge} gray ($(nproc) cores)"
-read -r t_big bytes_big <<<"$(make_input rgb "$tmp/big.tif" "$big")"
-read -r t_ref bytes_ref <<<"$(make_input gray "$tmp/ref.tif" "$ref" "$ref")"
-read -r t_huge bytes_huge <<<"$(make_input gray "$tmp/huge.tif" "$huge_w" "$huge_h")"
+part() { [[ $parts == *" $1 "* ]]; }
+t_big=0 bytes_big=0 t_ref=0 bytes_ref=0 t_huge=0 bytes_huge=0
+part big && read -r t_big bytes_big <<<"$(make_input rgb "$tmp/big.tif" "$big")"
+part ref && read -r t_ref bytes_ref <<<"$(make_input gray "$tmp/ref.tif" "$ref" "$ref")"
+part huge && read -r t_huge bytes_huge <<<"$(make_input gray "$tmp/huge.tif" "$huge_w" "$huge_h")"
 make_note="Inputs made in $SECONDS s: ${big}x${big} RGB $t_big s ($((bytes_big / 1000000)) MB), ${ref}x${ref} gray \
 $t_ref s ($((bytes_ref / 1000000)) MB), ${huge} gray $t_huge s ($((bytes_huge / 1000000)) MB; deflate level 1, \
 512x512 tiles)."
@@ -148,7 +163,7 @@ say "$make_note"
 write_md
 
 # ---- runs ----
-if time_left; then
+if part big && time_left; then
   measure big_whole --stream off "$pipe" "$tmp/big.tif" "$tmp/big_whole.tif"
   row "${big}x${big} RGB, whole (\`--stream off\`)" "$big" "$big" "$(file_mb "$tmp/big_whole.tif")"
   big_whole_rss=$rss
@@ -159,7 +174,7 @@ if time_left; then
   big_profile=$(sed -n '/^profile/,$p' "$tmp/err.big_streamed")
   rm -f "$tmp/big.tif" "$tmp/big_whole.tif" "$tmp/big_streamed.tif"
 fi
-if time_left; then
+if part ref && time_left; then
   best ref_whole "$runs" --stream off "$pipe" "$tmp/ref.tif" "$tmp/ref_whole.tif"
   row "${ref}x${ref} gray, whole, best of $runs" "$ref" "$ref" "$(file_mb "$tmp/ref_whole.tif")"
   ref_whole_wall=$wall ref_whole_rc=$rc
@@ -170,23 +185,24 @@ if time_left; then
 ($(awk -v s="$ref_streamed_wall" -v w="$ref_whole_wall" 'BEGIN { printf "%.2fx the whole run'"'"'s speed", w / s }'))")
   write_md
 fi
-if time_left; then
-  measure huge_streamed --stream on --memory "$huge_memory" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
+for codecs in $huge_codecs; do
+  part huge && time_left || continue
+  measure huge_streamed --stream on --memory "$huge_memory" --codecs "$codecs" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
   check="no output"
   [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
 t = tifffile.TiffFile(sys.argv[1]); p = t.pages[0]
 print("BigTIFF" if t.is_bigtiff else "classic TIFF", "x".join(map(str, p.shape)))' "$tmp/huge_out.tif" 2>&1 | tail -n 1)
-  row "${huge} gray, streamed (\`--stream on --memory $huge_memory\`)" "$huge_w" "$huge_h" \
+  row "${huge} gray, streamed (\`--stream on --memory $huge_memory --codecs $codecs\`)" "$huge_w" "$huge_h" \
     "$check, $(file_mb "$tmp/huge_out.tif")"
   if [ "$rc" = 0 ] && [ -n "${ref_streamed_wall:-}" ]; then
     notes+=("- Mpix/s: ${huge} streamed $(mpix "$huge_w" "$huge_h" "$wall") against ${ref}x${ref} streamed \
 $(mpix "$ref" "$ref" "$ref_streamed_wall")")
   fi
-  huge_profile=$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
-  [ "$rc" = 0 ] && notes+=("- ${huge} streamed: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
+  huge_profile+=$'\n'"--codecs $codecs:"$'\n'$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
+  [ "$rc" = 0 ] && notes+=("- ${huge} streamed, --codecs $codecs: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
-fi
+done
 time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left out")
 [ -n "${big_profile:-}" ] && notes+=("" "\`--profile\` of the ${big}x${big} streamed run:" "" '```' "$big_profile" '```')
 [ -n "${huge_profile:-}" ] && notes+=("" "\`--profile\` of the ${huge} run:" "" '```' "$huge_profile" '```')
