@@ -12,19 +12,6 @@ int tiff_libdeflate_level(int zlib_level)
     return zlib_level <= 0 ? 6 : zlib_level > 9 ? 9 : zlib_level;
 }
 
-static int grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen)
-{
-    if (need <= out->cap) return IP_OK;
-    unsigned char *data = realloc(out->data, need);
-    if (!data) {
-        snprintf(err, errlen, "out of memory");
-        return IP_ENOMEM;
-    }
-    out->data = data;
-    out->cap = need;
-    return IP_OK;
-}
-
 typedef struct {
     struct libdeflate_compressor *c;
     ip_shape shape;
@@ -66,7 +53,7 @@ static int deflate_compress(void *state, uint32_t index, unsigned char *rows, si
     deflate_state *s = state;
     size_t row_bytes = img_row_bytes(&s->shape);
     tiff_predict_rows(rows, (uint32_t)(len / row_bytes), &s->shape, s->scratch);
-    int rc = grow(out, libdeflate_zlib_compress_bound(s->c, len), err, errlen);
+    int rc = tiff_strip_bytes_grow(out, libdeflate_zlib_compress_bound(s->c, len), err, errlen);
     if (rc != IP_OK) return rc;
     out->len = libdeflate_zlib_compress(s->c, rows, len, out->data, out->cap);
     if (out->len == 0) {
@@ -91,7 +78,7 @@ static int copy_compress(void *state, uint32_t index, unsigned char *rows, size_
 {
     (void)state;
     (void)index;
-    int rc = grow(out, len ? len : 1, err, errlen);
+    int rc = tiff_strip_bytes_grow(out, len ? len : 1, err, errlen);
     if (rc == IP_OK) memcpy(out->data, rows, len);
     out->len = len;
     return rc;

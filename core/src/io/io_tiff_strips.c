@@ -68,6 +68,19 @@ struct tiff_strips {
     char write_err[512];     /* the writing thread's message */
 };
 
+int tiff_strip_bytes_grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen)
+{
+    if (need <= out->cap) return IP_OK;
+    unsigned char *data = realloc(out->data, need);
+    if (!data) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
+    out->data = data;
+    out->cap = need;
+    return IP_OK;
+}
+
 static void fail_locked(struct tiff_strips *p, uint32_t index, int rc, const char *msg)
 {
     if (!p->failed_rc || index < p->failed_index) {

@@ -23,6 +23,9 @@ typedef struct {
     size_t len, cap;
 } tiff_strip_bytes;
 
+/* Grows out to hold need bytes (its bytes kept); IP_ENOMEM, saying so. */
+int tiff_strip_bytes_grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen);
+
 /* A strip compressor. open makes one thread's state (called once a thread, on the caller's
  * thread); compress turns strip `index`, len bytes of packed rows, into out's bytes and may
  * overwrite rows (the predictor works in place); several states compress at once. */

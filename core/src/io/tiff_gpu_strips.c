@@ -197,15 +197,8 @@ static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, s
         len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
     }
     tiff_strip_bytes *out = job->out;
-    if (out->cap < len) {
-        unsigned char *grown = realloc(out->data, len);
-        if (!grown) {
-            snprintf(err, errlen, "out of memory");
-            return IP_ENOMEM;
-        }
-        out->data = grown;
-        out->cap = len;
-    }
+    int rc = tiff_strip_bytes_grow(out, len, err, errlen);
+    if (rc != IP_OK) return rc;
     memcpy(out->data, body, len);
     out->len = len;
     return IP_OK;
