@@ -116,12 +116,15 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
                      run_probe *pr, run_result *res, char *err, size_t errlen);
 
 /* A deflate or zstd TIFF streamed out of a GPU run: its strips compressed by the cards as well as
- * the cores, unless --codecs cpu. The cores alone bind such a run at level 6 (bench/RESULTS.md). */
-static int gpu_strips_for(const plan *p, const run_sink *out, const run_options *o, const run_stream_options *so,
-                          tiff_gpu_strips **strips, run_result *res, char *err, size_t errlen)
+ * the cores, unless --codecs cpu. The cores alone bind such a run at level 6 (bench/RESULTS.md).
+ * Not in a folder (w): its other workers keep the cores busy, and each worker's nvCOMP scratch
+ * (about 1.25 GiB a state on the H100) would add up on the card. */
+static int gpu_strips_for(run_worker *w, const plan *p, const run_sink *out, const run_options *o,
+                          const run_stream_options *so, tiff_gpu_strips **strips, run_result *res, char *err,
+                          size_t errlen)
 {
     *strips = NULL;
-    if (so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || o->transfer != EXEC_COPY ||
+    if (w || so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || o->transfer != EXEC_COPY ||
         io_format_from_ext(out->path) != IO_FMT_TIFF || !tiff_gpu_encodable(&p->steps[p->n - 1].out, &o->io))
         return IP_OK;
     char why[512];
@@ -178,7 +181,7 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     }
     if (so.place == BAND_ON_HOST && so.n_workers > 1) so.threads = (run_cpu_threads(o) + so.n_workers - 1) / so.n_workers;
     tiff_gpu_strips *strips = NULL;
-    if ((rc = gpu_strips_for(p, out, o, &so, &strips, res, err, errlen)) != IP_OK) {
+    if ((rc = gpu_strips_for(w, p, out, o, &so, &strips, res, err, errlen)) != IP_OK) {
         run_stream_cancel(rs);
         return rc;
     }
