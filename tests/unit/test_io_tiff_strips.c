@@ -442,6 +442,7 @@ static void test_whole_writer_stride(void)
 typedef struct {
     pthread_mutex_t mu;
     int decline, real, fail_any, opened;
+    int fail_open_from;         /* states from this one fail to open (out of memory); 0: none do */
     uint32_t fail_at, strips, batches, smallest, largest, max_strips;
 } fake_batch;
 
@@ -450,6 +451,10 @@ static int batch_open(const tiff_strip_batch_codec *codec, int which, const tiff
 {
     (void)which;
     fake_batch *fb = codec->user;
+    if (fb->fail_open_from && which + 1 >= fb->fail_open_from) {
+        snprintf(e, elen, "no room on the card");
+        return IP_ENOMEM;
+    }
     if (fb->decline) {
         snprintf(e, elen, "not this format");
         return IP_EUNSUPPORTED;
@@ -574,6 +579,11 @@ static void test_batch_codec(void)
         CHECK(run_batched(threads, 100, 50, 16, &declining, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s",
               threads, msg);
         CHECK(by_batch == 0 && declining.strips == 0, "%d threads: a declining batch codec took %u", threads, by_batch);
+        fake_batch no_room = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_open_from = 1, .fail_at = UINT32_MAX };
+        CHECK(run_batched(threads, 100, 50, 16, &no_room, &by_batch, msg, sizeof msg) == IP_OK,
+              "%d threads: a batch codec out of memory failed the strips: %s", threads, msg);
+        CHECK(by_batch == 0 && no_room.opened == 0, "%d threads: a batch codec that did not open took %u", threads,
+              by_batch);
         fake_batch failing = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_any = 1, .fail_at = UINT32_MAX };
         int rc = run_batched(threads, 400, 300, 32, &failing, &by_batch, msg, sizeof msg);
         CHECK(rc == IP_EIO && strstr(msg, "batch broke at"), "%d threads: a failing batch: rc %d '%s'", threads, rc, msg);
@@ -589,11 +599,12 @@ static void test_batch_codec(void)
 }
 
 /* The streamed writer with a batch codec cuts strips to its size and writes a file read back
- * equal to the image. */
-static void test_streamed_batch(void)
+ * equal to the image; from state fail_open_from on (1-based; 0: none) its states do not open, and
+ * the others (or the threads alone) write the same pixels. */
+static void streamed_batch_case(int fail_open_from, int want_opened)
 {
     ip_image img = test_image(1021, 3001, 1, IP_U8, 91);
-    fake_batch fb = { .mu = PTHREAD_MUTEX_INITIALIZER, .real = 1, .fail_at = UINT32_MAX };
+    fake_batch fb = { .mu = PTHREAD_MUTEX_INITIALIZER, .real = 1, .fail_at = UINT32_MAX, .fail_open_from = fail_open_from };
     the_batch = &fb;
     tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 2, 40 * 1021 * 3, 1 << 20, 3 * 1021, &fb };
     io_options opt;
@@ -610,7 +621,7 @@ static void test_streamed_batch(void)
     }
     if (rc == IP_OK) rc = io_stream_finish(sw, err, sizeof err);
     else if (sw) io_stream_abort(sw);
-    CHECK(rc == IP_OK, "streamed with a batch codec: %s", err);
+    CHECK(rc == IP_OK, "streamed with a batch codec (states fail from %d): %s", fail_open_from, err);
     TIFF *tif = TIFFOpen(tio_path("batched.tif"), "r");
     uint32_t rps = 0;
     CHECK(tif && TIFFGetField(tif, TIFFTAG_ROWSPERSTRIP, &rps) && rps == 3, "streamed with a batch codec: %u rows a strip",
@@ -621,10 +632,29 @@ static void test_streamed_batch(void)
     int same = rc == IP_OK && back.shape.width == 1021 && back.shape.height == 3001;
     for (int y = 0; same && y < 3001; y++)
         same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride, 1021) == 0;
-    CHECK(same, "streamed with a batch codec: read back differs");
-    CHECK(fb.opened == 2, "streamed with a batch codec: %d states opened", fb.opened);
+    CHECK(same, "streamed with a batch codec (states fail from %d): read back differs", fail_open_from);
+    CHECK(fb.opened == want_opened, "streamed with a batch codec (states fail from %d): %d states opened, want %d",
+          fail_open_from, fb.opened, want_opened);
     img_free(&back);
     img_free(&img);
+}
+
+static void test_streamed_batch(void)
+{
+    ip_shape shape = { 1021, 3001, 1, IP_U8 };
+    tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 2, 40 * 1021 * 3, 1 << 20, 3 * 1021, NULL };
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = 2;
+    opt.tiff_strip_batch = &batch;
+    /* 3-row strips of 3063 bytes, batches of 40: slots for 2 a thread, 40 a state and 40 queued,
+     * each strip's rows and bytes held; and the two states' own megabyte */
+    uint64_t with = io_stream_write_bytes("x.tif", &shape, &opt), least = (2u << 20) + (4 + 3 * 40) * 2 * 3063;
+    CHECK(with >= least, "the writer's budget with 2 batch states: %llu, at least %llu", (unsigned long long)with,
+          (unsigned long long)least);
+    streamed_batch_case(0, 2);
+    streamed_batch_case(2, 1);
+    streamed_batch_case(1, 0);
 }
 
 int main(void)

@@ -188,7 +188,8 @@ static void *batch_main(void *arg)
     return NULL;
 }
 
-/* The batch codec's states; the first one declining the format leaves the threads alone. */
+/* The batch codec's states, up to the first that does not open (declining the format, a GPU out
+ * of memory): the batches are a help, so the threads go on with the states opened, or alone. */
 static int open_batchers(struct tiff_strips *p, const tiff_strips_plan *plan, char *err, size_t errlen)
 {
     if (!plan->batch || plan->batch->states < 1 || plan->batch_strips < 1) return IP_OK;
@@ -203,12 +204,11 @@ static int open_batchers(struct tiff_strips *p, const tiff_strips_plan *plan, ch
     for (int i = 0; i < plan->batch->states; i++) {
         batch_worker *b = &p->batchers[i];
         b->p = p;
-        int rc = p->batch->open(p->batch, i, &p->f, p->batch_max, &b->state, err, errlen);
-        if (rc == IP_EUNSUPPORTED && i == 0) {
-            p->batch = NULL;
+        char why[512];
+        if (p->batch->open(p->batch, i, &p->f, p->batch_max, &b->state, why, sizeof why) != IP_OK) {
+            if (i == 0) p->batch = NULL;
             return IP_OK;
         }
-        if (rc != IP_OK) return rc;
         p->n_batchers++;
         if (!(b->jobs = calloc(p->batch_max, sizeof *b->jobs))) {
             snprintf(err, errlen, "out of memory");
