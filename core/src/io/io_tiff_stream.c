@@ -286,23 +286,16 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     return IP_OK;
 }
 
-/* Strips in flight: two a thread and two batches a batch state, fewer where the run's --memory
- * asks (stream_hold_bytes). */
+/* Strips in flight: two a thread, and a batch a batch state and one queued, fewer where the run's
+ * --memory asks (stream_hold_bytes). */
 static tiff_strips_plan stream_plan(const tiff_strip_format *f, const io_options *opt)
 {
     return tiff_strips_plan_with(f, io_thread_count(opt), opt->stream_hold_bytes, opt->tiff_strip_batch);
 }
 
-/* The CPU writer's strips, or those a batch compressor prefers where the image holds two of its
- * batches (a smaller one it never takes: tiff_strips_plan_with). */
 static uint32_t stream_rows_per_strip(const ip_shape *shape, const io_options *opt)
 {
-    const tiff_strip_batch_codec *b = opt->tiff_strip_batch;
-    if (!b || !b->strip_bytes || (uint64_t)img_row_bytes(shape) * (uint64_t)shape->height < 2 * b->batch_bytes)
-        return tiff_rows_per_strip(shape);
-    uint64_t rows = b->strip_bytes / img_row_bytes(shape);
-    if (rows < 1) rows = 1;
-    return rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
+    return tiff_strips_rows_with(shape, tiff_rows_per_strip(shape), opt->tiff_strip_batch);
 }
 
 /* The compressor's strips in flight and its threads' states, and a row. */

@@ -396,6 +396,14 @@ tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, u
     return (tiff_strips_plan){ (int)t, t > 1 ? (uint32_t)slots : 1, NULL, 0 };
 }
 
+uint32_t tiff_strips_rows_with(const ip_shape *shape, uint32_t rows, const tiff_strip_batch_codec *batch)
+{
+    uint64_t row = img_row_bytes(shape);
+    if (!batch || !batch->strip_bytes || row * (uint64_t)shape->height < 2 * batch->batch_bytes) return rows;
+    uint64_t cut = batch->strip_bytes / row > 0 ? batch->strip_bytes / row : 1;
+    return cut > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)cut;
+}
+
 tiff_strips_plan tiff_strips_plan_with(const tiff_strip_format *f, int threads, uint64_t hold,
                                        const tiff_strip_batch_codec *batch)
 {

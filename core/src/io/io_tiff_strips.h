@@ -87,6 +87,9 @@ tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, u
  * strips within hold, or an image of fewer than two batches, the threads alone. */
 tiff_strips_plan tiff_strips_plan_with(const tiff_strip_format *f, int threads, uint64_t hold,
                                        const tiff_strip_batch_codec *batch);
+/* Rows a strip where batch (NULL: none) may take part: the strips it prefers where the image holds
+ * two of its batches, the same rule as tiff_strips_plan_with's; else `rows`. */
+uint32_t tiff_strips_rows_with(const ip_shape *shape, uint32_t rows, const tiff_strip_batch_codec *batch);
 /* What tiff_strips_open holds for f with this plan: the strips in flight and the codec states. */
 uint64_t tiff_strips_held_bytes(const tiff_strip_format *f, const tiff_strips_plan *plan);
 

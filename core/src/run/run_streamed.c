@@ -190,7 +190,6 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     if ((rc = run_stream_budget(rs, err, errlen)) != IP_OK) {
         run_stream_cancel(rs);
         tiff_gpu_strips_destroy(strips);
-    res->stream_options.io.tiff_strip_batch = NULL;
         res->failed_path = in->path;
         res->usage_error = 1;
         return rc;
@@ -202,6 +201,7 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     rc = run_stream_finish(rs, &res->stream_report, err, errlen);
     if (strips) tiff_gpu_strips_stats(strips, &res->stream_report.gpu_strips);
     tiff_gpu_strips_destroy(strips);
+    res->stream_options.io.tiff_strip_batch = NULL;   /* destroyed with strips */
     if (rc != IP_OK && so.place == BAND_ON_GPU && !w && o->device == RUN_DEVICE_AUTO &&
         (rc == IP_ECUDA || rc == IP_ENOMEM)) {
         snprintf(res->fallback, sizeof res->fallback, "%s", err);
