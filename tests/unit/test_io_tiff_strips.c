@@ -160,7 +160,8 @@ static void test_deflate_codec(void)
 typedef struct {
     pthread_mutex_t mu;
     int busy, most_busy;
-    uint32_t fail_at[2];
+    int overlap_wanted;   /* a strip waits (bounded) for a second one compressing: a thread that starts late can't hide it */
+    uint32_t fail_at[2], done;
 } fake_codec;
 
 static int fake_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *e, size_t elen)
@@ -179,10 +180,19 @@ static int fake_compress(void *state, uint32_t index, unsigned char *rows, size_
     pthread_mutex_lock(&fc->mu);
     if (++fc->busy > fc->most_busy) fc->most_busy = fc->busy;
     pthread_mutex_unlock(&fc->mu);
+    for (int waited_ms = 0; fc->overlap_wanted && waited_ms < 10000; waited_ms++) {
+        pthread_mutex_lock(&fc->mu);
+        int overlapped = fc->most_busy > 1;
+        pthread_mutex_unlock(&fc->mu);
+        if (overlapped) break;
+        struct timespec ms = { 0, 1000000L };
+        nanosleep(&ms, NULL);
+    }
     struct timespec nap = { 0, (long)((index * 7919u) % 5) * 200000L };
     nanosleep(&nap, NULL);
     pthread_mutex_lock(&fc->mu);
     fc->busy--;
+    fc->done++;
     pthread_mutex_unlock(&fc->mu);
     if (index == fc->fail_at[0] || index == fc->fail_at[1]) {
         snprintf(e, elen, "strip %u broke", index);
@@ -266,7 +276,8 @@ static void test_order_and_threads(void)
     unsigned char *first = NULL;
     size_t first_len = 0;
     for (int i = 0; i < 4; i++) {
-        fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = { UINT32_MAX, UINT32_MAX } };
+        fake_codec fc = { .mu = PTHREAD_MUTEX_INITIALIZER, .overlap_wanted = thread_counts[i] > 1,
+                          .fail_at = { UINT32_MAX, UINT32_MAX } };
         sink s = { .fail_write_at = UINT32_MAX, .mu = PTHREAD_MUTEX_INITIALIZER };
         int most = 0;
         char msg[256];
@@ -444,6 +455,7 @@ typedef struct {
     int decline, real, fail_any, opened;
     int fail_open_from;         /* states from this one fail to open (out of memory); 0: none do */
     uint32_t fail_at, strips, batches, smallest, largest, max_strips;
+    fake_codec *threads_side;   /* set: a batch waits for the threads' first strip, so both sides take some */
 } fake_batch;
 
 static int batch_open(const tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f, uint32_t max_strips,
@@ -471,8 +483,23 @@ static int batch_open(const tiff_strip_batch_codec *codec, int which, const tiff
     return cpu->open(cpu, f, state, e, elen);
 }
 
+/* A loaded machine may start the thread late; the wait keeps the test's split from depending on
+ * when it does. Bounded, so a pool that never gives the threads a strip fails the split's check. */
+static void wait_for_threads_side(fake_codec *fc)
+{
+    for (int waited_ms = 0; waited_ms < 10000; waited_ms++) {
+        pthread_mutex_lock(&fc->mu);
+        uint32_t done = fc->done;
+        pthread_mutex_unlock(&fc->mu);
+        if (done > 0) return;
+        struct timespec nap = { 0, 1000000L };
+        nanosleep(&nap, NULL);
+    }
+}
+
 static int batch_compress_fake(fake_batch *fb, tiff_strip_job *jobs, uint32_t n, char *e, size_t elen)
 {
+    if (fb->threads_side && !fb->fail_any) wait_for_threads_side(fb->threads_side);
     for (uint32_t j = 0; j < n; j++) {
         if (fb->fail_any || jobs[j].index == fb->fail_at) {
             snprintf(e, elen, "batch broke at %u", jobs[j].index);
@@ -525,6 +552,7 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
     tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 1, (uint64_t)batch_strips * strip, 4096, 0,
                                      fb };
     the_batch = fb;
+    fb->threads_side = &fc;
     ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
     tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
     tiff_strips_plan plan = tiff_strips_plan_with(&f, threads, 0, &batch);
