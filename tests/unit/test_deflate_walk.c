@@ -1,6 +1,7 @@
 /* deflate_walk: finds the final block of libdeflate's streams at every level, on data of every
  * kind; streams made joinable and concatenated inflate (with zlib, independently) to the
- * concatenated inputs; damaged or truncated streams are refused, never overrun. */
+ * concatenated inputs; damaged or truncated streams are refused, never overrun. deflate_join_piece
+ * joins zlib's raw streams with padding after each, as a GPU's chunks come back. */
 #include <libdeflate.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +70,65 @@ static void joined_streams(int level, int kind, tu_rng *r)
     free(back);
 }
 
+/* A raw stream of in by zlib at level, then pad bytes of 0xA5 after it. */
+static size_t zlib_raw_padded(const unsigned char *in, size_t len, int level, size_t pad, unsigned char *out,
+                              size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    size_t n = cap - z.avail_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END || n + pad > cap) return 0;
+    memset(out + n, 0xA5, pad);
+    return n + pad;
+}
+
+/* Pieces of sizes 1 byte up, each compressed on its own, padded and joined, inflate to the
+ * whole; a piece that is no stream joins as 0. */
+static void joined_pieces(int level, int kind, tu_rng *r)
+{
+    enum { PIECES = 7 };
+    size_t sizes[PIECES] = { 1, 2 + tu_next(r) % 50, 1 + tu_next(r) % 40000, 32768, 1 + tu_next(r) % 100000, 3, 65536 };
+    size_t total = 0;
+    for (int k = 0; k < PIECES; k++) total += sizes[k];
+    size_t cap = 2 * total + PIECES * (64 + DEFLATE_JOIN_SPARE);
+    unsigned char *in = malloc(total), *piece = malloc(cap), *joined = malloc(cap), *back = malloc(total + 16);
+    fill(in, total, kind, r);
+    size_t at = 0, zlen = 0;
+    int ok = in && piece && joined && back;
+    for (int k = 0; ok && k < PIECES; at += sizes[k], k++) {
+        size_t n = zlib_raw_padded(in + at, sizes[k], level, tu_next(r) % 9, piece, cap - DEFLATE_JOIN_SPARE);
+        n = n ? deflate_join_piece(piece, n, k + 1 == PIECES) : 0;
+        ok = n > 0 && zlen + n <= cap;
+        if (ok) memcpy(joined + zlen, piece, n);
+        zlen += n;
+    }
+    size_t got = 0;
+    ok = ok && inflate_all(joined, zlen, back, total + 16, &got) == 0 && got == total && !memcmp(back, in, total);
+    CHECK(ok, "level %d kind %d: joined pieces inflate to %zu of %zu bytes", level, kind, got, total);
+    unsigned char junk[16];
+    memset(junk, 0xFF, sizeof junk);   /* block type 3 from the first bits */
+    CHECK(deflate_join_piece(junk, 8, 0) == 0 && deflate_join_piece(junk, 8, 1) == 0, "junk joined as a piece");
+    free(in);
+    free(piece);
+    free(joined);
+    free(back);
+}
+
 int main(void)
 {
     tu_rng r;
     tu_seed(&r, 1951);
     for (int level = 0; level <= 12; level++)
         for (int kind = 0; kind < 4; kind++) joined_streams(level, kind, &r);
+    for (int level = 1; level <= 9; level += 4)
+        for (int kind = 0; kind < 4; kind++) joined_pieces(level, kind, &r);
     deflate_walk_result w;
     const unsigned char empty_final[] = { 0x03, 0x00 };   /* a fixed final block holding only its end */
     CHECK(deflate_walk(empty_final, 2, &w) == 0 && w.final_start == 0 && w.end == 10, "empty fixed block: %d..%d",

@@ -230,3 +230,11 @@ size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result
     buf[len++] = 0xFF;
     return len;
 }
+
+size_t deflate_join_piece(uint8_t *buf, size_t len, int last)
+{
+    deflate_walk_result w;
+    if (deflate_walk_prefix(buf, len, &w)) return 0;
+    len = (size_t)((w.end + 7) / 8);
+    return last ? len : deflate_make_joinable(buf, len, &w);
+}

@@ -22,4 +22,12 @@ int deflate_walk_prefix(const uint8_t *data, size_t len, deflate_walk_result *ou
  * ends it with an empty stored block (00 00 FF FF), so the next stream may follow from the next
  * byte. buf holds len bytes and room for 5 more; returns the new length. */
 size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result *w);
+
+/* Bytes past a piece's len that deflate_join_piece may write. */
+#define DEFLATE_JOIN_SPARE 5
+
+/* One of several streams compressed apart (a GPU's chunks, a band) readied to be joined back to
+ * back: cut where its stream ends (a compressor's padding dropped) and, unless last, made
+ * joinable. The length it then has; 0 when buf holds no valid stream. */
+size_t deflate_join_piece(uint8_t *buf, size_t len, int last);
 #endif

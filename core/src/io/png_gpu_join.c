@@ -5,14 +5,11 @@
 #include <limits.h>
 #include <stdio.h>
 
-/* One band: its stream found and, unless last, made to end on a byte boundary as a non-final
- * block (deflate_make_joinable). */
 static int join_band(pngx_band *b, int last)
 {
-    deflate_walk_result w;
-    if (deflate_walk_prefix(b->data, b->len, &w)) return IP_EFORMAT;
-    b->len = (size_t)((w.end + 7) / 8);
-    if (!last) b->len = deflate_make_joinable(b->data, b->len, &w);
+    size_t len = deflate_join_piece(b->data, b->len, last);
+    if (!len) return IP_EFORMAT;
+    b->len = len;
     return IP_OK;
 }
 

@@ -3,11 +3,12 @@
  * stream, and the file written around it with the CPU writer's chunk code. */
 #ifndef IMGPIPE_PNG_GPU_JOIN_H
 #define IMGPIPE_PNG_GPU_JOIN_H
+#include "io/deflate_walk.h"
 #include "io/io_png_deflate.h"
 
 /* Bytes each band's buffer must have beyond its len: an empty stored block (and a byte for its
  * header when the last byte has fewer than three spare bits). */
-#define PNG_GPU_JOIN_SPARE 5
+#define PNG_GPU_JOIN_SPARE DEFLATE_JOIN_SPARE
 
 /* Makes bands[0 .. n-1] one deflate stream, each band walked (deflate_walk.h) on up to threads
  * threads: a band's padding after its stream is cut off; every band but the last has its final
