@@ -1,8 +1,12 @@
 #include "tiff_testutil.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tiffio.h>
 #include <zlib.h>
+#include "imgpipe/plugin.h"
+#include "io/io.h"
+#include "io/io_tiff_handle.h"
 
 uint8_t ttu_pixel(uint32_t x, uint32_t y)
 {
@@ -145,4 +149,66 @@ int ttu_libtiff_reads(const char *path)
     int reads = lib != NULL;
     free(lib);
     return reads;
+}
+
+/* The strips compressed by codec into out[0 .. strips - 1]. */
+static int batch_compress_all(const tiff_strip_batch_codec *codec, const ip_image *img, const tiff_strip_format *f,
+                              uint32_t max_strips, tiff_strip_bytes *out, char *err, size_t errlen)
+{
+    uint32_t rps = f->rows_per_strip, h = (uint32_t)img->shape.height;
+    uint32_t strips = (h + rps - 1) / rps;
+    size_t row = img_row_bytes(&img->shape);
+    void *state = NULL;
+    int rc = codec->open(codec, 0, f, max_strips, &state, err, errlen);
+    tiff_strip_job *jobs = calloc(max_strips, sizeof *jobs);
+    if (rc == IP_OK && !jobs) rc = IP_ENOMEM;
+    for (uint32_t k0 = 0; rc == IP_OK && k0 < strips; k0 += max_strips) {
+        uint32_t n = strips - k0 < max_strips ? strips - k0 : max_strips;
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t k = k0 + j, rows = h - k * rps < rps ? h - k * rps : rps;
+            jobs[j] = (tiff_strip_job){ k, (unsigned char *)img->data + (size_t)k * rps * img->stride, rows * row,
+                                        &out[k] };
+        }
+        rc = codec->compress(state, jobs, n, err, errlen);
+    }
+    if (state) codec->close(state);
+    free(jobs);
+    return rc;
+}
+
+int ttu_batch_round_trip(const tiff_strip_batch_codec *codec, const ip_image *img, const tiff_strip_format *f,
+                         uint32_t max_strips, const char *path, char *err, size_t errlen)
+{
+    const ip_shape *shape = &img->shape;
+    uint32_t rps = f->rows_per_strip, strips = ((uint32_t)shape->height + rps - 1) / rps;
+    size_t row = img_row_bytes(shape);
+    if ((size_t)img->stride != row) {
+        snprintf(err, errlen, "the strips' rows must be packed");
+        return IP_EINVAL;
+    }
+    tiff_strip_bytes *out = calloc(strips, sizeof *out);
+    int rc = out ? batch_compress_all(codec, img, f, max_strips, out, err, errlen) : IP_ENOMEM;
+    TIFF *tif = rc == IP_OK ? TIFFOpen(path, "w") : NULL;
+    int ok = tif && tiff_set_image_tags(tif, shape, rps, f->compression);
+    for (uint32_t k = 0; ok && k < strips; k++) ok = TIFFWriteRawStrip(tif, k, out[k].data, (tmsize_t)out[k].len) >= 0;
+    if (tif) TIFFClose(tif);
+    if (rc == IP_OK && !ok) {
+        snprintf(err, errlen, "libtiff cannot write the strips");
+        rc = IP_EIO;
+    }
+    for (uint32_t k = 0; out && k < strips; k++) free(out[k].data);
+    free(out);
+    io_options opt;
+    io_default_options(&opt);
+    ip_image back = { 0 };
+    if (rc == IP_OK) rc = io_read(path, &opt, &back, err, errlen);
+    int same = rc == IP_OK && back.shape.width == shape->width && back.shape.height == shape->height;
+    for (int y = 0; same && y < shape->height; y++)
+        same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img->data + (size_t)y * img->stride, row) == 0;
+    if (rc == IP_OK && !same) {
+        snprintf(err, errlen, "read back, the pixels differ");
+        rc = IP_EFORMAT;
+    }
+    img_free(&back);
+    return rc;
 }

@@ -1,12 +1,14 @@
 /* What the TIFF readers' tests share (the GPU layout's unit test, the device test, the CPU
  * reader's unwritten-pixels test): deflate TIFFs whose strips are written raw from zlib, one of
  * them odd (inflating past its block, short of it, or no deflate stream at all), and the pixels
- * libtiff itself reads from a file. */
+ * libtiff itself reads from a file. And for the GPU strip codec's tests (on the device and on the
+ * mock): an image's strips through a batch codec, written raw and read back. */
 #ifndef IMGPIPE_TIFF_TESTUTIL_H
 #define IMGPIPE_TIFF_TESTUTIL_H
 #include <stddef.h>
 #include <stdint.h>
 #include "base/image.h"
+#include "io/io_tiff_strips.h"
 
 /* TTU_DAMAGED: the odd strip is a zlib header on bytes that are no deflate stream. */
 enum { TTU_DAMAGED = -1 };
@@ -32,4 +34,10 @@ int ttu_write_crossing(const char *path, const ttu_strips *s);
 long ttu_differences(const char *path, const ip_image *img, long *off_pattern);
 /* Whether libtiff reads every strip of the file whole. */
 int ttu_libtiff_reads(const char *path);
+
+/* img's strips of f's rows_per_strip rows compressed by codec (state 0) in batches of at most
+ * max_strips, written raw to path in a TIFF tagged as the CPU writer tags it, read back by the
+ * CPU reader: IP_OK when the pixels are img's; else the failing step's code and err. */
+int ttu_batch_round_trip(const tiff_strip_batch_codec *codec, const ip_image *img, const tiff_strip_format *f,
+                         uint32_t max_strips, const char *path, char *err, size_t errlen);
 #endif

@@ -4,7 +4,8 @@
  * short of it left to the CPU reader, a damaged one failed, and device images written by
  * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size; strips
  * compressed in batches by the streamed writer's GPU codec (tiff_gpu_strips.h), written raw by
- * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips. */
+ * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips;
+ * the same with deflate strips cut into 1 KiB chunks compressed apart and joined. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -143,57 +144,23 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
 static void gpu_strips_case(const tiff_strip_batch_codec *codec, int w, int h, int c, ip_dtype t,
                             io_tiff_compression comp, uint32_t rps, uint32_t max_strips, tu_rng *r)
 {
-    char path[512], err[512] = "", name[96];
+    char path[512], err[512] = "";
     snprintf(path, sizeof path, "%s/strips.tif", tu_tmpdir());
-    snprintf(name, sizeof name, "%dx%dx%d %s %s, %u rows a strip, batches of %u", w, h, c, t == IP_U8 ? "u8" : "u16",
-             comp == IO_TIFF_ZSTD ? "zstd" : "deflate", rps, max_strips);
     ip_image img;
     ip_shape shape = { w, h, c, t };
-    img_alloc(&img, &shape, UINT64_MAX, err, sizeof err);
+    CHECK(img_alloc(&img, &shape, UINT64_MAX, err, sizeof err) == IP_OK, "alloc: %s", err);
     size_t row = img_row_bytes(&shape);
     for (size_t i = 0; i < row * h; i++) ((unsigned char *)img.data)[i] = (unsigned char)(tu_next(r) % 13 + i / 999);
     tiff_strip_format f = { shape, rps, comp, 6 };
-    void *state = NULL;
-    int rc = codec->open(codec, 0, &f, max_strips, &state, err, sizeof err);
-    CHECK(rc == IP_OK, "%s: open: %s", name, err);
-    uint32_t strips = (uint32_t)((h + rps - 1) / rps);
-    tiff_strip_bytes *out = calloc(strips, sizeof *out);
-    tiff_strip_job *jobs = calloc(max_strips, sizeof *jobs);
-    for (uint32_t k0 = 0; rc == IP_OK && k0 < strips; k0 += max_strips) {
-        uint32_t n = strips - k0 < max_strips ? strips - k0 : max_strips;
-        for (uint32_t j = 0; j < n; j++) {
-            uint32_t k = k0 + j, rows = (uint32_t)h - k * rps < rps ? (uint32_t)h - k * rps : rps;
-            jobs[j] = (tiff_strip_job){ k, (unsigned char *)img.data + (size_t)k * rps * row, rows * row, &out[k] };
-        }
-        rc = codec->compress(state, jobs, n, err, sizeof err);
-        CHECK(rc == IP_OK, "%s: compress: %s", name, err);
-    }
-    if (state) codec->close(state);
-    TIFF *tif = rc == IP_OK ? TIFFOpen(path, "w") : NULL;
-    int ok = tif && tiff_set_image_tags(tif, &shape, rps, comp);
-    for (uint32_t k = 0; ok && k < strips; k++) ok = TIFFWriteRawStrip(tif, k, out[k].data, (tmsize_t)out[k].len) >= 0;
-    if (tif) TIFFClose(tif);
-    if (rc == IP_OK) CHECK(ok, "%s: libtiff cannot write the strips", name);
-    io_options opt;
-    io_default_options(&opt);
-    ip_image back = { 0 };
-    if (ok) {
-        rc = io_read(path, &opt, &back, err, sizeof err);
-        int same = rc == IP_OK && back.shape.width == w && back.shape.height == h;
-        for (int y = 0; same && y < h; y++)
-            same = memcmp((char *)back.data + (size_t)y * back.stride, (char *)img.data + (size_t)y * img.stride, row) == 0;
-        CHECK(same, "%s: read back differs (%s)", name, rc == IP_OK ? "pixels" : err);
-    }
-    for (uint32_t k = 0; k < strips; k++) free(out[k].data);
-    free(out);
-    free(jobs);
-    img_free(&back);
+    int rc = ttu_batch_round_trip(codec, &img, &f, max_strips, path, err, sizeof err);
+    CHECK(rc == IP_OK, "%dx%dx%d %s %s, %u rows a strip, batches of %u: %s", w, h, c, t == IP_U8 ? "u8" : "u16",
+          comp == IO_TIFF_ZSTD ? "zstd" : "deflate", rps, max_strips, err);
     img_free(&img);
 }
 
-/* The streamed writer with the GPU codec and one slow thread: the GPU takes strips, the file
- * reads back equal. */
-static void gpu_strips_streamed(tiff_gpu_strips *g, tu_rng *r)
+/* The streamed writer with the GPU codec and one slow thread: the GPU takes strips (cut into
+ * chunks when chunked), the file reads back equal. */
+static void gpu_strips_streamed(tiff_gpu_strips *g, int chunked, tu_rng *r)
 {
     char path[512], err[512] = "";
     snprintf(path, sizeof path, "%s/streamed.tif", tu_tmpdir());
@@ -222,11 +189,14 @@ static void gpu_strips_streamed(tiff_gpu_strips *g, tu_rng *r)
     tiff_gpu_strips_stats(g, &st);
     st.strips -= before.strips, st.batches -= before.batches, st.busy_ms -= before.busy_ms;
     st.bytes_in -= before.bytes_in, st.bytes_out -= before.bytes_out;
+    st.chunks -= before.chunks;
     CHECK(st.strips > 0 && st.bytes_out > 0 && st.bytes_out < st.bytes_in, "streamed: the GPU compressed %llu strips",
           (unsigned long long)st.strips);
-    printf("streamed 4099x3001x3: the GPU compressed %llu strips in %llu batches, %.1f -> %.1f MB, %.1f ms\n",
-           (unsigned long long)st.strips, (unsigned long long)st.batches, st.bytes_in / 1e6, st.bytes_out / 1e6,
-           st.busy_ms);
+    CHECK(chunked ? st.chunks > st.strips : st.chunks == st.strips, "streamed: %llu strips in %llu chunks",
+          (unsigned long long)st.strips, (unsigned long long)st.chunks);
+    printf("streamed 4099x3001x3: the GPU compressed %llu strips (%llu chunks) in %llu batches, %.1f -> %.1f MB, "
+           "%.1f ms\n", (unsigned long long)st.strips, (unsigned long long)st.chunks, (unsigned long long)st.batches,
+           st.bytes_in / 1e6, st.bytes_out / 1e6, st.busy_ms);
     ip_image back = { 0 };
     rc = io_read(path, &opt, &back, err, sizeof err);
     int same = rc == IP_OK && back.shape.width == shape.width && back.shape.height == shape.height;
@@ -237,23 +207,29 @@ static void gpu_strips_streamed(tiff_gpu_strips *g, tu_rng *r)
     img_free(&img);
 }
 
+/* Whole strips, then deflate strips cut into 1 KiB chunks compressed apart and joined (zstd's
+ * are not cut). */
 static void gpu_strips(tu_rng *r)
 {
-    tiff_gpu_strips *g = NULL;
-    char why[256];
-    int gpu = 0;
     setenv("IMGPIPE_TIFF_GPU_BATCH_MB", "4", 1);   /* batches the streamed case's 37 MB image takes */
-    CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "GPU strips: %s", why);
-    if (!g) return;
-    const tiff_strip_batch_codec *codec = tiff_gpu_strips_codec(g);
-    gpu_strips_case(codec, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 1, 1, r);
-    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_DEFLATE, 3, 5, r);
-    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_ZSTD, 3, 5, r);
-    gpu_strips_case(codec, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 7, 64, r);
-    gpu_strips_case(codec, 509, 300, 2, IP_U16, IO_TIFF_ZSTD, 1, 300, r);
-    gpu_strips_case(codec, 70001, 9, 1, IP_U8, IO_TIFF_DEFLATE, 1, 4, r);
-    gpu_strips_streamed(g, r);
-    tiff_gpu_strips_destroy(g);
+    for (int chunked = 0; chunked < 2; chunked++) {
+        tiff_gpu_strips *g = NULL;
+        char why[256];
+        int gpu = 0;
+        if (chunked) setenv("IMGPIPE_TIFF_GPU_CHUNK_KB", "1", 1);
+        CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "GPU strips: %s", why);
+        unsetenv("IMGPIPE_TIFF_GPU_CHUNK_KB");
+        if (!g) return;
+        const tiff_strip_batch_codec *codec = tiff_gpu_strips_codec(g);
+        gpu_strips_case(codec, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 1, 1, r);
+        gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_DEFLATE, 3, 5, r);
+        gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_ZSTD, 3, 5, r);
+        gpu_strips_case(codec, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 7, 64, r);
+        gpu_strips_case(codec, 509, 300, 2, IP_U16, IO_TIFF_ZSTD, 1, 300, r);
+        gpu_strips_case(codec, 70001, 9, 1, IP_U8, IO_TIFF_DEFLATE, 1, 4, r);
+        gpu_strips_streamed(g, chunked, r);
+        tiff_gpu_strips_destroy(g);
+    }
 }
 
 /* tiff_gpu_decode of path: its code, err naming why. */

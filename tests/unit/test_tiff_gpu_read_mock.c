@@ -22,44 +22,15 @@
  * says it succeeded. */
 static enum { PAST_REFUSED, PAST_TRUNCATED } past_mode;
 
-/* The mock device (with tests/gpu_mock_basics.c and gpu_mock_plain.c): copies happen at once. */
-int gpu_stream_sync(void *stream, char *err, size_t errlen)
-{
-    (void)stream, (void)err, (void)errlen;
-    return IP_OK;
-}
-
-int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
-               gpu_copy_kind kind, void *stream, char *err, size_t errlen)
-{
-    (void)kind, (void)stream, (void)err, (void)errlen;
-    for (size_t y = 0; y < rows; y++) memcpy((char *)dst + y * dst_pitch, (const char *)src + y * src_pitch, row_bytes);
-    return IP_OK;
-}
-
+/* The mock device: tests/gpu_mock_basics.c, gpu_mock_plain.c and codec_mock_basics.c. */
 /* The mock nvCOMP: raw deflate inflated by zlib into each chunk's buffer, chunks of up to
  * MOCK_MAX_CHUNK (nvCOMP's 64 MiB, smaller so that the files stay small). */
 #define MOCK_MAX_CHUNK ((size_t)1 << 20)
-static int mock_lib, mock_batch;
 size_t nvcomp_max_chunk(const nvcomp_lib *lib)
 {
     (void)lib;
     return MOCK_MAX_CHUNK;
 }
-int nvcomp_open(nvcomp_lib **lib, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    *lib = (nvcomp_lib *)&mock_lib;
-    return IP_OK;
-}
-void nvcomp_close(nvcomp_lib *lib) { (void)lib; }
-int nvcomp_batch_create(nvcomp_batch **b, const nvcomp_lib *lib, int device, void *stream, char *err, size_t errlen)
-{
-    (void)lib, (void)device, (void)stream, (void)err, (void)errlen;
-    *b = (nvcomp_batch *)&mock_batch;
-    return IP_OK;
-}
-void nvcomp_batch_destroy(nvcomp_batch *b) { (void)b; }
 
 /* 0 when the chunk inflated whole into its buffer, else -1; dst_bytes what it wrote. */
 static int inflate_chunk(nvcomp_chunk *c)
@@ -101,14 +72,8 @@ int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *
     return IP_OK;
 }
 
-/* The codec kernels on the host; these files have neither a predictor nor tiles. */
-int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *out, void *stream)
-{
-    (void)stream;
-    for (size_t i = 0; i * span < total; i++)
-        out[i] = (uint32_t)adler32(1, data + i * span, (uInt)(total - i * span < span ? total - i * span : span));
-    return 0;
-}
+/* The codec kernels on the host (adler32: codec_mock_basics.c); these files have neither a
+ * predictor nor tiles. */
 int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int channels, int sample_bytes,
                             void *stream)
 {

@@ -128,9 +128,11 @@ static void print_stream_profile(const plan *p, const run_result *res)
     const tiff_gpu_strips_stat *g = &rep->gpu_strips;
     const ip_shape *out = &p->steps[p->n - 1].out;
     double rows = (double)img_row_bytes(out) * (double)out->height;
+    char cut[48] = "";
+    if (g->chunks > g->strips) snprintf(cut, sizeof cut, " (%llu chunks)", (unsigned long long)g->chunks);
     if (g->states)
-        fprintf(stderr, "  %-22s %llu strips (%.1f%% of the rows) in %llu batches on %d streams, %.1f -> %.1f MB, "
-                "%.3f ms busy\n", "TIFF strips on GPU", (unsigned long long)g->strips,
+        fprintf(stderr, "  %-22s %llu strips%s (%.1f%% of the rows) in %llu batches on %d streams, %.1f -> %.1f MB, "
+                "%.3f ms busy\n", "TIFF strips on GPU", (unsigned long long)g->strips, cut,
                 rows > 0 ? 100.0 * (double)g->bytes_in / rows : 0.0, (unsigned long long)g->batches, g->states,
                 (double)g->bytes_in / 1e6, (double)g->bytes_out / 1e6, g->busy_ms);
 }

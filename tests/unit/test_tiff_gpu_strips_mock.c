@@ -1,0 +1,220 @@
+/* The GPU's strip codec (tiff_gpu_strips.h) on a mock device whose memory is host memory: nvCOMP
+ * replaced by zlib's raw deflate, the predictor and adler32 kernels by host loops. Strips whole
+ * and cut into chunks (IMGPIPE_TIFF_GPU_CHUNK_KB) are written raw and read back equal by the CPU
+ * reader, for u8 and u16, 1 to 4 channels, 1x1 to rows wider than several chunks; the chunks are
+ * counted; a chunk that comes back as no deflate stream or past its slot fails the batch naming
+ * the strip, and nvCOMP's failure is the batch's. A build without CUDA has no such codec. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include "imgpipe/plugin.h"
+#include "testutil.h"
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include <zlib.h>
+#include "gpu/gpu.h"
+#include "gpu/nvcomp.h"
+#include "io/tiff_gpu_strips.h"
+#include "ipk_codec.h"
+#include "tiff_testutil.h"
+
+/* How the mock nvCOMP's next compress goes wrong: not at all, junk for one chunk's stream, a size
+ * past a chunk's capacity, or a failed call. */
+static enum { GOOD, JUNK_CHUNK, OVERSIZE_CHUNK, CALL_FAILS } fault;
+static int chunks_seen;
+
+/* The mock device: tests/gpu_mock_basics.c, gpu_mock_plain.c and codec_mock_basics.c. */
+int gpu_stream_create(void **stream, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    *stream = malloc(1);
+    return *stream ? IP_OK : IP_ENOMEM;
+}
+void gpu_stream_destroy(void *stream) { free(stream); }
+
+size_t nvcomp_max_chunk(const nvcomp_lib *lib)
+{
+    (void)lib;
+    return (size_t)64 << 20;
+}
+int nvcomp_max_compressed_bytes(const nvcomp_lib *lib, nvcomp_codec codec, int algorithm, size_t chunk_bytes,
+                                size_t *bytes, char *err, size_t errlen)
+{
+    (void)lib, (void)codec, (void)algorithm, (void)err, (void)errlen;
+    *bytes = compressBound((uLong)chunk_bytes);
+    return IP_OK;
+}
+
+static int deflate_chunk(nvcomp_chunk *c)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    z.next_in = (Bytef *)c->src;
+    z.avail_in = (uInt)c->src_bytes;
+    z.next_out = c->dst;
+    z.avail_out = (uInt)c->dst_capacity;
+    int rc = deflate(&z, Z_FINISH);
+    c->dst_bytes = c->dst_capacity - z.avail_out;
+    deflateEnd(&z);
+    return rc == Z_STREAM_END ? 0 : -1;
+}
+
+int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, nvcomp_chunk *chunks, char *err,
+                    size_t errlen)
+{
+    (void)b, (void)algorithm;
+    if (codec != NVCOMP_DEFLATE || fault == CALL_FAILS) {
+        snprintf(err, errlen, codec != NVCOMP_DEFLATE ? "mock: deflate only" : "mock: the batch failed");
+        return IP_ECUDA;
+    }
+    for (int i = 0; i < n; i++)
+        if (deflate_chunk(&chunks[i]) != 0) {
+            snprintf(err, errlen, "mock: zlib failed on chunk %d", i);
+            return IP_ECUDA;
+        }
+    chunks_seen += n;
+    if (fault == JUNK_CHUNK) memset(chunks[0].dst, 0xFF, chunks[0].dst_bytes);   /* block type 3 */
+    if (fault == OVERSIZE_CHUNK) chunks[n - 1].dst_bytes = chunks[n - 1].dst_capacity + 1;
+    return IP_OK;
+}
+
+/* TIFF's horizontal differencing, sample by sample in native order, as the kernel's header says. */
+int ipk_tiff_predictor_apply(const void *src, size_t src_pitch, void *dst, size_t dst_pitch, int width, int height,
+                             int channels, int sample_bytes, void *stream)
+{
+    (void)stream;
+    for (int y = 0; y < height; y++) {
+        const uint8_t *in = (const uint8_t *)src + (size_t)y * src_pitch;
+        uint8_t *out = (uint8_t *)dst + (size_t)y * dst_pitch;
+        for (size_t i = 0; i < (size_t)width * channels; i++) {
+            size_t left = i - (size_t)channels;
+            if (sample_bytes == 1) {
+                out[i] = (uint8_t)(in[i] - (i >= (size_t)channels ? in[left] : 0));
+                continue;
+            }
+            uint16_t v, l = 0;
+            memcpy(&v, in + 2 * i, 2);
+            if (i >= (size_t)channels) memcpy(&l, in + 2 * left, 2);
+            v = (uint16_t)(v - l);
+            memcpy(out + 2 * i, &v, 2);
+        }
+    }
+    return 0;
+}
+
+static tiff_gpu_strips *strips_with_chunks(const char *chunk_kb)
+{
+    if (chunk_kb) setenv("IMGPIPE_TIFF_GPU_CHUNK_KB", chunk_kb, 1);
+    tiff_gpu_strips *g = NULL;
+    char why[256] = "";
+    int gpu = 0;
+    CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "create: %s", why);
+    unsetenv("IMGPIPE_TIFF_GPU_CHUNK_KB");
+    return g;
+}
+
+/* Random rows with some runs, so that the predictor and the matches both matter. */
+static int image(ip_image *img, int w, int h, int c, ip_dtype t, tu_rng *r)
+{
+    char err[256];
+    ip_shape shape = { w, h, c, t };
+    if (img_alloc(img, &shape, UINT64_MAX, err, sizeof err) != IP_OK) return -1;
+    size_t bytes = img_row_bytes(&shape) * (size_t)h;
+    for (size_t i = 0; i < bytes; i++) ((unsigned char *)img->data)[i] = (unsigned char)(tu_next(r) % 7 + i / 333);
+    return 0;
+}
+
+/* One image through the codec: IP_OK and the pixels back, or the code and err; *chunks how many
+ * the mock compressed. */
+static int round_trip(tiff_gpu_strips *g, int w, int h, int c, ip_dtype t, uint32_t rps, uint32_t max_strips,
+                      int *chunks, char *err, size_t errlen, tu_rng *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/strips.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, w, h, c, t, r) != 0) return IP_ENOMEM;
+    tiff_strip_format f = { img.shape, rps, IO_TIFF_DEFLATE, 6 };
+    int before = chunks_seen;
+    int rc = ttu_batch_round_trip(tiff_gpu_strips_codec(g), &img, &f, max_strips, path, err, errlen);
+    *chunks = chunks_seen - before;
+    img_free(&img);
+    return rc;
+}
+
+typedef struct {
+    int w, h, c;
+    ip_dtype t;
+    uint32_t rps, max_strips;
+} strip_case;
+
+static void good_files(tu_rng *r)
+{
+    static const strip_case cases[] = {
+        { 1, 1, 1, IP_U8, 1, 1 },        { 1021, 37, 3, IP_U8, 3, 5 },     { 509, 300, 4, IP_U16, 7, 64 },
+        { 70001, 9, 1, IP_U8, 1, 4 },    { 3001, 17, 2, IP_U16, 2, 3 },    { 1, 4099, 1, IP_U8, 4099, 1 },
+        { 2049, 5, 1, IP_U8, 1, 5 },
+    };
+    const char *chunk_kbs[] = { NULL, "1", "2", "64" };
+    for (size_t k = 0; k < sizeof chunk_kbs / sizeof *chunk_kbs; k++) {
+        tiff_gpu_strips *g = strips_with_chunks(chunk_kbs[k]);
+        size_t chunk = chunk_kbs[k] ? (size_t)atoi(chunk_kbs[k]) << 10 : 0;
+        for (size_t i = 0; g && i < sizeof cases / sizeof *cases; i++) {
+            const strip_case *s = &cases[i];
+            char err[512] = "";
+            int chunks = 0;
+            int rc = round_trip(g, s->w, s->h, s->c, s->t, s->rps, s->max_strips, &chunks, err, sizeof err, r);
+            CHECK(rc == IP_OK, "%dx%dx%d %s, %u rows a strip, chunks of %zu: %s", s->w, s->h, s->c,
+                  s->t == IP_U8 ? "u8" : "u16", s->rps, chunk, err);
+            size_t strip = (size_t)s->w * s->c * (s->t == IP_U8 ? 1 : 2) * s->rps;
+            uint32_t rows_left = (uint32_t)s->h, want = 0;
+            for (; rows_left > 0; rows_left -= rows_left < s->rps ? rows_left : s->rps) {
+                size_t len = strip / s->rps * (rows_left < s->rps ? rows_left : s->rps);
+                want += chunk ? (uint32_t)((len + chunk - 1) / chunk) : 1;
+            }
+            CHECK(chunks == (int)want, "%dx%dx%d, chunks of %zu: %d chunks compressed, %u wanted", s->w, s->h, s->c,
+                  chunk, chunks, want);
+        }
+        tiff_gpu_strips_stat st;
+        if (g) tiff_gpu_strips_stats(g, &st);
+        if (g) CHECK(chunk ? st.chunks > st.strips : st.chunks == st.strips, "stats: %llu chunks for %llu strips",
+                     (unsigned long long)st.chunks, (unsigned long long)st.strips);
+        tiff_gpu_strips_destroy(g);
+    }
+}
+
+static void faults(tu_rng *r)
+{
+    static const struct {
+        int fault;
+        const char *says;
+    } bad[] = { { JUNK_CHUNK, "no valid deflate stream" }, { OVERSIZE_CHUNK, "over its" },
+                { CALL_FAILS, "the batch failed" } };
+    tiff_gpu_strips *g = strips_with_chunks("1");
+    for (size_t i = 0; g && i < sizeof bad / sizeof *bad; i++) {
+        char err[512] = "";
+        int chunks = 0;
+        fault = bad[i].fault;
+        int rc = round_trip(g, 1021, 37, 3, IP_U8, 3, 5, &chunks, err, sizeof err, r);
+        fault = GOOD;
+        CHECK(rc == IP_ECUDA && strstr(err, bad[i].says), "fault %d: rc %d '%s'", bad[i].fault, rc, err);
+    }
+    tiff_gpu_strips_destroy(g);
+}
+
+int main(void)
+{
+    tu_rng r;
+    tu_seed(&r, 29);
+    good_files(&r);
+    faults(&r);
+    return tu_finish();
+}
+
+#else
+int main(void)
+{
+    tu_skip("built without CUDA: no GPU strip codec");
+    return 0;
+}
+#endif
