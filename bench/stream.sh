@@ -19,6 +19,8 @@
 #   PARTS    the runs to make, of big ref huge (default all three)
 #   HUGE_CODECS   the HUGE run once for each of these --codecs values (default auto): "auto cpu"
 #            sets the cards' strip compression beside the cores against the cores alone
+#   HUGE_CHUNK_KBS   and once for each of these IMGPIPE_TIFF_GPU_CHUNK_KB values (default: the
+#            built-in, unset): "0 16 32" times the cards' deflate on whole strips against chunks
 #   COMMIT   the commit the binary was built from (default: build-gpu/bin/commit.txt, else git)
 #   TMPDIR   where the files go: the HUGE run needs about 1.5 bytes a pixel free
 set -u
@@ -32,6 +34,7 @@ big_memory=${BIG_MEMORY:-256M}
 huge_memory=${HUGE_MEMORY:-2G}
 parts=" ${PARTS:-big ref huge} "
 huge_codecs=${HUGE_CODECS:-auto}
+huge_chunk_kbs=${HUGE_CHUNK_KBS:-default}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 pipe=$src/pipelines/denoise.pipe
@@ -185,24 +188,28 @@ if part ref && time_left; then
 ($(awk -v s="$ref_streamed_wall" -v w="$ref_whole_wall" 'BEGIN { printf "%.2fx the whole run'"'"'s speed", w / s }'))")
   write_md
 fi
-for codecs in $huge_codecs; do
+for codecs_chunk in $(for c in $huge_codecs; do for k in $huge_chunk_kbs; do echo "$c/$k"; done; done); do
+  codecs=${codecs_chunk%/*} chunk_kb=${codecs_chunk#*/} chunked=""
   part huge && time_left || continue
+  if [ "$chunk_kb" = default ]; then unset IMGPIPE_TIFF_GPU_CHUNK_KB
+  else export IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb chunked=", IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb"; fi
   measure huge_streamed --stream on --memory "$huge_memory" --codecs "$codecs" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
   check="no output"
   [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
 t = tifffile.TiffFile(sys.argv[1]); p = t.pages[0]
 print("BigTIFF" if t.is_bigtiff else "classic TIFF", "x".join(map(str, p.shape)))' "$tmp/huge_out.tif" 2>&1 | tail -n 1)
-  row "${huge} gray, streamed (\`--stream on --memory $huge_memory --codecs $codecs\`)" "$huge_w" "$huge_h" \
+  row "${huge} gray, streamed (\`--stream on --memory $huge_memory --codecs $codecs\`$chunked)" "$huge_w" "$huge_h" \
     "$check, $(file_mb "$tmp/huge_out.tif")"
   if [ "$rc" = 0 ] && [ -n "${ref_streamed_wall:-}" ]; then
     notes+=("- Mpix/s: ${huge} streamed $(mpix "$huge_w" "$huge_h" "$wall") against ${ref}x${ref} streamed \
 $(mpix "$ref" "$ref" "$ref_streamed_wall")")
   fi
-  huge_profile+=$'\n'"--codecs $codecs:"$'\n'$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
-  [ "$rc" = 0 ] && notes+=("- ${huge} streamed, --codecs $codecs: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
+  huge_profile+=$'\n'"--codecs $codecs$chunked:"$'\n'$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
+  [ "$rc" = 0 ] && notes+=("- ${huge} streamed, --codecs $codecs$chunked: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
 done
+unset IMGPIPE_TIFF_GPU_CHUNK_KB
 time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left out")
 [ -n "${big_profile:-}" ] && notes+=("" "\`--profile\` of the ${big}x${big} streamed run:" "" '```' "$big_profile" '```')
 [ -n "${huge_profile:-}" ] && notes+=("" "\`--profile\` of the ${huge} run:" "" '```' "$huge_profile" '```')
