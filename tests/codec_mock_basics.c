@@ -1,6 +1,8 @@
-/* What the mock GPU codec tests share (test_tiff_gpu_read_mock, test_tiff_gpu_strips_mock): copies
- * and streams that are done at once, an nvCOMP whose handles are placeholders, and the adler32
- * kernel as zlib's loop. Each test brings its own nvcomp_max_chunk and (de)compression. */
+/* What the mock GPU codec tests share (test_tiff_gpu_read_mock, _strips_mock, _bands_mock): copies
+ * and streams that are done at once, an nvCOMP whose handles are placeholders, zlib's inflate
+ * (codec_mock.h), and the adler32 kernel as zlib's loop. Each test brings its own
+ * nvcomp_max_chunk and its nvCOMP calls. */
+#include <stdlib.h>
 #include <string.h>
 #include "imgpipe/plugin.h"
 
@@ -8,9 +10,18 @@
 #include <zlib.h>
 #include "gpu/gpu.h"
 #include "gpu/nvcomp.h"
+#include "codec_mock.h"
 #include "ipk_codec.h"
 
 static int mock_lib, mock_batch;
+
+int gpu_stream_create(void **stream, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    *stream = malloc(1);
+    return *stream ? IP_OK : IP_ENOMEM;
+}
+void gpu_stream_destroy(void *stream) { free(stream); }
 
 int gpu_stream_sync(void *stream, char *err, size_t errlen)
 {
@@ -40,6 +51,21 @@ int nvcomp_batch_create(nvcomp_batch **b, const nvcomp_lib *lib, int device, voi
     return IP_OK;
 }
 void nvcomp_batch_destroy(nvcomp_batch *b) { (void)b; }
+
+int codec_mock_inflate(nvcomp_chunk *c)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, -15) != Z_OK) return Z_MEM_ERROR;
+    z.next_in = (Bytef *)c->src;
+    z.avail_in = (uInt)c->src_bytes;
+    z.next_out = c->dst;
+    z.avail_out = (uInt)c->dst_capacity;
+    int rc = inflate(&z, Z_FINISH);
+    c->dst_bytes = c->dst_capacity - z.avail_out;
+    inflateEnd(&z);
+    return rc;
+}
 
 int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *out, void *stream)
 {

@@ -24,13 +24,6 @@ static enum { GOOD, JUNK_CHUNK, OVERSIZE_CHUNK, CALL_FAILS } fault;
 static int chunks_seen;
 
 /* The mock device: tests/gpu_mock_basics.c, gpu_mock_plain.c and codec_mock_basics.c. */
-int gpu_stream_create(void **stream, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    *stream = malloc(1);
-    return *stream ? IP_OK : IP_ENOMEM;
-}
-void gpu_stream_destroy(void *stream) { free(stream); }
 
 size_t nvcomp_max_chunk(const nvcomp_lib *lib)
 {

@@ -128,6 +128,11 @@ static void print_stream_profile(const plan *p, const run_result *res)
     const tiff_gpu_strips_stat *g = &rep->gpu_strips;
     const ip_shape *out = &p->steps[p->n - 1].out;
     double rows = (double)img_row_bytes(out) * (double)out->height;
+    const tiff_band_decode_stat *b = &rep->gpu_bands;
+    if (b->bands)
+        fprintf(stderr, "  %-22s %llu of %llu bands inflated on the GPU%s%s\n", "TIFF bands on GPU",
+                (unsigned long long)(b->bands - b->declined), (unsigned long long)b->bands,
+                b->declined ? ", the others by libtiff; the first because: " : "", b->declined ? b->first_why : "");
     char cut[48] = "";
     if (g->chunks > g->strips) snprintf(cut, sizeof cut, " (%llu chunks)", (unsigned long long)g->chunks);
     if (g->states)

@@ -45,6 +45,24 @@ void io_gpu_codecs_close(io_gpu_codecs *c)
     free(c);
 }
 
+int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen)
+{
+    *c = NULL;
+    *stream = NULL;
+    int rc = gpu_select(device, why, whylen);
+    if (!rc) rc = gpu_stream_create(stream, why, whylen);
+    if (!rc) rc = io_gpu_codecs_open(c, device, *stream, why, whylen);
+    return rc;
+}
+
+void io_gpu_codecs_close_own(io_gpu_codecs *c, void *stream, int device)
+{
+    if (c || stream) gpu_select(device, NULL, 0);
+    if (stream) gpu_stream_sync(stream, NULL, 0);
+    io_gpu_codecs_close(c);
+    gpu_stream_destroy(stream);
+}
+
 /* Grows by a quarter more than asked, so images a little larger than the last do not reallocate. */
 static size_t grown(size_t bytes) { return bytes > SIZE_MAX / 5 * 4 ? bytes : bytes + bytes / 4; }
 

@@ -24,6 +24,10 @@ typedef struct {
  * one line saying why (no library, no CUDA build). */
 int io_gpu_codecs_open(io_gpu_codecs **c, int device, void *stream, char *why, size_t whylen);
 void io_gpu_codecs_close(io_gpu_codecs *c);
+/* The same on a stream of their own, created on device (selected); closed with the codecs by
+ * io_gpu_codecs_close_own, which waits for the stream first. Either may be NULL there. */
+int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen);
+void io_gpu_codecs_close_own(io_gpu_codecs *c, void *stream, int device);
 /* Device (or pinned host) memory of at least bytes in slot, kept for the next image; valid until
  * the next call for the same slot or the close. */
 int io_gpu_scratch_device(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,

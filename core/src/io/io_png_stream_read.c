@@ -97,7 +97,8 @@ static uint64_t reader_held_bytes(const void *codec)
     return (uint64_t)(r->rows.band_rows + 3) * r->rows.band.stride + ((uint64_t)64 << 10);
 }
 
-static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close, NULL,
+                                             NULL };
 
 /* The limits checked on IHDR alone, before libpng reads the chunks up to the image data, as the
  * whole-image reader checks them: the pixel limit and the decoded size against the file's (with

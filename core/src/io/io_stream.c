@@ -166,6 +166,19 @@ int io_stream_block_rows(const io_stream_reader *r) { return r->ops->block_rows(
 
 uint64_t io_stream_held_bytes(const io_stream_reader *r) { return r->ops->held_bytes(r->codec); }
 
+int io_stream_set_band_decoder(io_stream_reader *r, const tiff_band_decoder *d, char *why, size_t whylen)
+{
+    if (r->ops->set_band_decoder) return r->ops->set_band_decoder(r->codec, d, why, whylen);
+    snprintf(why, whylen, "only a TIFF's strips are decoded beside libtiff");
+    return IP_EUNSUPPORTED;
+}
+
+void io_stream_band_decode_stat(const io_stream_reader *r, tiff_band_decode_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    if (r->ops->band_decode_stat) r->ops->band_decode_stat(r->codec, st);
+}
+
 void io_stream_close(io_stream_reader *r)
 {
     if (!r) return;

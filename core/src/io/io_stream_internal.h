@@ -10,6 +10,9 @@ typedef struct {
     int (*block_rows)(const void *codec);
     uint64_t (*held_bytes)(const void *codec);   /* its band and its decoder's state */
     void (*close)(void *codec);
+    /* TIFF's only (NULL elsewhere): io_stream_set_band_decoder, io_stream_band_decode_stat */
+    int (*set_band_decoder)(void *codec, const tiff_band_decoder *d, char *why, size_t whylen);
+    void (*band_decode_stat)(const void *codec, tiff_band_decode_stat *st);
 } io_stream_read_ops;
 
 typedef struct {

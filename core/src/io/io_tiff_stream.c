@@ -41,6 +41,12 @@ typedef struct {
     char failed_msg[256];
     io_options opt;           /* the caller's: fail_on, and where the warnings go */
     io_warnings seen;         /* libtiff's warnings since the last band, settled after it */
+    const tiff_band_decoder *decoder;   /* set: each band of strips goes to it first */
+    void *decoder_state;
+    unsigned char *raw;       /* a band's strips as stored, for the decoder */
+    size_t raw_cap;
+    tiff_band_strip *strips;  /* a band's, for the decoder */
+    tiff_band_decode_stat decoded;
 } tiff_stream_reader;
 
 static int unsupported(char *err, size_t errlen, const char *what)
@@ -141,6 +147,9 @@ static void reader_close(void *codec)
     }
     free(r->workers);
     free(r->band.data);
+    if (r->decoder) r->decoder->close(r->decoder_state);
+    free(r->raw);
+    free(r->strips);
     free(r);
 }
 
@@ -169,20 +178,42 @@ static int read_block(tiff_stream_reader *r, tiff_worker *w, uint64_t b, uint32_
     return 0;
 }
 
-static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
+static int band_declined(tiff_stream_reader *r, const char *why)
 {
-    tiff_stream_reader *r = codec;
-    *rows = r->band;
-    *y0 = (int)r->next_row;
-    rows->shape.height = 0;
-    if (r->next_row >= r->height) return IP_OK;
-    uint64_t first = (uint64_t)(r->next_row / r->bh) * r->across;
-    uint32_t band_rows = r->blocks_down_per_band * r->bh;
-    if (band_rows > r->height - r->next_row) band_rows = r->height - r->next_row;
-    uint64_t count = (uint64_t)((band_rows + r->bh - 1) / r->bh) * r->across;
-    r->failed_block = UINT64_MAX;
+    if (!r->decoded.declined++) snprintf(r->decoded.first_why, sizeof r->decoded.first_why, "%s", why);
+    return 0;
+}
+
+/* The band's count strips from first, read raw and given to the decoder: 1 when it gave their
+ * pixels, 0 to decode them with libtiff (which then also judges a strip that could not be read). */
+static int decode_band(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_y0)
+{
+    uint64_t *sizes = NULL;
+    TIFF *tif = r->workers[0].tif;
+    r->decoded.bands++;
+    if (!TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &sizes) || !sizes) return band_declined(r, "no strip sizes");
+    size_t at = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t raw = sizes[first + i];
+        if (raw == 0 || raw > r->raw_cap - at) return band_declined(r, "strips larger than the decoder's buffer");
+        if (TIFFReadRawStrip(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw) != (tmsize_t)raw)
+            return band_declined(r, "a strip that cannot be read raw");
+        uint32_t y0 = (uint32_t)(first + i) * r->bh, rows = r->height - y0 < r->bh ? r->height - y0 : r->bh;
+        r->strips[i] = (tiff_band_strip){ (uint32_t)(first + i), r->raw + at, (size_t)raw, rows * r->row_bytes };
+        at += (size_t)raw;
+    }
+    char why[160] = "";
+    unsigned char *dst = (unsigned char *)r->band.data + (size_t)(first * r->bh - band_y0) * r->row_bytes;
+    if (r->decoder->decode(r->decoder_state, r->strips, (uint32_t)count, dst, why, sizeof why) != IP_OK)
+        return band_declined(r, why);
+    return 1;
+}
+
+/* The band's count blocks from first decoded by libtiff on all threads; the first that fails in
+ * r->failed_block. */
+static void read_blocks(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_y0)
+{
     int threads = (uint64_t)r->threads < count ? r->threads : (int)count;
-    uint32_t band_y0 = r->next_row;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (uint64_t i = 0; i < count; i++) {
         tiff_worker *w = &r->workers[omp_get_thread_num()];
@@ -195,6 +226,22 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
             }
         }
     }
+}
+
+static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    tiff_stream_reader *r = codec;
+    *rows = r->band;
+    *y0 = (int)r->next_row;
+    rows->shape.height = 0;
+    if (r->next_row >= r->height) return IP_OK;
+    uint64_t first = (uint64_t)(r->next_row / r->bh) * r->across;
+    uint32_t band_rows = r->blocks_down_per_band * r->bh;
+    if (band_rows > r->height - r->next_row) band_rows = r->height - r->next_row;
+    uint64_t count = (uint64_t)((band_rows + r->bh - 1) / r->bh) * r->across;
+    r->failed_block = UINT64_MAX;
+    uint32_t band_y0 = r->next_row;
+    if (!r->decoder || !decode_band(r, first, count, band_y0)) read_blocks(r, first, count, band_y0);
     if (r->failed_block != UINT64_MAX) {
         snprintf(err, errlen, "truncated or corrupt TIFF: %s (%s %llu)", r->failed_msg, r->tiled ? "tile" : "strip",
                  (unsigned long long)r->failed_block);
@@ -232,10 +279,44 @@ static int reader_block_rows(const void *codec) { return (int)band_height(codec)
 static uint64_t reader_held_bytes(const void *codec)
 {
     const tiff_stream_reader *r = codec;
-    return 2 * (uint64_t)reader_block_rows(codec) * r->row_bytes + (uint64_t)r->threads * ((uint64_t)512 << 10);
+    uint64_t decoder = r->decoder ? r->raw_cap + r->decoder->held_bytes(r->decoder_state) : 0;
+    return 2 * (uint64_t)reader_block_rows(codec) * r->row_bytes + (uint64_t)r->threads * ((uint64_t)512 << 10) +
+           decoder;
 }
 
-static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close };
+static int reader_set_band_decoder(void *codec, const tiff_band_decoder *d, char *why, size_t whylen)
+{
+    tiff_stream_reader *r = codec;
+    if (r->tiled) {
+        snprintf(why, whylen, "a tiled TIFF's tiles are decoded by libtiff");
+        return IP_EUNSUPPORTED;
+    }
+    void *state = NULL;
+    int rc = d->open(d, r->workers[0].tif, &r->opt, r->bh, r->blocks_down_per_band, &state, why, whylen);
+    if (rc != IP_OK) return rc;
+    r->raw_cap = d->raw_capacity(state);
+    r->raw = malloc(r->raw_cap ? r->raw_cap : 1);
+    r->strips = calloc(r->blocks_down_per_band, sizeof *r->strips);
+    if (!r->raw || !r->strips) {
+        d->close(state);
+        free(r->raw);
+        free(r->strips);
+        r->raw = NULL, r->strips = NULL, r->raw_cap = 0;
+        snprintf(why, whylen, "out of memory");
+        return IP_ENOMEM;
+    }
+    r->decoder = d;
+    r->decoder_state = state;
+    return IP_OK;
+}
+
+static void reader_band_decode_stat(const void *codec, tiff_band_decode_stat *st)
+{
+    *st = ((const tiff_stream_reader *)codec)->decoded;
+}
+
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close,
+                                             reader_set_band_decoder, reader_band_decode_stat };
 
 int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape, const io_stream_read_ops **ops,
                         char *err, size_t errlen)

@@ -48,7 +48,6 @@ static const char *request_problem(tiff_gpu_layout *l, const io_options *opt)
     TIFFGetFieldDefaulted(l->tif, TIFFTAG_ORIENTATION, &orientation);
     if (opt->meta && !opt->meta_known) return "metadata to read";
     if (opt->autorotate && orientation != ORIENTATION_TOPLEFT) return "an orientation to turn upright";
-    if (l->width == 0 || l->height == 0 || l->width > INT32_MAX || l->height > INT32_MAX) return "an odd size";
     return NULL;
 }
 
@@ -79,6 +78,25 @@ static const char *block_problem(tiff_gpu_layout *l)
     return NULL;
 }
 
+/* The tags of the page l->tif is on, and the problem with them for the GPU (NULL: none). */
+static const char *tag_problem(tiff_gpu_layout *l)
+{
+    if (!TIFFGetField(l->tif, TIFFTAG_IMAGEWIDTH, &l->width) || !TIFFGetField(l->tif, TIFFTAG_IMAGELENGTH, &l->height) ||
+        !TIFFGetField(l->tif, TIFFTAG_PHOTOMETRIC, &l->photometric))
+        return "no image size or photometric interpretation";
+    TIFFGetFieldDefaulted(l->tif, TIFFTAG_SAMPLESPERPIXEL, &l->spp);
+    TIFFGetFieldDefaulted(l->tif, TIFFTAG_BITSPERSAMPLE, &l->bps);
+    TIFFGetFieldDefaulted(l->tif, TIFFTAG_SAMPLEFORMAT, &l->format);
+    TIFFGetFieldDefaulted(l->tif, TIFFTAG_COMPRESSION, &l->compression);
+    TIFFGetFieldDefaulted(l->tif, TIFFTAG_PREDICTOR, &l->predictor);
+    const char *problem = codec_problem(l);
+    if (!problem) problem = sample_problem(l);
+    if (!problem && (l->width == 0 || l->height == 0 || l->width > INT32_MAX || l->height > INT32_MAX))
+        problem = "an odd size";
+    if (!problem) problem = block_problem(l);
+    return problem;
+}
+
 int tiff_gpu_layout_open(tiff_gpu_layout *l, io_input *in, const io_options *opt, char *why, size_t whylen)
 {
     memset(l, 0, sizeof *l);
@@ -87,18 +105,16 @@ int tiff_gpu_layout_open(tiff_gpu_layout *l, io_input *in, const io_options *opt
     l->tif = tiff_open_shared(&l->cursor, &l->log);
     if (!l->tif) return declined(why, whylen, "cannot parse the header");
     if (opt->page > 0 && !TIFFSetDirectory(l->tif, (tdir_t)opt->page)) return declined(why, whylen, "no such page");
-    if (!TIFFGetField(l->tif, TIFFTAG_IMAGEWIDTH, &l->width) || !TIFFGetField(l->tif, TIFFTAG_IMAGELENGTH, &l->height) ||
-        !TIFFGetField(l->tif, TIFFTAG_PHOTOMETRIC, &l->photometric))
-        return declined(why, whylen, "no image size or photometric interpretation");
-    TIFFGetFieldDefaulted(l->tif, TIFFTAG_SAMPLESPERPIXEL, &l->spp);
-    TIFFGetFieldDefaulted(l->tif, TIFFTAG_BITSPERSAMPLE, &l->bps);
-    TIFFGetFieldDefaulted(l->tif, TIFFTAG_SAMPLEFORMAT, &l->format);
-    TIFFGetFieldDefaulted(l->tif, TIFFTAG_COMPRESSION, &l->compression);
-    TIFFGetFieldDefaulted(l->tif, TIFFTAG_PREDICTOR, &l->predictor);
-    const char *problem = codec_problem(l);
-    if (!problem) problem = sample_problem(l);
+    const char *problem = tag_problem(l);
     if (!problem) problem = request_problem(l, opt);
-    if (!problem) problem = block_problem(l);
+    return problem ? declined(why, whylen, problem) : IP_OK;
+}
+
+int tiff_gpu_layout_of(tiff_gpu_layout *l, TIFF *tif, char *why, size_t whylen)
+{
+    memset(l, 0, sizeof *l);
+    l->tif = tif;
+    const char *problem = tag_problem(l);
     return problem ? declined(why, whylen, problem) : IP_OK;
 }
 

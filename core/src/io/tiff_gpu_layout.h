@@ -28,6 +28,9 @@ typedef struct {
  * byte, premultiplied alpha, metadata or an orientation to act on, or anything odd (the CPU
  * reader then says what). Close it whatever it returns. */
 int tiff_gpu_layout_open(tiff_gpu_layout *l, io_input *in, const io_options *opt, char *why, size_t whylen);
+/* The same checks of the file for the page an open handle is on, the handle the caller's (not
+ * closed by tiff_gpu_layout_close: set l->tif to NULL first), the request's left to the caller. */
+int tiff_gpu_layout_of(tiff_gpu_layout *l, TIFF *tif, char *why, size_t whylen);
 /* The CPU reader's limits and opt->on_shape (io_shape_known), then each block within the file. */
 int tiff_gpu_layout_limits(const tiff_gpu_layout *l, const io_options *opt, char *err, size_t errlen);
 ip_shape tiff_gpu_layout_shape(const tiff_gpu_layout *l);

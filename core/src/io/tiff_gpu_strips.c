@@ -63,10 +63,7 @@ static void state_close(void *state)
 {
     gpu_state *s = state;
     if (!s) return;
-    if (s->c) gpu_select(s->device, NULL, 0);
-    if (s->stream) gpu_stream_sync(s->stream, NULL, 0);
-    io_gpu_codecs_close(s->c);
-    gpu_stream_destroy(s->stream);
+    io_gpu_codecs_close_own(s->c, s->stream, s->device);
     free(s->chunks);
     free(s->first_chunk);
     free(s);
@@ -132,9 +129,7 @@ static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff
     s->chunk_bytes = cut ? g->chunk_bytes : s->strip_bytes;
     /* zstd wants its chunks aligned; deflate takes them back to back, predicted in one pass */
     s->pitch = s->kind == NVCOMP_ZSTD ? (s->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : s->strip_bytes;
-    int rc = gpu_select(s->device, err, errlen);
-    if (!rc) rc = gpu_stream_create(&s->stream, err, errlen);
-    if (!rc) rc = io_gpu_codecs_open(&s->c, s->device, s->stream, err, errlen);
+    int rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, err, errlen);
     if (!rc) rc = state_buffers(s, err, errlen);
     if (rc) {
         state_close(s);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "gpu/gpu.h"
 #include "io/tiff_gpu.h"
+#include "io/tiff_gpu_bands.h"
 #include "run/run_internal.h"
 #include "stream/stream_budget.h"
 
@@ -139,6 +140,22 @@ static int gpu_strips_for(run_worker *w, const plan *p, const run_sink *out, con
     return IP_OK;
 }
 
+/* A TIFF streamed into a GPU run: its bands of strips inflated on the first card, unless --codecs
+ * cpu, so that the cores are left to the writer (IMGPIPE_TIFF_GPU_READ_BANDS=1 until measured on
+ * the card). Not in a folder, as gpu_strips_for. A file the card does not take reads as before. */
+static tiff_gpu_bands *gpu_bands_for(run_worker *w, run_stream *rs, const run_source *in, const run_probe *pr,
+                                     const run_options *o, const run_stream_options *so, run_result *res)
+{
+    if (w || so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || pr->input.format != IO_FMT_TIFF) return NULL;
+    tiff_gpu_bands *g = NULL;
+    char why[512];
+    if (tiff_gpu_bands_create(&g, so->gpu_ids[0], why, sizeof why) != IP_OK) return NULL;
+    if (run_stream_set_band_decoder(rs, tiff_gpu_bands_decoder(g), why, sizeof why) == IP_OK) return g;
+    run_note(res, "%s: inflated by the CPU: %s", in->path, why);
+    tiff_gpu_bands_destroy(g);
+    return NULL;
+}
+
 int run_streamed(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                  run_probe *pr, run_result *res, char *err, size_t errlen)
 {
@@ -187,8 +204,10 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     }
     so.io.tiff_strip_batch = tiff_gpu_strips_codec(strips);
     run_stream_set_placement(rs, &so);
+    tiff_gpu_bands *bands = gpu_bands_for(w, rs, in, pr, o, &so, res);
     if ((rc = run_stream_budget(rs, err, errlen)) != IP_OK) {
         run_stream_cancel(rs);
+        tiff_gpu_bands_destroy(bands);
         tiff_gpu_strips_destroy(strips);
         res->failed_path = in->path;
         res->usage_error = 1;
@@ -199,6 +218,7 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
     res->gpu = so.gpu_ids[0];
     res->stream_options = so;
     rc = run_stream_finish(rs, &res->stream_report, err, errlen);
+    tiff_gpu_bands_destroy(bands);   /* after the reader, which closed its state */
     if (strips) tiff_gpu_strips_stats(strips, &res->stream_report.gpu_strips);
     tiff_gpu_strips_destroy(strips);
     res->stream_options.io.tiff_strip_batch = NULL;   /* destroyed with strips */

@@ -94,6 +94,11 @@ void run_stream_set_placement(run_stream *rs, const run_stream_options *o)
     memcpy(rs->o.gpu_ids, o->gpu_ids, sizeof rs->o.gpu_ids);
 }
 
+int run_stream_set_band_decoder(run_stream *rs, const tiff_band_decoder *d, char *why, size_t whylen)
+{
+    return io_stream_set_band_decoder(rs->reader, d, why, whylen);
+}
+
 uint64_t run_stream_whole_bytes(const run_stream *rs) { return stream_whole_image_bytes(rs->p); }
 
 int run_stream_budget(run_stream *rs, char *err, size_t errlen)
@@ -138,6 +143,7 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     rep->chunk_rows = rs->o.n_workers > 1 ? rs->chunk_rows : 0;
     rep->planned_bytes = rs->planned_bytes;
     rep->planned_device_bytes = rs->planned_device_bytes;
+    io_stream_band_decode_stat(rs->reader, &rep->gpu_bands);
     run_stream_cancel(rs);
     return rc;
 }

@@ -4,6 +4,7 @@
 #ifndef IMGPIPE_RUN_STREAM_H
 #define IMGPIPE_RUN_STREAM_H
 #include "io/io.h"
+#include "io/tiff_band_decode.h"
 #include "io/tiff_gpu_strips.h"
 #include "stream/stream.h"
 
@@ -24,6 +25,7 @@ typedef struct {
     uint64_t planned_bytes;   /* what the band buffers, codecs and held images were sized to */
     uint64_t planned_device_bytes;   /* BAND_ON_GPU: what the band executors were sized to */
     tiff_gpu_strips_stat gpu_strips;  /* TIFF strips the GPUs compressed (the run layer's) */
+    tiff_band_decode_stat gpu_bands;  /* the input's bands given to a band decoder */
 } run_stream_report;
 
 /* Opens in (in_path's file, opened once by the caller) for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
@@ -37,6 +39,9 @@ int run_stream_open(run_stream **rs, plan *p, io_input *in, const char *in_path,
  * and threads, and io's tiff_strip_batch), decided once the shape is known; before
  * run_stream_budget. */
 void run_stream_set_placement(run_stream *rs, const run_stream_options *o);
+/* The input's bands decoded by d before libtiff (io_stream_set_band_decoder); call before
+ * run_stream_budget, and keep d until the stream ends. */
+int run_stream_set_band_decoder(run_stream *rs, const tiff_band_decoder *d, char *why, size_t whylen);
 /* What a whole-image run of the planned pipeline would hold in host memory. */
 uint64_t run_stream_whole_bytes(const run_stream *rs);
 /* Chooses the band height for o->memory_limit (and o->gpu_memory_limit on a GPU): IP_ELIMIT, saying why, when the run cannot fit

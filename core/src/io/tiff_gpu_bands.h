@@ -1,0 +1,16 @@
+/* A streamed TIFF's bands of deflate or zstd strips inflated on a GPU (tiff_band_decode.h): the
+ * band's strips uploaded in one copy, inflated by nvCOMP in one batch, each strip's size and
+ * adler32 checked, the predictor undone on the card, the rows copied back. Whatever does not
+ * check out goes to libtiff for that band. The cores are then left to the stages and the writer. */
+#ifndef IMGPIPE_TIFF_GPU_BANDS_H
+#define IMGPIPE_TIFF_GPU_BANDS_H
+#include "io/tiff_band_decode.h"
+
+typedef struct tiff_gpu_bands tiff_gpu_bands;
+
+/* A decoder on this GPU. IP_EUNSUPPORTED with why when nvCOMP cannot be opened, the build has
+ * no CUDA, or IMGPIPE_TIFF_GPU_READ_BANDS is not 1 (off until measured on the card). */
+int tiff_gpu_bands_create(tiff_gpu_bands **g, int gpu, char *why, size_t whylen);
+const tiff_band_decoder *tiff_gpu_bands_decoder(const tiff_gpu_bands *g);
+void tiff_gpu_bands_destroy(tiff_gpu_bands *g);
+#endif

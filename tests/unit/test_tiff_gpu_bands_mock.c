@@ -1,0 +1,321 @@
+/* The GPU's band decoder for streamed TIFFs (tiff_gpu_bands.h) on a mock device whose memory is
+ * host memory: nvCOMP's inflate replaced by zlib's, the predictor and adler32 kernels by host
+ * loops. Files libtiff wrote (deflate with and without the predictor, u8 and u16, 1 to 4
+ * channels, 1x1 to prime sizes, bands of one strip to many) stream back as their pixels with
+ * every band taken by the decoder; a band whose inflate fails, comes back with another adler32 or
+ * another size is decoded by libtiff, pixels still right; a damaged strip fails with the CPU
+ * reader's own message; LZW and tiled files are not taken; and without
+ * IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include "imgpipe/plugin.h"
+#include "testutil.h"
+
+#ifdef IMGPIPE_HAVE_CUDA
+#include <tiffio.h>
+#include <zlib.h>
+#include "base/image.h"
+#include "codec_mock.h"
+#include "gpu/gpu.h"
+#include "gpu/nvcomp.h"
+#include "io/io_stream.h"
+#include "io/tiff_gpu_bands.h"
+#include "ipk_codec.h"
+
+/* How the mock nvCOMP's inflate goes wrong from the nth call on (fault_from: 0 never). */
+static enum { GOOD, FAILS, FLIPS_A_BYTE, SHORT } fault;
+static int calls, fault_from;
+
+/* The mock device: tests/gpu_mock_basics.c, gpu_mock_plain.c and codec_mock_basics.c. */
+size_t nvcomp_max_chunk(const nvcomp_lib *lib)
+{
+    (void)lib;
+    return (size_t)64 << 20;
+}
+
+int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk, char *err,
+                      size_t errlen)
+{
+    (void)b;
+    *bad_chunk = -1;
+    int faulty = fault_from && ++calls >= fault_from ? (int)fault : GOOD;
+    if (codec != NVCOMP_DEFLATE || faulty == FAILS) {
+        snprintf(err, errlen, "mock: inflate failed");
+        return IP_EFORMAT;
+    }
+    for (int i = 0; i < n; i++)
+        if (codec_mock_inflate(&chunks[i]) != Z_STREAM_END) {
+            snprintf(err, errlen, "chunk %d is not valid deflate data (mock)", i);
+            *bad_chunk = i;
+            return IP_EFORMAT;
+        }
+    if (faulty == FLIPS_A_BYTE) ((unsigned char *)chunks[n - 1].dst)[chunks[n - 1].dst_bytes / 2] ^= 0x10;
+    if (faulty == SHORT) chunks[0].dst_bytes--;
+    return IP_OK;
+}
+
+int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int channels, int sample_bytes,
+                            void *stream)
+{
+    (void)stream;
+    for (int y = 0; y < height; y++) {
+        uint8_t *row = (uint8_t *)rows + (size_t)y * pitch;
+        for (size_t i = (size_t)channels; i < (size_t)width * channels; i++) {
+            if (sample_bytes == 1) {
+                row[i] = (uint8_t)(row[i] + row[i - (size_t)channels]);
+                continue;
+            }
+            uint16_t v, l;
+            memcpy(&v, row + 2 * i, 2);
+            memcpy(&l, row + 2 * (i - (size_t)channels), 2);
+            v = (uint16_t)(v + l);
+            memcpy(row + 2 * i, &v, 2);
+        }
+    }
+    return 0;
+}
+
+/* img written by libtiff: strips of rps rows (or tiles of 16x16), compression and predictor. */
+static int write_tiff(const char *path, const ip_image *img, uint32_t rps, uint16_t compression, uint16_t predictor,
+                      int tiled)
+{
+    const ip_shape *s = &img->shape;
+    TIFF *tif = TIFFOpen(path, "w");
+    if (!tif) return -1;
+    uint16_t bps = s->dtype == IP_U16 ? 16 : 8;
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)s->width);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)s->height);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)s->channels);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, bps);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    if (s->channels == 2 || s->channels == 4) {
+        uint16_t extra = EXTRASAMPLE_UNASSALPHA;
+        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
+    }
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, compression);
+    if (predictor != PREDICTOR_NONE) TIFFSetField(tif, TIFFTAG_PREDICTOR, predictor);
+    int ok = 1;
+    size_t row = img_row_bytes(s);
+    if (tiled) {
+        TIFFSetField(tif, TIFFTAG_TILEWIDTH, 16);
+        TIFFSetField(tif, TIFFTAG_TILELENGTH, 16);
+        size_t px = row / (size_t)s->width;
+        unsigned char *tile = calloc(16 * 16, px);
+        for (uint32_t ty = 0; ok && tile && ty < (uint32_t)s->height; ty += 16)
+            for (uint32_t tx = 0; ok && tx < (uint32_t)s->width; tx += 16) {
+                memset(tile, 0, 16 * 16 * px);
+                for (uint32_t y = 0; y < 16 && ty + y < (uint32_t)s->height; y++)
+                    memcpy(tile + y * 16 * px, (char *)img->data + (ty + y) * row + tx * px,
+                           ((uint32_t)s->width - tx < 16 ? (uint32_t)s->width - tx : 16) * px);
+                ok = TIFFWriteTile(tif, tile, tx, ty, 0, 0) >= 0;
+            }
+        ok = ok && tile;
+        free(tile);
+    } else {
+        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rps);
+        for (uint32_t y0 = 0, k = 0; ok && y0 < (uint32_t)s->height; y0 += rps, k++) {
+            uint32_t rows = (uint32_t)s->height - y0 < rps ? (uint32_t)s->height - y0 : rps;
+            ok = TIFFWriteEncodedStrip(tif, k, (char *)img->data + y0 * row, (tmsize_t)(rows * row)) >= 0;
+        }
+    }
+    TIFFClose(tif);
+    return ok ? 0 : -1;
+}
+
+/* path streamed in bands of about band_bytes, with the decoder when g: IP_OK and every row equal
+ * to img's, or the code and err; *st the decoder's counts; *set what setting it returned. */
+static int stream_back(const char *path, const ip_image *img, uint64_t band_bytes, tiff_gpu_bands *g,
+                       tiff_band_decode_stat *st, int *set, char *err, size_t errlen)
+{
+    io_options opt;
+    io_default_options(&opt);
+    opt.threads = 2;
+    io_stream_reader *r = NULL;
+    ip_shape shape;
+    memset(st, 0, sizeof *st);
+    *set = IP_OK;
+    int rc = io_stream_open(path, &opt, band_bytes, &r, &shape, err, errlen);
+    char why[256] = "";
+    if (rc == IP_OK && g) *set = io_stream_set_band_decoder(r, tiff_gpu_bands_decoder(g), why, sizeof why);
+    size_t row = img_row_bytes(&img->shape);
+    int same = 1, y_next = 0;
+    for (;;) {
+        ip_image rows;
+        int y0 = 0;
+        if (rc == IP_OK) rc = io_stream_next(r, &rows, &y0, err, errlen);
+        if (rc != IP_OK || rows.shape.height == 0) break;
+        same = same && y0 == y_next;
+        for (int y = 0; same && y < rows.shape.height; y++)
+            same = memcmp((char *)rows.data + (size_t)y * rows.stride, (char *)img->data + (size_t)(y0 + y) * row,
+                          row) == 0;
+        y_next = y0 + rows.shape.height;
+    }
+    if (r) io_stream_band_decode_stat(r, st);
+    io_stream_close(r);
+    if (rc == IP_OK && (!same || y_next != img->shape.height)) {
+        snprintf(err, errlen, "rows differ (%d of %d read)", y_next, img->shape.height);
+        rc = IP_EFORMAT;
+    }
+    return rc;
+}
+
+static int image(ip_image *img, int w, int h, int c, ip_dtype t, tu_rng *r)
+{
+    char err[256];
+    ip_shape shape = { w, h, c, t };
+    if (img_alloc(img, &shape, UINT64_MAX, err, sizeof err) != IP_OK) return -1;
+    size_t bytes = img_row_bytes(&shape) * (size_t)h;
+    for (size_t i = 0; i < bytes; i++) ((unsigned char *)img->data)[i] = (unsigned char)(tu_next(r) % 5 + i / 401);
+    return 0;
+}
+
+static tiff_gpu_bands *bands(void)
+{
+    tiff_gpu_bands *g = NULL;
+    char why[256] = "";
+    setenv("IMGPIPE_TIFF_GPU_READ_BANDS", "1", 1);
+    CHECK(tiff_gpu_bands_create(&g, 0, why, sizeof why) == IP_OK, "create: %s", why);
+    unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
+    return g;
+}
+
+static void good_files(tiff_gpu_bands *g, tu_rng *r)
+{
+    static const struct {
+        int w, h, c;
+        ip_dtype t;
+        uint32_t rps;
+        uint16_t predictor;
+        uint64_t band_bytes;
+    } cases[] = {
+        { 1, 1, 1, IP_U8, 1, PREDICTOR_NONE, 1 },           { 1, 97, 1, IP_U8, 5, PREDICTOR_HORIZONTAL, 64 },
+        { 1021, 37, 3, IP_U8, 3, PREDICTOR_HORIZONTAL, 1 }, { 509, 300, 4, IP_U16, 7, PREDICTOR_HORIZONTAL, 100000 },
+        { 509, 300, 2, IP_U16, 16, PREDICTOR_NONE, 1 << 20 }, { 997, 61, 1, IP_U8, 61, PREDICTOR_HORIZONTAL, 1 },
+        { 4099, 3, 4, IP_U8, 1, PREDICTOR_HORIZONTAL, 1 << 20 },
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/bands.tif", tu_tmpdir());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ip_image img;
+        if (image(&img, cases[i].w, cases[i].h, cases[i].c, cases[i].t, r) != 0) continue;
+        char err[512] = "";
+        tiff_band_decode_stat st;
+        int set = 0;
+        int wrote = write_tiff(path, &img, cases[i].rps, COMPRESSION_ADOBE_DEFLATE, cases[i].predictor, 0) == 0;
+        int rc = wrote ? stream_back(path, &img, cases[i].band_bytes, g, &st, &set, err, sizeof err) : IP_EIO;
+        CHECK(rc == IP_OK && set == IP_OK, "%dx%dx%d, %u rows a strip: rc %d, set %d: %s", cases[i].w, cases[i].h,
+              cases[i].c, cases[i].rps, rc, set, err);
+        uint64_t strips = ((uint64_t)cases[i].h + cases[i].rps - 1) / cases[i].rps;
+        CHECK(st.bands >= 1 && st.bands <= strips && st.declined == 0, "%dx%dx%d: %llu bands, %llu declined (%s)",
+              cases[i].w, cases[i].h, cases[i].c, (unsigned long long)st.bands, (unsigned long long)st.declined,
+              st.first_why);
+        img_free(&img);
+    }
+}
+
+/* Each fault from the second band on: that band and the rest read by libtiff, right. */
+static void faulty_decoder(tiff_gpu_bands *g, tu_rng *r)
+{
+    static const struct {
+        int fault;
+        const char *says;
+    } faults[] = { { FAILS, "inflate failed" }, { FLIPS_A_BYTE, "adler32 differs" }, { SHORT, "inflates to" } };
+    char path[512];
+    snprintf(path, sizeof path, "%s/faults.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, 333, 90, 3, IP_U8, r) != 0) return;
+    CHECK(write_tiff(path, &img, 10, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) {
+        char err[512] = "";
+        tiff_band_decode_stat st;
+        int set = 0;
+        fault = faults[i].fault, calls = 0, fault_from = 2;
+        int rc = stream_back(path, &img, 333 * 3 * 20, g, &st, &set, err, sizeof err);
+        fault = GOOD, fault_from = 0;
+        CHECK(rc == IP_OK, "fault %d: %s", faults[i].fault, err);
+        CHECK(st.bands == 5 && st.declined == 4 && strstr(st.first_why, faults[i].says),
+              "fault %d: %llu bands, %llu declined, first '%s'", faults[i].fault, (unsigned long long)st.bands,
+              (unsigned long long)st.declined, st.first_why);
+    }
+    img_free(&img);
+}
+
+/* A strip damaged in the file: the same failure as without the decoder. */
+static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/damaged.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, 200, 40, 1, IP_U8, r) != 0) return;
+    CHECK(write_tiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0) == 0, "write");
+    TIFF *tif = TIFFOpen(path, "r");
+    uint64_t *offsets = NULL, *sizes = NULL;
+    int ok = tif && TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) && TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &sizes);
+    uint64_t at = ok ? offsets[5] + 2 : 0, len = ok ? sizes[5] - 6 : 0;
+    if (tif) TIFFClose(tif);
+    FILE *f = ok ? fopen(path, "r+b") : NULL;
+    for (uint64_t i = 0; f && i < len; i++) {
+        fseek(f, (long)(at + i), SEEK_SET);
+        fputc(0xFF, f);
+    }
+    if (f) fclose(f);
+    CHECK(f != NULL, "damaging strip 5");
+    char with[512] = "", without[512] = "";
+    tiff_band_decode_stat st;
+    int set = 0;
+    int rc_with = stream_back(path, &img, 200 * 4, g, &st, &set, with, sizeof with);
+    int rc_without = stream_back(path, &img, 200 * 4, NULL, &st, &set, without, sizeof without);
+    CHECK(rc_with == IP_EFORMAT && rc_with == rc_without && strcmp(with, without) == 0,
+          "damaged: with the decoder %d '%s', without %d '%s'", rc_with, with, rc_without, without);
+    img_free(&img);
+}
+
+/* Not for the decoder: the reader reads them as before. */
+static void not_taken(tiff_gpu_bands *g, tu_rng *r)
+{
+    char path[512], err[512] = "";
+    snprintf(path, sizeof path, "%s/other.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, 70, 50, 1, IP_U8, r) != 0) return;
+    tiff_band_decode_stat st;
+    int set = 0;
+    CHECK(write_tiff(path, &img, 8, COMPRESSION_LZW, PREDICTOR_NONE, 0) == 0, "write LZW");
+    int rc = stream_back(path, &img, 1, g, &st, &set, err, sizeof err);
+    CHECK(rc == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0, "LZW: rc %d, set %d, %llu bands: %s", rc, set,
+          (unsigned long long)st.bands, err);
+    CHECK(write_tiff(path, &img, 8, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 1) == 0, "write tiled");
+    rc = stream_back(path, &img, 1, g, &st, &set, err, sizeof err);
+    CHECK(rc == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0, "tiled: rc %d, set %d, %llu bands: %s", rc, set,
+          (unsigned long long)st.bands, err);
+    img_free(&img);
+    tiff_gpu_bands *off = NULL;
+    char why[256] = "";
+    unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
+    CHECK(tiff_gpu_bands_create(&off, 0, why, sizeof why) == IP_EUNSUPPORTED && !off &&
+              strstr(why, "IMGPIPE_TIFF_GPU_READ_BANDS=1"), "off by default: '%s'", why);
+}
+
+int main(void)
+{
+    tu_rng r;
+    tu_seed(&r, 2929);
+    tiff_gpu_bands *g = bands();
+    if (g) {
+        good_files(g, &r);
+        faulty_decoder(g, &r);
+        damaged_strip(g, &r);
+        not_taken(g, &r);
+    }
+    tiff_gpu_bands_destroy(g);
+    return tu_finish();
+}
+
+#else
+int main(void)
+{
+    tu_skip("built without CUDA: no GPU band decoder");
+    return 0;
+}
+#endif
