@@ -21,6 +21,8 @@
 #            sets the cards' strip compression beside the cores against the cores alone
 #   HUGE_CHUNK_KBS   and once for each of these IMGPIPE_TIFF_GPU_CHUNK_KB values (default: the
 #            built-in, unset): "0 16 32" times the cards' deflate on whole strips against chunks
+#   HUGE_READ_BANDS   and once for each of these IMGPIPE_TIFF_GPU_READ_BANDS values (default:
+#            unset): "0 1" times libtiff's inflate on the cores against the card's
 #   COMMIT   the commit the binary was built from (default: build-gpu/bin/commit.txt, else git)
 #   TMPDIR   where the files go: the HUGE run needs about 1.5 bytes a pixel free
 set -u
@@ -35,6 +37,7 @@ huge_memory=${HUGE_MEMORY:-2G}
 parts=" ${PARTS:-big ref huge} "
 huge_codecs=${HUGE_CODECS:-auto}
 huge_chunk_kbs=${HUGE_CHUNK_KBS:-default}
+huge_read_bands=${HUGE_READ_BANDS:-default}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 pipe=$src/pipelines/denoise.pipe
@@ -188,11 +191,16 @@ if part ref && time_left; then
 ($(awk -v s="$ref_streamed_wall" -v w="$ref_whole_wall" 'BEGIN { printf "%.2fx the whole run'"'"'s speed", w / s }'))")
   write_md
 fi
-for codecs_chunk in $(for c in $huge_codecs; do for k in $huge_chunk_kbs; do echo "$c/$k"; done; done); do
-  codecs=${codecs_chunk%/*} chunk_kb=${codecs_chunk#*/} chunked=""
+variants=$(for c in $huge_codecs; do for k in $huge_chunk_kbs; do for b in $huge_read_bands; do echo "$c/$k/$b"; done
+  done; done)
+for variant in $variants; do
+  IFS=/ read -r codecs chunk_kb read_bands <<<"$variant"
+  chunked=""
   part huge && time_left || continue
   if [ "$chunk_kb" = default ]; then unset IMGPIPE_TIFF_GPU_CHUNK_KB
   else export IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb chunked=", IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb"; fi
+  if [ "$read_bands" = default ]; then unset IMGPIPE_TIFF_GPU_READ_BANDS
+  else export IMGPIPE_TIFF_GPU_READ_BANDS=$read_bands chunked+=", IMGPIPE_TIFF_GPU_READ_BANDS=$read_bands"; fi
   measure huge_streamed --stream on --memory "$huge_memory" --codecs "$codecs" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
   check="no output"
   [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
@@ -209,7 +217,7 @@ $(mpix "$ref" "$ref" "$ref_streamed_wall")")
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
 done
-unset IMGPIPE_TIFF_GPU_CHUNK_KB
+unset IMGPIPE_TIFF_GPU_CHUNK_KB IMGPIPE_TIFF_GPU_READ_BANDS
 time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left out")
 [ -n "${big_profile:-}" ] && notes+=("" "\`--profile\` of the ${big}x${big} streamed run:" "" '```' "$big_profile" '```')
 [ -n "${huge_profile:-}" ] && notes+=("" "\`--profile\` of the ${huge} run:" "" '```' "$huge_profile" '```')

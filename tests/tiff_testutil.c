@@ -212,3 +212,50 @@ int ttu_batch_round_trip(const tiff_strip_batch_codec *codec, const ip_image *im
     img_free(&back);
     return rc;
 }
+
+int ttu_write_libtiff(const char *path, const ip_image *img, uint32_t rps, uint16_t compression, uint16_t predictor,
+                      int tiled)
+{
+    const ip_shape *s = &img->shape;
+    TIFF *tif = TIFFOpen(path, "w");
+    if (!tif) return -1;
+    uint16_t bps = s->dtype == IP_U16 ? 16 : 8;
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)s->width);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)s->height);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)s->channels);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, bps);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    if (s->channels == 2 || s->channels == 4) {
+        uint16_t extra = EXTRASAMPLE_UNASSALPHA;
+        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
+    }
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, compression);
+    if (predictor != PREDICTOR_NONE) TIFFSetField(tif, TIFFTAG_PREDICTOR, predictor);
+    int ok = 1;
+    size_t row = img_row_bytes(s);
+    if (tiled) {
+        TIFFSetField(tif, TIFFTAG_TILEWIDTH, 16);
+        TIFFSetField(tif, TIFFTAG_TILELENGTH, 16);
+        size_t px = row / (size_t)s->width;
+        unsigned char *tile = calloc(16 * 16, px);
+        for (uint32_t ty = 0; ok && tile && ty < (uint32_t)s->height; ty += 16)
+            for (uint32_t tx = 0; ok && tx < (uint32_t)s->width; tx += 16) {
+                memset(tile, 0, 16 * 16 * px);
+                for (uint32_t y = 0; y < 16 && ty + y < (uint32_t)s->height; y++)
+                    memcpy(tile + y * 16 * px, (char *)img->data + (ty + y) * row + tx * px,
+                           ((uint32_t)s->width - tx < 16 ? (uint32_t)s->width - tx : 16) * px);
+                ok = TIFFWriteTile(tif, tile, tx, ty, 0, 0) >= 0;
+            }
+        ok = ok && tile;
+        free(tile);
+    } else {
+        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rps);
+        for (uint32_t y0 = 0, k = 0; ok && y0 < (uint32_t)s->height; y0 += rps, k++) {
+            uint32_t rows = (uint32_t)s->height - y0 < rps ? (uint32_t)s->height - y0 : rps;
+            ok = TIFFWriteEncodedStrip(tif, k, (char *)img->data + y0 * row, (tmsize_t)(rows * row)) >= 0;
+        }
+    }
+    TIFFClose(tif);
+    return ok ? 0 : -1;
+}

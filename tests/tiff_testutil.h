@@ -35,6 +35,11 @@ long ttu_differences(const char *path, const ip_image *img, long *off_pattern);
 /* Whether libtiff reads every strip of the file whole. */
 int ttu_libtiff_reads(const char *path);
 
+/* img (packed) written by libtiff itself, compressing: strips of rps rows, or 16x16 tiles when
+ * tiled; libtiff's compression and predictor tags. 0, or -1 when libtiff failed. */
+int ttu_write_libtiff(const char *path, const ip_image *img, uint32_t rps, uint16_t compression, uint16_t predictor,
+                      int tiled);
+
 /* img's strips of f's rows_per_strip rows compressed by codec (state 0) in batches of at most
  * max_strips, written raw to path in a TIFF tagged as the CPU writer tags it, read back by the
  * CPU reader: IP_OK when the pixels are img's; else the failing step's code and err. */

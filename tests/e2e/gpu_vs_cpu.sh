@@ -407,15 +407,18 @@ expect 0 "gpu streamed, --codecs cpu" env IMGPIPE_TIFF_GPU_BATCH_MB=1 "$B" run -
 grep -qF "TIFF strips on GPU" "$TMP/.stderr" && bad "--codecs cpu, streamed: the card compressed strips" || ok
 "$B" run -q --device cpu --stream on -e "median | mean" st_rgb.tif sgs_cs.tif
 cmp -s sgs_k.tif sgs_cs.tif && ok || bad "--codecs cpu, streamed: the file differs from --device cpu's"
-# A deflate TIFF with the predictor streamed into a GPU run with its bands inflated on the card
-# (IMGPIPE_TIFF_GPU_READ_BANDS=1): every band taken there, the output the CPU's.
+# Deflate TIFFs streamed into a GPU run with their bands inflated on the card
+# (IMGPIPE_TIFF_GPU_READ_BANDS=1), strips with the predictor and 64x64 tiles: every band taken
+# there, the output the CPU's.
 "$B" run -q --device cpu --stream off -e "transpose | transpose" st_rgb.tif st_pred.tif
-expect 0 "gpu streamed, bands inflated on the GPU" env IMGPIPE_TIFF_GPU_READ_BANDS=1 "$B" run --device gpu --stream on \
-  --profile -e "median | mean" st_pred.tif sgb.tif
-grep -qE "TIFF bands on GPU +([0-9]+) of \1 bands inflated on the GPU$" "$TMP/.stderr" && ok ||
-  bad "gpu streamed: bands not all inflated on the card: $(grep -F 'TIFF bands' "$TMP/.stderr")"
-"$B" run -q --device cpu --stream off -e "median | mean" st_pred.tif sgb_c.tif
-same_image sgb.tif sgb_c.tif && ok || bad "gpu streamed, bands inflated on the GPU: pixels differ from the CPU's"
+for in in st_pred.tif st_g16.tif; do
+  expect 0 "gpu streamed, bands of $in inflated on the GPU" env IMGPIPE_TIFF_GPU_READ_BANDS=1 "$B" run --device gpu \
+    --stream on --profile -e "median | mean" "$in" sgb.tif
+  grep -qE "TIFF bands on GPU +([0-9]+) of \1 bands inflated on the GPU$" "$TMP/.stderr" && ok ||
+    bad "gpu streamed: $in's bands not all inflated on the card: $(grep -F 'TIFF bands' "$TMP/.stderr")"
+  "$B" run -q --device cpu --stream off -e "median | mean" "$in" sgb_c.tif
+  same_image sgb.tif sgb_c.tif && ok || bad "gpu streamed, $in's bands inflated on the GPU: pixels differ from the CPU's"
+done
 # --gpu-memory: the band height follows it and the measured peak stays under it
 for lim in 4 16; do
   expect 0 "gpu memory $lim MiB" "$B" run --device gpu --stream on --profile --gpu-memory ${lim}M "$SRC/pipelines/denoise.pipe" st_rgb.tif gm.tif

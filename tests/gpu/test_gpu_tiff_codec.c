@@ -5,8 +5,8 @@
  * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size; strips
  * compressed in batches by the streamed writer's GPU codec (tiff_gpu_strips.h), written raw by
  * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips;
- * the same with deflate strips cut into 1 KiB chunks compressed apart and joined; the CPU
- * writer's files streamed back with their bands inflated on the card (tiff_gpu_bands.h). */
+ * the same with deflate strips cut into 1 KiB chunks compressed apart and joined; libtiff's
+ * strips and tiles streamed back with their bands inflated on the card (tiff_gpu_bands.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -234,28 +234,36 @@ static void gpu_strips(tu_rng *r)
     }
 }
 
-/* Files the CPU writer wrote (deflate with the predictor, strips) streamed back with their bands
- * inflated on the card: every band taken there, every row the image's. */
+/* Files libtiff wrote (deflate, with the predictor or without; strips and 16x16 tiles) streamed
+ * back with their bands inflated on the card: every band taken there, every row the image's. */
 static void gpu_bands(tu_rng *r)
 {
-    static const ip_shape shapes[] = { { 1021, 379, 3, IP_U8 }, { 509, 300, 1, IP_U16 }, { 1, 1, 1, IP_U8 },
-                                       { 7919, 61, 4, IP_U8 } };
+    static const struct {
+        ip_shape shape;
+        uint32_t rps;   /* 0: tiles */
+        uint16_t predictor;
+    } cases[] = { { { 1021, 379, 3, IP_U8 }, 7, PREDICTOR_HORIZONTAL }, { { 509, 300, 1, IP_U16 }, 16, PREDICTOR_NONE },
+                  { { 1, 1, 1, IP_U8 }, 1, PREDICTOR_HORIZONTAL },    { { 7919, 61, 4, IP_U8 }, 1, PREDICTOR_HORIZONTAL },
+                  { { 1001, 777, 2, IP_U16 }, 0, PREDICTOR_HORIZONTAL }, { { 33, 1000, 3, IP_U8 }, 0, PREDICTOR_NONE } };
     tiff_gpu_bands *g = NULL;
     char why[256] = "", path[512];
     setenv("IMGPIPE_TIFF_GPU_READ_BANDS", "1", 1);
     CHECK(tiff_gpu_bands_create(&g, 0, why, sizeof why) == IP_OK, "GPU bands: %s", why);
     unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
     snprintf(path, sizeof path, "%s/bands.tif", tu_tmpdir());
-    for (size_t i = 0; g && i < sizeof shapes / sizeof *shapes; i++) {
+    for (size_t i = 0; g && i < sizeof cases / sizeof *cases; i++) {
+        const ip_shape *sh = &cases[i].shape;
         char err[512] = "";
         ip_image img = { 0 };
         io_options opt;
         io_default_options(&opt);
-        int rc = img_alloc(&img, &shapes[i], UINT64_MAX, err, sizeof err);
-        size_t row = img_row_bytes(&shapes[i]);
-        for (size_t k = 0; rc == IP_OK && k < row * shapes[i].height; k++)
+        int rc = img_alloc(&img, sh, UINT64_MAX, err, sizeof err);
+        size_t row = img_row_bytes(sh);
+        for (size_t k = 0; rc == IP_OK && k < row * sh->height; k++)
             ((unsigned char *)img.data)[k] = (unsigned char)(tu_next(r) % 9 + k / 777);
-        if (rc == IP_OK) rc = io_write(path, &img, &opt, err, sizeof err);
+        if (rc == IP_OK && ttu_write_libtiff(path, &img, cases[i].rps, COMPRESSION_ADOBE_DEFLATE, cases[i].predictor,
+                                             cases[i].rps == 0) != 0)
+            rc = IP_EIO;
         io_stream_reader *sr = NULL;
         ip_shape shape;
         if (rc == IP_OK) rc = io_stream_open(path, &opt, 1 << 20, &sr, &shape, err, sizeof err);
@@ -274,11 +282,10 @@ static void gpu_bands(tu_rng *r)
         tiff_band_decode_stat st = { 0 };
         if (sr) io_stream_band_decode_stat(sr, &st);
         io_stream_close(sr);
-        CHECK(rc == IP_OK && same && read == shapes[i].height, "bands %dx%dx%d: rc %d, %d rows read, same %d: %s",
-              shapes[i].width, shapes[i].height, shapes[i].channels, rc, read, same, err);
-        CHECK(st.bands > 0 && st.declined == 0, "bands %dx%dx%d: %llu bands, %llu declined (%s)", shapes[i].width,
-              shapes[i].height, shapes[i].channels, (unsigned long long)st.bands, (unsigned long long)st.declined,
-              st.first_why);
+        CHECK(rc == IP_OK && same && read == sh->height, "bands %dx%dx%d %s: rc %d, %d rows read, same %d: %s",
+              sh->width, sh->height, sh->channels, cases[i].rps ? "strips" : "tiles", rc, read, same, err);
+        CHECK(st.bands > 0 && st.declined == 0, "bands %dx%dx%d: %llu bands, %llu declined (%s)", sh->width, sh->height,
+              sh->channels, (unsigned long long)st.bands, (unsigned long long)st.declined, st.first_why);
         img_free(&img);
     }
     tiff_gpu_bands_destroy(g);

@@ -1,10 +1,10 @@
 /* The GPU's band decoder for streamed TIFFs (tiff_gpu_bands.h) on a mock device whose memory is
  * host memory: nvCOMP's inflate replaced by zlib's, the predictor and adler32 kernels by host
  * loops. Files libtiff wrote (deflate with and without the predictor, u8 and u16, 1 to 4
- * channels, 1x1 to prime sizes, bands of one strip to many) stream back as their pixels with
+ * channels, 1x1 to prime sizes, strips and 16x16 tiles, bands of one block row to many) stream back as their pixels with
  * every band taken by the decoder; a band whose inflate fails, comes back with another adler32 or
  * another size is decoded by libtiff, pixels still right; a damaged strip fails with the CPU
- * reader's own message; LZW and tiled files are not taken; and without
+ * reader's own message; LZW files are not taken; and without
  * IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -22,6 +22,7 @@
 #include "io/io_stream.h"
 #include "io/tiff_gpu_bands.h"
 #include "ipk_codec.h"
+#include "tiff_testutil.h"
 
 /* How the mock nvCOMP's inflate goes wrong from the nth call on (fault_from: 0 never). */
 static enum { GOOD, FAILS, FLIPS_A_BYTE, SHORT } fault;
@@ -76,52 +77,20 @@ int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int
     return 0;
 }
 
-/* img written by libtiff: strips of rps rows (or tiles of 16x16), compression and predictor. */
-static int write_tiff(const char *path, const ip_image *img, uint32_t rps, uint16_t compression, uint16_t predictor,
-                      int tiled)
+int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pixel_bytes, void *dst,
+                            size_t dst_pitch, int width, int height, void *stream)
 {
-    const ip_shape *s = &img->shape;
-    TIFF *tif = TIFFOpen(path, "w");
-    if (!tif) return -1;
-    uint16_t bps = s->dtype == IP_U16 ? 16 : 8;
-    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)s->width);
-    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)s->height);
-    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)s->channels);
-    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, bps);
-    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
-    if (s->channels == 2 || s->channels == 4) {
-        uint16_t extra = EXTRASAMPLE_UNASSALPHA;
-        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, &extra);
-    }
-    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-    TIFFSetField(tif, TIFFTAG_COMPRESSION, compression);
-    if (predictor != PREDICTOR_NONE) TIFFSetField(tif, TIFFTAG_PREDICTOR, predictor);
-    int ok = 1;
-    size_t row = img_row_bytes(s);
-    if (tiled) {
-        TIFFSetField(tif, TIFFTAG_TILEWIDTH, 16);
-        TIFFSetField(tif, TIFFTAG_TILELENGTH, 16);
-        size_t px = row / (size_t)s->width;
-        unsigned char *tile = calloc(16 * 16, px);
-        for (uint32_t ty = 0; ok && tile && ty < (uint32_t)s->height; ty += 16)
-            for (uint32_t tx = 0; ok && tx < (uint32_t)s->width; tx += 16) {
-                memset(tile, 0, 16 * 16 * px);
-                for (uint32_t y = 0; y < 16 && ty + y < (uint32_t)s->height; y++)
-                    memcpy(tile + y * 16 * px, (char *)img->data + (ty + y) * row + tx * px,
-                           ((uint32_t)s->width - tx < 16 ? (uint32_t)s->width - tx : 16) * px);
-                ok = TIFFWriteTile(tif, tile, tx, ty, 0, 0) >= 0;
-            }
-        ok = ok && tile;
-        free(tile);
-    } else {
-        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rps);
-        for (uint32_t y0 = 0, k = 0; ok && y0 < (uint32_t)s->height; y0 += rps, k++) {
-            uint32_t rows = (uint32_t)s->height - y0 < rps ? (uint32_t)s->height - y0 : rps;
-            ok = TIFFWriteEncodedStrip(tif, k, (char *)img->data + y0 * row, (tmsize_t)(rows * row)) >= 0;
+    (void)stream;
+    int across = (width + tile_w - 1) / tile_w;
+    for (int y = 0; y < height; y++)
+        for (int tx = 0; tx < across; tx++) {
+            const uint8_t *tile = (const uint8_t *)tiles + ((size_t)(y / tile_h) * across + tx) * tile_w * tile_h *
+                                                               pixel_bytes;
+            int cols = width - tx * tile_w < tile_w ? width - tx * tile_w : tile_w;
+            memcpy((uint8_t *)dst + (size_t)y * dst_pitch + (size_t)tx * tile_w * pixel_bytes,
+                   tile + (size_t)(y % tile_h) * tile_w * pixel_bytes, (size_t)cols * pixel_bytes);
         }
-    }
-    TIFFClose(tif);
-    return ok ? 0 : -1;
+    return 0;
 }
 
 /* path streamed in bands of about band_bytes, with the decoder when g: IP_OK and every row equal
@@ -186,14 +155,16 @@ static void good_files(tiff_gpu_bands *g, tu_rng *r)
     static const struct {
         int w, h, c;
         ip_dtype t;
-        uint32_t rps;
+        uint32_t rps;   /* 0: tiles of 16x16 */
         uint16_t predictor;
         uint64_t band_bytes;
     } cases[] = {
         { 1, 1, 1, IP_U8, 1, PREDICTOR_NONE, 1 },           { 1, 97, 1, IP_U8, 5, PREDICTOR_HORIZONTAL, 64 },
         { 1021, 37, 3, IP_U8, 3, PREDICTOR_HORIZONTAL, 1 }, { 509, 300, 4, IP_U16, 7, PREDICTOR_HORIZONTAL, 100000 },
         { 509, 300, 2, IP_U16, 16, PREDICTOR_NONE, 1 << 20 }, { 997, 61, 1, IP_U8, 61, PREDICTOR_HORIZONTAL, 1 },
-        { 4099, 3, 4, IP_U8, 1, PREDICTOR_HORIZONTAL, 1 << 20 },
+        { 4099, 3, 4, IP_U8, 1, PREDICTOR_HORIZONTAL, 1 << 20 }, { 1, 1, 1, IP_U8, 0, PREDICTOR_NONE, 1 },
+        { 101, 67, 3, IP_U8, 0, PREDICTOR_HORIZONTAL, 1 },   { 257, 33, 2, IP_U16, 0, PREDICTOR_HORIZONTAL, 40000 },
+        { 31, 400, 1, IP_U8, 0, PREDICTOR_NONE, 1 << 20 },
     };
     char path[512];
     snprintf(path, sizeof path, "%s/bands.tif", tu_tmpdir());
@@ -203,12 +174,14 @@ static void good_files(tiff_gpu_bands *g, tu_rng *r)
         char err[512] = "";
         tiff_band_decode_stat st;
         int set = 0;
-        int wrote = write_tiff(path, &img, cases[i].rps, COMPRESSION_ADOBE_DEFLATE, cases[i].predictor, 0) == 0;
+        int wrote = ttu_write_libtiff(path, &img, cases[i].rps, COMPRESSION_ADOBE_DEFLATE, cases[i].predictor,
+                               cases[i].rps == 0) == 0;
         int rc = wrote ? stream_back(path, &img, cases[i].band_bytes, g, &st, &set, err, sizeof err) : IP_EIO;
         CHECK(rc == IP_OK && set == IP_OK, "%dx%dx%d, %u rows a strip: rc %d, set %d: %s", cases[i].w, cases[i].h,
               cases[i].c, cases[i].rps, rc, set, err);
-        uint64_t strips = ((uint64_t)cases[i].h + cases[i].rps - 1) / cases[i].rps;
-        CHECK(st.bands >= 1 && st.bands <= strips && st.declined == 0, "%dx%dx%d: %llu bands, %llu declined (%s)",
+        uint32_t block_rows = cases[i].rps ? cases[i].rps : 16;
+        uint64_t down = ((uint64_t)cases[i].h + block_rows - 1) / block_rows;
+        CHECK(st.bands >= 1 && st.bands <= down && st.declined == 0, "%dx%dx%d: %llu bands, %llu declined (%s)",
               cases[i].w, cases[i].h, cases[i].c, (unsigned long long)st.bands, (unsigned long long)st.declined,
               st.first_why);
         img_free(&img);
@@ -226,7 +199,7 @@ static void faulty_decoder(tiff_gpu_bands *g, tu_rng *r)
     snprintf(path, sizeof path, "%s/faults.tif", tu_tmpdir());
     ip_image img;
     if (image(&img, 333, 90, 3, IP_U8, r) != 0) return;
-    CHECK(write_tiff(path, &img, 10, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
+    CHECK(ttu_write_libtiff(path, &img, 10, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
     for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) {
         char err[512] = "";
         tiff_band_decode_stat st;
@@ -249,7 +222,7 @@ static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
     snprintf(path, sizeof path, "%s/damaged.tif", tu_tmpdir());
     ip_image img;
     if (image(&img, 200, 40, 1, IP_U8, r) != 0) return;
-    CHECK(write_tiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0) == 0, "write");
+    CHECK(ttu_write_libtiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0) == 0, "write");
     TIFF *tif = TIFFOpen(path, "r");
     uint64_t *offsets = NULL, *sizes = NULL;
     int ok = tif && TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) && TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &sizes);
@@ -281,13 +254,9 @@ static void not_taken(tiff_gpu_bands *g, tu_rng *r)
     if (image(&img, 70, 50, 1, IP_U8, r) != 0) return;
     tiff_band_decode_stat st;
     int set = 0;
-    CHECK(write_tiff(path, &img, 8, COMPRESSION_LZW, PREDICTOR_NONE, 0) == 0, "write LZW");
+    CHECK(ttu_write_libtiff(path, &img, 8, COMPRESSION_LZW, PREDICTOR_NONE, 0) == 0, "write LZW");
     int rc = stream_back(path, &img, 1, g, &st, &set, err, sizeof err);
     CHECK(rc == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0, "LZW: rc %d, set %d, %llu bands: %s", rc, set,
-          (unsigned long long)st.bands, err);
-    CHECK(write_tiff(path, &img, 8, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 1) == 0, "write tiled");
-    rc = stream_back(path, &img, 1, g, &st, &set, err, sizeof err);
-    CHECK(rc == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0, "tiled: rc %d, set %d, %llu bands: %s", rc, set,
           (unsigned long long)st.bands, err);
     img_free(&img);
     tiff_gpu_bands *off = NULL;

@@ -45,7 +45,7 @@ typedef struct {
     void *decoder_state;
     unsigned char *raw;       /* a band's strips as stored, for the decoder */
     size_t raw_cap;
-    tiff_band_strip *strips;  /* a band's, for the decoder */
+    tiff_band_block *blocks;  /* a band's, for the decoder */
     tiff_band_decode_stat decoded;
 } tiff_stream_reader;
 
@@ -149,7 +149,7 @@ static void reader_close(void *codec)
     free(r->band.data);
     if (r->decoder) r->decoder->close(r->decoder_state);
     free(r->raw);
-    free(r->strips);
+    free(r->blocks);
     free(r);
 }
 
@@ -184,27 +184,37 @@ static int band_declined(tiff_stream_reader *r, const char *why)
     return 0;
 }
 
-/* The band's count strips from first, read raw and given to the decoder: 1 when it gave their
- * pixels, 0 to decode them with libtiff (which then also judges a strip that could not be read). */
-static int decode_band(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_y0)
+/* What block b decodes to: a whole tile, or a strip's own rows. */
+static size_t block_len(const tiff_stream_reader *r, uint64_t b)
+{
+    if (r->tiled) return (size_t)r->block_bytes;
+    uint32_t y0 = (uint32_t)b * r->bh;
+    return (size_t)(r->height - y0 < r->bh ? r->height - y0 : r->bh) * r->row_bytes;
+}
+
+/* The band's count blocks from first, read raw and given to the decoder: 1 when it gave the
+ * band's rows, 0 to decode them with libtiff (which then also judges a block that could not be
+ * read). */
+static int decode_band(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_rows)
 {
     uint64_t *sizes = NULL;
     TIFF *tif = r->workers[0].tif;
     r->decoded.bands++;
-    if (!TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &sizes) || !sizes) return band_declined(r, "no strip sizes");
+    if (!TIFFGetField(tif, r->tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &sizes) || !sizes)
+        return band_declined(r, "no block sizes");
     size_t at = 0;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t raw = sizes[first + i];
-        if (raw == 0 || raw > r->raw_cap - at) return band_declined(r, "strips larger than the decoder's buffer");
-        if (TIFFReadRawStrip(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw) != (tmsize_t)raw)
-            return band_declined(r, "a strip that cannot be read raw");
-        uint32_t y0 = (uint32_t)(first + i) * r->bh, rows = r->height - y0 < r->bh ? r->height - y0 : r->bh;
-        r->strips[i] = (tiff_band_strip){ (uint32_t)(first + i), r->raw + at, (size_t)raw, rows * r->row_bytes };
+        if (raw == 0 || raw > r->raw_cap - at) return band_declined(r, "blocks larger than the decoder's buffer");
+        tmsize_t got = r->tiled ? TIFFReadRawTile(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw)
+                                : TIFFReadRawStrip(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw);
+        if (got != (tmsize_t)raw) return band_declined(r, "a block that cannot be read raw");
+        r->blocks[i] = (tiff_band_block){ (uint32_t)(first + i), r->raw + at, (size_t)raw, block_len(r, first + i) };
         at += (size_t)raw;
     }
     char why[160] = "";
-    unsigned char *dst = (unsigned char *)r->band.data + (size_t)(first * r->bh - band_y0) * r->row_bytes;
-    if (r->decoder->decode(r->decoder_state, r->strips, (uint32_t)count, dst, why, sizeof why) != IP_OK)
+    if (r->decoder->decode(r->decoder_state, r->blocks, (uint32_t)count, band_rows, r->band.data, why, sizeof why) !=
+        IP_OK)
         return band_declined(r, why);
     return 1;
 }
@@ -241,7 +251,7 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
     uint64_t count = (uint64_t)((band_rows + r->bh - 1) / r->bh) * r->across;
     r->failed_block = UINT64_MAX;
     uint32_t band_y0 = r->next_row;
-    if (!r->decoder || !decode_band(r, first, count, band_y0)) read_blocks(r, first, count, band_y0);
+    if (!r->decoder || !decode_band(r, first, count, band_rows)) read_blocks(r, first, count, band_y0);
     if (r->failed_block != UINT64_MAX) {
         snprintf(err, errlen, "truncated or corrupt TIFF: %s (%s %llu)", r->failed_msg, r->tiled ? "tile" : "strip",
                  (unsigned long long)r->failed_block);
@@ -287,21 +297,17 @@ static uint64_t reader_held_bytes(const void *codec)
 static int reader_set_band_decoder(void *codec, const tiff_band_decoder *d, char *why, size_t whylen)
 {
     tiff_stream_reader *r = codec;
-    if (r->tiled) {
-        snprintf(why, whylen, "a tiled TIFF's tiles are decoded by libtiff");
-        return IP_EUNSUPPORTED;
-    }
     void *state = NULL;
-    int rc = d->open(d, r->workers[0].tif, &r->opt, r->bh, r->blocks_down_per_band, &state, why, whylen);
+    int rc = d->open(d, r->workers[0].tif, r->blocks_down_per_band, &state, why, whylen);
     if (rc != IP_OK) return rc;
     r->raw_cap = d->raw_capacity(state);
     r->raw = malloc(r->raw_cap ? r->raw_cap : 1);
-    r->strips = calloc(r->blocks_down_per_band, sizeof *r->strips);
-    if (!r->raw || !r->strips) {
+    r->blocks = calloc((size_t)r->blocks_down_per_band * r->across, sizeof *r->blocks);
+    if (!r->raw || !r->blocks) {
         d->close(state);
         free(r->raw);
-        free(r->strips);
-        r->raw = NULL, r->strips = NULL, r->raw_cap = 0;
+        free(r->blocks);
+        r->raw = NULL, r->blocks = NULL, r->raw_cap = 0;
         snprintf(why, whylen, "out of memory");
         return IP_ENOMEM;
     }
