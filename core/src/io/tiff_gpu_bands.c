@@ -63,7 +63,8 @@ static int state_buffers(band_state *s, uint32_t blocks_down, char *err, size_t 
     }
     size_t blocks = s->block_bytes * n, rows = s->row_bytes * band_rows;
     s->raw_cap = blocks + blocks / 8 + ((size_t)64 << 10);
-    s->staged_cap = s->raw_cap + n * (ZLIB_FRAME_HEADER + 2 * BODY_ALIGN);
+    /* aligned, so that the adler32s after it are */
+    s->staged_cap = (s->raw_cap + n * (ZLIB_FRAME_HEADER + 2 * BODY_ALIGN)) / BODY_ALIGN * BODY_ALIGN;
     s->chunks = calloc(n, sizeof *s->chunks);
     s->adler = calloc(n, sizeof *s->adler);
     if (!s->chunks || !s->adler) {
