@@ -169,7 +169,7 @@ uint64_t io_stream_held_bytes(const io_stream_reader *r) { return r->ops->held_b
 int io_stream_set_band_decoder(io_stream_reader *r, const tiff_band_decoder *d, char *why, size_t whylen)
 {
     if (r->ops->set_band_decoder) return r->ops->set_band_decoder(r->codec, d, why, whylen);
-    snprintf(why, whylen, "only a TIFF's strips are decoded beside libtiff");
+    snprintf(why, whylen, "only a TIFF's bands are decoded beside libtiff");
     return IP_EUNSUPPORTED;
 }
 

@@ -26,9 +26,9 @@ int io_stream_block_rows(const io_stream_reader *r);
 /* About the most the reader holds at once: its band, the compressed data it reads, its decoder's
  * state (a progressive JPEG's coefficients are the whole image's). */
 uint64_t io_stream_held_bytes(const io_stream_reader *r);
-/* A TIFF of strips: each band goes to d before libtiff (tiff_band_decode.h), from the next band
- * on; held bytes then count d's buffers. IP_EUNSUPPORTED with why for other files and readers,
- * and those d does not take: they read as before. */
+/* A TIFF: each band goes to d before libtiff (tiff_band_decode.h), from the next band on; held
+ * bytes then count d's buffers. IP_EUNSUPPORTED with why for other readers and the files d does
+ * not take: they read as before. */
 int io_stream_set_band_decoder(io_stream_reader *r, const tiff_band_decoder *d, char *why, size_t whylen);
 /* What the band decoder took so far (zeros without one). */
 void io_stream_band_decode_stat(const io_stream_reader *r, tiff_band_decode_stat *st);

@@ -41,9 +41,9 @@ typedef struct {
     char failed_msg[256];
     io_options opt;           /* the caller's: fail_on, and where the warnings go */
     io_warnings seen;         /* libtiff's warnings since the last band, settled after it */
-    const tiff_band_decoder *decoder;   /* set: each band of strips goes to it first */
+    const tiff_band_decoder *decoder;   /* set: each band goes to it first */
     void *decoder_state;
-    unsigned char *raw;       /* a band's strips as stored, for the decoder */
+    unsigned char *raw;       /* a band's blocks as stored, for the decoder */
     size_t raw_cap;
     tiff_band_block *blocks;  /* a band's, for the decoder */
     tiff_band_decode_stat decoded;

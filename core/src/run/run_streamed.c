@@ -140,7 +140,7 @@ static int gpu_strips_for(run_worker *w, const plan *p, const run_sink *out, con
     return IP_OK;
 }
 
-/* A TIFF streamed into a GPU run: its bands of strips inflated on the first card, unless --codecs
+/* A TIFF streamed into a GPU run: its bands inflated on the first card, unless --codecs
  * cpu, so that the cores are left to the writer (IMGPIPE_TIFF_GPU_READ_BANDS=1 until measured on
  * the card). Not in a folder, as gpu_strips_for. A file the card does not take reads as before. */
 static tiff_gpu_bands *gpu_bands_for(run_worker *w, run_stream *rs, const run_source *in, const run_probe *pr,
