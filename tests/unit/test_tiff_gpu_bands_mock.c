@@ -260,10 +260,10 @@ static void not_taken(tiff_gpu_bands *g, tu_rng *r)
           (unsigned long long)st.bands, err);
     img_free(&img);
     tiff_gpu_bands *off = NULL;
-    char why[256] = "";
+    char why[256] = "left";
     unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
-    CHECK(tiff_gpu_bands_create(&off, 0, why, sizeof why) == IP_EUNSUPPORTED && !off &&
-              strstr(why, "IMGPIPE_TIFF_GPU_READ_BANDS=1"), "off by default: '%s'", why);
+    CHECK(tiff_gpu_bands_create(&off, 0, why, sizeof why) == IP_EUNSUPPORTED && !off && why[0] == '\0',
+          "off by default, nothing said: '%s'", why);
 }
 
 int main(void)

@@ -219,7 +219,7 @@ int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, char *why, size_t whyle
     *out = NULL;
     const char *on = getenv("IMGPIPE_TIFF_GPU_READ_BANDS");
     if (!on || strcmp(on, "1") != 0) {
-        snprintf(why, whylen, "a streamed TIFF is inflated on the GPU only with IMGPIPE_TIFF_GPU_READ_BANDS=1");
+        if (whylen) why[0] = '\0';
         return IP_EUNSUPPORTED;
     }
     nvcomp_lib *lib = NULL;

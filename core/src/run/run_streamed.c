@@ -149,7 +149,10 @@ static tiff_gpu_bands *gpu_bands_for(run_worker *w, run_stream *rs, const run_so
     if (w || so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || pr->input.format != IO_FMT_TIFF) return NULL;
     tiff_gpu_bands *g = NULL;
     char why[512];
-    if (tiff_gpu_bands_create(&g, so->gpu_ids[0], why, sizeof why) != IP_OK) return NULL;
+    if (tiff_gpu_bands_create(&g, so->gpu_ids[0], why, sizeof why) != IP_OK) {
+        if (why[0]) run_note(res, "%s: inflated by the CPU: %s", in->path, why);
+        return NULL;
+    }
     if (run_stream_set_band_decoder(rs, tiff_gpu_bands_decoder(g), why, sizeof why) == IP_OK) return g;
     run_note(res, "%s: inflated by the CPU: %s", in->path, why);
     tiff_gpu_bands_destroy(g);
