@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "base/image.h"
 #include "io/io_tiff_strips.h"
+#include "testutil.h"
 
 /* TTU_DAMAGED: the odd strip is a zlib header on bytes that are no deflate stream. */
 enum { TTU_DAMAGED = -1 };
@@ -34,6 +35,10 @@ int ttu_write_crossing(const char *path, const ttu_strips *s);
 long ttu_differences(const char *path, const ip_image *img, long *off_pattern);
 /* Whether libtiff reads every strip of the file whole. */
 int ttu_libtiff_reads(const char *path);
+
+/* An image of shape with random rows over a ramp (small deltas and runs, so that the predictor
+ * and the matches both matter), packed; -1 when it cannot be allocated. */
+int ttu_image(ip_image *img, const ip_shape *shape, tu_rng *r);
 
 /* img (packed) written by libtiff itself, compressing: strips of rps rows, or 16x16 tiles when
  * tiled; libtiff's compression and predictor tags. 0, or -1 when libtiff failed. */

@@ -150,9 +150,7 @@ static void gpu_strips_case(const tiff_strip_batch_codec *codec, int w, int h, i
     snprintf(path, sizeof path, "%s/strips.tif", tu_tmpdir());
     ip_image img;
     ip_shape shape = { w, h, c, t };
-    CHECK(img_alloc(&img, &shape, UINT64_MAX, err, sizeof err) == IP_OK, "alloc: %s", err);
-    size_t row = img_row_bytes(&shape);
-    for (size_t i = 0; i < row * h; i++) ((unsigned char *)img.data)[i] = (unsigned char)(tu_next(r) % 13 + i / 999);
+    CHECK(ttu_image(&img, &shape, r) == 0, "alloc %dx%d", w, h);
     tiff_strip_format f = { shape, rps, comp, 6 };
     int rc = ttu_batch_round_trip(codec, &img, &f, max_strips, path, err, sizeof err);
     CHECK(rc == IP_OK, "%dx%dx%d %s %s, %u rows a strip, batches of %u: %s", w, h, c, t == IP_U8 ? "u8" : "u16",
@@ -257,10 +255,8 @@ static void gpu_bands(tu_rng *r)
         ip_image img = { 0 };
         io_options opt;
         io_default_options(&opt);
-        int rc = img_alloc(&img, sh, UINT64_MAX, err, sizeof err);
+        int rc = ttu_image(&img, sh, r) == 0 ? IP_OK : IP_ENOMEM;
         size_t row = img_row_bytes(sh);
-        for (size_t k = 0; rc == IP_OK && k < row * sh->height; k++)
-            ((unsigned char *)img.data)[k] = (unsigned char)(tu_next(r) % 9 + k / 777);
         if (rc == IP_OK && ttu_write_libtiff(path, &img, cases[i].rps, COMPRESSION_ADOBE_DEFLATE, cases[i].predictor,
                                              cases[i].rps == 0) != 0)
             rc = IP_EIO;

@@ -132,12 +132,8 @@ static int stream_back(const char *path, const ip_image *img, uint64_t band_byte
 
 static int image(ip_image *img, int w, int h, int c, ip_dtype t, tu_rng *r)
 {
-    char err[256];
     ip_shape shape = { w, h, c, t };
-    if (img_alloc(img, &shape, UINT64_MAX, err, sizeof err) != IP_OK) return -1;
-    size_t bytes = img_row_bytes(&shape) * (size_t)h;
-    for (size_t i = 0; i < bytes; i++) ((unsigned char *)img->data)[i] = (unsigned char)(tu_next(r) % 5 + i / 401);
-    return 0;
+    return ttu_image(img, &shape, r);
 }
 
 static tiff_gpu_bands *bands(void)

@@ -107,15 +107,10 @@ static tiff_gpu_strips *strips_with_chunks(const char *chunk_kb)
     return g;
 }
 
-/* Random rows with some runs, so that the predictor and the matches both matter. */
 static int image(ip_image *img, int w, int h, int c, ip_dtype t, tu_rng *r)
 {
-    char err[256];
     ip_shape shape = { w, h, c, t };
-    if (img_alloc(img, &shape, UINT64_MAX, err, sizeof err) != IP_OK) return -1;
-    size_t bytes = img_row_bytes(&shape) * (size_t)h;
-    for (size_t i = 0; i < bytes; i++) ((unsigned char *)img->data)[i] = (unsigned char)(tu_next(r) % 7 + i / 333);
-    return 0;
+    return ttu_image(img, &shape, r);
 }
 
 /* One image through the codec: IP_OK and the pixels back, or the code and err; *chunks how many

@@ -45,6 +45,13 @@ void io_gpu_codecs_close(io_gpu_codecs *c)
     free(c);
 }
 
+int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen)
+{
+    if (status == 0) return IP_OK;
+    snprintf(err, errlen, "GPU %s failed (ipk status %d)", what, status);
+    return IP_ECUDA;
+}
+
 int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen)
 {
     *c = NULL;

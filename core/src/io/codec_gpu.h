@@ -28,6 +28,8 @@ void io_gpu_codecs_close(io_gpu_codecs *c);
  * io_gpu_codecs_close_own, which waits for the stream first. Either may be NULL there. */
 int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen);
 void io_gpu_codecs_close_own(io_gpu_codecs *c, void *stream, int device);
+/* A codec kernel's status (ipk_codec.h; 0: it ran): IP_OK, or IP_ECUDA naming the kernel. */
+int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen);
 /* Device (or pinned host) memory of at least bytes in slot, kept for the next image; valid until
  * the next call for the same slot or the close. */
 int io_gpu_scratch_device(const io_gpu_codecs *c, io_gpu_scratch_slot slot, size_t bytes, void **ptr, char *err,

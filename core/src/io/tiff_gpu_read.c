@@ -10,11 +10,11 @@
 #include "gpu/gpu.h"
 #include "io/io_limits.h"
 #include "io/io_tiff_handle.h"
+#include "io/tiff_gpu_blocks.h"
 #include "io/tiff_gpu_layout.h"
 #include "io/zlib_frame.h"
 
 #ifdef IMGPIPE_HAVE_CUDA
-#include "ipk_codec.h"
 
 /* nvCOMP's alignment for compressed chunks (8 for zstd, 4 for deflate) and the decoded ones. */
 #define CHUNK_ALIGN 8
@@ -64,13 +64,6 @@ static int chunks_fit(gpu_read *r)
              (unsigned long long)(decoded_over ? r->l.block_bytes : r->l.raw_bytes[b]), decoded_over ? "" : " compressed",
              (unsigned long long)(limit >> 20));
     return not_on_gpu(r, decoded_over ? 0 : b, why);
-}
-
-static int ipk_fail(gpu_read *r, int status, const char *what)
-{
-    if (status == 0) return IP_OK;
-    snprintf(r->err, r->errlen, "GPU %s failed (ipk status %d)", what, status);
-    return IP_ECUDA;
 }
 
 static size_t align_up(size_t n)
@@ -152,15 +145,12 @@ static uint64_t block_need(const gpu_read *r, uint64_t b)
     return ((uint64_t)r->l.height - b * r->l.bh) * r->l.row_bytes;
 }
 
-/* A block of other than its size goes to the CPU reader: libtiff ignores what inflates past a
- * block, and fails a short one or zero-fills it (by codec and version), so it decides. */
+/* A block short of its size goes to the CPU reader: libtiff fails it or zero-fills it (by codec
+ * and version), so it decides (tiff_gpu_blocks.h: none is past it). */
 static int check_sizes(gpu_read *r)
 {
-    for (uint64_t b = 0; b < r->l.count; b++) {
-        uint64_t got = r->chunks[b].dst_bytes, need = block_need(r, b);
-        if (got < need) return not_on_gpu(r, b, "inflates short of its block");
-        if (got != need && (r->l.tiled || b + 1 < r->l.count)) return not_on_gpu(r, b, "inflates past its block");
-    }
+    for (uint64_t b = 0; b < r->l.count; b++)
+        if (r->chunks[b].dst_bytes < block_need(r, b)) return not_on_gpu(r, b, "inflates short of its block");
     return IP_OK;
 }
 
@@ -181,47 +171,13 @@ static int inflate_refused(gpu_read *r, int bad)
 static int check_adler(gpu_read *r)
 {
     if (r->l.codec != NVCOMP_DEFLATE) return IP_OK;
-    const unsigned char *decoded = r->l.tiled ? r->tiles : r->image;
-    uint64_t last = r->l.count - 1;
-    size_t total = (size_t)(last * r->l.block_bytes + r->chunks[last].dst_bytes);
+    uint64_t last = r->l.count - 1, bad = 0;
     uint32_t *dev_sums = (uint32_t *)(r->dev_comp + r->staged), *sums = (uint32_t *)(r->host + r->staged);
-    size_t sum_bytes = (size_t)r->l.count * sizeof(uint32_t);
-    int rc = ipk_fail(r, ipk_adler32_spans(decoded, total, (size_t)r->l.block_bytes, dev_sums, r->c->stream), "adler32");
-    if (!rc) rc = gpu_copy2d(sums, sum_bytes, dev_sums, sum_bytes, sum_bytes, 1, GPU_D2H, r->c->stream, r->err, r->errlen);
-    if (!rc) rc = gpu_stream_sync(r->c->stream, r->err, r->errlen);
-    for (uint64_t b = 0; !rc && b < r->l.count; b++)
-        if (sums[b] != r->adler[b]) {
-            snprintf(r->err, r->errlen, "%s %llu's adler32 differs: read on the CPU", r->l.tiled ? "tile" : "strip",
-                     (unsigned long long)b);
-            rc = IP_EUNSUPPORTED;
-        }
-    return rc;
-}
-
-/* The predictor runs on each block's own rows: tiles in the scratch, strips in the image (whose
- * rows are the strips' rows). */
-static int finish_pixels(gpu_read *r)
-{
-    const tiff_gpu_layout *l = &r->l;
-    int sample_bytes = (int)(l->bps / 8);
-    size_t pixel_bytes = (size_t)l->spp * (size_t)sample_bytes;
-    int rc = IP_OK;
-    if (l->predictor == PREDICTOR_HORIZONTAL) {
-        uint64_t rows = l->tiled ? l->count * l->bh : l->height;
-        uint32_t width = l->tiled ? l->bw : l->width;
-        if (rows > INT32_MAX) {
-            snprintf(r->err, r->errlen, "TIFF on the GPU: %llu rows of tiles, more than the predictor takes",
-                     (unsigned long long)rows);
-            return IP_EUNSUPPORTED;   /* the CPU reader takes it */
-        }
-        rc = ipk_fail(r, ipk_tiff_predictor_undo(l->tiled ? r->tiles : r->image, (size_t)l->row_bytes, (int)width,
-                                                 (int)rows, l->spp, sample_bytes, r->c->stream), "predictor");
-    }
-    if (!rc && l->tiled)
-        rc = ipk_fail(r, ipk_tiff_tiles_to_image(r->tiles, (int)l->bw, (int)l->bh, pixel_bytes, r->image,
-                                                 (size_t)l->width * pixel_bytes, (int)l->width, (int)l->height,
-                                                 r->c->stream), "tile copy");
-    if (!rc) rc = gpu_stream_sync(r->c->stream, r->err, r->errlen);
+    int rc = tiff_gpu_blocks_adler(&r->l, r->l.tiled ? r->tiles : r->image, r->l.count, r->chunks[last].dst_bytes,
+                                   r->adler, dev_sums, sums, r->c->stream, &bad, r->err, r->errlen);
+    if (rc == IP_EUNSUPPORTED)
+        snprintf(r->err, r->errlen, "%s %llu's adler32 differs: read on the CPU", r->l.tiled ? "tile" : "strip",
+                 (unsigned long long)bad);
     return rc;
 }
 
@@ -239,7 +195,8 @@ static int inflate_blocks(gpu_read *r)
     if (rc == IP_EFORMAT) return inflate_refused(r, bad);
     if (!rc) rc = check_sizes(r);
     if (!rc) rc = check_adler(r);
-    if (!rc) rc = finish_pixels(r);
+    if (!rc) rc = tiff_gpu_blocks_finish(&r->l, r->l.tiled ? r->tiles : r->image, r->l.count, r->l.height, r->image,
+                                         r->c->stream, r->err, r->errlen);
     return rc;
 }
 

@@ -139,13 +139,6 @@ static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff
     return IP_OK;
 }
 
-static int ipk_fail(int status, const char *what, char *err, size_t errlen)
-{
-    if (status == 0) return IP_OK;
-    snprintf(err, errlen, "GPU %s failed (ipk status %d)", what, status);
-    return IP_ECUDA;
-}
-
 /* The batch's rows on the card, the predictor applied and, for deflate, each strip's adler32:
  * strips back to back take one launch each, aligned ones one a strip. */
 static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *err, size_t errlen)
@@ -160,22 +153,26 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     size_t span = (n - 1) * s->pitch + jobs[n - 1].len;
     int rc = gpu_copy2d(s->dev_rows, span, s->host, span, span, 1, GPU_H2D, s->stream, err, errlen);
     uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_chunks);
+    int deflate = s->kind == NVCOMP_DEFLATE;
     if (!rc && s->pitch == s->strip_bytes) {
         int rows = (int)(total / s->row_bytes);
-        rc = ipk_fail(ipk_tiff_predictor_apply(s->dev_rows, s->row_bytes, s->dev_pred, s->row_bytes, sh->width, rows,
-                                               sh->channels, sample, s->stream), "predictor", err, errlen);
-        if (!rc && s->kind == NVCOMP_DEFLATE)
-            rc = ipk_fail(ipk_adler32_spans(s->dev_pred, total, s->strip_bytes, sums, s->stream), "adler32", err, errlen);
+        rc = io_gpu_kernel_rc(ipk_tiff_predictor_apply(s->dev_rows, s->row_bytes, s->dev_pred, s->row_bytes, sh->width,
+                                                       rows, sh->channels, sample, s->stream),
+                              "predictor", err, errlen);
+        if (!rc && deflate)
+            rc = io_gpu_kernel_rc(ipk_adler32_spans(s->dev_pred, total, s->strip_bytes, sums, s->stream), "adler32",
+                                  err, errlen);
         return rc;
     }
     for (uint32_t i = 0; !rc && i < n; i++) {
         size_t at = i * s->pitch;
-        rc = ipk_fail(ipk_tiff_predictor_apply(s->dev_rows + at, s->row_bytes, s->dev_pred + at, s->row_bytes,
-                                               sh->width, (int)(jobs[i].len / s->row_bytes), sh->channels, sample,
-                                               s->stream), "predictor", err, errlen);
-        if (!rc && s->kind == NVCOMP_DEFLATE)
-            rc = ipk_fail(ipk_adler32_spans(s->dev_pred + at, jobs[i].len, jobs[i].len, sums + i, s->stream), "adler32",
-                          err, errlen);
+        int rows = (int)(jobs[i].len / s->row_bytes);
+        rc = io_gpu_kernel_rc(ipk_tiff_predictor_apply(s->dev_rows + at, s->row_bytes, s->dev_pred + at, s->row_bytes,
+                                                       sh->width, rows, sh->channels, sample, s->stream),
+                              "predictor", err, errlen);
+        if (!rc && deflate)
+            rc = io_gpu_kernel_rc(ipk_adler32_spans(s->dev_pred + at, jobs[i].len, jobs[i].len, sums + i, s->stream),
+                                  "adler32", err, errlen);
     }
     return rc;
 }
@@ -203,8 +200,8 @@ static int download(gpu_state *s, uint32_t chunks, uint32_t strips, char *err, s
     size_t longest = 0;
     for (uint32_t c = 0; c < chunks; c++) {
         if (s->chunks[c].dst_bytes > s->chunks[c].dst_capacity) {
-            snprintf(err, errlen, "the GPU's compressor gave a chunk of %zu bytes, over its %zu", s->chunks[c].dst_bytes,
-                     s->chunks[c].dst_capacity);
+            snprintf(err, errlen, "the GPU's compressor gave a chunk of %zu bytes, over its %zu",
+                     s->chunks[c].dst_bytes, s->chunks[c].dst_capacity);
             return IP_ECUDA;
         }
         longest = s->chunks[c].dst_bytes > longest ? s->chunks[c].dst_bytes : longest;
