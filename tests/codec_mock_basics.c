@@ -21,6 +21,7 @@ int gpu_stream_create(void **stream, char *err, size_t errlen)
     *stream = malloc(1);
     return *stream ? IP_OK : IP_ENOMEM;
 }
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen) { return gpu_stream_create(stream, err, errlen); }
 void gpu_stream_destroy(void *stream) { free(stream); }
 
 int gpu_stream_sync(void *stream, char *err, size_t errlen)

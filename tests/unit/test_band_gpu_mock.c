@@ -111,6 +111,7 @@ int gpu_stream_create(void **stream, char *err, size_t errlen)
     *stream = s;
     return IP_OK;
 }
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen) { return gpu_stream_create(stream, err, errlen); }
 
 void gpu_stream_destroy(void *stream)
 {

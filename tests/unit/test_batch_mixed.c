@@ -55,6 +55,7 @@ int gpu_stream_create(void **stream, char *err, size_t errlen)
     *stream = malloc(1);
     return *stream ? IP_OK : IP_ENOMEM;
 }
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen) { return gpu_stream_create(stream, err, errlen); }
 void gpu_stream_destroy(void *stream) { free(stream); }
 int gpu_stream_sync(void *stream, char *err, size_t errlen) { (void)stream; (void)err; (void)errlen; return IP_OK; }
 int gpu_copy2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes, size_t rows,

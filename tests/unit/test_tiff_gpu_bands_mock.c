@@ -3,7 +3,8 @@
  * loops. Files libtiff wrote (deflate with and without the predictor, u8 and u16, 1 to 4
  * channels, 1x1 to prime sizes, strips and 16x16 tiles, bands of one block row to many) stream back as their pixels with
  * every band taken by the decoder; a band whose inflate fails, comes back with another adler32 or
- * another size is decoded by libtiff, pixels still right; a damaged strip fails with the CPU
+ * another size is decoded by libtiff, pixels still right, in groups of bands inflated together or
+ * one at a time; a damaged strip fails with the CPU
  * reader's own message; LZW files are not taken; and without
  * IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
 #define _POSIX_C_SOURCE 200809L
@@ -184,13 +185,23 @@ static void good_files(tiff_gpu_bands *g, tu_rng *r)
     }
 }
 
-/* Each fault from the second band on: that band and the rest read by libtiff, right. */
+/* Faults in 5 bands of 2 strips, the nth batch of nvCOMP on: a batch that fails leaves all of its
+ * bands to libtiff, a block that comes back wrong only its own; the pixels right either way.
+ * Groups of 1 and 2 bands (IMGPIPE_TIFF_GPU_BAND_GROUP), and of all 5 (the default). */
 static void faulty_decoder(tiff_gpu_bands *g, tu_rng *r)
 {
     static const struct {
-        int fault;
+        const char *group;
+        int fault, from, declined;
         const char *says;
-    } faults[] = { { FAILS, "inflate failed" }, { FLIPS_A_BYTE, "adler32 differs" }, { SHORT, "inflates to" } };
+    } faults[] = {
+        { "1", FAILS, 2, 4, "inflate failed" }, { "1", FLIPS_A_BYTE, 2, 4, "adler32 differs" },
+        { "1", SHORT, 2, 4, "inflates to" },    { "2", FAILS, 2, 3, "inflate failed" },
+        { "2", FLIPS_A_BYTE, 2, 2, "block 1 of band 1: its adler32 differs" },
+        { "2", SHORT, 2, 2, "block 0 of band 0 inflates to" },
+        { NULL, FAILS, 1, 5, "inflate failed" }, { NULL, FLIPS_A_BYTE, 1, 1, "block 0 of band 4: its adler32" },
+        { NULL, SHORT, 1, 1, "block 0 of band 0 inflates to" },
+    };
     char path[512];
     snprintf(path, sizeof path, "%s/faults.tif", tu_tmpdir());
     ip_image img;
@@ -200,12 +211,14 @@ static void faulty_decoder(tiff_gpu_bands *g, tu_rng *r)
         char err[512] = "";
         tiff_band_decode_stat st;
         int set = 0;
-        fault = faults[i].fault, calls = 0, fault_from = 2;
+        if (faults[i].group) setenv("IMGPIPE_TIFF_GPU_BAND_GROUP", faults[i].group, 1);
+        fault = faults[i].fault, calls = 0, fault_from = faults[i].from;
         int rc = stream_back(path, &img, 333 * 3 * 20, g, &st, &set, err, sizeof err);
         fault = GOOD, fault_from = 0;
-        CHECK(rc == IP_OK, "fault %d: %s", faults[i].fault, err);
-        CHECK(st.bands == 5 && st.declined == 4 && strstr(st.first_why, faults[i].says),
-              "fault %d: %llu bands, %llu declined, first '%s'", faults[i].fault, (unsigned long long)st.bands,
+        unsetenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
+        CHECK(rc == IP_OK, "case %zu: %s", i, err);
+        CHECK(st.bands == 5 && st.declined == (uint64_t)faults[i].declined && strstr(st.first_why, faults[i].says),
+              "case %zu: %llu bands, %llu declined, first '%s'", i, (unsigned long long)st.bands,
               (unsigned long long)st.declined, st.first_why);
     }
     img_free(&img);
@@ -269,6 +282,9 @@ int main(void)
     tiff_gpu_bands *g = bands();
     if (g) {
         good_files(g, &r);
+        setenv("IMGPIPE_TIFF_GPU_BAND_GROUP", "3", 1);   /* groups that end mid-image */
+        good_files(g, &r);
+        unsetenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
         faulty_decoder(g, &r);
         damaged_strip(g, &r);
         not_taken(g, &r);

@@ -133,6 +133,9 @@ static void print_stream_profile(const plan *p, const run_result *res)
         fprintf(stderr, "  %-22s %llu of %llu bands inflated on the GPU%s%s\n", "TIFF bands on GPU",
                 (unsigned long long)(b->bands - b->declined), (unsigned long long)b->bands,
                 b->declined ? ", the others by libtiff; the first because: " : "", b->declined ? b->first_why : "");
+    if (b->bands)
+        fprintf(stderr, "  %-22s raw reads %.0f ms, decoder %.0f ms (%s)\n", "", b->read_ms, b->decode_ms,
+                b->steps[0] ? b->steps : "no account");
     char cut[48] = "";
     if (g->chunks > g->strips) snprintf(cut, sizeof cut, " (%llu chunks)", (unsigned long long)g->chunks);
     if (g->states)

@@ -91,6 +91,20 @@ int gpu_stream_create(void **stream, char *err, size_t errlen)
     return rc;
 }
 
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen)
+{
+    int least = 0, greatest = 0;
+    cudaStream_t s;
+    *stream = NULL;
+    int rc = cuda_fail(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange", err,
+                       errlen);
+    if (rc == IP_OK)
+        rc = cuda_fail(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority",
+                       err, errlen);
+    if (rc == IP_OK) *stream = s;
+    return rc;
+}
+
 void gpu_stream_destroy(void *stream)
 {
     if (stream) cudaStreamDestroy((cudaStream_t)stream);
@@ -311,6 +325,7 @@ int gpu_device_count(char *why, size_t whylen)
 int gpu_device_name(int device, char *name, size_t len) { (void)device; (void)name; (void)len; return IP_EUNSUPPORTED; }
 int gpu_select(int device, char *err, size_t errlen) { (void)device; return no_cuda(err, errlen); }
 int gpu_stream_create(void **stream, char *err, size_t errlen) { *stream = NULL; return no_cuda(err, errlen); }
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen) { return gpu_stream_create(stream, err, errlen); }
 void gpu_stream_destroy(void *stream) { (void)stream; }
 int gpu_stream_sync(void *stream, char *err, size_t errlen) { (void)stream; return no_cuda(err, errlen); }
 int gpu_malloc(void **ptr, size_t bytes, char *err, size_t errlen) { (void)bytes; *ptr = NULL; return no_cuda(err, errlen); }

@@ -26,6 +26,9 @@ int gpu_device_name(int device, char *name, size_t len);
 int gpu_select(int device, char *err, size_t errlen);
 
 int gpu_stream_create(void **stream, char *err, size_t errlen);
+/* A stream whose kernels the SMs take ahead of a plain stream's when both wait: for work a
+ * pipeline waits on, beside bulk work (the strips' compression) that would otherwise hold the SMs. */
+int gpu_stream_create_urgent(void **stream, char *err, size_t errlen);
 void gpu_stream_destroy(void *stream);
 int gpu_stream_sync(void *stream, char *err, size_t errlen);
 

@@ -52,12 +52,12 @@ int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen)
     return IP_ECUDA;
 }
 
-int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen)
+int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, int urgent, char *why, size_t whylen)
 {
     *c = NULL;
     *stream = NULL;
     int rc = gpu_select(device, why, whylen);
-    if (!rc) rc = gpu_stream_create(stream, why, whylen);
+    if (!rc) rc = urgent ? gpu_stream_create_urgent(stream, why, whylen) : gpu_stream_create(stream, why, whylen);
     if (!rc) rc = io_gpu_codecs_open(c, device, *stream, why, whylen);
     return rc;
 }

@@ -24,9 +24,10 @@ typedef struct {
  * one line saying why (no library, no CUDA build). */
 int io_gpu_codecs_open(io_gpu_codecs **c, int device, void *stream, char *why, size_t whylen);
 void io_gpu_codecs_close(io_gpu_codecs *c);
-/* The same on a stream of their own, created on device (selected); closed with the codecs by
- * io_gpu_codecs_close_own, which waits for the stream first. Either may be NULL there. */
-int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, char *why, size_t whylen);
+/* The same on a stream of their own, created on device (selected) and urgent when asked
+ * (gpu_stream_create_urgent); closed with the codecs by io_gpu_codecs_close_own, which waits for
+ * the stream first. Either may be NULL there. */
+int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, int urgent, char *why, size_t whylen);
 void io_gpu_codecs_close_own(io_gpu_codecs *c, void *stream, int device);
 /* A codec kernel's status (ipk_codec.h; 0: it ran): IP_OK, or IP_ECUDA naming the kernel. */
 int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen);

@@ -10,6 +10,7 @@
 #include "io/io_tiff_handle.h"
 #include "io/io_tiff_strip_cpu.h"
 #include "base/image.h"
+#include "base/mono_clock.h"
 #include <errno.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -46,6 +47,8 @@ typedef struct {
     unsigned char *raw;       /* a band's blocks as stored, for the decoder */
     size_t raw_cap;
     tiff_band_block *blocks;  /* a band's, for the decoder */
+    int *staged;              /* the group's bands the decoder holds */
+    uint32_t group_len, group_next;   /* bands in the decoder's group, and those handed out */
     tiff_band_decode_stat decoded;
 } tiff_stream_reader;
 
@@ -150,6 +153,7 @@ static void reader_close(void *codec)
     if (r->decoder) r->decoder->close(r->decoder_state);
     free(r->raw);
     free(r->blocks);
+    free(r->staged);
     free(r);
 }
 
@@ -192,17 +196,28 @@ static size_t block_len(const tiff_stream_reader *r, uint64_t b)
     return (size_t)(r->height - y0 < r->bh ? r->height - y0 : r->bh) * r->row_bytes;
 }
 
-/* The band's count blocks from first, read raw and given to the decoder: 1 when it gave the
- * band's rows, 0 to decode them with libtiff (which then also judges a block that could not be
- * read). */
-static int decode_band(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_rows)
+/* The band from image row y: its first block, blocks and rows. */
+static void band_at(const tiff_stream_reader *r, uint32_t y, uint64_t *first, uint64_t *count, uint32_t *band_rows)
 {
-    uint64_t *sizes = NULL;
+    *first = (uint64_t)(y / r->bh) * r->across;
+    *band_rows = r->blocks_down_per_band * r->bh;
+    if (*band_rows > r->height - y) *band_rows = r->height - y;
+    *count = (uint64_t)((*band_rows + r->bh - 1) / r->bh) * r->across;
+}
+
+/* The band from row y read raw and staged as the group's kth: 1 when the decoder took it, 0 to
+ * decode it with libtiff (which then also judges a block that could not be read). */
+static int stage_band(tiff_stream_reader *r, uint32_t k, uint32_t y)
+{
+    uint64_t first, count, *sizes = NULL;
+    uint32_t band_rows;
+    band_at(r, y, &first, &count, &band_rows);
     TIFF *tif = r->workers[0].tif;
     r->decoded.bands++;
     if (!TIFFGetField(tif, r->tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &sizes) || !sizes)
         return band_declined(r, "no block sizes");
     size_t at = 0;
+    double t0 = now_ms();
     for (uint64_t i = 0; i < count; i++) {
         uint64_t raw = sizes[first + i];
         if (raw == 0 || raw > r->raw_cap - at) return band_declined(r, "blocks larger than the decoder's buffer");
@@ -213,10 +228,44 @@ static int decode_band(tiff_stream_reader *r, uint64_t first, uint64_t count, ui
         at += (size_t)raw;
     }
     char why[160] = "";
-    if (r->decoder->decode(r->decoder_state, r->blocks, (uint32_t)count, band_rows, r->band.data, why, sizeof why) !=
-        IP_OK)
-        return band_declined(r, why);
-    return 1;
+    double t1 = now_ms();
+    int rc = r->decoder->stage(r->decoder_state, k, r->blocks, (uint32_t)count, band_rows, why, sizeof why);
+    r->decoded.read_ms += t1 - t0;
+    r->decoded.decode_ms += now_ms() - t1;
+    return rc == IP_OK ? 1 : band_declined(r, why);
+}
+
+/* The decoder's next group from row y: its bands read raw, staged and inflated together. */
+static void fill_group(tiff_stream_reader *r, uint32_t y)
+{
+    uint32_t most = r->decoder->group(r->decoder_state), k = 0;
+    int any = 0;
+    for (; k < most && y < r->height; k++) {
+        r->staged[k] = stage_band(r, k, y);
+        any |= r->staged[k];
+        y += r->blocks_down_per_band * r->bh;
+    }
+    r->group_len = k;
+    r->group_next = 0;
+    char why[160] = "";
+    double t0 = now_ms();
+    int rc = any ? r->decoder->inflate(r->decoder_state, why, sizeof why) : IP_OK;
+    r->decoded.decode_ms += now_ms() - t0;
+    for (uint32_t i = 0; rc != IP_OK && i < k; i++)
+        if (r->staged[i]) r->staged[i] = band_declined(r, why);
+}
+
+/* The band from row y, the group's next: 1 when the decoder gave its rows, 0 for libtiff. */
+static int decoded_band(tiff_stream_reader *r, uint32_t y)
+{
+    if (r->group_next == r->group_len) fill_group(r, y);
+    uint32_t k = r->group_next++;
+    if (!r->staged[k]) return 0;
+    char why[160] = "";
+    double t0 = now_ms();
+    int rc = r->decoder->rows(r->decoder_state, k, r->band.data, why, sizeof why);
+    r->decoded.decode_ms += now_ms() - t0;
+    return rc == IP_OK ? 1 : band_declined(r, why);
 }
 
 /* The band's count blocks from first decoded by libtiff on all threads; the first that fails in
@@ -245,13 +294,11 @@ static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t e
     *y0 = (int)r->next_row;
     rows->shape.height = 0;
     if (r->next_row >= r->height) return IP_OK;
-    uint64_t first = (uint64_t)(r->next_row / r->bh) * r->across;
-    uint32_t band_rows = r->blocks_down_per_band * r->bh;
-    if (band_rows > r->height - r->next_row) band_rows = r->height - r->next_row;
-    uint64_t count = (uint64_t)((band_rows + r->bh - 1) / r->bh) * r->across;
+    uint64_t first, count;
+    uint32_t band_rows, band_y0 = r->next_row;
+    band_at(r, band_y0, &first, &count, &band_rows);
     r->failed_block = UINT64_MAX;
-    uint32_t band_y0 = r->next_row;
-    if (!r->decoder || !decode_band(r, first, count, band_rows)) read_blocks(r, first, count, band_y0);
+    if (!r->decoder || !decoded_band(r, band_y0)) read_blocks(r, first, count, band_y0);
     if (r->failed_block != UINT64_MAX) {
         snprintf(err, errlen, "truncated or corrupt TIFF: %s (%s %llu)", r->failed_msg, r->tiled ? "tile" : "strip",
                  (unsigned long long)r->failed_block);
@@ -300,14 +347,21 @@ static int reader_set_band_decoder(void *codec, const tiff_band_decoder *d, char
     void *state = NULL;
     int rc = d->open(d, r->workers[0].tif, r->blocks_down_per_band, &state, why, whylen);
     if (rc != IP_OK) return rc;
+    if (d->group(state) < 1) {
+        d->close(state);
+        snprintf(why, whylen, "a band decoder that takes no bands");
+        return IP_EINVAL;
+    }
     r->raw_cap = d->raw_capacity(state);
     r->raw = malloc(r->raw_cap ? r->raw_cap : 1);
     r->blocks = calloc((size_t)r->blocks_down_per_band * r->across, sizeof *r->blocks);
-    if (!r->raw || !r->blocks) {
+    r->staged = calloc(d->group(state), sizeof *r->staged);
+    if (!r->raw || !r->blocks || !r->staged) {
         d->close(state);
         free(r->raw);
         free(r->blocks);
-        r->raw = NULL, r->blocks = NULL, r->raw_cap = 0;
+        free(r->staged);
+        r->raw = NULL, r->blocks = NULL, r->staged = NULL, r->raw_cap = 0;
         snprintf(why, whylen, "out of memory");
         return IP_ENOMEM;
     }
@@ -318,7 +372,9 @@ static int reader_set_band_decoder(void *codec, const tiff_band_decoder *d, char
 
 static void reader_band_decode_stat(const void *codec, tiff_band_decode_stat *st)
 {
-    *st = ((const tiff_stream_reader *)codec)->decoded;
+    const tiff_stream_reader *r = codec;
+    *st = r->decoded;
+    if (r->decoder && r->decoder->describe) r->decoder->describe(r->decoder_state, st->steps, sizeof st->steps);
 }
 
 static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close,

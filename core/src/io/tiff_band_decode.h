@@ -1,7 +1,8 @@
 /* A streamed TIFF's bands of strips or rows of tiles decoded beside libtiff (a GPU's,
- * tiff_gpu_bands.h): the reader reads each band's blocks raw and hands them over; whatever the
- * decoder does not return as exactly libtiff's pixels, the reader decodes with libtiff, whose
- * verdict on the file stands. No CUDA here: the reader sees only this. */
+ * tiff_gpu_bands.h): the reader reads each band's blocks raw and hands them over, a group of
+ * bands at a time, then takes the bands' rows back one by one; whatever the decoder does not
+ * return as exactly libtiff's pixels, the reader decodes with libtiff, whose verdict on the file
+ * stands. No CUDA here: the reader sees only this. */
 #ifndef IMGPIPE_TIFF_BAND_DECODE_H
 #define IMGPIPE_TIFF_BAND_DECODE_H
 #include <stddef.h>
@@ -24,14 +25,25 @@ typedef struct tiff_band_decoder {
      * tiles: IP_EUNSUPPORTED with why when the decoder does not take the file. */
     int (*open)(const struct tiff_band_decoder *d, TIFF *tif, uint32_t blocks_down, void **state, char *why,
                 size_t whylen);
-    /* The band's rows (band_rows of them, packed) from its blocks: strips, or rows of tiles across
-     * then down. IP_OK only when they are libtiff's pixels; anything else leaves the band to libtiff. */
-    int (*decode)(void *state, const tiff_band_block *blocks, uint32_t n, uint32_t band_rows, unsigned char *rows,
-                  char *why, size_t whylen);
+    /* Bands it decodes together at most: a GPU inflates each block on few threads, so one band's
+     * blocks would leave it mostly idle. */
+    uint32_t (*group)(const void *state);
+    /* Band k of the next group (0, 1, ... in order, some perhaps left out) from its blocks: strips,
+     * or rows of tiles across then down. The state keeps what it needs; the reader may reuse the
+     * bytes. IP_OK, or why that band goes to libtiff. */
+    int (*stage)(void *state, uint32_t k, const tiff_band_block *blocks, uint32_t n, uint32_t band_rows, char *why,
+                 size_t whylen);
+    /* The group staged so far decoded: IP_OK, or why all of its bands go to libtiff. */
+    int (*inflate)(void *state, char *why, size_t whylen);
+    /* Band k's rows (packed) after inflate: IP_OK only when they are libtiff's pixels; anything
+     * else leaves the band to libtiff. */
+    int (*rows)(void *state, uint32_t k, unsigned char *rows, char *why, size_t whylen);
     void (*close)(void *state);
     /* A band's raw bytes the state takes at most; a larger band goes to libtiff. */
     size_t (*raw_capacity)(const void *state);
     uint64_t (*held_bytes)(const void *state);   /* host memory the state holds */
+    /* Where its time went so far, for --profile (a line without its newline). */
+    void (*describe)(const void *state, char *text, size_t len);
     void *user;
 } tiff_band_decoder;
 
@@ -39,5 +51,7 @@ typedef struct tiff_band_decoder {
 typedef struct {
     uint64_t bands, declined;
     char first_why[160];     /* why the first declined band was */
+    double read_ms, decode_ms;   /* reading the bands' blocks raw, and the decoder's calls */
+    char steps[160];         /* the decoder's own account of its time */
 } tiff_band_decode_stat;
 #endif

@@ -1,8 +1,8 @@
 /* A streamed TIFF's bands of deflate or zstd strips or tiles inflated on a GPU
- * (tiff_band_decode.h): the band's blocks uploaded in one copy, inflated by nvCOMP in one batch,
- * each block's size and adler32 checked, the predictor undone and tiles put in place on the card,
- * the rows copied back. Whatever does not check out goes to libtiff for that band. The cores are
- * then left to the stages and the writer. */
+ * (tiff_band_decode.h): each band's blocks uploaded in one copy, a group of bands inflated by
+ * nvCOMP in one batch, then band by band each block's size and adler32 checked, the predictor
+ * undone and tiles put in place on the card, and the rows copied back. Whatever does not check
+ * out goes to libtiff for that band. The cores are then left to the stages and the writer. */
 #ifndef IMGPIPE_TIFF_GPU_BANDS_H
 #define IMGPIPE_TIFF_GPU_BANDS_H
 #include "io/tiff_band_decode.h"

@@ -129,7 +129,7 @@ static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff
     s->chunk_bytes = cut ? g->chunk_bytes : s->strip_bytes;
     /* zstd wants its chunks aligned; deflate takes them back to back, predicted in one pass */
     s->pitch = s->kind == NVCOMP_ZSTD ? (s->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : s->strip_bytes;
-    int rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, err, errlen);
+    int rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, 0, err, errlen);
     if (!rc) rc = state_buffers(s, err, errlen);
     if (rc) {
         state_close(s);

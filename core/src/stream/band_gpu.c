@@ -303,9 +303,10 @@ int band_gpu_attach(band_segment *s, int n_steps, char *err, size_t errlen)
     s->dev = g;
     s->ops = &gpu_ops;
     int rc = gpu_select(s->cfg.gpu_index, err, errlen);
-    if (rc == IP_OK) rc = gpu_stream_create(&g->compute, err, errlen);
+    /* urgent: a streamed run's GPU strip compressor would otherwise hold the SMs the stages wait for */
+    if (rc == IP_OK) rc = gpu_stream_create_urgent(&g->compute, err, errlen);
     s->env.stream = g->compute;
-    if (rc == IP_OK) rc = gpu_stream_create(&g->upload, err, errlen);
+    if (rc == IP_OK) rc = gpu_stream_create_urgent(&g->upload, err, errlen);
     for (int j = 0; j < 2 && rc == IP_OK; j++) {
         rc = gpu_event_create(&g->up_done[j], err, errlen);
         if (rc == IP_OK) rc = gpu_event_create(&g->consumed[j], err, errlen);
