@@ -19,10 +19,9 @@
 #   PARTS    the runs to make, of big ref huge (default all three)
 #   HUGE_CODECS   the HUGE run once for each of these --codecs values (default auto): "auto cpu"
 #            sets the cards' strip compression beside the cores against the cores alone
-#   HUGE_CHUNK_KBS   and once for each of these IMGPIPE_TIFF_GPU_CHUNK_KB values (default: the
-#            built-in, unset): "0 16 32" times the cards' deflate on whole strips against chunks
-#   HUGE_READ_BANDS   and once for each of these IMGPIPE_TIFF_GPU_READ_BANDS values (default:
-#            unset): "0 1" times libtiff's inflate on the cores against the card's
+#   HUGE_ENVS   and once for each of these words, each VAR=VALUE pairs joined by commas that the
+#            run gets in its environment ("-": none, the default): "- IMGPIPE_TIFF_GPU_READ_BANDS=1
+#            IMGPIPE_TIFF_GPU_READ_BANDS=1,IMGPIPE_TIFF_GPU_BAND_GROUP=1" times the switches
 #   COMMIT   the commit the binary was built from (default: build-gpu/bin/commit.txt, else git)
 #   TMPDIR   where the files go: the HUGE run needs about 1.5 bytes a pixel free
 set -u
@@ -36,8 +35,7 @@ big_memory=${BIG_MEMORY:-256M}
 huge_memory=${HUGE_MEMORY:-2G}
 parts=" ${PARTS:-big ref huge} "
 huge_codecs=${HUGE_CODECS:-auto}
-huge_chunk_kbs=${HUGE_CHUNK_KBS:-default}
-huge_read_bands=${HUGE_READ_BANDS:-default}
+huge_envs=${HUGE_ENVS:--}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 pipe=$src/pipelines/denoise.pipe
@@ -68,6 +66,7 @@ trap 'rm -rf "$tmp"' EXIT
 md=$tmp/stream.md
 rows=()
 notes=()
+run_env=()   # the next run's environment (HUGE_ENVS)
 status=0   # 1 when a run failed or a streamed output differs from the whole one
 
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
@@ -98,7 +97,7 @@ write_md() {
 measure() {
   local name=$1 line
   shift
-  line=$("$PY" "$here/stream_measure.py" "$tmp/err.$name" "$B" run --device "$device" --max-pixels 100000000000 "$@") ||
+  line=$("$PY" "$here/stream_measure.py" "$tmp/err.$name" env "${run_env[@]}" "$B" run --device "$device" --max-pixels 100000000000 "$@") ||
     die "cannot measure $name"
   read -r wall rss gpu rc <<<"$line"
   dev=$(grep -o 'device: [A-Z]*' "$tmp/err.$name" | head -n 1 | cut -d' ' -f2)
@@ -191,16 +190,12 @@ if part ref && time_left; then
 ($(awk -v s="$ref_streamed_wall" -v w="$ref_whole_wall" 'BEGIN { printf "%.2fx the whole run'"'"'s speed", w / s }'))")
   write_md
 fi
-variants=$(for c in $huge_codecs; do for k in $huge_chunk_kbs; do for b in $huge_read_bands; do echo "$c/$k/$b"; done
-  done; done)
+variants=$(for c in $huge_codecs; do for e in $huge_envs; do echo "$c/$e"; done; done)
 for variant in $variants; do
-  IFS=/ read -r codecs chunk_kb read_bands <<<"$variant"
-  chunked=""
+  IFS=/ read -r codecs envs <<<"$variant"
+  chunked="" run_env=()
   part huge && time_left || continue
-  if [ "$chunk_kb" = default ]; then unset IMGPIPE_TIFF_GPU_CHUNK_KB
-  else export IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb chunked=", IMGPIPE_TIFF_GPU_CHUNK_KB=$chunk_kb"; fi
-  if [ "$read_bands" = default ]; then unset IMGPIPE_TIFF_GPU_READ_BANDS
-  else export IMGPIPE_TIFF_GPU_READ_BANDS=$read_bands chunked+=", IMGPIPE_TIFF_GPU_READ_BANDS=$read_bands"; fi
+  if [ "$envs" != - ]; then IFS=, read -ra run_env <<<"$envs"; chunked=", ${envs//,/, }"; fi
   measure huge_streamed --stream on --memory "$huge_memory" --codecs "$codecs" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
   check="no output"
   [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
@@ -217,7 +212,6 @@ $(mpix "$ref" "$ref" "$ref_streamed_wall")")
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
 done
-unset IMGPIPE_TIFF_GPU_CHUNK_KB IMGPIPE_TIFF_GPU_READ_BANDS
 time_left || notes+=("- LIMIT_S=$limit_s s reached: the runs after it were left out")
 [ -n "${big_profile:-}" ] && notes+=("" "\`--profile\` of the ${big}x${big} streamed run:" "" '```' "$big_profile" '```')
 [ -n "${huge_profile:-}" ] && notes+=("" "\`--profile\` of the ${huge} run:" "" '```' "$huge_profile" '```')
