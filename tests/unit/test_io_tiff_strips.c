@@ -1,6 +1,6 @@
 /* io: TIFF strips compressed in parallel (io_tiff_strips.h). The CPU's deflate strips inflate
  * (zlib) to the rows with the predictor undone by a reference loop here, and at the levels where
- * libtiff gives libdeflate the same level they are the bytes libtiff's own encoder writes; strips reach the writer in order, at most the plan's number in
+ * libtiff gives libdeflate the same level they are the bytes libtiff's own encoder writes; strips reach the writer in order (with a batch codec, as they are done), at most the plan's number in
  * flight, the same bytes for any thread count; the lowest failing strip's message whatever the
  * thread count; a failing compressor leaves no file from either writer; the streamed writer's
  * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride
@@ -210,14 +210,17 @@ static int fake_compress(void *state, uint32_t index, unsigned char *rows, size_
 
 static void fake_close(void *state) { (void)state; }
 
-/* What the writer callback saw: strips in order, in flight counted against the plan. */
+/* What the writer callback saw: strips in order, in flight counted against the plan; where each
+ * one went, and whether one came twice. */
 typedef struct {
     unsigned char *file;
     size_t len, cap;
     uint32_t next;
-    int out_of_order;
+    int out_of_order, twice;
     uint32_t fail_write_at;
-    uint32_t written;          /* read by the claiming thread under the lock */
+    uint32_t written, highest;  /* read by other threads under the lock */
+    size_t *where;              /* strip k at where[k] - 1 (0: not written) */
+    uint32_t where_len;
     pthread_mutex_t mu;
 } sink;
 
@@ -233,10 +236,19 @@ static int sink_write(void *user, uint32_t index, const unsigned char *data, siz
         s->cap = (s->len + len) * 2;
         s->file = realloc(s->file, s->cap);
     }
+    if (index >= s->where_len) {
+        uint32_t grown = 2 * index + 16;
+        s->where = realloc(s->where, grown * sizeof *s->where);
+        memset(s->where + s->where_len, 0, (grown - s->where_len) * sizeof *s->where);
+        s->where_len = grown;
+    }
+    s->twice |= s->where[index] != 0;
+    s->where[index] = s->len + 1;
     memcpy(s->file + s->len, data, len);
     s->len += len;
     pthread_mutex_lock(&s->mu);
     s->written++;
+    s->highest = index > s->highest ? index : s->highest;
     pthread_mutex_unlock(&s->mu);
     return IP_OK;
 }
@@ -456,6 +468,8 @@ typedef struct {
     int fail_open_from;         /* states from this one fail to open (out of memory); 0: none do */
     uint32_t fail_at, strips, batches, smallest, largest, max_strips;
     fake_codec *threads_side;   /* set: a batch waits for the threads' first strip, so both sides take some */
+    sink *overtake;             /* set: a batch waits for a strip after its own to be written */
+    int overtaken;              /* that happened */
 } fake_batch;
 
 static int batch_open(const tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f, uint32_t max_strips,
@@ -497,9 +511,26 @@ static void wait_for_threads_side(fake_codec *fc)
     }
 }
 
+/* Bounded as wait_for_threads_side: a pool that writes strictly in order never lets it happen. */
+static void wait_for_overtaking(fake_batch *fb, uint32_t first)
+{
+    for (int waited_ms = 0; waited_ms < 10000; waited_ms++) {
+        pthread_mutex_lock(&fb->overtake->mu);
+        int past = fb->overtake->written > 0 && fb->overtake->highest > first;
+        pthread_mutex_unlock(&fb->overtake->mu);
+        if (past) {
+            fb->overtaken = 1;
+            return;
+        }
+        struct timespec nap = { 0, 1000000L };
+        nanosleep(&nap, NULL);
+    }
+}
+
 static int batch_compress_fake(fake_batch *fb, tiff_strip_job *jobs, uint32_t n, char *e, size_t elen)
 {
     if (fb->threads_side && !fb->fail_any) wait_for_threads_side(fb->threads_side);
+    if (fb->overtake && !fb->overtaken) wait_for_overtaking(fb, jobs[0].index);
     for (uint32_t j = 0; j < n; j++) {
         if (fb->fail_any || jobs[j].index == fb->fail_at) {
             snprintf(e, elen, "batch broke at %u", jobs[j].index);
@@ -560,6 +591,7 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
               plan.slots == (uint32_t)(2 * threads) + 2 * batch_strips,
           "%d threads: plan %u slots, batch %u", threads, plan.slots, plan.batch_strips);
     sink s = { .fail_write_at = UINT32_MAX, .mu = PTHREAD_MUTEX_INITIALIZER };
+    if (fb->overtaken < 0) fb->overtake = &s, fb->overtaken = 0;
     tiff_strips *p = NULL;
     int rc = tiff_strips_open(&p, &codec, &f, &plan, sink_write, &s, msg, msglen);
     for (uint32_t k = 0; rc == IP_OK && k < n; k++) {
@@ -571,9 +603,11 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
     if (rc == IP_OK) rc = tiff_strips_finish(p, msg, msglen);
     tiff_strips_close(p);
     *by_batch = 0;
-    CHECK(!s.out_of_order, "%d threads, batches: strips out of order", threads);
+    CHECK(!s.twice, "%d threads, batches: a strip written twice", threads);
     for (uint32_t k = 0; rc == IP_OK && k < n && s.len == (size_t)n * (strip + 4); k++) {
-        const unsigned char *got = s.file + (size_t)k * (strip + 4);
+        CHECK(k < s.where_len && s.where[k], "%d threads, batches: strip %u not written", threads, k);
+        if (k >= s.where_len || !s.where[k]) continue;
+        const unsigned char *got = s.file + s.where[k] - 1;
         uint32_t tag;
         memcpy(&tag, got, 4);
         *by_batch += (tag & 0x80000000u) != 0;
@@ -583,12 +617,14 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
     }
     if (rc == IP_OK) CHECK(s.len == (size_t)n * (strip + 4), "%d threads, batches: %zu bytes written", threads, s.len);
     free(s.file);
+    free(s.where);
+    fb->overtake = NULL;
     return rc;
 }
 
 /* Threads slower than the rows arrive: the batch codec takes strips, never fewer than half its
- * batch at once, every strip written once in order; declined, the threads take them all; its
- * failure is the run's, nothing written past it. */
+ * batch at once, every strip written once, the threads' not waiting for a batch's earlier ones;
+ * declined, the threads take them all; its failure is the run's. */
 static void test_batch_codec(void)
 {
     for (int threads = 1; threads <= 4; threads += 3) {
@@ -603,6 +639,10 @@ static void test_batch_codec(void)
               threads, by_batch, fb.strips);
         CHECK(fb.smallest >= 16 && fb.largest <= 32, "%d threads: batches of %u to %u strips", threads, fb.smallest,
               fb.largest);
+        fake_batch held = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = UINT32_MAX, .overtaken = -1 };
+        CHECK(run_batched(threads, 400, 300, 32, &held, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s", threads,
+              msg);
+        CHECK(held.overtaken == 1, "%d threads: no strip written while a batch held earlier ones", threads);
         fake_batch declining = { .mu = PTHREAD_MUTEX_INITIALIZER, .decline = 1, .fail_at = UINT32_MAX };
         CHECK(run_batched(threads, 100, 50, 16, &declining, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s",
               threads, msg);

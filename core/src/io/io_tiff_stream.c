@@ -1,7 +1,8 @@
 /* TIFF streamed: read a band of strips or a row of tiles at a time (blocks of a band decoded by
  * all threads, one libtiff handle each on the one descriptor), written a strip at a time
  * (compressed by all threads while the next rows arrive, written in order) with the whole-image
- * writer's layout and tags, so the file is the same bytes. */
+ * writer's layout and tags, so the file is the same bytes; beside a GPU's batch compressor the
+ * strips go out as they are done, and the bytes depend on who took each. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/io_internal.h"
 #include "io/io_limits.h"
@@ -450,7 +451,7 @@ uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt
 }
 
 /* Writing: rows gather into a buffer of the strip compressor (io_tiff_strips.h), which
- * compresses whole strips on its threads while the next rows arrive and writes them in order. */
+ * compresses whole strips on its threads while the next rows arrive and writes them out. */
 typedef struct {
     int fd;
     TIFF *out;

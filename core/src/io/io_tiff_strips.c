@@ -10,8 +10,8 @@
  * handle about as much. */
 #define CODEC_STATE_BYTES ((uint64_t)512 << 10)
 
-/* Strip i goes through slot i % n_slots: free, claimed by the caller, queued, being compressed,
- * compressed, then written and free again. */
+/* A strip takes any free slot: claimed by the caller, queued, being compressed, compressed, then
+ * written and free again. Queued strips wait in `queue`, in strip order. */
 enum { SLOT_FREE, SLOT_CLAIMED, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
 typedef struct {
@@ -32,11 +32,12 @@ typedef struct {
     char err[512];
 } worker;
 
-/* A batch codec's state on a thread of its own, with its batch's jobs. */
+/* A batch codec's state on a thread of its own, with its batch's jobs and their slots. */
 typedef struct {
     struct tiff_strips *p;
     void *state;
     tiff_strip_job *jobs;
+    uint32_t *job_slots;
     pthread_t tid;
     int started;
     char err[512];
@@ -50,6 +51,10 @@ struct tiff_strips {
     size_t strip_bytes;
     slot *slots;
     uint32_t n_slots;
+    uint32_t *queue;         /* slots submitted, ring of n_slots from next_compress to submitted */
+    uint32_t *free_slots, n_free;
+    uint32_t *done, n_done;  /* compressed, to write: with a batch codec, in any order */
+    uint32_t claimed;        /* the caller's slot */
     worker *workers;
     int n_workers;           /* threads compressing; 0: the caller compresses */
     int n_states;            /* codec states opened (one when the caller compresses) */
@@ -59,7 +64,8 @@ struct tiff_strips {
     uint32_t batch_max, batch_min;   /* strips a batch takes at most, and waits for */
     pthread_mutex_t mu;
     pthread_cond_t changed;  /* any change below: every waiter looks again */
-    uint32_t next_claim, submitted, next_compress, next_write;
+    uint32_t next_claim, submitted, next_compress, written;
+    int any_order;           /* strips written as they are done (a batch's would hold the others) */
     int writing;             /* a thread is writing strips, the lock released */
     int quit;
     uint32_t failed_index;   /* the lowest failed strip, so the message does not depend on threads */
@@ -97,15 +103,30 @@ static int failure_locked(const struct tiff_strips *p, char *err, size_t errlen)
     return p->failed_rc;
 }
 
-/* Writes the compressed strips that are next in order, the lock released while writing; a
- * thread arriving while another writes leaves its strip to that one, which looks again. */
+/* The next compressed strip to write: in order, the lowest not yet written when it is done, else
+ * any done; its place in `done` taken out. UINT32_MAX: none. */
+static uint32_t next_done_locked(struct tiff_strips *p)
+{
+    for (uint32_t i = 0; i < p->n_done; i++) {
+        uint32_t id = p->done[i];
+        if (p->any_order || p->slots[id].index == p->written) {
+            p->done[i] = p->done[--p->n_done];
+            return id;
+        }
+    }
+    return UINT32_MAX;
+}
+
+/* Writes the compressed strips that may go out, the lock released while writing; a thread
+ * arriving while another writes leaves its strips to that one, which looks again. */
 static void write_ready_locked(struct tiff_strips *p)
 {
     if (p->writing) return;
     p->writing = 1;
     while (!p->failed_rc && !p->quit) {
-        slot *s = &p->slots[p->next_write % p->n_slots];
-        if (s->state != SLOT_DONE || s->index != p->next_write) break;
+        uint32_t id = next_done_locked(p);
+        if (id == UINT32_MAX) break;
+        slot *s = &p->slots[id];
         pthread_mutex_unlock(&p->mu);
         p->write_err[0] = '\0';
         int rc = p->write(p->user, s->index, s->out.data, s->out.len, p->write_err, sizeof p->write_err);
@@ -115,10 +136,17 @@ static void write_ready_locked(struct tiff_strips *p)
             break;
         }
         s->state = SLOT_FREE;
-        p->next_write++;
+        p->free_slots[p->n_free++] = id;
+        p->written++;
         pthread_cond_broadcast(&p->changed);
     }
     p->writing = 0;
+}
+
+static void mark_done_locked(struct tiff_strips *p, uint32_t id)
+{
+    p->slots[id].state = SLOT_DONE;
+    p->done[p->n_done++] = id;
 }
 
 static void copy_in(const struct tiff_strips *p, slot *s)
@@ -137,7 +165,8 @@ static void *worker_main(void *arg)
     for (;;) {
         while (!p->quit && !p->failed_rc && p->next_compress == p->submitted) pthread_cond_wait(&p->changed, &p->mu);
         if (p->quit || p->failed_rc) break;
-        slot *s = &p->slots[p->next_compress++ % p->n_slots];
+        uint32_t id = p->queue[p->next_compress++ % p->n_slots];
+        slot *s = &p->slots[id];
         s->state = SLOT_BUSY;
         pthread_mutex_unlock(&p->mu);
         w->err[0] = '\0';
@@ -148,7 +177,7 @@ static void *worker_main(void *arg)
             fail_locked(p, s->index, rc, w->err);
             continue;
         }
-        s->state = SLOT_DONE;
+        mark_done_locked(p, id);
         write_ready_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
@@ -168,12 +197,14 @@ static void *batch_main(void *arg)
         if (p->quit || p->failed_rc) break;
         uint32_t n = p->submitted - p->next_compress < p->batch_max ? p->submitted - p->next_compress : p->batch_max;
         for (uint32_t i = 0; i < n; i++) {
-            slot *s = &p->slots[p->next_compress++ % p->n_slots];
+            uint32_t id = p->queue[p->next_compress++ % p->n_slots];
+            slot *s = &p->slots[id];
             s->state = SLOT_BUSY;
+            b->job_slots[i] = id;
             b->jobs[i] = (tiff_strip_job){ s->index, s->rows, s->len, &s->out };
         }
         pthread_mutex_unlock(&p->mu);
-        for (uint32_t i = 0; i < n; i++) copy_in(p, &p->slots[b->jobs[i].index % p->n_slots]);
+        for (uint32_t i = 0; i < n; i++) copy_in(p, &p->slots[b->job_slots[i]]);
         b->err[0] = '\0';
         int rc = p->batch->compress(b->state, b->jobs, n, b->err, sizeof b->err);
         pthread_mutex_lock(&p->mu);
@@ -181,7 +212,7 @@ static void *batch_main(void *arg)
             fail_locked(p, b->jobs[0].index, rc, b->err);
             continue;
         }
-        for (uint32_t i = 0; i < n; i++) p->slots[b->jobs[i].index % p->n_slots].state = SLOT_DONE;
+        for (uint32_t i = 0; i < n; i++) mark_done_locked(p, b->job_slots[i]);
         write_ready_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
@@ -210,7 +241,8 @@ static int open_batchers(struct tiff_strips *p, const tiff_strips_plan *plan, ch
             return IP_OK;
         }
         p->n_batchers++;
-        if (!(b->jobs = calloc(p->batch_max, sizeof *b->jobs))) {
+        b->job_slots = calloc(p->batch_max, sizeof *b->job_slots);
+        if (!(b->jobs = calloc(p->batch_max, sizeof *b->jobs)) || !b->job_slots) {
             snprintf(err, errlen, "out of memory");
             return IP_ENOMEM;
         }
@@ -233,9 +265,15 @@ static int start_batchers(struct tiff_strips *p, char *err, size_t errlen)
 static int alloc_slots(struct tiff_strips *p)
 {
     p->slots = calloc(p->n_slots, sizeof *p->slots);
-    for (uint32_t i = 0; p->slots && i < p->n_slots; i++)
+    p->queue = calloc(p->n_slots, sizeof *p->queue);
+    p->free_slots = calloc(p->n_slots, sizeof *p->free_slots);
+    p->done = calloc(p->n_slots, sizeof *p->done);
+    if (!p->slots || !p->queue || !p->free_slots || !p->done) return IP_ENOMEM;
+    for (uint32_t i = 0; i < p->n_slots; i++) {
         if (!(p->slots[i].rows = img_big_malloc(p->strip_bytes))) return IP_ENOMEM;
-    return p->slots ? IP_OK : IP_ENOMEM;
+        p->free_slots[p->n_free++] = p->n_slots - 1 - i;   /* slot 0 first */
+    }
+    return IP_OK;
 }
 
 static int start(struct tiff_strips *p, int threads, char *err, size_t errlen)
@@ -276,6 +314,7 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->changed, NULL);
     int rc = open_batchers(p, plan, err, errlen);
+    p->any_order = p->batch != NULL;
     /* the caller compresses alone only without threads or batches */
     p->n_workers = plan->threads > 1 || p->batch ? (plan->threads > 1 ? plan->threads : 1) : 0;
     if (!p->n_workers) p->n_slots = 1;
@@ -290,13 +329,15 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
 
 int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t errlen)
 {
-    slot *s = &p->slots[p->next_claim % p->n_slots];
     pthread_mutex_lock(&p->mu);
-    while (!p->failed_rc && s->state != SLOT_FREE) pthread_cond_wait(&p->changed, &p->mu);
+    while (!p->failed_rc && p->n_free == 0) pthread_cond_wait(&p->changed, &p->mu);
     int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
-    if (rc == IP_OK) s->state = SLOT_CLAIMED;
+    if (rc == IP_OK) {
+        p->claimed = p->free_slots[--p->n_free];
+        p->slots[p->claimed].state = SLOT_CLAIMED;
+    }
     pthread_mutex_unlock(&p->mu);
-    *rows = rc == IP_OK ? s->rows : NULL;
+    *rows = rc == IP_OK ? p->slots[p->claimed].rows : NULL;
     return rc;
 }
 
@@ -310,19 +351,20 @@ static int compress_here(struct tiff_strips *p, slot *s)
     pthread_mutex_lock(&p->mu);
     if (rc != IP_OK) fail_locked(p, s->index, rc, msg);
     s->state = SLOT_FREE;
-    p->next_write = p->submitted;
+    p->free_slots[p->n_free++] = p->claimed;
+    p->next_compress = p->written = p->submitted;
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
 
 int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
 {
-    slot *s = &p->slots[p->next_claim % p->n_slots];
+    slot *s = &p->slots[p->claimed];
     s->len = len;
     s->index = p->next_claim++;
     pthread_mutex_lock(&p->mu);
     s->state = SLOT_QUEUED;
-    p->submitted++;
+    p->queue[p->submitted++ % p->n_slots] = p->claimed;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->mu);
     int rc = p->n_workers ? IP_OK : compress_here(p, s);
@@ -335,7 +377,7 @@ int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
 int tiff_strips_submit_from(tiff_strips *p, const unsigned char *src, ptrdiff_t stride, uint32_t rows, char *err,
                             size_t errlen)
 {
-    slot *s = &p->slots[p->next_claim % p->n_slots];
+    slot *s = &p->slots[p->claimed];
     s->src = src;
     s->src_stride = stride;
     return tiff_strips_submit(p, (size_t)rows * img_row_bytes(&p->f.shape), err, errlen);
@@ -344,7 +386,7 @@ int tiff_strips_submit_from(tiff_strips *p, const unsigned char *src, ptrdiff_t 
 int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen)
 {
     pthread_mutex_lock(&p->mu);
-    while (!p->failed_rc && p->next_write < p->submitted) pthread_cond_wait(&p->changed, &p->mu);
+    while (!p->failed_rc && p->written < p->submitted) pthread_cond_wait(&p->changed, &p->mu);
     int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -365,6 +407,7 @@ void tiff_strips_close(tiff_strips *p)
         if (p->batchers[i].started) pthread_join(p->batchers[i].tid, NULL);
         p->batch->close(p->batchers[i].state);
         free(p->batchers[i].jobs);
+        free(p->batchers[i].job_slots);
     }
     free(p->batchers);
     for (uint32_t i = 0; p->slots && i < p->n_slots; i++) {
@@ -372,6 +415,9 @@ void tiff_strips_close(tiff_strips *p)
         free(p->slots[i].out.data);
     }
     free(p->slots);
+    free(p->queue);
+    free(p->free_slots);
+    free(p->done);
     free(p->workers);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->mu);

@@ -1,5 +1,6 @@
-/* TIFF strips compressed by several threads and handed to a writer in strip order, with a
- * bounded number in flight (two a thread), so that memory stays the same for any image height.
+/* TIFF strips compressed by several threads and handed to a writer in strip order (beside a batch
+ * codec, as they are done: TIFF's strip offsets let them lie in any order), with a bounded number
+ * in flight (two a thread), so that memory stays the same for any image height.
  * A strip's compressed bytes come from a codec's function pointers: libdeflate or libtiff's own
  * encoders on the CPU (io_tiff_strip_cpu.c); a GPU compressor can take their place. The output
  * never depends on the thread count: every strip is compressed on its own. */
@@ -64,7 +65,9 @@ typedef struct tiff_strip_batch_codec {
     void *user;             /* the codec's own */
 } tiff_strip_batch_codec;
 
-/* Called in strip order, on whichever thread finished the strip that let it go out. */
+/* Called in strip order, or beside a batch codec as strips are done (a batch would otherwise hold
+ * the threads' later strips in their slots for its whole time), on whichever thread finished the
+ * strip that let it go out. */
 typedef int (*tiff_strip_write_fn)(void *user, uint32_t index, const unsigned char *data, size_t len, char *err,
                                    size_t errlen);
 
@@ -82,8 +85,7 @@ typedef struct {
  * bound; one strip at least), no more than the image has; no more threads than strips. */
 tiff_strips_plan tiff_strips_plan_for(const tiff_strip_format *f, int threads, uint64_t hold);
 /* As tiff_strips_plan_for, with batch's states beside the threads (batch NULL: the same): room
- * for a batch a state and one more queued besides the threads' strips, since a batch holds the
- * strips written after it in their slots until it is done. Without room for batches of 16
+ * for a batch a state and one more queued besides the threads' strips. Without room for batches of 16
  * strips within hold, or an image of fewer than two batches, the threads alone. */
 tiff_strips_plan tiff_strips_plan_with(const tiff_strip_format *f, int threads, uint64_t hold,
                                        const tiff_strip_batch_codec *batch);
