@@ -247,7 +247,7 @@ static void gpu_bands(tu_rng *r)
     tiff_gpu_bands *g = NULL;
     char why[256] = "", path[512];
     setenv("IMGPIPE_TIFF_GPU_READ_BANDS", "1", 1);
-    CHECK(tiff_gpu_bands_create(&g, 0, why, sizeof why) == IP_OK, "GPU bands: %s", why);
+    CHECK(tiff_gpu_bands_create(&g, 0, 0, why, sizeof why) == IP_OK, "GPU bands: %s", why);
     unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
     snprintf(path, sizeof path, "%s/bands.tif", tu_tmpdir());
     for (size_t k = 0; g && k < 2 * sizeof cases / sizeof *cases; k++) {

@@ -5,8 +5,8 @@
  * every band taken by the decoder; a band whose inflate fails, comes back with another adler32 or
  * another size is decoded by libtiff, pixels still right, in groups of bands inflated together or
  * one at a time; a damaged strip fails with the CPU
- * reader's own message; LZW files are not taken; and without
- * IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
+ * reader's own message; LZW files and bands over its device memory are not taken; and with
+ * IMGPIPE_TIFF_GPU_READ_BANDS=0 there is no decoder. A build without CUDA has none either. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +142,7 @@ static tiff_gpu_bands *bands(void)
     tiff_gpu_bands *g = NULL;
     char why[256] = "";
     setenv("IMGPIPE_TIFF_GPU_READ_BANDS", "1", 1);
-    CHECK(tiff_gpu_bands_create(&g, 0, why, sizeof why) == IP_OK, "create: %s", why);
+    CHECK(tiff_gpu_bands_create(&g, 0, 0, why, sizeof why) == IP_OK, "create: %s", why);
     unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
     return g;
 }
@@ -254,7 +254,7 @@ static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
     img_free(&img);
 }
 
-/* Not for the decoder: the reader reads them as before. */
+/* Not for the decoder (LZW, a band over its device memory): the reader reads them as before. */
 static void not_taken(tiff_gpu_bands *g, tu_rng *r)
 {
     char path[512], err[512] = "";
@@ -267,12 +267,23 @@ static void not_taken(tiff_gpu_bands *g, tu_rng *r)
     int rc = stream_back(path, &img, 1, g, &st, &set, err, sizeof err);
     CHECK(rc == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0, "LZW: rc %d, set %d, %llu bands: %s", rc, set,
           (unsigned long long)st.bands, err);
-    img_free(&img);
     tiff_gpu_bands *off = NULL;
     char why[256] = "left";
+    setenv("IMGPIPE_TIFF_GPU_READ_BANDS", "0", 1);
+    CHECK(tiff_gpu_bands_create(&off, 0, 0, why, sizeof why) == IP_EUNSUPPORTED && !off && why[0] == '\0',
+          "off when asked, nothing said: '%s'", why);
     unsetenv("IMGPIPE_TIFF_GPU_READ_BANDS");
-    CHECK(tiff_gpu_bands_create(&off, 0, why, sizeof why) == IP_EUNSUPPORTED && !off && why[0] == '\0',
-          "off by default, nothing said: '%s'", why);
+    CHECK(tiff_gpu_bands_create(&off, 0, 0, why, sizeof why) == IP_OK && off, "on by default: %s", why);
+    tiff_gpu_bands_destroy(off);
+    tiff_gpu_bands *small = NULL;
+    CHECK(ttu_write_libtiff(path, &img, 8, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0) == 0, "write deflate");
+    CHECK(tiff_gpu_bands_create(&small, 0, 50000, why, sizeof why) == IP_OK, "create: %s", why);
+    int rc_small = stream_back(path, &img, 70 * 40, small, &st, &set, err, sizeof err);
+    CHECK(rc_small == IP_OK && set == IP_EUNSUPPORTED && st.bands == 0,
+          "a band over the decoder's device memory: rc %d, set %d, %llu bands: %s", rc_small, set,
+          (unsigned long long)st.bands, err);
+    tiff_gpu_bands_destroy(small);
+    img_free(&img);
 }
 
 int main(void)

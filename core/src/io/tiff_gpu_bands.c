@@ -7,6 +7,7 @@
 struct tiff_gpu_bands {
     tiff_band_decoder decoder;
     int device;
+    uint64_t device_bytes;   /* a group's at most */
 };
 
 #ifdef IMGPIPE_HAVE_CUDA
@@ -20,7 +21,7 @@ struct tiff_gpu_bands {
 #define BODY_ALIGN 8   /* nvCOMP's alignment for compressed chunks (8 for zstd, 4 for deflate) */
 /* A group's blocks in one nvCOMP batch: about this many keep the card's inflate busy (one band of
  * a 10-gigapixel image's 512x512 tiles, 196 blocks, inflated in 81 ms on the H100 while nvCOMP
- * compressed strips beside it), within this much device memory. */
+ * compressed strips beside it; 8 such bands in 92 ms), within this much device memory at most. */
 #define GROUP_BLOCKS 1536
 #define GROUP_DEVICE_BYTES ((size_t)1 << 30)
 #define GROUP_MOST 64
@@ -76,22 +77,22 @@ static uint64_t state_held_bytes(const void *state)
 }
 
 /* Bands a group: IMGPIPE_TIFF_GPU_BAND_GROUP when set (1 to 64, for measuring), else enough for
- * GROUP_BLOCKS blocks within GROUP_DEVICE_BYTES. */
-static uint32_t group_size(const band_state *s)
+ * GROUP_BLOCKS blocks within device_bytes. */
+static uint32_t group_size(const band_state *s, uint64_t device_bytes)
 {
     const char *set = getenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
     long asked = set ? strtol(set, NULL, 10) : 0;
     if (asked >= 1 && asked <= GROUP_MOST) return (uint32_t)asked;
     size_t per_band = s->staged_cap + s->blocks_cap;
     size_t by_blocks = (GROUP_BLOCKS + s->max_blocks - 1) / s->max_blocks;
-    size_t by_memory = GROUP_DEVICE_BYTES / per_band;
+    size_t by_memory = device_bytes / per_band;
     size_t g = by_blocks < by_memory ? by_blocks : by_memory;
     return g < 1 ? 1 : g > GROUP_MOST ? GROUP_MOST : (uint32_t)g;
 }
 
 /* A band's raw blocks as large as its pixels and an eighth more (incompressible data grows a
  * little); each block's body aligned after room for its zlib header; the adler32s after them. */
-static int state_sizes(band_state *s, uint32_t blocks_down, char *why, size_t whylen)
+static int state_sizes(band_state *s, uint32_t blocks_down, uint64_t device_bytes, char *why, size_t whylen)
 {
     size_t n = s->max_blocks, band_rows = (size_t)blocks_down * s->l.bh;
     if (s->l.block_bytes > SIZE_MAX / 4 / n || s->row_bytes > SIZE_MAX / 4 / band_rows) {
@@ -107,7 +108,12 @@ static int state_sizes(band_state *s, uint32_t blocks_down, char *why, size_t wh
         snprintf(why, whylen, "TIFF on the GPU: bands too large");
         return IP_EUNSUPPORTED;
     }
-    s->group = group_size(s);
+    if (s->staged_cap + s->blocks_cap > device_bytes) {
+        snprintf(why, whylen, "TIFF on the GPU: a band needs %zu MiB of the GPU, over the %llu MiB it may take",
+                 (s->staged_cap + s->blocks_cap) >> 20, (unsigned long long)(device_bytes >> 20));
+        return IP_EUNSUPPORTED;
+    }
+    s->group = group_size(s, device_bytes);
     return IP_OK;
 }
 
@@ -152,7 +158,7 @@ static int state_open(const tiff_band_decoder *d, TIFF *tif, uint32_t blocks_dow
     ip_shape shape = tiff_gpu_layout_shape(&l);
     *s = (band_state){ .device = g->device, .l = l, .max_blocks = (uint32_t)(across * blocks_down),
                        .row_bytes = img_row_bytes(&shape) };
-    rc = state_sizes(s, blocks_down, why, whylen);
+    rc = state_sizes(s, blocks_down, g->device_bytes, why, whylen);
     /* urgent: the streamed writer's strip compressor, on the same card, would hold the SMs */
     if (!rc) rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, 1, why, whylen);
     if (!rc && s->l.block_bytes > nvcomp_max_chunk(s->c->nvcomp)) {
@@ -285,11 +291,11 @@ static int state_rows(void *state, uint32_t k, unsigned char *rows, char *why, s
     return rc;
 }
 
-int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, char *why, size_t whylen)
+int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, uint64_t device_bytes, char *why, size_t whylen)
 {
     *out = NULL;
     const char *on = getenv("IMGPIPE_TIFF_GPU_READ_BANDS");
-    if (!on || strcmp(on, "1") != 0) {
+    if (on && strcmp(on, "0") == 0) {
         if (whylen) why[0] = '\0';
         return IP_EUNSUPPORTED;
     }
@@ -303,6 +309,7 @@ int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, char *why, size_t whyle
         return IP_ENOMEM;
     }
     g->device = gpu;
+    g->device_bytes = device_bytes ? device_bytes : GROUP_DEVICE_BYTES;
     g->decoder = (tiff_band_decoder){ state_open,  state_group,        state_stage,      state_inflate,
                                       state_rows,  state_close,        state_raw_capacity, state_held_bytes,
                                       state_describe, g };
@@ -312,9 +319,9 @@ int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, char *why, size_t whyle
 
 #else
 
-int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, char *why, size_t whylen)
+int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, uint64_t device_bytes, char *why, size_t whylen)
 {
-    (void)gpu;
+    (void)gpu, (void)device_bytes;
     *out = NULL;
     snprintf(why, whylen, "TIFF on the GPU needs a CUDA build");
     return IP_EUNSUPPORTED;

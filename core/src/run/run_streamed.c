@@ -140,16 +140,19 @@ static int gpu_strips_for(run_worker *w, const plan *p, const run_sink *out, con
     return IP_OK;
 }
 
-/* A TIFF streamed into a GPU run: its bands inflated on the first card, unless --codecs
- * cpu, so that the cores are left to the writer (IMGPIPE_TIFF_GPU_READ_BANDS=1 until measured on
- * the card). Not in a folder, as gpu_strips_for. A file the card does not take reads as before. */
+/* A TIFF streamed into a GPU run: its bands inflated on the first card, unless --codecs cpu
+ * (or IMGPIPE_TIFF_GPU_READ_BANDS=0), so that the cores are left to the writer, within a quarter
+ * of the run's GPU memory. Not in a folder, as gpu_strips_for. A file the card does not take
+ * reads as before. */
 static tiff_gpu_bands *gpu_bands_for(run_worker *w, run_stream *rs, const run_source *in, const run_probe *pr,
                                      const run_options *o, const run_stream_options *so, run_result *res)
 {
     if (w || so->place != BAND_ON_GPU || o->codecs == RUN_CODECS_CPU || pr->input.format != IO_FMT_TIFF) return NULL;
     tiff_gpu_bands *g = NULL;
     char why[512];
-    if (tiff_gpu_bands_create(&g, so->gpu_ids[0], why, sizeof why) != IP_OK) {
+    uint64_t quarter = so->gpu_memory_limit / 4;
+    if (tiff_gpu_bands_create(&g, so->gpu_ids[0], so->gpu_memory_limit ? (quarter ? quarter : 1) : 0, why,
+                              sizeof why) != IP_OK) {
         if (why[0]) run_note(res, "%s: inflated by the CPU: %s", in->path, why);
         return NULL;
     }
