@@ -295,7 +295,7 @@ int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, uint64_t device_bytes, 
 {
     *out = NULL;
     const char *on = getenv("IMGPIPE_TIFF_GPU_READ_BANDS");
-    if (on && strcmp(on, "0") == 0) {
+    if (!on || strcmp(on, "1") != 0) {
         if (whylen) why[0] = '\0';
         return IP_EUNSUPPORTED;
     }

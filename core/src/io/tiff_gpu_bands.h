@@ -11,8 +11,8 @@ typedef struct tiff_gpu_bands tiff_gpu_bands;
 
 /* A decoder on this GPU whose groups of bands take at most device_bytes there (0: 1 GiB; a file
  * one band of which would not fit is not taken). IP_EUNSUPPORTED with why when nvCOMP cannot be
- * opened or the build has no CUDA; with why empty when IMGPIPE_TIFF_GPU_READ_BANDS is 0 (off,
- * for measuring: nothing to say). */
+ * opened or the build has no CUDA; with why empty unless IMGPIPE_TIFF_GPU_READ_BANDS is 1 (off:
+ * nothing to say; on the H100 the cores' libtiff beside the strip compressor was faster). */
 int tiff_gpu_bands_create(tiff_gpu_bands **g, int gpu, uint64_t device_bytes, char *why, size_t whylen);
 const tiff_band_decoder *tiff_gpu_bands_decoder(const tiff_gpu_bands *g);
 void tiff_gpu_bands_destroy(tiff_gpu_bands *g);
