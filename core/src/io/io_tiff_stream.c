@@ -241,10 +241,10 @@ static void fill_group(tiff_stream_reader *r, uint32_t y)
 {
     uint32_t most = r->decoder->group(r->decoder_state), k = 0;
     int any = 0;
-    for (; k < most && y < r->height; k++) {
-        r->staged[k] = stage_band(r, k, y);
+    for (uint64_t at = y; k < most && at < r->height; k++) {
+        r->staged[k] = stage_band(r, k, (uint32_t)at);
         any |= r->staged[k];
-        y += r->blocks_down_per_band * r->bh;
+        at += (uint64_t)r->blocks_down_per_band * r->bh;
     }
     r->group_len = k;
     r->group_next = 0;
