@@ -307,6 +307,7 @@ static void test_order_and_threads(void)
             for (size_t j = 0; ok && j < 1000; j++) ok = got[4 + j] == (unsigned char)((k * 13 + j) ^ k);
             CHECK(ok, "%d threads: strip %u holds other bytes", thread_counts[i], k);
         }
+        free(s.where);
         if (i == 0) {
             first = s.file, first_len = s.len;
             continue;
@@ -335,6 +336,7 @@ static void test_failures(void)
                   want);
             CHECK(s.next <= 9 && !s.out_of_order, "%d threads: %u strips written past a failure", thread_counts[i], s.next);
             free(s.file);
+            free(s.where);
         }
 }
 
