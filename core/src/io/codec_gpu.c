@@ -45,6 +45,21 @@ void io_gpu_codecs_close(io_gpu_codecs *c)
     free(c);
 }
 
+int io_gpu_nvcomp_usable(char *why, size_t whylen)
+{
+    nvcomp_lib *lib = NULL;
+    int rc = nvcomp_open(&lib, why, whylen);
+    nvcomp_close(lib);
+    return rc;
+}
+
+long io_gpu_env_long(const char *name, long fallback, long lo, long hi)
+{
+    const char *v = getenv(name);
+    long n = v && *v ? strtol(v, NULL, 10) : fallback;
+    return n < lo ? lo : n > hi ? hi : n;
+}
+
 int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen)
 {
     if (status == 0) return IP_OK;

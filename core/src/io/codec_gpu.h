@@ -29,6 +29,10 @@ void io_gpu_codecs_close(io_gpu_codecs *c);
  * the stream first. Either may be NULL there. */
 int io_gpu_codecs_open_own(io_gpu_codecs **c, void **stream, int device, int urgent, char *why, size_t whylen);
 void io_gpu_codecs_close_own(io_gpu_codecs *c, void *stream, int device);
+/* Whether nvCOMP opens here: IP_OK, or why not (each state opens its own later). */
+int io_gpu_nvcomp_usable(char *why, size_t whylen);
+/* A setting for measuring from the environment, within [lo, hi]; fallback when unset. */
+long io_gpu_env_long(const char *name, long fallback, long lo, long hi);
 /* A codec kernel's status (ipk_codec.h; 0: it ran): IP_OK, or IP_ECUDA naming the kernel. */
 int io_gpu_kernel_rc(int status, const char *what, char *err, size_t errlen);
 /* Device (or pinned host) memory of at least bytes in slot, kept for the next image; valid until

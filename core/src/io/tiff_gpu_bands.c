@@ -80,9 +80,8 @@ static uint64_t state_held_bytes(const void *state)
  * GROUP_BLOCKS blocks within device_bytes. */
 static uint32_t group_size(const band_state *s, uint64_t device_bytes)
 {
-    const char *set = getenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
-    long asked = set ? strtol(set, NULL, 10) : 0;
-    if (asked >= 1 && asked <= GROUP_MOST) return (uint32_t)asked;
+    long asked = io_gpu_env_long("IMGPIPE_TIFF_GPU_BAND_GROUP", 0, 0, GROUP_MOST);
+    if (asked >= 1) return (uint32_t)asked;
     size_t per_band = s->staged_cap + s->blocks_cap;
     size_t by_blocks = (GROUP_BLOCKS + s->max_blocks - 1) / s->max_blocks;
     size_t by_memory = device_bytes / per_band;
@@ -299,9 +298,7 @@ int tiff_gpu_bands_create(tiff_gpu_bands **out, int gpu, uint64_t device_bytes, 
         if (whylen) why[0] = '\0';
         return IP_EUNSUPPORTED;
     }
-    nvcomp_lib *lib = NULL;
-    int rc = nvcomp_open(&lib, why, whylen);
-    nvcomp_close(lib);
+    int rc = io_gpu_nvcomp_usable(why, whylen);
     if (rc) return rc;
     tiff_gpu_bands *g = calloc(1, sizeof *g);
     if (!g) {

@@ -52,13 +52,6 @@ typedef struct {
     uint32_t *first_chunk;     /* strip i's chunks are [first_chunk[i], first_chunk[i + 1]) */
 } gpu_state;
 
-static long env_long(const char *name, long fallback, long lo, long hi)
-{
-    const char *v = getenv(name);
-    long n = v && *v ? strtol(v, NULL, 10) : fallback;
-    return n < lo ? lo : n > hi ? hi : n;
-}
-
 static void state_close(void *state)
 {
     gpu_state *s = state;
@@ -298,9 +291,7 @@ static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e
 int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus, char *why, size_t whylen)
 {
     *out = NULL;
-    nvcomp_lib *lib = NULL;
-    int rc = nvcomp_open(&lib, why, whylen);
-    nvcomp_close(lib);
+    int rc = io_gpu_nvcomp_usable(why, whylen);
     if (rc) return rc;
     tiff_gpu_strips *g = calloc(1, sizeof *g);
     if (!g) {
@@ -312,10 +303,10 @@ int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus
         for (int k = 0; k < g->n_gpus; k++) seen |= g->gpu_ids[k] == id;
         if (!seen) g->gpu_ids[g->n_gpus++] = id;
     }
-    int states = (int)env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
-    uint64_t batch = (uint64_t)env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
-    uint64_t strip = (uint64_t)env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
-    g->chunk_bytes = (size_t)env_long("IMGPIPE_TIFF_GPU_CHUNK_KB", 0, 0, 65536) << 10;
+    int states = (int)io_gpu_env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
+    uint64_t batch = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
+    uint64_t strip = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
+    g->chunk_bytes = (size_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_CHUNK_KB", 0, 0, 65536) << 10;
     /* pinned: a batch's compressed slots (deflate's bound a little over the rows, more for many
      * small chunks), and nvCOMP's and CUDA's own host memory */
     uint64_t slots = batch + (batch >> (g->chunk_bytes ? 3 : 4));
