@@ -5,8 +5,8 @@
  * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size; strips
  * compressed in batches by the streamed writer's GPU codec (tiff_gpu_strips.h), written raw by
  * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips;
- * the same with deflate strips cut into 1 KiB chunks compressed apart and joined; libtiff's
- * strips and tiles streamed back with their bands inflated on the card (tiff_gpu_bands.h). */
+ * libtiff's strips and tiles streamed back with their bands inflated on the card
+ * (tiff_gpu_bands.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -158,9 +158,9 @@ static void gpu_strips_case(const tiff_strip_batch_codec *codec, int w, int h, i
     img_free(&img);
 }
 
-/* The streamed writer with the GPU codec and one slow thread: the GPU takes strips (cut into
- * chunks when chunked), the file reads back equal. */
-static void gpu_strips_streamed(tiff_gpu_strips *g, int chunked, tu_rng *r)
+/* The streamed writer with the GPU codec and one slow thread: the GPU takes strips, the file
+ * reads back equal. */
+static void gpu_strips_streamed(tiff_gpu_strips *g, tu_rng *r)
 {
     char path[512], err[512] = "";
     snprintf(path, sizeof path, "%s/streamed.tif", tu_tmpdir());
@@ -189,14 +189,11 @@ static void gpu_strips_streamed(tiff_gpu_strips *g, int chunked, tu_rng *r)
     tiff_gpu_strips_stats(g, &st);
     st.strips -= before.strips, st.batches -= before.batches, st.busy_ms -= before.busy_ms;
     st.bytes_in -= before.bytes_in, st.bytes_out -= before.bytes_out;
-    st.chunks -= before.chunks;
     CHECK(st.strips > 0 && st.bytes_out > 0 && st.bytes_out < st.bytes_in, "streamed: the GPU compressed %llu strips",
           (unsigned long long)st.strips);
-    CHECK(chunked ? st.chunks > st.strips : st.chunks == st.strips, "streamed: %llu strips in %llu chunks",
-          (unsigned long long)st.strips, (unsigned long long)st.chunks);
-    printf("streamed 4099x3001x3: the GPU compressed %llu strips (%llu chunks) in %llu batches, %.1f -> %.1f MB, "
-           "%.1f ms\n", (unsigned long long)st.strips, (unsigned long long)st.chunks, (unsigned long long)st.batches,
-           st.bytes_in / 1e6, st.bytes_out / 1e6, st.busy_ms);
+    printf("streamed 4099x3001x3: the GPU compressed %llu strips in %llu batches, %.1f -> %.1f MB, %.1f ms\n",
+           (unsigned long long)st.strips, (unsigned long long)st.batches, st.bytes_in / 1e6, st.bytes_out / 1e6,
+           st.busy_ms);
     ip_image back = { 0 };
     rc = io_read(path, &opt, &back, err, sizeof err);
     int same = rc == IP_OK && back.shape.width == shape.width && back.shape.height == shape.height;
@@ -207,29 +204,23 @@ static void gpu_strips_streamed(tiff_gpu_strips *g, int chunked, tu_rng *r)
     img_free(&img);
 }
 
-/* Whole strips, then deflate strips cut into 1 KiB chunks compressed apart and joined (zstd's
- * are not cut). */
 static void gpu_strips(tu_rng *r)
 {
     setenv("IMGPIPE_TIFF_GPU_BATCH_MB", "4", 1);   /* batches the streamed case's 37 MB image takes */
-    for (int chunked = 0; chunked < 2; chunked++) {
-        tiff_gpu_strips *g = NULL;
-        char why[256];
-        int gpu = 0;
-        if (chunked) setenv("IMGPIPE_TIFF_GPU_CHUNK_KB", "1", 1);
-        CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "GPU strips: %s", why);
-        unsetenv("IMGPIPE_TIFF_GPU_CHUNK_KB");
-        if (!g) return;
-        const tiff_strip_batch_codec *codec = tiff_gpu_strips_codec(g);
-        gpu_strips_case(codec, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 1, 1, r);
-        gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_DEFLATE, 3, 5, r);
-        gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_ZSTD, 3, 5, r);
-        gpu_strips_case(codec, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 7, 64, r);
-        gpu_strips_case(codec, 509, 300, 2, IP_U16, IO_TIFF_ZSTD, 1, 300, r);
-        gpu_strips_case(codec, 70001, 9, 1, IP_U8, IO_TIFF_DEFLATE, 1, 4, r);
-        gpu_strips_streamed(g, chunked, r);
-        tiff_gpu_strips_destroy(g);
-    }
+    tiff_gpu_strips *g = NULL;
+    char why[256];
+    int gpu = 0;
+    CHECK(tiff_gpu_strips_create(&g, &gpu, 1, why, sizeof why) == IP_OK, "GPU strips: %s", why);
+    if (!g) return;
+    const tiff_strip_batch_codec *codec = tiff_gpu_strips_codec(g);
+    gpu_strips_case(codec, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 1, 1, r);
+    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_DEFLATE, 3, 5, r);
+    gpu_strips_case(codec, 1021, 37, 3, IP_U8, IO_TIFF_ZSTD, 3, 5, r);
+    gpu_strips_case(codec, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 7, 64, r);
+    gpu_strips_case(codec, 509, 300, 2, IP_U16, IO_TIFF_ZSTD, 1, 300, r);
+    gpu_strips_case(codec, 70001, 9, 1, IP_U8, IO_TIFF_DEFLATE, 1, 4, r);
+    gpu_strips_streamed(g, r);
+    tiff_gpu_strips_destroy(g);
 }
 
 /* Files libtiff wrote (deflate, with the predictor or without; strips and 16x16 tiles) streamed
