@@ -9,7 +9,6 @@ struct tiff_gpu_strips {
     tiff_strip_batch_codec codec;
     int gpu_ids[64];
     int n_gpus;
-    size_t chunk_bytes;      /* deflate strips cut into chunks of this; 0: a strip a chunk */
     pthread_mutex_t mu;
     tiff_gpu_strips_stat stat;
 };
@@ -20,7 +19,6 @@ struct tiff_gpu_strips {
 #include "base/mono_clock.h"
 #include "gpu/gpu.h"
 #include "io/codec_gpu.h"
-#include "io/deflate_walk.h"
 #include "io/tiff_gpu.h"
 #include "io/zlib_frame.h"
 #include "ipk_codec.h"
@@ -28,13 +26,11 @@ struct tiff_gpu_strips {
 /* nvCOMP's deflate takes its chunks in parallel, each one serially, so a batch takes about as long
  * whatever its size: on the H100 32 MiB batches ran 190 MB/s a stream, 24 MiB ones 146
  * (bench/RESULTS.md). Strips of 64 KiB, or a row where that is longer. IMGPIPE_TIFF_GPU_BATCH_MB,
- * _STRIP_KB and _STATES (a GPU) override them, for the bench; _CHUNK_KB cuts deflate strips into
- * chunks compressed apart and joined (deflate_join_piece), off until measured on the card. */
+ * _STRIP_KB and _STATES (a GPU) override them, for the bench. */
 #define DEFAULT_BATCH_MB 32
 #define DEFAULT_STRIP_KB 64
 #define DEFAULT_STATES 2
 #define SLOT_ALIGN 8
-#define SLOT_SPARE DEFLATE_JOIN_SPARE   /* past a chunk's bytes, for the join's stored block */
 
 typedef struct {
     tiff_gpu_strips *g;
@@ -44,12 +40,11 @@ typedef struct {
     io_gpu_codecs *c;
     nvcomp_codec kind;
     int algorithm;
-    size_t row_bytes, strip_bytes, chunk_bytes, pitch, slot;
-    uint32_t max_strips, max_chunks;
+    size_t row_bytes, strip_bytes, pitch, slot;
+    uint32_t max_strips;
     unsigned char *host;       /* pinned: the batch's rows going up, then its slots coming back */
     unsigned char *dev_rows, *dev_pred, *dev_comp;
-    nvcomp_chunk *chunks;      /* a slot each */
-    uint32_t *first_chunk;     /* strip i's chunks are [first_chunk[i], first_chunk[i + 1]) */
+    nvcomp_chunk *chunks;      /* nvCOMP's chunk a strip, each in its slot */
 } gpu_state;
 
 static void state_close(void *state)
@@ -58,34 +53,30 @@ static void state_close(void *state)
     if (!s) return;
     io_gpu_codecs_close_own(s->c, s->stream, s->device);
     free(s->chunks);
-    free(s->first_chunk);
     free(s);
 }
 
-/* Room for max_strips strips: their rows and predicted rows on the card, each compressed chunk's
+/* Room for max_strips strips: their rows and predicted rows on the card, each compressed strip's
  * slot and the strips' adler32s after them; on the host one pinned buffer, which the slots come
  * back into once the rows have gone up on the same stream. */
 static int state_buffers(gpu_state *s, char *err, size_t errlen)
 {
     size_t bound = 0;
-    int rc = nvcomp_max_compressed_bytes(s->c->nvcomp, s->kind, s->algorithm, s->chunk_bytes, &bound, err, errlen);
+    int rc = nvcomp_max_compressed_bytes(s->c->nvcomp, s->kind, s->algorithm, s->strip_bytes, &bound, err, errlen);
     if (rc) return rc;
-    size_t n = s->max_strips, per_strip = (s->strip_bytes + s->chunk_bytes - 1) / s->chunk_bytes;
-    if (bound > SIZE_MAX / 4 || per_strip > UINT32_MAX / n) {
+    size_t n = s->max_strips;
+    if (bound > SIZE_MAX / 4) {
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;
     }
-    s->slot = (bound + SLOT_SPARE + 2 * SLOT_ALIGN) / SLOT_ALIGN * SLOT_ALIGN;
-    s->max_chunks = (uint32_t)(per_strip * n);
-    size_t chunks = s->max_chunks;
-    if (s->slot > (SIZE_MAX / 2 - 4 * n) / chunks || s->pitch > SIZE_MAX / 2 / n) {
+    s->slot = (bound + 2 * SLOT_ALIGN) / SLOT_ALIGN * SLOT_ALIGN;
+    if (s->slot > (SIZE_MAX / 2 - 4 * n) / n || s->pitch > SIZE_MAX / 2 / n) {
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;
     }
-    size_t rows = s->pitch * n, comp = s->slot * chunks + 4 * n;
-    s->chunks = calloc(chunks, sizeof *s->chunks);
-    s->first_chunk = calloc(n + 1, sizeof *s->first_chunk);
-    if (!s->chunks || !s->first_chunk) {
+    size_t rows = s->pitch * n, comp = s->slot * n + 4 * n;
+    s->chunks = calloc(n, sizeof *s->chunks);
+    if (!s->chunks) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
@@ -118,8 +109,6 @@ static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff
     s->algorithm = tiff_gpu_deflate_algorithm(f->level);
     s->row_bytes = img_row_bytes(&f->shape);
     s->strip_bytes = s->row_bytes * f->rows_per_strip;
-    int cut = s->kind == NVCOMP_DEFLATE && g->chunk_bytes > 0 && g->chunk_bytes < s->strip_bytes;
-    s->chunk_bytes = cut ? g->chunk_bytes : s->strip_bytes;
     /* zstd wants its chunks aligned; deflate takes them back to back, predicted in one pass */
     s->pitch = s->kind == NVCOMP_ZSTD ? (s->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : s->strip_bytes;
     int rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, 0, err, errlen);
@@ -145,7 +134,7 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     }
     size_t span = (n - 1) * s->pitch + jobs[n - 1].len;
     int rc = gpu_copy2d(s->dev_rows, span, s->host, span, span, 1, GPU_H2D, s->stream, err, errlen);
-    uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_chunks);
+    uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_strips);
     int deflate = s->kind == NVCOMP_DEFLATE;
     if (!rc && s->pitch == s->strip_bytes) {
         int rows = (int)(total / s->row_bytes);
@@ -170,37 +159,30 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     return rc;
 }
 
-/* The batch's chunks: each strip's rows cut into chunk_bytes (the last shorter), a slot each. */
-static uint32_t list_chunks(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
+/* The batch's strips for nvCOMP: each strip's predicted rows, a slot each. */
+static void list_strips(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
 {
-    uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        s->first_chunk[i] = c;
-        for (size_t at = 0; at < jobs[i].len; at += s->chunk_bytes, c++)
-            s->chunks[c] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch + at,
-                                           .src_bytes = jobs[i].len - at < s->chunk_bytes ? jobs[i].len - at
-                                                                                         : s->chunk_bytes,
-                                           .dst = s->dev_comp + c * s->slot + SLOT_ALIGN,
-                                           .dst_capacity = s->slot - SLOT_ALIGN - SLOT_SPARE };
-    }
-    s->first_chunk[n] = c;
-    return c;
+    for (uint32_t i = 0; i < n; i++)
+        s->chunks[i] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch,
+                                       .src_bytes = jobs[i].len,
+                                       .dst = s->dev_comp + i * s->slot + SLOT_ALIGN,
+                                       .dst_capacity = s->slot - SLOT_ALIGN };
 }
 
-/* Every slot back as far as the longest chunk reaches, and the strips' adler32s, in two copies. */
-static int download(gpu_state *s, uint32_t chunks, uint32_t strips, char *err, size_t errlen)
+/* Every slot back as far as the longest strip reaches, and the strips' adler32s, in two copies. */
+static int download(gpu_state *s, uint32_t strips, char *err, size_t errlen)
 {
     size_t longest = 0;
-    for (uint32_t c = 0; c < chunks; c++) {
-        if (s->chunks[c].dst_bytes > s->chunks[c].dst_capacity) {
+    for (uint32_t i = 0; i < strips; i++) {
+        if (s->chunks[i].dst_bytes > s->chunks[i].dst_capacity) {
             snprintf(err, errlen, "the GPU's compressor gave a chunk of %zu bytes, over its %zu",
-                     s->chunks[c].dst_bytes, s->chunks[c].dst_capacity);
+                     s->chunks[i].dst_bytes, s->chunks[i].dst_capacity);
             return IP_ECUDA;
         }
-        longest = s->chunks[c].dst_bytes > longest ? s->chunks[c].dst_bytes : longest;
+        longest = s->chunks[i].dst_bytes > longest ? s->chunks[i].dst_bytes : longest;
     }
-    size_t sums_at = s->slot * s->max_chunks;
-    int rc = gpu_copy2d(s->host + SLOT_ALIGN, s->slot, s->dev_comp + SLOT_ALIGN, s->slot, longest, chunks, GPU_D2H,
+    size_t sums_at = s->slot * s->max_strips;
+    int rc = gpu_copy2d(s->host + SLOT_ALIGN, s->slot, s->dev_comp + SLOT_ALIGN, s->slot, longest, strips, GPU_D2H,
                         s->stream, err, errlen);
     if (!rc) rc = gpu_copy2d(s->host + sums_at, 4 * (size_t)strips, s->dev_comp + sums_at, 4 * (size_t)strips,
                              4 * (size_t)strips, 1, GPU_D2H, s->stream, err, errlen);
@@ -208,25 +190,10 @@ static int download(gpu_state *s, uint32_t chunks, uint32_t strips, char *err, s
     return rc;
 }
 
-/* Strip i's chunks readied in their slots (every one but the last made joinable), their joined
- * length; 0 when one is no deflate stream. */
-static size_t join_chunks(gpu_state *s, uint32_t i)
-{
-    size_t body = 0;
-    for (uint32_t c = s->first_chunk[i]; c < s->first_chunk[i + 1]; c++) {
-        nvcomp_chunk *ch = &s->chunks[c];
-        if (c + 1 < s->first_chunk[i + 1]) ch->dst_bytes = deflate_join_piece(s->host + c * s->slot + SLOT_ALIGN,
-                                                                               ch->dst_bytes, 0);
-        if (ch->dst_bytes == 0) return 0;
-        body += ch->dst_bytes;
-    }
-    return body;
-}
-
-/* Strip i's chunks joined into its job, in zlib's frame for deflate (the header, the adler32). */
+/* Strip i's slot into its job, in zlib's frame for deflate (the header, the adler32). */
 static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, size_t errlen)
 {
-    size_t body = join_chunks(s, i);
+    size_t body = s->chunks[i].dst_bytes;
     if (body == 0) {
         snprintf(err, errlen, "the GPU's deflate gave strip %u as no valid deflate stream", job->index);
         return IP_ECUDA;
@@ -238,12 +205,10 @@ static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, s
     unsigned char *at = out->data;
     if (framed) zlib_frame_header(s->f.level > 0 ? s->f.level : 6, at);
     at += framed ? ZLIB_FRAME_HEADER : 0;
-    for (uint32_t c = s->first_chunk[i]; c < s->first_chunk[i + 1]; c++) {
-        memcpy(at, s->host + c * s->slot + SLOT_ALIGN, s->chunks[c].dst_bytes);
-        at += s->chunks[c].dst_bytes;
-    }
+    memcpy(at, s->host + i * s->slot + SLOT_ALIGN, body);
+    at += body;
     if (framed) {
-        const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_chunks);
+        const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_strips);
         zlib_frame_trailer(sums[i], at);
         at += ZLIB_FRAME_TRAILER;
     }
@@ -267,9 +232,9 @@ static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e
     }
     int rc = gpu_select(s->device, err, errlen);
     if (!rc) rc = predict(s, jobs, n, err, errlen);
-    uint32_t chunks = rc ? 0 : list_chunks(s, jobs, n);
-    if (!rc) rc = nvcomp_compress(s->c->batch, s->kind, s->algorithm, (int)chunks, s->chunks, err, errlen);
-    if (!rc) rc = download(s, chunks, n, err, errlen);
+    if (!rc) list_strips(s, jobs, n);
+    if (!rc) rc = nvcomp_compress(s->c->batch, s->kind, s->algorithm, (int)n, s->chunks, err, errlen);
+    if (!rc) rc = download(s, n, err, errlen);
     uint64_t in = 0, out = 0;
     for (uint32_t i = 0; !rc && i < n; i++) {
         rc = hand_back(s, i, &jobs[i], err, errlen);
@@ -279,7 +244,6 @@ static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e
     if (rc) return rc;
     pthread_mutex_lock(&s->g->mu);
     s->g->stat.strips += n;
-    s->g->stat.chunks += chunks;
     s->g->stat.batches++;
     s->g->stat.bytes_in += in;
     s->g->stat.bytes_out += out;
@@ -306,10 +270,9 @@ int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus
     int states = (int)io_gpu_env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
     uint64_t batch = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
     uint64_t strip = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
-    g->chunk_bytes = (size_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_CHUNK_KB", 0, 0, 65536) << 10;
-    /* pinned: a batch's compressed slots (deflate's bound a little over the rows, more for many
-     * small chunks), and nvCOMP's and CUDA's own host memory */
-    uint64_t slots = batch + (batch >> (g->chunk_bytes ? 3 : 4));
+    /* pinned: a batch's compressed slots (deflate's bound a little over the rows), and nvCOMP's
+     * and CUDA's own host memory */
+    uint64_t slots = batch + (batch >> 4);
     g->codec = (tiff_strip_batch_codec){ state_open, state_compress, state_close, states * g->n_gpus, batch,
                                          slots + ((uint64_t)16 << 20), strip, g };
     g->stat.states = states * g->n_gpus;

@@ -12,7 +12,7 @@ typedef struct tiff_gpu_strips tiff_gpu_strips;
 
 /* What the GPUs compressed. */
 typedef struct {
-    uint64_t strips, chunks, batches, bytes_in, bytes_out;   /* chunks: nvCOMP's, a strip's or fewer */
+    uint64_t strips, batches, bytes_in, bytes_out;
     double busy_ms;          /* the states' compress calls, summed */
     int states;
 } tiff_gpu_strips_stat;
