@@ -193,22 +193,22 @@ fi
 variants=$(for c in $huge_codecs; do for e in $huge_envs; do echo "$c/$e"; done; done)
 for variant in $variants; do
   IFS=/ read -r codecs envs <<<"$variant"
-  chunked="" run_env=()
+  env_note="" run_env=()
   part huge && time_left || continue
-  if [ "$envs" != - ]; then IFS=, read -ra run_env <<<"$envs"; chunked=", ${envs//,/, }"; fi
+  if [ "$envs" != - ]; then IFS=, read -ra run_env <<<"$envs"; env_note=", ${envs//,/, }"; fi
   measure huge_streamed --stream on --memory "$huge_memory" --codecs "$codecs" --profile "$pipe" "$tmp/huge.tif" "$tmp/huge_out.tif"
   check="no output"
   [ -f "$tmp/huge_out.tif" ] && check=$("$PY" -c 'import sys, tifffile
 t = tifffile.TiffFile(sys.argv[1]); p = t.pages[0]
 print("BigTIFF" if t.is_bigtiff else "classic TIFF", "x".join(map(str, p.shape)))' "$tmp/huge_out.tif" 2>&1 | tail -n 1)
-  row "${huge} gray, streamed (\`--stream on --memory $huge_memory --codecs $codecs\`$chunked)" "$huge_w" "$huge_h" \
+  row "${huge} gray, streamed (\`--stream on --memory $huge_memory --codecs $codecs\`$env_note)" "$huge_w" "$huge_h" \
     "$check, $(file_mb "$tmp/huge_out.tif")"
   if [ "$rc" = 0 ] && [ -n "${ref_streamed_wall:-}" ]; then
     notes+=("- Mpix/s: ${huge} streamed $(mpix "$huge_w" "$huge_h" "$wall") against ${ref}x${ref} streamed \
 $(mpix "$ref" "$ref" "$ref_streamed_wall")")
   fi
-  huge_profile+=$'\n'"--codecs $codecs$chunked:"$'\n'$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
-  [ "$rc" = 0 ] && notes+=("- ${huge} streamed, --codecs $codecs$chunked: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
+  huge_profile+=$'\n'"--codecs $codecs$env_note:"$'\n'$(sed -n '/^profile/,$p' "$tmp/err.huge_streamed")
+  [ "$rc" = 0 ] && notes+=("- ${huge} streamed, --codecs $codecs$env_note: peak host RSS $(mib "$rss") ($(verdict "$rss" 2097152)), peak GPU memory \
 $([ "$gpu" = - ] && echo "- (no GPU)" || echo "$gpu MiB ($(verdict "${gpu#\~}" 2048))")")
   rm -f "$tmp/huge_out.tif"
 done
