@@ -181,13 +181,13 @@ static void *taker(void *arg)
     return NULL;
 }
 
-static void run_listing(jpeg_pool *pool, listing *l, int batch, int held, int engines)
+static void run_listing(jpeg_pool *pool, listing *l, int batch, int held)
 {
     io_options opt;
     io_default_options(&opt);
     opt.autorotate = 1;
     l->next = l->wrong_status = l->wrong_pixels = l->taken = 0;
-    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32, 0, engines };
+    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32, 0 };
     int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err);
     CHECK(rc == IP_OK, "jpeg_ahead_start: %s", err);
     if (rc) return;
@@ -198,9 +198,8 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held, int en
     jpeg_ahead_stop(l->ahead);
     int expected = 0;
     for (int i = 0; i < FILES; i++) expected += l->expect[i].data != NULL;
-    printf("batch %d, held %d, %d engines: %d of %d entries decoded ahead (%ld in %ld batches, largest %d), %ld left\n",
-           batch, held, st.engines, l->taken, FILES, st.files, st.batches, st.largest_batch, st.not_ahead);
-    CHECK(st.engines == engines, "%d decoder threads had a handle, %d asked", st.engines, engines);
+    printf("batch %d, held %d: %d of %d entries decoded ahead (%ld in %ld batches, largest %d), %ld left\n", batch,
+           held, l->taken, FILES, st.files, st.batches, st.largest_batch, st.not_ahead);
     CHECK(l->wrong_status == 0 && l->wrong_pixels == 0, "batch %d: %d wrong statuses, %d images differ", batch,
           l->wrong_status, l->wrong_pixels);
     CHECK(l->taken == expected && st.files == expected, "batch %d: %d taken, %ld decoded, %d expected", batch, l->taken,
@@ -214,7 +213,7 @@ static void stop_early(jpeg_pool *pool, listing *l)
     io_options opt;
     io_default_options(&opt);
     jpeg_ahead *a = NULL;
-    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32, 0, 2 };
+    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32, 0 };
     CHECK(jpeg_ahead_start(&a, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err) == IP_OK,
           "%s", err);
     if (!a) return;
@@ -304,9 +303,9 @@ static unsigned char *smooth_photo(int w, int h, unsigned seed)
     return px;
 }
 
-/* files/s of 16 takers on n 12-MP files: read ahead in batches of 64 (the engine alone with 1, 2
- * and 3 decoder threads, then with the takers decoding on the CPU what it would keep them waiting
- * for), and through the pool. Every file is decoded once, by one of them. */
+/* files/s of 16 takers on n 12-MP files: read ahead in batches of 64 (the engine alone, then with
+ * the takers decoding on the CPU what it would keep them waiting for), and through the pool. Every
+ * file is decoded once, by one of them. */
 static void rate(jpeg_pool *pool, int n)
 {
     unsigned char *bytes[4];
@@ -326,17 +325,15 @@ static void rate(jpeg_pool *pool, int n)
     }
     io_options opt;
     io_default_options(&opt);
-    static const char *const pass_name[] = { "read-ahead, 1 engine thread", "read-ahead, 2 engine threads",
-                                              "read-ahead, 3 engine threads", "read-ahead + CPU", "pool" };
-    enum { CPU_PASS = 3, POOL_PASS = 4 };
-    for (int pass = 0; pass <= POOL_PASS; pass++) {
+    static const char *const pass_name[] = { "read-ahead", "read-ahead + CPU", "pool" };
+    for (int pass = 0; pass < 3; pass++) {
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         int next = 0;
         rate_worker ws[16];
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
-        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30, pass == CPU_PASS, pass < CPU_PASS ? pass + 1 : 0 };
-        if (pass < POOL_PASS && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err)) {
+        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30, pass == 1 };
+        if (pass < 2 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err)) {
             CHECK(0, "jpeg_ahead_start: %s", err);
             continue;
         }
@@ -356,15 +353,15 @@ static void rate(jpeg_pool *pool, int n)
         jpeg_ahead_stop(a);
         printf("rate %s: %d 12-MP files (%.1f MB each) in %.0f ms: %.0f files/s", pass_name[pass], n,
                (double)len[0] / 1e6, ms, n * 1e3 / ms);
-        if (pass < POOL_PASS)
-            printf(" (%ld by the engine in %ld batches, largest %d, %.2f thread-ms a file; reading %.2f ms a file; %ld on "
+        if (pass < 2)
+            printf(" (%ld by the engine in %ld batches, largest %d, %.2f ms a file; reading %.2f ms a file; %ld on "
                    "the CPU, %.1f ms a file)", st.files, st.batches, st.largest_batch,
                    st.files ? st.engine_ms / (double)st.files : 0.0, st.files ? st.read_ms / (double)st.files : 0.0,
                    st.cpu_files, st.cpu_files ? st.cpu_ms / (double)st.cpu_files : 0.0);
         printf("\n");
         CHECK(failures == 0, "rate %s: %d files not decoded", pass_name[pass], failures);
-        if (pass < POOL_PASS)
-            CHECK(st.files + on_cpu == n && st.cpu_files == on_cpu && (pass == CPU_PASS || on_cpu == 0),
+        if (pass < 2)
+            CHECK(st.files + on_cpu == n && st.cpu_files == on_cpu && (pass == 1 || on_cpu == 0),
                   "rate %s: %ld files by the engine and %d on the CPU, of %d", pass_name[pass], st.files, on_cpu, n);
     }
     for (int i = 0; i < n; i++) {
@@ -390,10 +387,9 @@ int main(void)
     CHECK(jpeg_pool_open(&pool, 1, &device, JPEG_GPU_DECODE, 16, err, sizeof err) == IP_OK, "%s", err);
     listing l;
     make_listing(&l);
-    run_listing(pool, &l, 4, 2, 1);
-    run_listing(pool, &l, 3, 1, 2);
-    run_listing(pool, &l, 2, 1, 3);
-    run_listing(pool, &l, 64, 16, 2);
+    run_listing(pool, &l, 4, 2);
+    run_listing(pool, &l, 3, 1);
+    run_listing(pool, &l, 64, 16);
     stop_early(pool, &l);
     rate(pool, tu_quick() ? 128 : 384);
     jpeg_pool_close(pool);

@@ -651,7 +651,7 @@ static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
     }
     char err[256];
     jpeg_ahead_limits lim = { AHEAD_BATCH, jobs, o->memory ? o->memory : run_default_memory(),
-                              !(env && !strcmp(env, "engine")), 0 };
+                              !(env && !strcmp(env, "engine")) };
     if (!any || jpeg_ahead_start(&sh->ahead, sh->jpeg, gpu_of(o, 0), l->n, sh->ahead_paths, &o->io, &lim, err,
                                  sizeof err) != IP_OK) {
         free(sh->ahead_paths);
@@ -670,11 +670,11 @@ static void stop_ahead(batch_shared *sh)
     if (!sh->cb->note || !sh->o->verbose) return;
     char msg[768];
     long taken = t.files + t.not_ahead + t.cpu_files;
-    snprintf(msg, sizeof msg, "nvJPEG read-ahead: %ld files decoded in %ld engine batches on %d threads (mean %.1f, "
-             "largest %d; %.1f thread-ms, %.2f a file; reading and checking %.2f ms a file on %d threads), %ld by the "
-             "workers' CPU while the engine was busy or opening (%.1f ms a file); %ld files left to the workers; "
-             "workers waited %.1f ms an image", t.files, t.batches, t.engines,
-             t.batches ? (double)t.files / (double)t.batches : 0.0, t.largest_batch, t.engine_ms, t.files ? t.engine_ms / (double)t.files : 0.0, t.files + t.not_ahead ?
+    snprintf(msg, sizeof msg, "nvJPEG read-ahead: %ld files decoded in %ld engine batches (mean %.1f, largest %d; "
+             "%.1f ms, %.2f ms a file; reading and checking %.2f ms a file on %d threads), %ld by the workers' CPU "
+             "while the engine was busy or opening (%.1f ms a file); %ld files left to the workers; workers waited "
+             "%.1f ms an image", t.files, t.batches, t.batches ? (double)t.files / (double)t.batches : 0.0,
+             t.largest_batch, t.engine_ms, t.files ? t.engine_ms / (double)t.files : 0.0, t.files + t.not_ahead ?
              t.read_ms / (double)(t.files + t.not_ahead) : 0.0, JPEG_AHEAD_READERS, t.cpu_files,
              t.cpu_files ? t.cpu_ms / (double)t.cpu_files : 0.0, t.not_ahead,
              taken ? t.take_wait_ms / (double)taken : 0.0);

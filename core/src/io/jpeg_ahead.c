@@ -9,7 +9,6 @@
 #include <unistd.h>
 #include "base/mono_clock.h"
 #include "gpu/gpu.h"
-#include "io/codec_gpu.h"
 #include "io/meta.h"
 
 enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_NOT, AH_DONE, AH_CPU };
@@ -17,12 +16,6 @@ enum { AH_QUEUED, AH_READING, AH_PREPARED, AH_DECODING, AH_READY, AH_TAKEN, AH_N
 #define DEVICE_BUDGET_MAX ((size_t)8 << 30)   /* device memory for images read ahead, at most */
 #define HOST_BUDGET_MAX ((size_t)2 << 30)     /* pinned memory for the files read, at most */
 #define ENGINE_MS_PER_BYTE 1e-6               /* the engine's time a compressed byte until measured (H100: 1 GB/s) */
-
-/* What a decoder thread is given: the read-ahead and which engine thread it is. */
-typedef struct {
-    struct jpeg_ahead *a;
-    int index;
-} engine_arg;
 
 /* A file on its way: its bytes in pinned memory, then its decoded image in device memory. */
 typedef struct {
@@ -47,23 +40,21 @@ struct jpeg_ahead {
     int decode_from;         /* entries before it are past decoding */
     int urgent;              /* a worker waits for a prepared entry */
     int broken;              /* nvJPEG is not there: nothing is read ahead */
-    int decoder_done;        /* every decoder thread has ended: nothing more is decoded */
+    int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
     int stop;
     int cpu_help;            /* workers may decode entries on the CPU */
     int on_cpu, cpu_max;     /* entries being decoded on the CPU; the most at once once the engine runs */
-    int engine_ready;        /* a decoder thread has its handle and batch states */
-    int engines_up, engines_failed, engines_ended;   /* decoder threads in those states */
-    size_t inflight_bytes[JPEG_AHEAD_ENGINES_MAX];   /* compressed bytes of each thread's batch (0: none) */
-    double inflight_since[JPEG_AHEAD_ENGINES_MAX];   /* when that batch began, ms */
+    int engine_ready;        /* the decoder thread has its handle and batch states */
+    size_t inflight_bytes;   /* compressed bytes of the batch being decoded (0: none) */
+    double inflight_since;   /* when that batch began, ms */
     double engine_bytes;     /* compressed bytes decoded by the engine, summed */
     size_t dev_bytes, dev_budget;
     size_t host_bytes, host_budget;   /* pinned memory of the files read */
     uint64_t image_cap;               /* a decoded image this large or larger is left to its worker */
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    pthread_t readers[JPEG_AHEAD_READERS], decoders[JPEG_AHEAD_ENGINES_MAX];
-    engine_arg engine_args[JPEG_AHEAD_ENGINES_MAX];
-    int n_readers, n_decoders;
+    pthread_t readers[JPEG_AHEAD_READERS], decoder;
+    int n_readers, decoder_started;
     jpeg_ahead_stats stats;
 };
 
@@ -306,45 +297,9 @@ static void finish_batch(jpeg_ahead *a, int k, const int *entries, const int *rc
     pthread_cond_broadcast(&a->changed);
 }
 
-/* Every entry still prepared goes to its worker (lock held; the last decoder thread is ending). */
-static void give_back_prepared(jpeg_ahead *a)
-{
-    for (int i = a->decode_from; i < a->next_read; i++)
-        if (a->state[i] == AH_PREPARED) {
-            give_back_slot(a, i);
-            a->state[i] = AH_NOT;
-        }
-    a->prepared = 0;
-    a->decoder_done = 1;
-    pthread_cond_broadcast(&a->changed);
-}
-
-/* Batches until nothing is left (lock held on entry and exit). */
-static void decode_batches(jpeg_ahead *a, int me, jpeg_gpu *g, int *entries, int *rcs, jpeg_gpu_ready *ready)
-{
-    for (;;) {
-        while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
-        if (a->stop || a->broken || !batch_due(a)) return;
-        int k = collect(a, batch_size(a), entries, ready);
-        a->inflight_since[me] = now_ms();
-        a->inflight_bytes[me] = 0;
-        for (int j = 0; j < k; j++) a->inflight_bytes[me] += a->slots[a->slot_of[entries[j]]].len;
-        pthread_mutex_unlock(&a->lock);
-        char err[256];
-        double t0 = now_ms();
-        jpeg_gpu_decode_ready(g, k, ready, rcs, err, sizeof err);
-        double took = now_ms() - t0;
-        pthread_mutex_lock(&a->lock);
-        a->engine_bytes += (double)a->inflight_bytes[me];
-        a->inflight_bytes[me] = 0;
-        finish_batch(a, k, entries, rcs, took);
-    }
-}
-
 static void *decoder_main(void *arg)
 {
-    engine_arg *e = arg;
-    jpeg_ahead *a = e->a;
+    jpeg_ahead *a = arg;
     void *stream;
     jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
     int *entries = malloc((size_t)a->batch * sizeof *entries), *rcs = malloc((size_t)a->batch * sizeof *rcs);
@@ -356,14 +311,35 @@ static void *decoder_main(void *arg)
         if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
     }
     pthread_mutex_lock(&a->lock);
-    if (usable) a->engines_up++;
-    else a->engines_failed++;
-    if (a->engines_failed == a->n_decoders) a->broken = 1;
-    a->engine_ready = a->engines_up > 0;
-    a->stats.engines = a->engines_up;
+    if (!usable) a->broken = 1;
+    a->engine_ready = usable;
     pthread_cond_broadcast(&a->changed);
-    if (usable) decode_batches(a, e->index, g, entries, rcs, ready);
-    if (++a->engines_ended == a->n_decoders) give_back_prepared(a);
+    for (;;) {
+        while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
+        if (a->stop || a->broken || !batch_due(a)) break;
+        int k = collect(a, batch_size(a), entries, ready);
+        a->inflight_since = now_ms();
+        a->inflight_bytes = 0;
+        for (int j = 0; j < k; j++) a->inflight_bytes += a->slots[a->slot_of[entries[j]]].len;
+        pthread_mutex_unlock(&a->lock);
+        char err[256];
+        double t0 = now_ms();
+        jpeg_gpu_decode_ready(g, k, ready, rcs, err, sizeof err);
+        double took = now_ms() - t0;
+        pthread_mutex_lock(&a->lock);
+        a->engine_bytes += (double)a->inflight_bytes;
+        a->inflight_bytes = 0;
+        finish_batch(a, k, entries, rcs, took);
+    }
+    /* whatever is still prepared goes to its worker */
+    for (int i = a->decode_from; i < a->next_read; i++)
+        if (a->state[i] == AH_PREPARED) {
+            give_back_slot(a, i);
+            a->state[i] = AH_NOT;
+        }
+    a->prepared = 0;
+    a->decoder_done = 1;
+    pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->lock);
     free(entries);
     free(rcs);
@@ -379,11 +355,7 @@ static void *decoder_main(void *arg)
 static double engine_wait_ms(const jpeg_ahead *a, int index)
 {
     double per_byte = a->engine_bytes > 0 ? a->stats.engine_ms / a->engine_bytes : ENGINE_MS_PER_BYTE;
-    double left = 0.0, now = now_ms();
-    for (int t = 0; t < a->n_decoders; t++) {
-        double mine = (double)a->inflight_bytes[t] * per_byte - (now - a->inflight_since[t]);
-        if (a->inflight_bytes[t] && mine > left) left = mine;
-    }
+    double left = a->inflight_bytes ? (double)a->inflight_bytes * per_byte - (now_ms() - a->inflight_since) : 0.0;
     int rank = 0, queued = a->state[index] == AH_QUEUED;
     for (int i = a->decode_from; i < (queued ? a->next_read : index); i++) rank += a->state[i] == AH_PREPARED;
     int batch_end = (rank / a->batch + 1) * a->batch;
@@ -395,7 +367,7 @@ static double engine_wait_ms(const jpeg_ahead *a, int index)
             r++;
         }
     if (queued && r > 0) bytes += bytes / r;   /* its own file, as large as those */
-    return left + bytes * per_byte / (a->engines_up > 0 ? a->engines_up : 1);   /* the threads share the queue */
+    return (left > 0 ? left : 0.0) + bytes * per_byte;
 }
 
 /* Whether the worker waiting for entry index decodes it sooner on the CPU (lock held): any entry
@@ -497,12 +469,11 @@ static size_t device_budget(int device)
     return free_bytes / 2 < DEVICE_BUDGET_MAX ? free_bytes / 2 : DEVICE_BUDGET_MAX;
 }
 
-static int alloc_ahead(jpeg_ahead *a, int n, int batch, int held, int engines)
+static int alloc_ahead(jpeg_ahead *a, int n, int batch, int held)
 {
     a->n = n;
     a->batch = batch > 0 ? batch : 1;
-    a->n_decoders = engines;
-    a->n_slots = (engines + 1) * a->batch + (held > 0 ? held : 1);
+    a->n_slots = 2 * a->batch + (held > 0 ? held : 1);
     a->state = calloc(n > 0 ? (size_t)n : 1, 1);
     a->slot_of = malloc((n > 0 ? (size_t)n : 1) * sizeof *a->slot_of);
     a->slots = calloc((size_t)a->n_slots, sizeof *a->slots);
@@ -528,21 +499,6 @@ static void free_ahead(jpeg_ahead *a)
     free(a);
 }
 
-/* The decoder threads, made under the lock so that none sees the count before it is final (one
- * that could not be made is not counted). Whether any started. */
-static int start_decoders(jpeg_ahead *a)
-{
-    int wanted = a->n_decoders, started = 0;
-    pthread_mutex_lock(&a->lock);
-    for (int t = 0; t < wanted; t++) {
-        a->engine_args[started] = (engine_arg){ a, started };
-        if (pthread_create(&a->decoders[started], NULL, decoder_main, &a->engine_args[started]) == 0) started++;
-    }
-    a->n_decoders = started;
-    pthread_mutex_unlock(&a->lock);
-    return started > 0;
-}
-
 int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const char *const *paths,
                      const io_options *opt, const jpeg_ahead_limits *lim, char *err, size_t errlen)
 {
@@ -554,11 +510,7 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     }
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->changed, NULL);
-    int engines = lim->engines > 0 ? lim->engines
-                                   : (int)io_gpu_env_long("IMGPIPE_JPEG_ENGINES", JPEG_AHEAD_ENGINES_DEFAULT, 1,
-                                                          JPEG_AHEAD_ENGINES_MAX);
-    if (engines > JPEG_AHEAD_ENGINES_MAX) engines = JPEG_AHEAD_ENGINES_MAX;
-    if (alloc_ahead(a, n, lim->batch, lim->held, engines) != IP_OK) {
+    if (alloc_ahead(a, n, lim->batch, lim->held) != IP_OK) {
         free_ahead(a);
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
@@ -577,10 +529,10 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->dev_budget = device_budget(device);
     a->image_cap = lim->memory / 4;
     a->host_budget = lim->memory / 4 < HOST_BUDGET_MAX ? (size_t)(lim->memory / 4) : HOST_BUDGET_MAX;
-    int started = start_decoders(a);
-    for (int r = 0; started && r < JPEG_AHEAD_READERS; r++)
+    a->decoder_started = pthread_create(&a->decoder, NULL, decoder_main, a) == 0;
+    for (int r = 0; a->decoder_started && r < JPEG_AHEAD_READERS; r++)
         if (pthread_create(&a->readers[a->n_readers], NULL, reader_main, a) == 0) a->n_readers++;
-    if (!started || !a->n_readers) {
+    if (!a->decoder_started || !a->n_readers) {
         jpeg_ahead_stop(a);
         snprintf(err, errlen, "cannot start the read-ahead's threads");
         return IP_ENOMEM;
@@ -597,7 +549,7 @@ void jpeg_ahead_stop(jpeg_ahead *a)
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->lock);
     for (int r = 0; r < a->n_readers; r++) pthread_join(a->readers[r], NULL);
-    for (int t = 0; t < a->n_decoders; t++) pthread_join(a->decoders[t], NULL);
+    if (a->decoder_started) pthread_join(a->decoder, NULL);
     gpu_select(a->device, NULL, 0);
     free_ahead(a);
 }

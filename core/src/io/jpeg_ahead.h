@@ -1,9 +1,7 @@
 /* A folder's JPEGs read and decoded ahead of its workers on one GPU: reader threads read each file
- * into pinned memory and check it, decoder threads (`engines`, each with its own batch states and
- * stream on the shared handle) hand the engine batches of up to `batch` files (the hardware
- * decoder reaches its rate only on large batches, which a worker-fed decoder never gathers; a
- * second thread prepares its batch on the CPU while the first one's runs on the engine), and the
- * workers take the decoded images in the listing's order. A file the
+ * into pinned memory and check it, one decoder thread hands the engine batches of up to `batch`
+ * files (the hardware decoder reaches its rate only on large batches, which a worker-fed decoder
+ * never gathers), and the workers take the decoded images in the listing's order. A file the
  * engine does not take (progressive, damaged, turned by EXIF, too large) is left to the worker,
  * which reads it the usual way (nvJPEG's CUDA decoder or libjpeg-turbo), beside the batches.
  *
@@ -11,7 +9,7 @@
  * it wait for longer than the workers' CPU decodes take, and every entry it reaches before the
  * engine is ready (the handle opens in about 0.65 s): both decoders work at once.
  *
- * Memory is bounded: at most `batch` * (engines + 1) + `held` files are read, decoded or held at once, and
+ * Memory is bounded: at most `batch` * 2 + `held` files are read, decoded or held at once, and
  * their device buffers are reused (grown to the largest image, within a device budget). */
 #ifndef IMGPIPE_JPEG_AHEAD_H
 #define IMGPIPE_JPEG_AHEAD_H
@@ -21,7 +19,6 @@
 typedef struct jpeg_ahead jpeg_ahead;
 
 enum { JPEG_AHEAD_READERS = 3 };   /* reader threads */
-enum { JPEG_AHEAD_ENGINES_MAX = 4, JPEG_AHEAD_ENGINES_DEFAULT = 2 };   /* decoder threads */
 
 /* batch: the most files in one engine batch; held: how many images the workers may hold at once;
  * memory: the host bytes an image may hold in the run (--memory): an image a quarter of that or
@@ -31,7 +28,6 @@ typedef struct {
     int batch, held;
     uint64_t memory;
     int cpu_help;   /* workers may take entries to decode on the CPU (jpeg_ahead_take's JPEG_AHEAD_ON_CPU) */
-    int engines;    /* decoder threads, 1 to JPEG_AHEAD_ENGINES_MAX; 0: IMGPIPE_JPEG_ENGINES, else the default */
 } jpeg_ahead_limits;
 
 /* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;
@@ -59,8 +55,7 @@ typedef struct {
     long cpu_files;          /* handed to the workers' CPU decoders (cpu_help) */
     double cpu_ms;           /* their decoding time, summed */
     int largest_batch;
-    double engine_ms;        /* the decoder threads' time in batches (their wait included), summed */
-    int engines;             /* decoder threads that had a handle */
+    double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
 } jpeg_ahead_stats;
