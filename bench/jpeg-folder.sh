@@ -3,7 +3,8 @@
 # JPEGs q90 (mosaics of the sample photographs, flipped and brightened: photographic detail, never
 # flat) through denoise.pipe to JPEG q90 and to PNG level 3, with --device cpu, gpu, gpu
 # --jpeg-decoder gpu (with and without the read-ahead decoder: IMGPIPE_JPEG_AHEAD=off; its engine
-# alone, without the workers' CPU decoding beside it: =engine), gpu+cpu
+# alone, without the workers' CPU decoding beside it: =engine; its readers parsing whole files, not
+# headers: IMGPIPE_JPEG_AHEAD_PARSE=whole), gpu+cpu
 # (GPU and CPU workers from one queue, with and without nvJPEG) and
 # auto (which measures the arrangements on the first images and says what it chose), beside an
 # OpenCV script with a process per core (bench/batch.sh's). Prints images/s (whole process and the
@@ -116,6 +117,7 @@ peer() {  # fmt
     row gpu-nvjpeg-noprofile "$fmt" --device gpu --jpeg-decoder gpu
     ROW_ENV=IMGPIPE_JPEG_AHEAD=off row gpu-nvjpeg-noahead "$fmt" --profile --device gpu --jpeg-decoder gpu
     ROW_ENV=IMGPIPE_JPEG_AHEAD=engine row gpu-nvjpeg-engine "$fmt" --profile --device gpu --jpeg-decoder gpu
+    ROW_ENV=IMGPIPE_JPEG_AHEAD_PARSE=whole row gpu-nvjpeg-wholeparse "$fmt" --profile --device gpu --jpeg-decoder gpu
     row gpu-nvjpeg-j48 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 48
     row gpu-nvjpeg-j8 "$fmt" --profile --device gpu --jpeg-decoder gpu --jobs 8
     row gpu+cpu "$fmt" --profile --device gpu+cpu
@@ -127,7 +129,7 @@ peer() {  # fmt
   case " ${ONLY:-} " in   # decoding alone, by NVIDIA's library on the same files (bench/nvimgcodec.sh)
     *" nvimgcodec "*) bash "$src/bench/nvimgcodec.sh" decode "$tmp/in" 64 200 1 2>&1 | tail -n 12 ;;
   esac
-  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-engine gpu-nvjpeg-j48 gpu-nvjpeg-j8 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
+  for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-engine gpu-nvjpeg-wholeparse gpu-nvjpeg-j48 gpu-nvjpeg-j8 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
       [ -f "$f" ] || continue
       echo "--- $(basename "$f"): notes"

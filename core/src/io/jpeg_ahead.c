@@ -43,6 +43,7 @@ struct jpeg_ahead {
     int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
     int stop;
     int cpu_help;            /* workers may decode entries on the CPU */
+    int whole_parse;         /* readers parse whole files, not headers (IMGPIPE_JPEG_AHEAD_PARSE=whole) */
     int on_cpu, cpu_max;     /* entries being decoded on the CPU; the most at once once the engine runs */
     int engine_ready;        /* the decoder thread has its handle and batch states */
     size_t inflight_bytes;   /* compressed bytes of the batch being decoded (0: none) */
@@ -201,7 +202,9 @@ static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slo
     slot_memory mem_user = { a, s };
     jpeg_gpu_memory mem = { slot_alloc, &mem_user };
     char err[256];
-    int rc = jpeg_gpu_prepare(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err, sizeof err);
+    int rc = a->whole_parse ? jpeg_gpu_prepare(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err, sizeof err)
+                            : jpeg_gpu_prepare_header(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err,
+                                                      sizeof err);
     return rc == IP_OK && s->ready.hardware;
 }
 
@@ -524,6 +527,8 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->opt.meta_known = 0;
     a->opt.warnings = NULL;
     a->cpu_help = lim->cpu_help;
+    const char *parse_env = getenv("IMGPIPE_JPEG_AHEAD_PARSE");
+    a->whole_parse = parse_env && !strcmp(parse_env, "whole");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     a->cpu_max = cores > JPEG_AHEAD_READERS + 3 ? (int)cores / 2 : 1;
     a->dev_budget = device_budget(device);

@@ -54,6 +54,7 @@ typedef struct {
     NVJPEG_FUNCTIONS(DECLARE_FN)
 #undef DECLARE_FN
     __typeof__(&nvjpegDecodeBatchedPreAllocate) preallocate;   /* optional: NULL in older libraries */
+    __typeof__(&nvjpegJpegStreamParseHeader) parse_header;     /* optional: the whole parse instead */
 } nvjpeg_api;
 
 /* The CUDA decoder (decoupled API) for what the hardware engine does not take. */
@@ -164,6 +165,8 @@ static int resolve_functions(jpeg_gpu *g, char *err, size_t errlen)
 #undef RESOLVE_FN
     void *pre = dlsym(g->lib, "nvjpegDecodeBatchedPreAllocate");
     memcpy(&g->api.preallocate, &pre, sizeof pre);
+    void *header = dlsym(g->lib, "nvjpegJpegStreamParseHeader");
+    memcpy(&g->api.parse_header, &header, sizeof header);
     return IP_OK;
 }
 
@@ -388,10 +391,17 @@ static int check_layout(const unsigned char *data, size_t len, const io_options 
     return IP_OK;
 }
 
+/* The file into g->parsed: its header alone when asked (and the library has that call). */
+static nvjpegStatus_t parse(jpeg_gpu *g, const unsigned char *data, size_t len, int header_only)
+{
+    if (header_only && g->api.parse_header) return g->api.parse_header(g->handle, data, len, g->parsed);
+    return g->api.nvjpegJpegStreamParse(g->handle, data, len, 0, 0, g->parsed);
+}
+
 /* Header checks, the caller's shape checks and memory; *hardware says which decoder takes it. */
 static int prepare_item(jpeg_gpu *g, int index, const unsigned char *data, size_t len, const io_options *opt,
                         const jpeg_gpu_memory *mem, ip_image *out, decode_item *item, int *hardware,
-                        char *err, size_t errlen)
+                        int header_only, char *err, size_t errlen)
 {
     ip_shape shape;
     int rc = check_layout(data, len, opt, &shape, err, errlen);
@@ -401,7 +411,7 @@ static int prepare_item(jpeg_gpu *g, int index, const unsigned char *data, size_
     size_t bytes;
     rc = img_size_check(&shape, opt->max_pixels, &bytes, err, errlen);
     if (rc) return rc;
-    rc = nvj_fail(g->api.nvjpegJpegStreamParse(g->handle, data, len, 0, 0, g->parsed), "parse", err, errlen);
+    rc = nvj_fail(parse(g, data, len, header_only), "parse", err, errlen);
     if (rc) return rc;
     int unsupported = 1;
     if (g->hardware &&
@@ -609,7 +619,7 @@ int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, s
         int hardware = 0;
         memset(&out[i], 0, sizeof out[i]);
         const io_options *opt = items[i].opt ? items[i].opt : &defaults;
-        rcs[i] = prepare_item(g, i, items[i].data, items[i].len, opt, items[i].mem, &out[i], &item, &hardware,
+        rcs[i] = prepare_item(g, i, items[i].data, items[i].len, opt, items[i].mem, &out[i], &item, &hardware, 0,
                               item_err, sizeof item_err);
         if (rcs[i] == IP_OK && hardware) batch_add(item.format == NVJPEG_OUTPUT_Y ? &gray : &rgb, &item, i);
         else if (rcs[i] == IP_OK) rcs[i] = decode_with_cuda(g, &item, item_err, sizeof item_err);
@@ -638,8 +648,9 @@ int jpeg_gpu_decode_items(jpeg_gpu *g, int n, jpeg_gpu_item *items, char *err, s
     return rc;
 }
 
-int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
-                     const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen)
+static int prepare_file(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                        const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, int header_only,
+                        char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     memset(ready, 0, sizeof *ready);
@@ -650,13 +661,26 @@ int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const i
     if (rc) return rc == IP_ECUDA ? rc : IP_EUNSUPPORTED;
     decode_item item;
     int hardware = 0;
-    rc = prepare_item(g, 0, data, len, opt ? opt : &defaults, mem, out, &item, &hardware, err, errlen);
+    rc = prepare_item(g, 0, data, len, opt ? opt : &defaults, mem, out, &item, &hardware, header_only, err, errlen);
     if (rc) {
         out->data = NULL;
         return rc;
     }
     *ready = (jpeg_gpu_ready){ data, len, (int)item.format, item.dest.channel[0], item.dest.pitch[0], hardware };
     return IP_OK;
+}
+
+int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                     const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen)
+{
+    return prepare_file(g, data, len, opt, mem, out, ready, 0, err, errlen);
+}
+
+int jpeg_gpu_prepare_header(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                            const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err,
+                            size_t errlen)
+{
+    return prepare_file(g, data, len, opt, mem, out, ready, 1, err, errlen);
 }
 
 static decode_item ready_item(const jpeg_gpu_ready *r)
@@ -909,6 +933,13 @@ int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const i
     memset(out, 0, sizeof *out);
     memset(ready, 0, sizeof *ready);
     return no_nvjpeg(err, errlen);
+}
+
+int jpeg_gpu_prepare_header(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                            const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err,
+                            size_t errlen)
+{
+    return jpeg_gpu_prepare(g, data, len, opt, mem, out, ready, err, errlen);
 }
 
 int jpeg_gpu_decode_ready(jpeg_gpu *g, int n, const jpeg_gpu_ready *ready, int *rcs, char *err, size_t errlen)

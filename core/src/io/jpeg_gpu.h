@@ -112,6 +112,13 @@ typedef struct {
 } jpeg_gpu_ready;
 int jpeg_gpu_prepare(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
                      const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err, size_t errlen);
+/* jpeg_gpu_prepare for a file only the engine will decode: nvJPEG parses its header alone (the
+ * whole parse took about 5 ms a 12-MP file, on the cores the engine's batches need), so a file the
+ * engine does not take cannot go on to jpeg_gpu_decode_ready_cuda. A damaged file fails its batch
+ * and is then decoded alone, as jpeg_gpu_decode_ready says. */
+int jpeg_gpu_prepare_header(jpeg_gpu *g, const unsigned char *data, size_t len, const io_options *opt,
+                            const jpeg_gpu_memory *mem, ip_image *out, jpeg_gpu_ready *ready, char *err,
+                            size_t errlen);
 /* Initialises the hardware batch state for n RGB images ahead of the first batch of that size
  * (about 90 ms), so a decoder thread can pay for it while its files are still being read. */
 void jpeg_gpu_batch_warm(jpeg_gpu *g, int n);
