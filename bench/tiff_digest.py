@@ -18,7 +18,7 @@ def digest(path):
             return h.hexdigest()
         height = page.imagelength
         done = 0
-        for segment, _index, _shape in page.segments(sort=True):
+        for segment, _index, _shape in page.segments():
             rows = np.asarray(segment).reshape(-1, *segment.shape[-2:]) if segment.ndim > 2 else segment
             rows = rows.reshape(-1, page.imagewidth * page.samplesperpixel * page.bitspersample // 8 // rows.itemsize)
             take = min(rows.shape[0], height - done)
