@@ -1,6 +1,7 @@
 /* io: TIFF strips compressed in parallel (io_tiff_strips.h). The CPU's deflate strips inflate
  * (zlib) to the rows with the predictor undone by a reference loop here, and at the levels where
- * libtiff gives libdeflate the same level they are the bytes libtiff's own encoder writes; strips reach the writer in order (with a batch codec, as they are done), at most the plan's number in
+ * libtiff gives libdeflate the same level they are the bytes libtiff's own encoder writes; strips
+ * reach the writer in order (with a batch codec, as they are done), at most the plan's number in
  * flight, the same bytes for any thread count; the lowest failing strip's message whatever the
  * thread count; a failing compressor leaves no file from either writer; the streamed writer's
  * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride

@@ -25,6 +25,14 @@ size_t nvcomp_max_chunk(const nvcomp_lib *lib);
  * (at least nvcomp_max_compressed_bytes), dst_bytes out. Decompressing: src/src_bytes the
  * compressed chunk, dst of dst_capacity, dst_bytes out (the caller checks it against what it
  * expects). */
+/* The alignment of every chunk's src and dst: 8 for zstd, 4 for deflate; the readers and writers
+ * keep to the larger for both. */
+#define NVCOMP_CHUNK_ALIGN 8
+static inline size_t nvcomp_align_up(size_t n)
+{
+    return (n + NVCOMP_CHUNK_ALIGN - 1) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
+}
+
 typedef struct {
     const void *src;
     size_t src_bytes;

@@ -10,9 +10,9 @@
  * handle about as much. */
 #define CODEC_STATE_BYTES ((uint64_t)512 << 10)
 
-/* A strip takes any free slot: claimed by the caller, queued, being compressed, compressed, then
- * written and free again. Queued strips wait in `queue`, in strip order. */
-enum { SLOT_FREE, SLOT_CLAIMED, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+/* A strip takes any free slot (`free_slots`): claimed by the caller, queued (`queue`, in strip
+ * order), being compressed, compressed (`done`), then written and free again. Where a slot is in
+ * that round is where its number is held, so a slot keeps no state of its own. */
 
 typedef struct {
     unsigned char *rows;
@@ -20,7 +20,6 @@ typedef struct {
     ptrdiff_t src_stride;
     size_t len;
     uint32_t index;
-    int state;
     tiff_strip_bytes out;
 } slot;
 
@@ -135,7 +134,6 @@ static void write_ready_locked(struct tiff_strips *p)
             fail_locked(p, s->index, rc, p->write_err);
             break;
         }
-        s->state = SLOT_FREE;
         p->free_slots[p->n_free++] = id;
         p->written++;
         pthread_cond_broadcast(&p->changed);
@@ -143,11 +141,7 @@ static void write_ready_locked(struct tiff_strips *p)
     p->writing = 0;
 }
 
-static void mark_done_locked(struct tiff_strips *p, uint32_t id)
-{
-    p->slots[id].state = SLOT_DONE;
-    p->done[p->n_done++] = id;
-}
+static void mark_done_locked(struct tiff_strips *p, uint32_t id) { p->done[p->n_done++] = id; }
 
 static void copy_in(const struct tiff_strips *p, slot *s)
 {
@@ -167,7 +161,6 @@ static void *worker_main(void *arg)
         if (p->quit || p->failed_rc) break;
         uint32_t id = p->queue[p->next_compress++ % p->n_slots];
         slot *s = &p->slots[id];
-        s->state = SLOT_BUSY;
         pthread_mutex_unlock(&p->mu);
         w->err[0] = '\0';
         copy_in(p, s);
@@ -199,7 +192,6 @@ static void *batch_main(void *arg)
         for (uint32_t i = 0; i < n; i++) {
             uint32_t id = p->queue[p->next_compress++ % p->n_slots];
             slot *s = &p->slots[id];
-            s->state = SLOT_BUSY;
             b->job_slots[i] = id;
             b->jobs[i] = (tiff_strip_job){ s->index, s->rows, s->len, &s->out };
         }
@@ -332,10 +324,7 @@ int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t er
     pthread_mutex_lock(&p->mu);
     while (!p->failed_rc && p->n_free == 0) pthread_cond_wait(&p->changed, &p->mu);
     int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
-    if (rc == IP_OK) {
-        p->claimed = p->free_slots[--p->n_free];
-        p->slots[p->claimed].state = SLOT_CLAIMED;
-    }
+    if (rc == IP_OK) p->claimed = p->free_slots[--p->n_free];
     pthread_mutex_unlock(&p->mu);
     *rows = rc == IP_OK ? p->slots[p->claimed].rows : NULL;
     return rc;
@@ -350,7 +339,6 @@ static int compress_here(struct tiff_strips *p, slot *s)
     if (rc == IP_OK) rc = p->write(p->user, s->index, s->out.data, s->out.len, msg, sizeof msg);
     pthread_mutex_lock(&p->mu);
     if (rc != IP_OK) fail_locked(p, s->index, rc, msg);
-    s->state = SLOT_FREE;
     p->free_slots[p->n_free++] = p->claimed;
     p->next_compress = p->written = p->submitted;
     pthread_mutex_unlock(&p->mu);
@@ -363,7 +351,6 @@ int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
     s->len = len;
     s->index = p->next_claim++;
     pthread_mutex_lock(&p->mu);
-    s->state = SLOT_QUEUED;
     p->queue[p->submitted++ % p->n_slots] = p->claimed;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->mu);

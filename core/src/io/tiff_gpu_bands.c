@@ -18,7 +18,6 @@ struct tiff_gpu_bands {
 #include "io/tiff_gpu_blocks.h"
 #include "io/zlib_frame.h"
 
-#define BODY_ALIGN 8   /* nvCOMP's alignment for compressed chunks (8 for zstd, 4 for deflate) */
 /* A group's blocks in one nvCOMP batch: about this many keep the card's inflate busy (one band of
  * a 10-gigapixel image's 512x512 tiles, 196 blocks, inflated in 81 ms on the H100 while nvCOMP
  * compressed strips beside it; 8 such bands in 92 ms), within this much device memory at most. */
@@ -101,7 +100,8 @@ static int state_sizes(band_state *s, uint32_t blocks_down, uint64_t device_byte
     s->blocks_cap = (size_t)s->l.block_bytes * n;
     s->raw_cap = s->blocks_cap + s->blocks_cap / 8 + ((size_t)64 << 10);
     /* aligned, so that the adler32s after it are */
-    s->staged_cap = (s->raw_cap + n * (ZLIB_FRAME_HEADER + 2 * BODY_ALIGN)) / BODY_ALIGN * BODY_ALIGN;
+    s->staged_cap =
+        (s->raw_cap + n * (ZLIB_FRAME_HEADER + 2 * NVCOMP_CHUNK_ALIGN)) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
     if (s->staged_cap > SIZE_MAX / 2 / GROUP_MOST || s->blocks_cap > SIZE_MAX / 2 / GROUP_MOST ||
         n > INT32_MAX / GROUP_MOST) {
         snprintf(why, whylen, "TIFF on the GPU: bands too large");
@@ -183,7 +183,7 @@ static int stage_blocks(band_state *s, uint32_t k, const tiff_band_block *blocks
     for (uint32_t i = 0; i < n; i++) {
         const tiff_band_block *b = &blocks[i];
         uint32_t c = s->n_chunks + i;
-        size_t body_at = (at + ZLIB_FRAME_HEADER + BODY_ALIGN - 1) / BODY_ALIGN * BODY_ALIGN;
+        size_t body_at = nvcomp_align_up(at + ZLIB_FRAME_HEADER);
         if (b->raw_len > s->staged_cap - body_at || b->len > s->l.block_bytes) {
             snprintf(why, whylen, "block %u past the GPU's band", b->index);
             return IP_EUNSUPPORTED;

@@ -7,7 +7,6 @@
 #include "io/codec_gpu.h"
 #include "ipk_codec.h"
 
-
 int tiff_gpu_blocks_adler(const tiff_gpu_layout *l, const unsigned char *blocks, uint64_t n, uint64_t last_bytes,
                           const uint32_t *want, uint32_t *dev_sums, uint32_t *host_sums, void *stream, uint64_t *bad,
                           char *err, size_t errlen)

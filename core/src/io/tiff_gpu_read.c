@@ -16,9 +16,6 @@
 
 #ifdef IMGPIPE_HAVE_CUDA
 
-/* nvCOMP's alignment for compressed chunks (8 for zstd, 4 for deflate) and the decoded ones. */
-#define CHUNK_ALIGN 8
-
 typedef struct {
     tiff_gpu_layout l;
     const io_gpu_codecs *c;
@@ -66,11 +63,6 @@ static int chunks_fit(gpu_read *r)
     return not_on_gpu(r, decoded_over ? 0 : b, why);
 }
 
-static size_t align_up(size_t n)
-{
-    return (n + CHUNK_ALIGN - 1) / CHUNK_ALIGN * CHUNK_ALIGN;
-}
-
 /* Where each block's raw bytes go in the staging buffer: deflate's body lands aligned, the
  * 2-byte zlib header just before it. */
 static int plan_staging(gpu_read *r)
@@ -85,11 +77,11 @@ static int plan_staging(gpu_read *r)
     }
     for (size_t b = 0; b < count; b++) {
         uint64_t raw = r->l.raw_bytes[b];
-        if (raw > SIZE_MAX / 2 || at > SIZE_MAX / 2 - raw - 2 * CHUNK_ALIGN) return damaged(r, b, "is too large");
-        r->body_at[b] = align_up(at + ZLIB_FRAME_HEADER);
+        if (raw > SIZE_MAX / 2 || at > SIZE_MAX / 2 - raw - 2 * NVCOMP_CHUNK_ALIGN) return damaged(r, b, "is too large");
+        r->body_at[b] = nvcomp_align_up(at + ZLIB_FRAME_HEADER);
         at = r->body_at[b] + (size_t)raw;
     }
-    r->staged = align_up(at);
+    r->staged = nvcomp_align_up(at);
     return IP_OK;
 }
 

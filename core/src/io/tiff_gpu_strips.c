@@ -30,7 +30,6 @@ struct tiff_gpu_strips {
 #define DEFAULT_BATCH_MB 32
 #define DEFAULT_STRIP_KB 64
 #define DEFAULT_STATES 2
-#define SLOT_ALIGN 8
 
 typedef struct {
     tiff_gpu_strips *g;
@@ -69,7 +68,7 @@ static int state_buffers(gpu_state *s, char *err, size_t errlen)
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;
     }
-    s->slot = (bound + 2 * SLOT_ALIGN) / SLOT_ALIGN * SLOT_ALIGN;
+    s->slot = (bound + 2 * NVCOMP_CHUNK_ALIGN) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
     if (s->slot > (SIZE_MAX / 2 - 4 * n) / n || s->pitch > SIZE_MAX / 2 / n) {
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;
@@ -110,7 +109,7 @@ static int state_open(const tiff_strip_batch_codec *codec, int which, const tiff
     s->row_bytes = img_row_bytes(&f->shape);
     s->strip_bytes = s->row_bytes * f->rows_per_strip;
     /* zstd wants its chunks aligned; deflate takes them back to back, predicted in one pass */
-    s->pitch = s->kind == NVCOMP_ZSTD ? (s->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : s->strip_bytes;
+    s->pitch = s->kind == NVCOMP_ZSTD ? nvcomp_align_up(s->strip_bytes) : s->strip_bytes;
     int rc = io_gpu_codecs_open_own(&s->c, &s->stream, s->device, 0, err, errlen);
     if (!rc) rc = state_buffers(s, err, errlen);
     if (rc) {
@@ -165,8 +164,8 @@ static void list_strips(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
         s->chunks[i] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch,
                                        .src_bytes = jobs[i].len,
-                                       .dst = s->dev_comp + i * s->slot + SLOT_ALIGN,
-                                       .dst_capacity = s->slot - SLOT_ALIGN };
+                                       .dst = s->dev_comp + i * s->slot + NVCOMP_CHUNK_ALIGN,
+                                       .dst_capacity = s->slot - NVCOMP_CHUNK_ALIGN };
 }
 
 /* Every slot back as far as the longest strip reaches, and the strips' adler32s, in two copies. */
@@ -182,8 +181,8 @@ static int download(gpu_state *s, uint32_t strips, char *err, size_t errlen)
         longest = s->chunks[i].dst_bytes > longest ? s->chunks[i].dst_bytes : longest;
     }
     size_t sums_at = s->slot * s->max_strips;
-    int rc = gpu_copy2d(s->host + SLOT_ALIGN, s->slot, s->dev_comp + SLOT_ALIGN, s->slot, longest, strips, GPU_D2H,
-                        s->stream, err, errlen);
+    int rc = gpu_copy2d(s->host + NVCOMP_CHUNK_ALIGN, s->slot, s->dev_comp + NVCOMP_CHUNK_ALIGN, s->slot, longest,
+                        strips, GPU_D2H, s->stream, err, errlen);
     if (!rc) rc = gpu_copy2d(s->host + sums_at, 4 * (size_t)strips, s->dev_comp + sums_at, 4 * (size_t)strips,
                              4 * (size_t)strips, 1, GPU_D2H, s->stream, err, errlen);
     if (!rc) rc = gpu_stream_sync(s->stream, err, errlen);
@@ -205,7 +204,7 @@ static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, s
     unsigned char *at = out->data;
     if (framed) zlib_frame_header(s->f.level > 0 ? s->f.level : 6, at);
     at += framed ? ZLIB_FRAME_HEADER : 0;
-    memcpy(at, s->host + i * s->slot + SLOT_ALIGN, body);
+    memcpy(at, s->host + i * s->slot + NVCOMP_CHUNK_ALIGN, body);
     at += body;
     if (framed) {
         const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_strips);

@@ -24,7 +24,6 @@
  * level 1, so every level takes 4; 0 (entropy coding only) is never chosen. Retune here. */
 static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
 
-#define SLOT_ALIGN 8
 
 int tiff_gpu_deflate_algorithm(int level)
 {
@@ -79,7 +78,7 @@ static int plan_strips(gpu_write *w)
     w->rps = tiff_rows_per_strip(s);
     w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
     w->strip_bytes = w->row_bytes * w->rps;
-    w->strip_pitch = w->codec == NVCOMP_ZSTD ? (w->strip_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN : w->strip_bytes;
+    w->strip_pitch = w->codec == NVCOMP_ZSTD ? nvcomp_align_up(w->strip_bytes) : w->strip_bytes;
     if (w->strip_pitch < w->strip_bytes || w->strip_pitch > SIZE_MAX / w->strips) {
         snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
         return IP_ELIMIT;
@@ -88,7 +87,8 @@ static int plan_strips(gpu_write *w)
     int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->strip_bytes, &bound, w->err,
                                          w->errlen);
     if (rc) return rc;
-    w->slot = (bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER + 2 * SLOT_ALIGN) / SLOT_ALIGN * SLOT_ALIGN;
+    w->slot = (bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER + 2 * NVCOMP_CHUNK_ALIGN) / NVCOMP_CHUNK_ALIGN *
+              NVCOMP_CHUNK_ALIGN;
     if (w->slot > (SIZE_MAX - 4 * (size_t)w->strips) / w->strips) {
         snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
         return IP_ELIMIT;
@@ -101,11 +101,11 @@ static int plan_strips(gpu_write *w)
     return IP_OK;
 }
 
-/* A strip's compressed body sits SLOT_ALIGN into its slot (nvCOMP's alignment), with room for
- * zlib's header just before it. */
+/* A strip's compressed body sits NVCOMP_CHUNK_ALIGN into its slot, with room for zlib's header
+ * just before it. */
 static size_t body_at(const gpu_write *w, uint32_t strip)
 {
-    return (size_t)strip * w->slot + SLOT_ALIGN;
+    return (size_t)strip * w->slot + NVCOMP_CHUNK_ALIGN;
 }
 
 static int alloc_buffers(gpu_write *w)
@@ -140,7 +140,7 @@ static int compress_strips(gpu_write *w)
         w->chunks[i] = (nvcomp_chunk){ .src = w->predicted + (size_t)i * w->strip_pitch,
                                        .src_bytes = (size_t)rows * w->row_bytes,
                                        .dst = w->dev_comp + body_at(w, i),
-                                       .dst_capacity = w->slot - SLOT_ALIGN - ZLIB_FRAME_TRAILER };
+                                       .dst_capacity = w->slot - NVCOMP_CHUNK_ALIGN - ZLIB_FRAME_TRAILER };
     }
     size_t total = w->row_bytes * (size_t)s->height;
     uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->strips);
@@ -156,8 +156,8 @@ static int download(gpu_write *w)
     size_t longest = 0;
     for (uint32_t i = 0; i < w->strips; i++) longest = w->chunks[i].dst_bytes > longest ? w->chunks[i].dst_bytes : longest;
     size_t sums = (size_t)w->strips * sizeof(uint32_t), sums_at = w->slot * w->strips;
-    int rc = gpu_copy2d(w->host + SLOT_ALIGN, w->slot, w->dev_comp + SLOT_ALIGN, w->slot, longest, w->strips, GPU_D2H,
-                        w->c->stream, w->err, w->errlen);
+    int rc = gpu_copy2d(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, longest,
+                        w->strips, GPU_D2H, w->c->stream, w->err, w->errlen);
     if (!rc) rc = gpu_copy2d(w->host + sums_at, sums, w->dev_comp + sums_at, sums, sums, 1, GPU_D2H, w->c->stream,
                              w->err, w->errlen);
     if (!rc) rc = gpu_stream_sync(w->c->stream, w->err, w->errlen);
