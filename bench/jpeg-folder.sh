@@ -14,7 +14,8 @@
 # Needs nothing from the network; about 2 minutes on the 16-core H100 machine.
 # usage: bench/jpeg-folder.sh [N_IMAGES] [OUT_DIR]   (IMGPIPE_BIN: the imgpipe to run; ONLY: the
 # labels of the rows to run, all by default, "peer" for OpenCV's, "nvimgcodec" for nvImageCodec's
-# decoding rate on the same files, from build-nvimg/nvimgcodec.tgz; FORMATS: "jpg png" by default)
+# decoding rate on the same files, from build-nvimg/nvimgcodec.tgz; FORMATS: "jpg png" by default;
+# IN_DIR: a folder for the images, kept and reused by the next run when it holds N of them)
 set -u
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
 n=${1:-200}
@@ -28,7 +29,10 @@ trap 'rm -rf "$tmp"' EXIT
 PY=$(bench_python cv2) || { echo "jpeg-folder: no Python with OpenCV"; exit 1; }
 cores=$(nproc)
 
-"$PY" - "$src/samples" "$tmp/in" "$n" <<'PYEOF' || { echo "jpeg-folder: cannot make images"; exit 1; }
+in=${IN_DIR:-$tmp/in}
+if [ "$(find "$in" -maxdepth 1 -name 'img*.jpg' 2>/dev/null | wc -l)" -ne "$n" ]; then
+rm -rf "$in"
+"$PY" - "$src/samples" "$in" "$n" <<'PYEOF' || { echo "jpeg-folder: cannot make images"; exit 1; }
 import cv2, numpy as np, os, sys
 from multiprocessing import Pool
 src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -59,6 +63,7 @@ with Pool(os.cpu_count()) as p: p.map(make, range(n))
 a = cv2.imread(os.path.join(dst, "img0000.jpg"))
 assert a is not None and a.std() > 20, "the test images must not be flat"
 PYEOF
+fi
 
 cat > "$tmp/peer.py" <<'PYEOF'
 import cv2, numpy as np, os, sys, time
@@ -85,7 +90,7 @@ row() {
   case " ${ONLY:-$label} " in *" $label "*) ;; *) return ;; esac
   rm -rf "$tmp/o"
   t0=$(date +%s.%N)
-  if ! env ${ROW_ENV:-} "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$tmp/in" "$tmp/o" \
+  if ! env ${ROW_ENV:-} "$B" run --png-level $level --format "$fmt" "$@" "$src/pipelines/denoise.pipe" "$in" "$tmp/o" \
        >/dev/null 2>"$tmp/err.$label.$fmt"; then
     printf "| %s | %s | failed: %s | | | | |\n" "$label" "$fmt" "$(grep -v 'images/s, ' "$tmp/err.$label.$fmt" | tail -n 1)"
     return
@@ -101,13 +106,13 @@ row() {
 peer() {  # fmt
   local s bytes
   case " ${ONLY:-peer} " in *" peer "*) ;; *) return ;; esac
-  s=$("$PY" "$tmp/peer.py" "$tmp/in" "$tmp/peer.$1" "$1" $level)
+  s=$("$PY" "$tmp/peer.py" "$in" "$tmp/peer.$1" "$1" $level)
   bytes=$(du -sb "$tmp/peer.$1" | cut -f1)
   awk -v s="$s" -v n="$n" -v f="$1" -v c="$cores" -v b="$bytes" 'BEGIN {
     printf "| OpenCV, %d processes | %s | %.2f | %.1f | - | %.1f | - |\n", c, f, s, n / s, b / 1e6 }'
 }
 {
-  echo "jpeg-folder: $n JPEGs 4000x3000 q90 ($(du -cb "$tmp"/in/* | tail -n 1 | awk -v n="$n" '{ printf "%.2f MB", $1 / n / 1e6 }') a file: the hardware decoder's time follows it) -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "jpeg-folder: $n JPEGs 4000x3000 q90 ($(du -cb "$in"/img*.jpg | tail -n 1 | awk -v n="$n" '{ printf "%.2f MB", $1 / n / 1e6 }') a file: the hardware decoder's time follows it) -> denoise.pipe, $cores cores, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
   echo "| run | out | s | images/s (process) | images/s (folder summary) | output MB | device line |"
   echo "| --- | --- | --: | --: | --: | --: | --- |"
   for fmt in ${FORMATS:-jpg png}; do
@@ -127,7 +132,7 @@ peer() {  # fmt
     peer "$fmt"
   done
   case " ${ONLY:-} " in   # decoding alone, by NVIDIA's library on the same files (bench/nvimgcodec.sh)
-    *" nvimgcodec "*) bash "$src/bench/nvimgcodec.sh" decode "$tmp/in" 64 200 1 2>&1 | tail -n 12 ;;
+    *" nvimgcodec "*) bash "$src/bench/nvimgcodec.sh" decode "$in" 64 200 1 2>&1 | tail -n 12 ;;
   esac
   for run in gpu-nvjpeg gpu-nvjpeg-noahead gpu-nvjpeg-engine gpu-nvjpeg-wholeparse gpu-nvjpeg-j48 gpu-nvjpeg-j8 gpu gpu+cpu gpu+cpu-nvjpeg auto auto-nvjpeg; do
     for f in "$tmp/err.$run.jpg" "$tmp/err.$run.png"; do
