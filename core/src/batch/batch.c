@@ -36,6 +36,8 @@ typedef struct {
 typedef struct {
     int images;
     double decode_ms, stages_ms, encode_ms, total_ms;
+    int firsts;                          /* the workers' first images, which make their buffers */
+    double first_stages_ms, first_encode_ms;
 } batch_times;
 
 typedef struct {
@@ -298,6 +300,7 @@ typedef struct {
     batch_shared *sh;
     int index;
     plan own;
+    int images;              /* decoded so far */
     run_worker *rw[2];       /* by role (sched_role): made the first time the worker takes it */
 } worker;
 
@@ -321,9 +324,14 @@ static run_options image_options(const batch_options *o, const batch_entry *e, s
     return ro;
 }
 
-static void count_times(batch_shared *sh, const run_times *t, double total_ms)
+static void count_times(batch_shared *sh, const run_times *t, double total_ms, int first)
 {
     pthread_mutex_lock(&sh->lock);
+    if (first) {
+        sh->times.firsts++;
+        sh->times.first_stages_ms += t->stages_ms;
+        sh->times.first_encode_ms += t->encode_ms;
+    }
     sh->times.images++;
     sh->times.decode_ms += t->decode_ms;
     sh->times.stages_ms += t->stages_ms;
@@ -355,7 +363,7 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     }
     if (ahead_index >= 0) jpeg_ahead_release(w->sh->ahead, ahead_index);
     *warnings = res.warnings;
-    if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3);
+    if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3, w->images++ == 0);
     if (res.notes[0] && w->sh->cb->note) {
         pthread_mutex_lock(&w->sh->lock);
         w->sh->cb->note(w->sh->cb->user, res.notes);
@@ -679,6 +687,12 @@ static void stop_ahead(batch_shared *sh)
              t.cpu_files ? t.cpu_ms / (double)t.cpu_files : 0.0, t.not_ahead,
              taken ? t.take_wait_ms / (double)taken : 0.0);
     sh->cb->note(sh->cb->user, msg);
+    snprintf(msg, sizeof msg, "nvJPEG read-ahead's start and end, ms from its start: engine open at %.0f, ready at %.0f; "
+             "the first batch's %d files read by %.0f (%.0f ms summed, of which %.0f their device memory and header); "
+             "first batch from %.0f for %.0f ms; last batch ended at %.0f", t.engine_open_at, t.engine_ready_at,
+             AHEAD_BATCH, t.first_prepared_at, t.first_read_ms, t.first_prepare_ms, t.first_batch_at, t.first_batch_ms,
+             t.last_batch_end_at);
+    sh->cb->note(sh->cb->user, msg);
 }
 
 /* Which workers take the GPU: every one under --device gpu (or cpu: none); in the mixed
@@ -791,12 +805,14 @@ static void note_times(const batch_shared *sh)
 {
     const batch_times *t = &sh->times;
     if (!sh->cb->note || !sh->o->verbose || !t->images) return;
-    char msg[384];
+    char msg[512];
     double n = t->images;
     snprintf(msg, sizeof msg, "workers: %d images (%d by GPU workers, %d by CPU workers), a mean %.1f ms each in a "
-             "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms, other %.1f ms",
+             "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms, other %.1f ms; "
+             "a worker's first image: stages %.1f ms, encode and write %.1f ms",
              t->images, sh->prog.on_gpu, sh->prog.on_cpu, t->total_ms / n, sh->jobs, t->decode_ms / n,
-             t->stages_ms / n, t->encode_ms / n, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n);
+             t->stages_ms / n, t->encode_ms / n, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n,
+             t->firsts ? t->first_stages_ms / t->firsts : 0.0, t->firsts ? t->first_encode_ms / t->firsts : 0.0);
     sh->cb->note(sh->cb->user, msg);
 }
 

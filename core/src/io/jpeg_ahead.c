@@ -49,6 +49,7 @@ struct jpeg_ahead {
     size_t inflight_bytes;   /* compressed bytes of the batch being decoded (0: none) */
     double inflight_since;   /* when that batch began, ms */
     double engine_bytes;     /* compressed bytes decoded by the engine, summed */
+    double started_at;       /* jpeg_ahead_start's time, ms */
     size_t dev_bytes, dev_budget;
     size_t host_bytes, host_budget;   /* pinned memory of the files read */
     uint64_t image_cap;               /* a decoded image this large or larger is left to its worker */
@@ -189,9 +190,10 @@ static int slot_alloc(void *user, int index, size_t bytes, void **dev, char *err
 
 /* Whether the file goes to the engine: read, its EXIF orientation upright (nothing turns pixels
  * on the device), checked and given its device memory. */
-static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s)
+static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slot *s, double *prepare_ms)
 {
     if (!read_file(a, s, path)) return 0;
+    double t0 = now_ms();
     if (a->opt.autorotate) {
         io_meta m;
         meta_init(&m);
@@ -205,6 +207,7 @@ static int read_and_prepare(jpeg_ahead *a, jpeg_gpu *g, const char *path, ah_slo
     int rc = a->whole_parse ? jpeg_gpu_prepare(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err, sizeof err)
                             : jpeg_gpu_prepare_header(g, s->host, s->len, &a->opt, &mem, &s->img, &s->ready, err,
                                                       sizeof err);
+    *prepare_ms = now_ms() - t0;
     return rc == IP_OK && s->ready.hardware;
 }
 
@@ -220,12 +223,17 @@ static void *reader_main(void *arg)
         while (!a->stop && a->next_read < a->n && !claim(a, &entry, &slot)) pthread_cond_wait(&a->changed, &a->lock);
         if (entry < 0) break;   /* stopped, or every entry claimed */
         pthread_mutex_unlock(&a->lock);
-        double t0 = now_ms();
-        int ok = read_and_prepare(a, g, a->paths[entry], &a->slots[slot]);
+        double t0 = now_ms(), prepare_ms = 0;
+        int ok = read_and_prepare(a, g, a->paths[entry], &a->slots[slot], &prepare_ms);
         double took = now_ms() - t0;
         pthread_mutex_lock(&a->lock);
         a->reading--;
         a->stats.read_ms += took;
+        if (entry < a->batch) {
+            a->stats.first_read_ms += took;
+            a->stats.first_prepare_ms += prepare_ms;
+            a->stats.first_prepared_at = now_ms() - a->started_at;
+        }
         if (ok && !a->decoder_done) {
             a->state[entry] = AH_PREPARED;
             a->prepared++;
@@ -294,6 +302,12 @@ static void finish_batch(jpeg_ahead *a, int k, const int *entries, const int *rc
             give_back_slot(a, entries[j]);
         }
     }
+    double end = now_ms() - a->started_at;
+    if (a->stats.batches == 0) {
+        a->stats.first_batch_at = end - took;
+        a->stats.first_batch_ms = took;
+    }
+    a->stats.last_batch_end_at = end;
     a->stats.batches++;
     a->stats.engine_ms += took;
     if (k > a->stats.largest_batch) a->stats.largest_batch = k;
@@ -308,6 +322,7 @@ static void *decoder_main(void *arg)
     int *entries = malloc((size_t)a->batch * sizeof *entries), *rcs = malloc((size_t)a->batch * sizeof *rcs);
     jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
     int usable = g && entries && rcs && ready;
+    double open_at = now_ms() - a->started_at;
     if (usable) {   /* while the readers read the first files */
         jpeg_gpu_batch_warm(g, a->batch);
         if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
@@ -316,6 +331,8 @@ static void *decoder_main(void *arg)
     pthread_mutex_lock(&a->lock);
     if (!usable) a->broken = 1;
     a->engine_ready = usable;
+    a->stats.engine_open_at = open_at;
+    a->stats.engine_ready_at = now_ms() - a->started_at;
     pthread_cond_broadcast(&a->changed);
     for (;;) {
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
@@ -518,6 +535,7 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
+    a->started_at = now_ms();
     a->pool = pool;
     a->device = device;
     a->paths = paths;

@@ -7,7 +7,8 @@
  *
  * With cpu_help, a worker also decodes on the CPU (libjpeg-turbo) an entry the engine would make
  * it wait for longer than the workers' CPU decodes take, and every entry it reaches before the
- * engine is ready (the handle opens in about 0.65 s): both decoders work at once.
+ * engine is ready (the handle opens in 0.65 to 1.7 s): both decoders work at once, at most half the
+ * cores' workers on the CPU at a time.
  *
  * Memory is bounded: at most `batch` * 2 + `held` files are read, decoded or held at once, and
  * their device buffers are reused (grown to the largest image, within a device budget). */
@@ -58,6 +59,13 @@ typedef struct {
     double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
+    /* the timeline, ms from jpeg_ahead_start (0: not reached) */
+    double engine_open_at;   /* the decoder thread's handle and stream made */
+    double engine_ready_at;  /* and the full batch's state */
+    double first_batch_at, first_batch_ms;   /* the first batch's start and length */
+    double last_batch_end_at;
+    /* the first batch's files: reading and checking them, of which their device memory and header */
+    double first_read_ms, first_prepare_ms, first_prepared_at;
 } jpeg_ahead_stats;
 jpeg_ahead_stats jpeg_ahead_totals(jpeg_ahead *a);
 
