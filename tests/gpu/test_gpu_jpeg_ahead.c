@@ -3,13 +3,15 @@
  * four threads in the listing's order as folder workers do, in small batches with few slots: each
  * decoded ahead exactly when a single nvJPEG decode uses the hardware engine and the file is
  * upright, with the same pixels; the rest are left to the caller. A run stopped with images never
- * taken ends. Last, the rate on 12-MP photographs against the worker-fed pool. */
+ * taken ends. Last, the rate on 12-MP photographs against the worker-fed pool, with at most half
+ * the cores decoding on the CPU at once. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "base/image.h"
 #include "gpu/gpu.h"
 #include "gpu_testutil.h"
@@ -237,8 +239,17 @@ typedef struct {
     size_t *len;
     char **paths;
     int n, *next, failures, on_cpu;
+    int *cpu_now, *cpu_most;   /* CPU decodes under way across the takers, and the most at once */
     pthread_mutex_t *lock;
 } rate_worker;
+
+static void count_cpu(rate_worker *w, int step)
+{
+    pthread_mutex_lock(w->lock);
+    *w->cpu_now += step;
+    if (*w->cpu_now > *w->cpu_most) *w->cpu_most = *w->cpu_now;
+    pthread_mutex_unlock(w->lock);
+}
 
 /* A file handed back by the read-ahead, decoded as a worker would: libjpeg-turbo, then uploaded. */
 static int decode_on_cpu(rate_worker *w, int i, jpeg_gpu_memory *mem)
@@ -247,6 +258,7 @@ static int decode_on_cpu(rate_worker *w, int i, jpeg_gpu_memory *mem)
     io_default_options(&opt);
     ip_image host = { 0 };
     char e[256];
+    count_cpu(w, 1);
     double t0 = now_ms();
     int rc = io_read(w->paths[i], &opt, &host, e, sizeof e);
     void *dev = NULL;
@@ -256,6 +268,7 @@ static int decode_on_cpu(rate_worker *w, int i, jpeg_gpu_memory *mem)
         rc = gpu_copy2d(dev, row, host.data, (size_t)host.stride, row, (size_t)host.shape.height, GPU_H2D, NULL, e,
                         sizeof e);
     img_free(&host);
+    count_cpu(w, -1);
     jpeg_ahead_cpu_took(w->ahead, now_ms() - t0);
     w->on_cpu++;
     return rc;
@@ -328,7 +341,7 @@ static void rate(jpeg_pool *pool, int n)
     static const char *const pass_name[] = { "read-ahead", "read-ahead + CPU", "pool" };
     for (int pass = 0; pass < 3; pass++) {
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-        int next = 0;
+        int next = 0, cpu_now = 0, cpu_most = 0;
         rate_worker ws[16];
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
@@ -339,7 +352,7 @@ static void rate(jpeg_pool *pool, int n)
         }
         pthread_t tids[16];
         for (int t = 0; t < 16; t++) {
-            ws[t] = (rate_worker){ a, pool, bytes, len, paths, n, &next, 0, 0, &lock };
+            ws[t] = (rate_worker){ a, pool, bytes, len, paths, n, &next, 0, 0, &cpu_now, &cpu_most, &lock };
             pthread_create(&tids[t], NULL, rate_thread, &ws[t]);
         }
         int failures = 0, on_cpu = 0;
@@ -363,6 +376,11 @@ static void rate(jpeg_pool *pool, int n)
         if (pass < 2)
             CHECK(st.files + on_cpu == n && st.cpu_files == on_cpu && (pass == 1 || on_cpu == 0),
                   "rate %s: %ld files by the engine and %d on the CPU, of %d", pass_name[pass], st.files, on_cpu, n);
+        /* the readers, the decoder and the handle's opening keep cores of their own, from the start */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int cpu_max = cores > JPEG_AHEAD_READERS + 3 ? (int)cores / 2 : 1;
+        CHECK(cpu_most <= cpu_max, "rate %s: %d CPU decodes at once, more than %d", pass_name[pass], cpu_most,
+              cpu_max);
     }
     for (int i = 0; i < n; i++) {
         remove(paths[i]);
