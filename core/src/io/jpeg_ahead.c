@@ -265,8 +265,8 @@ static int nothing_left(const jpeg_ahead *a)
 }
 
 /* A full batch, else 8 or 1 files: the engine keeps a state, with its own device memory, for each
- * batch size it sees (about 90 ms to make), so only these three are used, all made at the start:
- * device memory then stays flat over a folder. */
+ * batch size it sees, so only these three are used, each made once (the full one before the first
+ * batch): device memory then stays flat over a folder. */
 enum { SMALL_BATCH = 8 };
 static int batch_size(const jpeg_ahead *a)
 {
@@ -323,11 +323,8 @@ static void *decoder_main(void *arg)
     jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
     int usable = g && entries && rcs && ready;
     double open_at = now_ms() - a->started_at;
-    if (usable) {   /* while the readers read the first files */
-        jpeg_gpu_batch_warm(g, a->batch);
-        if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
-        if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
-    }
+    if (usable) jpeg_gpu_batch_warm(g, a->batch);   /* while the readers read the first files */
+    int small_warm = !usable;
     pthread_mutex_lock(&a->lock);
     if (!usable) a->broken = 1;
     a->engine_ready = usable;
@@ -335,6 +332,15 @@ static void *decoder_main(void *arg)
     a->stats.engine_ready_at = now_ms() - a->started_at;
     pthread_cond_broadcast(&a->changed);
     for (;;) {
+        /* the small batches' states are made the first time the engine would idle: made before the
+         * first batch, beside 16 starting workers, they held it back by 0.8 s */
+        if (!small_warm && !a->stop && !batch_due(a) && !nothing_left(a)) {
+            pthread_mutex_unlock(&a->lock);
+            if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
+            if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
+            pthread_mutex_lock(&a->lock);
+            small_warm = 1;
+        }
         while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
         if (a->stop || a->broken || !batch_due(a)) break;
         int k = collect(a, batch_size(a), entries, ready);
