@@ -687,9 +687,9 @@ static void stop_ahead(batch_shared *sh)
              t.cpu_files ? t.cpu_ms / (double)t.cpu_files : 0.0, t.not_ahead,
              taken ? t.take_wait_ms / (double)taken : 0.0);
     sh->cb->note(sh->cb->user, msg);
-    snprintf(msg, sizeof msg, "nvJPEG read-ahead's start and end, ms from its start: engine open at %.0f, ready at %.0f; "
-             "the first batch's %d files read by %.0f (%.0f ms summed, of which %.0f their device memory and header); "
-             "first batch from %.0f for %.0f ms; last batch ended at %.0f", t.engine_open_at, t.engine_ready_at,
+    snprintf(msg, sizeof msg, "nvJPEG read-ahead's start and end, ms from its start: engine open at %.0f, ready at "
+             "%.0f; the first batch's %d files read by %.0f (%.0f ms summed, of which %.0f their device memory and "
+             "header); first batch from %.0f for %.0f ms; last batch ended at %.0f", t.engine_open_at, t.engine_ready_at,
              AHEAD_BATCH, t.first_prepared_at, t.first_read_ms, t.first_prepare_ms, t.first_batch_at, t.first_batch_ms,
              t.last_batch_end_at);
     sh->cb->note(sh->cb->user, msg);
