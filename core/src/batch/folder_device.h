@@ -5,6 +5,7 @@
 #define IMGPIPE_FOLDER_DEVICE_H
 #include "batch/batch.h"
 #include "plan/plan.h"
+#include "run/cost.h"
 
 typedef struct {
     int n_images;
@@ -17,6 +18,12 @@ typedef struct {
  * puts it past twice the CPU's time, or the stages' whole CPU time is under a second (the run
  * would end before the GPU had started and been measured); else auto measures. */
 int folder_gpu_ruled_out(const folder_estimate *est);
+
+/* The arithmetic of folder_estimate_run: n images of shape in, each costing *one (planned with
+ * gpu_jpeg when nvJPEG would decode the JPEGs: then the CPU path's decoding and encoding are in
+ * its cpu_ms, and the GPU path pays the read-ahead's start and its engine, one file at a time). */
+void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n, int workers, io_format out_fmt,
+                            int gpu_jpeg, folder_estimate *est);
 
 /* Lists o's input and plans p (a copy) on the first image's shape, read from its header; cores:
  * the cores the workers share. IP_OK with *est filled, or an error when the folder cannot be

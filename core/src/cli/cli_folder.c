@@ -319,11 +319,21 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
         folder_estimate_run(&b, p, cores > 0 ? (int)cores : 1, &est, err, sizeof err) != IP_OK)
         return arrange_by_rates(o, NULL, 0, fp);
     /* with nvJPEG auto never measures: the estimate alone decides, as for one device */
-    int cpu_wins = o->run.jpeg_gpu_required ? est.gpu_s >= est.cpu_s : folder_gpu_ruled_out(&est);
+    int nvjpeg = o->run.jpeg_gpu_required;
+    int cpu_wins = nvjpeg ? est.gpu_s >= est.cpu_s : folder_gpu_ruled_out(&est);
+    if (!cpu_wins && nvjpeg)
+        cli_say(o, "auto with --jpeg-decoder gpu: the GPU path, about %.1f s for %d image%s, against about %.1f s for "
+                "the cores' decoding, stages and encoding", est.gpu_s, est.n_images, est.n_images == 1 ? "" : "s",
+                est.cpu_s);
     if (!cpu_wins) return arrange_by_rates(o, &est, b.jobs, fp);
-    cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less than "
-        "the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images, est.n_images == 1 ? "" : "s",
-        est.cpu_s, est.gpu_s);
+    if (nvjpeg)
+        cli_say(o, "device: CPU, %d workers (auto: the cores' decoding, stages and encoding of %d image%s, about %.1f s, "
+                "against the GPU path with nvJPEG's start, about %.1f s)", b.jobs, est.n_images,
+                est.n_images == 1 ? "" : "s", est.cpu_s, est.gpu_s);
+    else
+        cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less "
+                "than the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images,
+                est.n_images == 1 ? "" : "s", est.cpu_s, est.gpu_s);
     fp->dev = EXEC_CPU;
     return CLI_OK;
 }
