@@ -189,7 +189,7 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held)
     io_default_options(&opt);
     opt.autorotate = 1;
     l->next = l->wrong_status = l->wrong_pixels = l->taken = 0;
-    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32, 0 };
+    jpeg_ahead_limits lim = { batch, held, (uint64_t)1 << 32, 0, 0 };
     int rc = jpeg_ahead_start(&l->ahead, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err);
     CHECK(rc == IP_OK, "jpeg_ahead_start: %s", err);
     if (rc) return;
@@ -215,7 +215,7 @@ static void stop_early(jpeg_pool *pool, listing *l)
     io_options opt;
     io_default_options(&opt);
     jpeg_ahead *a = NULL;
-    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32, 0 };
+    jpeg_ahead_limits lim = { 2, 1, (uint64_t)1 << 32, 0, 0 };
     CHECK(jpeg_ahead_start(&a, pool, 0, FILES, (const char *const *)l->paths, &opt, &lim, err, sizeof err) == IP_OK,
           "%s", err);
     if (!a) return;
@@ -345,7 +345,7 @@ static void rate(jpeg_pool *pool, int n)
         rate_worker ws[16];
         double t0 = now_ms();
         jpeg_ahead *a = NULL;
-        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30, pass == 1 };
+        jpeg_ahead_limits lim = { 64, 16, (uint64_t)16 << 30, pass == 1, 0 };
         if (pass < 2 && jpeg_ahead_start(&a, pool, 0, n, (const char *const *)paths, &opt, &lim, err, sizeof err)) {
             CHECK(0, "jpeg_ahead_start: %s", err);
             continue;

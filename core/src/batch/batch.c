@@ -637,13 +637,14 @@ static void close_jpeg_pool(batch_shared *sh)
 
 /* One GPU whose workers take every image in the listing's order: its JPEGs are read and decoded
  * ahead in large batches, the workers decoding on the CPU what the engine would keep them waiting
- * for (IMGPIPE_JPEG_AHEAD=off turns the read-ahead off, =engine the CPU's help, to compare). Not under --resume
+ * for (IMGPIPE_JPEG_AHEAD=off turns the read-ahead off, =engine the CPU's help, and
+ * IMGPIPE_JPEG_AHEAD_PARSE=whole has its readers parse whole files, to compare). Not under --resume
  * (an image skipped for its output would hold its decoded copy to the end) nor --page (which a
  * JPEG has not: the reader says so). */
 static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
-    const char *env = getenv("IMGPIPE_JPEG_AHEAD");
+    const char *env = getenv("IMGPIPE_JPEG_AHEAD"), *parse = getenv("IMGPIPE_JPEG_AHEAD_PARSE");
     int mixed = o->gpu_workers > 0 && o->gpu_workers < jobs;
     if (!sh->jpeg || o->device != EXEC_GPU || o->n_gpus > 1 || mixed || o->arrange_by_rates ||
         o->transfer == EXEC_ZEROCOPY || o->stream == RUN_STREAM_ON || o->resume || o->io.page != 0 ||
@@ -659,7 +660,7 @@ static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
     }
     char err[256];
     jpeg_ahead_limits lim = { AHEAD_BATCH, jobs, o->memory ? o->memory : run_default_memory(),
-                              !(env && !strcmp(env, "engine")) };
+                              !(env && !strcmp(env, "engine")), parse && !strcmp(parse, "whole") };
     if (!any || jpeg_ahead_start(&sh->ahead, sh->jpeg, gpu_of(o, 0), l->n, sh->ahead_paths, &o->io, &lim, err,
                                  sizeof err) != IP_OK) {
         free(sh->ahead_paths);

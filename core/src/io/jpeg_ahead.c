@@ -43,7 +43,7 @@ struct jpeg_ahead {
     int decoder_done;        /* the decoder thread has ended: nothing more is decoded */
     int stop;
     int cpu_help;            /* workers may decode entries on the CPU */
-    int whole_parse;         /* readers parse whole files, not headers (IMGPIPE_JPEG_AHEAD_PARSE=whole) */
+    int whole_parse;         /* readers parse whole files, not headers */
     int on_cpu, cpu_max;     /* entries being decoded on the CPU; the most at once once the engine runs */
     int engine_ready;        /* the decoder thread has its handle and batch states */
     size_t inflight_bytes;   /* compressed bytes of the batch being decoded (0: none) */
@@ -324,7 +324,9 @@ static void *decoder_main(void *arg)
     int usable = g && entries && rcs && ready;
     double open_at = now_ms() - a->started_at;
     if (usable) jpeg_gpu_batch_warm(g, a->batch);   /* while the readers read the first files */
-    int small_warm = !usable;
+    /* the small batches' states are made the first time the engine would wait: made before the
+     * first batch, beside 16 starting workers, they held it back by 0.8 s */
+    int small_made = !usable;
     pthread_mutex_lock(&a->lock);
     if (!usable) a->broken = 1;
     a->engine_ready = usable;
@@ -332,16 +334,17 @@ static void *decoder_main(void *arg)
     a->stats.engine_ready_at = now_ms() - a->started_at;
     pthread_cond_broadcast(&a->changed);
     for (;;) {
-        /* the small batches' states are made the first time the engine would idle: made before the
-         * first batch, beside 16 starting workers, they held it back by 0.8 s */
-        if (!small_warm && !a->stop && !batch_due(a) && !nothing_left(a)) {
-            pthread_mutex_unlock(&a->lock);
-            if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
-            if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
-            pthread_mutex_lock(&a->lock);
-            small_warm = 1;
+        while (!a->stop && !batch_due(a) && !nothing_left(a)) {
+            if (small_made) {
+                pthread_cond_wait(&a->changed, &a->lock);
+            } else {
+                pthread_mutex_unlock(&a->lock);
+                if (a->batch > SMALL_BATCH) jpeg_gpu_batch_warm(g, SMALL_BATCH);
+                if (a->batch > 1) jpeg_gpu_batch_warm(g, 1);
+                pthread_mutex_lock(&a->lock);
+                small_made = 1;
+            }
         }
-        while (!a->stop && !batch_due(a) && !nothing_left(a)) pthread_cond_wait(&a->changed, &a->lock);
         if (a->stop || a->broken || !batch_due(a)) break;
         int k = collect(a, batch_size(a), entries, ready);
         a->inflight_since = now_ms();
@@ -552,8 +555,7 @@ int jpeg_ahead_start(jpeg_ahead **out, jpeg_pool *pool, int device, int n, const
     a->opt.meta_known = 0;
     a->opt.warnings = NULL;
     a->cpu_help = lim->cpu_help;
-    const char *parse_env = getenv("IMGPIPE_JPEG_AHEAD_PARSE");
-    a->whole_parse = parse_env && !strcmp(parse_env, "whole");
+    a->whole_parse = lim->whole_parse;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     a->cpu_max = cores > JPEG_AHEAD_READERS + 3 ? (int)cores / 2 : 1;
     a->dev_budget = device_budget(device);

@@ -29,6 +29,7 @@ typedef struct {
     int batch, held;
     uint64_t memory;
     int cpu_help;   /* workers may take entries to decode on the CPU (jpeg_ahead_take's JPEG_AHEAD_ON_CPU) */
+    int whole_parse;   /* readers parse whole files, not headers alone (to compare) */
 } jpeg_ahead_limits;
 
 /* paths[i] NULL: entry i is not read ahead. opt: the run's reading options (limits, autorotate;

@@ -24,7 +24,6 @@
  * level 1, so every level takes 4; 0 (entropy coding only) is never chosen. Retune here. */
 static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
 
-
 int tiff_gpu_deflate_algorithm(int level)
 {
     return deflate_algorithm_for_level[level >= 1 && level <= 9 ? level : 6];
