@@ -103,7 +103,7 @@ static void test_whole_by_default(const ip_image *src)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_gray.png", out_dir);
-    run_source in = { in_png, NULL, NULL, 0 };
+    run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     int rc = run("grayscale", &in, &sink, &o, &res, err, sizeof err);
@@ -142,7 +142,7 @@ static void test_stream_or_whole(void)
         o.io.tiff_compression = IO_TIFF_NONE;   /* TIFF is written in strips: the bands stay small */
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_chain_%zu.tif", out_dir, i);
-        run_source in = { in_png, NULL, NULL, 0 };
+        run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
         run_sink sink = { out, NULL, 0 };
         run_result res;
         int rc = run(text, &in, &sink, &o, &res, err, sizeof err);
@@ -169,7 +169,7 @@ static void test_one_open(void)
         o.stream = streamed ? RUN_STREAM_ON : RUN_STREAM_OFF;
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_open_%d.png", out_dir, streamed);
-        run_source in = { in_png, NULL, NULL, 0 };
+        run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
         run_sink sink = { out, NULL, 0 };
         run_result res;
         plan p;
@@ -193,7 +193,7 @@ static void test_memory(const ip_image *src)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_mem.png", out_dir);
-    run_source file_in = { in_png, NULL, NULL, 0 }, mem_in = { NULL, src, NULL, 0 };
+    run_source file_in = { in_png, NULL, NULL, 0, NULL, NULL }, mem_in = { NULL, src, NULL, 0, NULL, NULL };
     run_sink file_out = { out, NULL, 0 };
     ip_image mem = { 0 }, got = { 0 };
     run_sink mem_out = { NULL, &mem, 0 };
@@ -215,13 +215,13 @@ static void test_failures(void)
     char out[600], missing[600], err[1024];
     snprintf(out, sizeof out, "%s/run_fail.png", out_dir);
     snprintf(missing, sizeof missing, "%s/no_such_file.png", out_dir);
-    run_source in = { missing, NULL, NULL, 0 };
+    run_source in = { missing, NULL, NULL, 0, NULL, NULL };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_EIO, "missing input");
     CHECK(res.failed_path == missing && !res.usage_error && strstr(err, "cannot open"), "missing input: '%s'", err);
     /* entropy's float output cannot be a PNG: the pipeline's fault, named by the output */
-    run_source good = { in_png, NULL, NULL, 0 };
+    run_source good = { in_png, NULL, NULL, 0, NULL, NULL };
     int rc = run("grayscale | entropy", &good, &sink, &o, &res, err, sizeof err);
     CHECK(rc != IP_OK && res.usage_error && strstr(err, out) == err, "f32 to PNG: rc %d usage %d '%s'", rc,
           res.usage_error, err);
@@ -240,7 +240,7 @@ static void test_no_gpu(void)
     run_default_options(&o);
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_dev.png", out_dir);
-    run_source in = { in_png, NULL, NULL, 0 };
+    run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_OK, "auto: %s", err);
@@ -250,6 +250,68 @@ static void test_no_gpu(void)
     o.stream = RUN_STREAM_OFF;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) != IP_OK && res.usage_error,
           "--device gpu without a GPU: '%s'", err);
+}
+
+static void copy_head(const char *from, const char *to, size_t bytes)
+{
+    unsigned char buf[4096];
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    size_t got = in ? fread(buf, 1, bytes < sizeof buf ? bytes : sizeof buf, in) : 0;
+    CHECK(in && out && got > 0 && fwrite(buf, 1, got, out) == got, "cannot copy %s's head to %s", from, to);
+    if (in) fclose(in);
+    if (out) fclose(out);
+}
+
+typedef struct {
+    int calls, ok, output_existed;
+    double ms;
+    const char *out;
+} decoded_note;
+
+static void note_decoded(void *user, int ok, double ms)
+{
+    decoded_note *d = user;
+    d->calls++;
+    d->ok = ok;
+    d->ms = ms;
+    d->output_existed = access(d->out, F_OK) == 0;
+}
+
+/* A worker tells on_decoded once, when the image is decoded and before its output is written (the
+ * read-ahead frees a CPU decoder's place then); a failed decoding is told as failed. */
+static void test_on_decoded(void)
+{
+    run_options o;
+    run_default_options(&o);
+    o.stream = RUN_STREAM_OFF;
+    run_worker_options wo = { EXEC_CPU, 0, NULL, 0, 0 };
+    run_worker *w = NULL;
+    char out[600], cut[600], err[1024];
+    snprintf(out, sizeof out, "%s/run_decoded.png", out_dir);
+    snprintf(cut, sizeof cut, "%s/run_cut.png", out_dir);
+    unlink(out);
+    copy_head(in_png, cut, 100);   /* its header read, its pixels not */
+    CHECK(run_worker_create(&w, &o, &wo, err, sizeof err) == IP_OK, "worker: %s", err);
+    plan p;
+    ip_shape any = { 16, 16, 3, IP_U8 };
+    if (!w || !tu_build_plan(&reg, "grayscale", &any, &p)) {
+        run_worker_destroy(w);
+        return;
+    }
+    decoded_note note = { 0, 0, 0, -1.0, out };
+    run_source in = { in_png, NULL, NULL, 0, note_decoded, &note };
+    run_sink sink = { out, NULL, 0 };
+    run_result res;
+    CHECK(run_image(w, &p, &in, &sink, &o, &res, err, sizeof err) == IP_OK, "run: %s", err);
+    CHECK(note.calls == 1 && note.ok && note.ms >= 0 && !note.output_existed,
+          "told %d times, ok %d, %.3f ms, output there %d", note.calls, note.ok, note.ms, note.output_existed);
+    CHECK(access(out, F_OK) == 0, "no output");
+    decoded_note failed = { 0, 1, 0, -1.0, out };
+    run_source bad = { cut, NULL, NULL, 0, note_decoded, &failed };
+    CHECK(run_image(w, &p, &bad, &sink, &o, &res, err, sizeof err) != IP_OK, "a cut file ran");
+    CHECK(failed.calls == 1 && !failed.ok, "a failed decoding: told %d times, ok %d", failed.calls, failed.ok);
+    plan_free(&p);
+    run_worker_destroy(w);
 }
 
 /* On a GPU: a folder worker whose GPU run fails runs the image again on the CPU and says why. */
@@ -273,7 +335,7 @@ static void test_gpu_fallback(const ip_image *src)
         run_worker_destroy(w);
         return;
     }
-    run_source in = { in_png, NULL, NULL, 0 };
+    run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
     run_sink sink = { out, NULL, 0 };
     run_result res;
     int rc = run_image(w, &p, &in, &sink, &o, &res, err, sizeof err);
@@ -300,6 +362,7 @@ int main(void)
     test_one_open();
     test_memory(&src);
     test_failures();
+    test_on_decoded();
     test_no_gpu();
     test_gpu_fallback(&src);
     img_free(&src);

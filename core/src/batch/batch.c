@@ -340,12 +340,28 @@ static void count_times(batch_shared *sh, const run_times *t, double total_ms, i
     pthread_mutex_unlock(&sh->lock);
 }
 
+/* A file the read-ahead handed to a worker's CPU decoder: its place among the CPU's decodes is
+ * given back when the decoding ends, not after the image's stages and encoding. */
+typedef struct {
+    jpeg_ahead *ahead;
+    int told;
+} cpu_decode;
+
+static void cpu_decode_ended(void *user, int ok, double ms)
+{
+    cpu_decode *d = user;
+    if (d->told) return;
+    d->told = 1;
+    jpeg_ahead_cpu_took(d->ahead, ok ? ms : -1.0);
+}
+
 static int process_entry(worker *w, sched_role role, const batch_entry *e, io_warnings *warnings, char *err,
                          size_t errlen)
 {
     run_worker *rw = w->rw[role];
     run_options ro = image_options(w->sh->o, e, role);
-    run_source in = { e->in, NULL, NULL, 0 };
+    cpu_decode on_cpu = { w->sh->ahead, 0 };
+    run_source in = { e->in, NULL, NULL, 0, cpu_decode_ended, &on_cpu };
     run_sink out = { e->out, NULL, 0 };
     run_result res;
     double t0 = now_s();
@@ -354,9 +370,10 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     jpeg_ahead_got got = ahead_index >= 0 ? jpeg_ahead_take(w->sh->ahead, ahead_index, &decoded) : JPEG_AHEAD_USUAL;
     if (got == JPEG_AHEAD_TAKEN) in.decoded = &decoded;
     in.jpeg_on_cpu = got == JPEG_AHEAD_ON_CPU;
+    if (!in.jpeg_on_cpu) in.on_decoded = NULL;
     double take_ms = (now_s() - t0) * 1e3;
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
-    if (in.jpeg_on_cpu) jpeg_ahead_cpu_took(w->sh->ahead, res.decoded ? res.times.decode_ms : -1.0);
+    if (in.jpeg_on_cpu) cpu_decode_ended(&on_cpu, res.decoded, res.times.decode_ms);
     if (in.decoded) {   /* the stages read it on the worker's stream */
         gpu_stream_sync(run_worker_stream(rw), NULL, 0);
         res.times.decode_ms += take_ms;
@@ -688,11 +705,11 @@ static void stop_ahead(batch_shared *sh)
              t.cpu_files ? t.cpu_ms / (double)t.cpu_files : 0.0, t.not_ahead,
              taken ? t.take_wait_ms / (double)taken : 0.0);
     sh->cb->note(sh->cb->user, msg);
-    snprintf(msg, sizeof msg, "nvJPEG read-ahead's start and end, ms from its start: engine open at %.0f, ready at "
-             "%.0f; the first batch's %d files read by %.0f (%.0f ms summed, of which %.0f their device memory and "
-             "header); first batch from %.0f for %.0f ms; last batch ended at %.0f", t.engine_open_at, t.engine_ready_at,
-             AHEAD_BATCH, t.first_prepared_at, t.first_read_ms, t.first_prepare_ms, t.first_batch_at, t.first_batch_ms,
-             t.last_batch_end_at);
+    snprintf(msg, sizeof msg, "nvJPEG read-ahead's start and end, ms from its start: handle at %.0f, engine open at "
+             "%.0f, ready at %.0f; the first batch's %d files read by %.0f (%.0f ms summed, of which %.0f their device "
+             "memory and header); first batch from %.0f for %.0f ms; last batch ended at %.0f", t.engine_handle_at,
+             t.engine_open_at, t.engine_ready_at, AHEAD_BATCH, t.first_prepared_at, t.first_read_ms,
+             t.first_prepare_ms, t.first_batch_at, t.first_batch_ms, t.last_batch_end_at);
     sh->cb->note(sh->cb->user, msg);
 }
 

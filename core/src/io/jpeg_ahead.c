@@ -62,11 +62,13 @@ struct jpeg_ahead {
 
 /* A handle of the thread's own on the pool's, with a stream of its own (the pool's opens on its
  * own thread: this waits for it). */
-static jpeg_gpu *open_own(jpeg_ahead *a, unsigned uses, void **stream)
+/* *handle_at: when the shared handle was there, ms from the start. */
+static jpeg_gpu *open_own(jpeg_ahead *a, unsigned uses, void **stream, double *handle_at)
 {
     *stream = NULL;
     char why[256];
     jpeg_gpu *shared = jpeg_pool_handle(a->pool, a->device, NULL), *g = NULL;
+    *handle_at = now_ms() - a->started_at;
     if (!shared || !jpeg_gpu_has_hardware(shared) || gpu_select(a->device, why, sizeof why) != IP_OK) return NULL;
     if (gpu_stream_create(stream, why, sizeof why) != IP_OK) return NULL;
     if (jpeg_gpu_open_shared(&g, shared, *stream, uses, why, sizeof why) != IP_OK) {
@@ -215,7 +217,8 @@ static void *reader_main(void *arg)
 {
     jpeg_ahead *a = arg;
     void *stream;
-    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
+    double handle_at;
+    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream, &handle_at);
     pthread_mutex_lock(&a->lock);
     if (!g) a->broken = 1;
     for (;;) {
@@ -318,7 +321,8 @@ static void *decoder_main(void *arg)
 {
     jpeg_ahead *a = arg;
     void *stream;
-    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream);
+    double handle_at;
+    jpeg_gpu *g = open_own(a, JPEG_GPU_DECODE, &stream, &handle_at);
     int *entries = malloc((size_t)a->batch * sizeof *entries), *rcs = malloc((size_t)a->batch * sizeof *rcs);
     jpeg_gpu_ready *ready = malloc((size_t)a->batch * sizeof *ready);
     int usable = g && entries && rcs && ready;
@@ -330,6 +334,7 @@ static void *decoder_main(void *arg)
     pthread_mutex_lock(&a->lock);
     if (!usable) a->broken = 1;
     a->engine_ready = usable;
+    a->stats.engine_handle_at = handle_at;
     a->stats.engine_open_at = open_at;
     a->stats.engine_ready_at = now_ms() - a->started_at;
     pthread_cond_broadcast(&a->changed);

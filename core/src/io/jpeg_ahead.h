@@ -61,7 +61,8 @@ typedef struct {
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
     /* the timeline, ms from jpeg_ahead_start (0: not reached) */
-    double engine_open_at;   /* the decoder thread's handle and stream made */
+    double engine_handle_at; /* the shared handle there for the decoder thread */
+    double engine_open_at;   /* the decoder thread's own stream and state made */
     double engine_ready_at;  /* and the full batch's state */
     double first_batch_at, first_batch_ms;   /* the first batch's start and length */
     double last_batch_end_at;

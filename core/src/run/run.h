@@ -45,12 +45,16 @@ void run_default_options(run_options *o);
  * pixels already decoded on the worker's GPU (a folder's read-ahead), used in place of reading it;
  * the file still gives its metadata, and is read again if the image falls back to the CPU.
  * jpeg_on_cpu: a JPEG file decoded by libjpeg-turbo whatever the JPEG decoder (the read-ahead
- * handed it over while its engine was busy or not yet open). */
+ * handed it over while its engine was busy or not yet open). on_decoded, when set, is told when a
+ * worker's whole-image decoding has ended (ok 0: it failed), before the stages; streamed images and
+ * runs without a worker do not tell it. */
 typedef struct {
     const char *path;
     const ip_image *image;
     const ip_image *decoded;
     int jpeg_on_cpu;
+    void (*on_decoded)(void *user, int ok, double ms);
+    void *on_decoded_user;
 } run_source;
 
 /* Where the result goes: a file (written atomically), or host memory (path NULL): *image then

@@ -212,6 +212,7 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
     double t0 = now_ms();
     int rc = decode_image(w, p, in, pr, o, &io, &img, err, errlen);
     res->times.decode_ms = now_ms() - t0;
+    if (in->on_decoded) in->on_decoded(in->on_decoded_user, rc == IP_OK, res->times.decode_ms);
     if (rc != IP_OK) {
         res->failed_path = in->path;
         return rc;
