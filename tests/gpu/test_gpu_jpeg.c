@@ -438,8 +438,10 @@ static void pool_matches_single(void)
     memset(ws, 0, sizeof ws);
     int device = 0;
     jpeg_pool *pool = NULL;
-    CHECK(jpeg_pool_open(&pool, 1, &device, JPEG_GPU_DECODE, POOL_THREADS, err, sizeof err) == IP_OK, "%s", err);
+    /* the handle alone at open: the decoder state is made at the first decode */
+    CHECK(jpeg_pool_open(&pool, 1, &device, 0, POOL_THREADS, err, sizeof err) == IP_OK, "%s", err);
     if (!pool) return;
+    CHECK(!jpeg_gpu_times(jpeg_pool_handle(pool, device, NULL)).decoder_made, "the pool made a decoder state at open");
     for (int t = 0; t < POOL_THREADS; t++) {
         ws[t].pool = pool;
         for (int i = 0; i < POOL_FILES; i++) {
@@ -465,6 +467,7 @@ static void pool_matches_single(void)
     CHECK(wrong == 0 && mismatches == 0, "pool: %d wrong statuses, %d images differ from single decodes", wrong,
           mismatches);
     CHECK(st.files == (long)(3 * (POOL_THREADS * POOL_FILES - 1)), "pool decoded %ld files", st.files);
+    CHECK(jpeg_gpu_times(jpeg_pool_handle(pool, device, NULL)).decoder_made, "the pool decoded without a state");
     jpeg_gpu *shared = NULL;
     jpeg_gpu *handle = jpeg_pool_handle(pool, 0, NULL);
     CHECK(handle && jpeg_gpu_open_shared(&shared, handle, NULL, JPEG_GPU_ENCODE, err, sizeof err) == IP_OK,

@@ -207,6 +207,8 @@ static void run_listing(jpeg_pool *pool, listing *l, int batch, int held)
     CHECK(l->taken == expected && st.files == expected, "batch %d: %d taken, %ld decoded, %d expected", batch, l->taken,
           st.files, expected);
     CHECK(st.largest_batch <= batch, "a batch of %d over %d", st.largest_batch, batch);
+    CHECK(st.states_at_open == 1, "batch %d: %d decoder states made at the start, not the engine's one", batch,
+          st.states_at_open);
 }
 
 /* Stopped after three images, the rest never taken: the threads end and the memory goes. */
@@ -402,13 +404,15 @@ int main(void)
     if (!jpeg_gpu_has_hardware(gj)) tu_skip("no hardware JPEG decoder on this GPU: nothing is read ahead");
     int device = 0;
     jpeg_pool *pool = NULL;
-    CHECK(jpeg_pool_open(&pool, 1, &device, JPEG_GPU_DECODE, 16, err, sizeof err) == IP_OK, "%s", err);
+    /* as a folder opens it under the read-ahead: the handle alone, which the read-ahead never decodes on */
+    CHECK(jpeg_pool_open(&pool, 1, &device, 0, 16, err, sizeof err) == IP_OK, "%s", err);
     listing l;
     make_listing(&l);
     run_listing(pool, &l, 4, 2);
     run_listing(pool, &l, 3, 1);
     run_listing(pool, &l, 64, 16);
     stop_early(pool, &l);
+    CHECK(!jpeg_gpu_times(jpeg_pool_handle(pool, 0, NULL)).decoder_made, "the read-ahead made the pool's decoder state");
     rate(pool, tu_quick() ? 128 : 384);
     jpeg_pool_close(pool);
     for (int i = 0; i < FILES; i++) {

@@ -620,8 +620,23 @@ static int output_folder_identity(const batch_options *o, entry_list *l, char *e
     return IP_OK;
 }
 
+/* Whether the read-ahead may take the folder's JPEGs: one GPU whose workers take every image in
+ * the listing's order (IMGPIPE_JPEG_AHEAD=off: never). Not under --resume (an image skipped for
+ * its output would hold its decoded copy to the end) nor --page (which a JPEG has not: the reader
+ * says so). */
+static int ahead_possible(const batch_options *o, const batch_listing *l, int jobs)
+{
+    const char *env = getenv("IMGPIPE_JPEG_AHEAD");
+    int mixed = o->gpu_workers > 0 && o->gpu_workers < jobs;
+    return l && o->device == EXEC_GPU && o->n_gpus <= 1 && !mixed && !o->arrange_by_rates &&
+           o->transfer != EXEC_ZEROCOPY && o->stream != RUN_STREAM_ON && !o->resume && o->io.page == 0 &&
+           !(env && !strcmp(env, "off"));
+}
+
 /* nvJPEG starts opening on every GPU now, beside the workers' start-up, when any image is a JPEG
- * or the outputs are; without it, JPEG simply goes through libjpeg-turbo. */
+ * or the outputs are; without it, JPEG simply goes through libjpeg-turbo. Under the read-ahead,
+ * which decodes on states of its own, the pool's decoder state is made at its first decode, if
+ * any: made with the handle, it held the read-ahead's start back by 0.1-0.25 s. */
 static void open_jpeg_pool(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
@@ -632,7 +647,8 @@ static void open_jpeg_pool(batch_shared *sh, const batch_listing *l, int jobs)
     int zero = 0, n = o->n_gpus > 0 ? o->n_gpus : 1;
     const int *devices = o->n_gpus > 0 ? o->gpu_ids : &zero;
     char err[256];
-    if (jpeg_pool_open(&sh->jpeg, n, devices, JPEG_GPU_DECODE, jobs, err, sizeof err) != IP_OK) sh->jpeg = NULL;
+    unsigned uses = ahead_possible(o, l, jobs) ? 0 : JPEG_GPU_DECODE;
+    if (jpeg_pool_open(&sh->jpeg, n, devices, uses, jobs, err, sizeof err) != IP_OK) sh->jpeg = NULL;
 }
 
 static void close_jpeg_pool(batch_shared *sh)
@@ -652,21 +668,15 @@ static void close_jpeg_pool(batch_shared *sh)
     sh->jpeg = NULL;
 }
 
-/* One GPU whose workers take every image in the listing's order: its JPEGs are read and decoded
- * ahead in large batches, the workers decoding on the CPU what the engine would keep them waiting
- * for (IMGPIPE_JPEG_AHEAD=off turns the read-ahead off, =engine the CPU's help, and
- * IMGPIPE_JPEG_AHEAD_PARSE=whole has its readers parse whole files, to compare). Not under --resume
- * (an image skipped for its output would hold its decoded copy to the end) nor --page (which a
- * JPEG has not: the reader says so). */
+/* Where ahead_possible: the JPEGs are read and decoded ahead in large batches, the workers
+ * decoding on the CPU what the engine would keep them waiting for (IMGPIPE_JPEG_AHEAD=engine turns
+ * the CPU's help off, and IMGPIPE_JPEG_AHEAD_PARSE=whole has its readers parse whole files, to
+ * compare). */
 static void start_ahead(batch_shared *sh, const batch_listing *l, int jobs)
 {
     const batch_options *o = sh->o;
     const char *env = getenv("IMGPIPE_JPEG_AHEAD"), *parse = getenv("IMGPIPE_JPEG_AHEAD_PARSE");
-    int mixed = o->gpu_workers > 0 && o->gpu_workers < jobs;
-    if (!sh->jpeg || o->device != EXEC_GPU || o->n_gpus > 1 || mixed || o->arrange_by_rates ||
-        o->transfer == EXEC_ZEROCOPY || o->stream == RUN_STREAM_ON || o->resume || o->io.page != 0 ||
-        (env && !strcmp(env, "off")))
-        return;
+    if (!sh->jpeg || !ahead_possible(o, l, jobs)) return;
     if (!(sh->ahead_paths = calloc((size_t)l->n, sizeof *sh->ahead_paths))) return;
     int any = 0;
     for (int i = 0; i < l->n; i++) {

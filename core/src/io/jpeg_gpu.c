@@ -261,6 +261,7 @@ static int create_decoder_state(jpeg_gpu *g, char *err, size_t errlen)
     if (!rc && !g->hardware) rc = create_cuda_decoder(g, err, errlen);
     g->decoder_ready = rc == IP_OK;
     g->times.decoder_ms = now_ms() - t0;
+    g->times.decoder_made = g->batches[0].state != NULL;
     return rc;
 }
 

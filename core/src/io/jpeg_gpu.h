@@ -48,10 +48,11 @@ int jpeg_gpu_open(jpeg_gpu **g, int device, void *stream, char *err, size_t errl
 enum { JPEG_GPU_DECODE = 1, JPEG_GPU_ENCODE = 2 };
 int jpeg_gpu_open_for(jpeg_gpu **g, int device, void *stream, unsigned uses, char *err, size_t errlen);
 /* Where opening went, for --profile: loading the library, creating the handle (handle_tries
- * backends and flag sets tried), the decoder's state and the encoder (0 when not made yet). */
+ * backends and flag sets tried), the decoder's state and the encoder (0 when not made yet);
+ * decoder_made: the decoder's state has been made. */
 typedef struct {
     double library_ms, handle_ms, decoder_ms, encoder_ms;
-    int handle_tries;
+    int handle_tries, decoder_made;
 } jpeg_gpu_open_times;
 jpeg_gpu_open_times jpeg_gpu_times(const jpeg_gpu *g);
 /* Another object on parent's handle (nvJPEG handles serve several threads; states do not), with
