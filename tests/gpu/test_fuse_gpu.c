@@ -8,11 +8,13 @@
  * the fused kernel runs the unfused one's code; a fused histogram's CSV against the unfused one's
  * and against counts made here. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exec/exec.h"
 #include "exec/fuse.h"
+#include "gpu/gpu.h"
 #include "gpu_testutil.h"
 #include "base/image.h"
 #include "plan_testutil.h"
@@ -416,6 +418,54 @@ static void test_disk_cache(void)
     CHECK(strstr(notes, "loaded from the disk cache"), "the warmed kernel was not found in the cache: %s", notes);
 }
 
+typedef struct {
+    const plan *p;
+    fuse_group g;
+    int compiled, loaded;
+} maker;
+
+static void *make_kernel(void *arg)
+{
+    maker *m = arg;
+    fuser *f = NULL;
+    fuse_kernel k;
+    char err[512];
+    if (gpu_select(0, err, sizeof err) == IP_OK && fuser_create(&f, 0, err, sizeof err) == IP_OK &&
+        fuser_prepare(f, m->p, &m->g, &k, err, sizeof err) == IP_OK) {
+        m->compiled = k.compiled;
+        m->loaded = k.function != NULL;
+    }
+    fuser_destroy(f);
+    return NULL;
+}
+
+/* A folder's workers meeting a kernel missing from the cache at once: one compiles it, the others
+ * wait for it and load it from the cache. */
+static void test_one_compile(void)
+{
+    enum { MAKERS = 6 };
+    char xdg[1024];
+    snprintf(xdg, sizeof xdg, "%s/fuse-gpu-cache-makers", tu_tmpdir());
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    ip_shape shape = { 40, 30, 3, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, "grayscale weights=average | mean radius=2", &shape, &p)) return;
+    maker m[MAKERS];
+    pthread_t t[MAKERS];
+    for (int i = 0; i < MAKERS; i++) m[i] = (maker){ &p, fuse_group_at(&p, 0), 0, 0 };
+    for (int i = 0; i < MAKERS; i++) pthread_create(&t[i], NULL, make_kernel, &m[i]);
+    int compiled = 0, loaded = 0;
+    for (int i = 0; i < MAKERS; i++) {
+        pthread_join(t[i], NULL);
+        compiled += m[i].compiled;
+        loaded += m[i].loaded;
+    }
+    CHECK(m[0].g.kind != FUSE_NONE, "the chain does not fuse");
+    CHECK(loaded == MAKERS && compiled == 1, "%d makers: %d compiled the kernel, %d loaded it", MAKERS, compiled,
+          loaded);
+    plan_free(&p);
+}
+
 int main(void)
 {
     need_gpu();
@@ -434,6 +484,7 @@ int main(void)
     test_fused_histogram();
     test_graph_replay();
     test_disk_cache();
+    test_one_compile();
     registry_free(&reg);
     return tu_finish();
 }

@@ -2,10 +2,13 @@
  * libnvrtc is found, else the compile part skips), and the disk cache's keys, reuse and
  * invalidation in a temporary XDG_CACHE_HOME. The GPU side is tests/gpu/test_fuse_gpu.c. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include "base/mono_clock.h"
 #include "exec/fuse_cache.h"
 #include "exec/fuse_plan.h"
 #include "gpu/nvrtc_lib.h"
@@ -316,6 +319,49 @@ static void test_cache(void)
     CHECK(strcmp(dir, expect) == 0, "a relative XDG_CACHE_HOME must be ignored: %s", dir);
 }
 
+typedef struct {
+    const char *dir, *key;
+    double got_at;   /* when the lock was had, ms; -1: never */
+} locker;
+
+static void *take_lock(void *arg)
+{
+    locker *l = arg;
+    int fd;
+    fuse_cache_lock(l->dir, l->key, &fd);
+    l->got_at = fd >= 0 ? now_ms() : -1.0;
+    fuse_cache_unlock(fd);
+    return NULL;
+}
+
+/* One maker at a time for a key, threads of one process included; another key never waits. */
+static void test_cache_lock(void)
+{
+    char xdg[1024], dir[4200], err[512];
+    snprintf(xdg, sizeof xdg, "%s/fuse-cache-lock", tu_tmpdir());
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    int rc = fuse_cache_dir(dir, sizeof dir, err, sizeof err);
+    CHECK(rc == IP_OK, "%s", err);
+    if (rc != IP_OK) return;
+    const char *ka = "0123456789abcdef0123456789abcdef", *kb = "fedcba9876543210fedcba9876543210";
+    int held;
+    fuse_cache_lock(dir, ka, &held);
+    CHECK(held >= 0, "no lock on %s", ka);
+    locker same = { dir, ka, -1.0 }, other = { dir, kb, -1.0 };
+    pthread_t t_same, t_other;
+    pthread_create(&t_same, NULL, take_lock, &same);
+    pthread_create(&t_other, NULL, take_lock, &other);
+    pthread_join(t_other, NULL);
+    struct timespec pause = { 0, 100 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    double released = now_ms();
+    fuse_cache_unlock(held);
+    pthread_join(t_same, NULL);
+    CHECK(other.got_at >= 0 && other.got_at < released, "another key's lock waited for this one");
+    CHECK(same.got_at >= released, "the same key's lock was had while held (%.1f ms before its release)",
+          released - same.got_at);
+}
+
 /* A descriptor built before point_cuda existed is never asked for it, whatever lies past its end. */
 static void test_old_descriptors(void)
 {
@@ -398,6 +444,7 @@ int main(void)
     test_large_kernels(nvrtc);
     test_source_changes_key();
     test_cache();
+    test_cache_lock();
     nvrtc_close(nvrtc);
     registry_free(&reg);
     if (!nvrtc && tu_failed == 0) tu_skip("NVRTC not found: the rest passed, the compiles were not checked");

@@ -115,12 +115,20 @@ static int find_image(const fuse_compiler *f, const char *src, const char *key, 
         k->from_disk = 1;
         return IP_OK;
     }
+    int lock = -1;
+    if (have_dir) fuse_cache_lock(dir, key, &lock);
+    if (lock >= 0 && fuse_cache_load(dir, key, image, &bytes) == IP_OK) {   /* another maker's, made meanwhile */
+        fuse_cache_unlock(lock);
+        k->from_disk = 1;
+        return IP_OK;
+    }
     double t0 = now_ms();
     int rc = compile(f, src, image, &bytes, err, errlen);
     k->compile_ms = now_ms() - t0;
     k->compiled = rc == IP_OK;
     if (rc == IP_OK && have_dir && fuse_cache_store(dir, key, *image, bytes, why, sizeof why) != IP_OK)
         snprintf(k->cache_note, sizeof k->cache_note, "%s", why);
+    fuse_cache_unlock(lock);
     return rc;
 }
 

@@ -1,10 +1,12 @@
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* flock */
 #include "exec/fuse_cache.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "imgpipe/plugin.h"
@@ -102,16 +104,20 @@ int fuse_cache_load(const char *dir, const char *key, void **data, size_t *bytes
 
 int fuse_cache_store(const char *dir, const char *key, const void *data, size_t bytes, char *err, size_t errlen)
 {
-    char path[4200], tmp[4300], suffix[40];
-    snprintf(suffix, sizeof suffix, ".%ld.tmp", (long)getpid());
+    char path[4200], tmp[4300];
     if (strlen(key) != 32 || bytes == 0 || bytes > FUSE_CACHE_MAX_BYTES || !entry_path(dir, key, "", path, sizeof path) ||
-        !entry_path(dir, key, suffix, tmp, sizeof tmp)) {
+        !entry_path(dir, key, ".XXXXXX", tmp, sizeof tmp)) {
         snprintf(err, errlen, "cannot cache a kernel of %zu bytes", bytes);
         return IP_EINVAL;
     }
-    FILE *f = fopen(tmp, "wb");
+    int fd = mkstemp(tmp);   /* unique to this writer: threads of one process share its pid */
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(tmp);
+        }
         return IP_EIO;
     }
     uint64_t len = bytes, sum = fnv1a(0xcbf29ce484222325ull, data, bytes);
@@ -124,4 +130,25 @@ int fuse_cache_store(const char *dir, const char *key, const void *data, size_t 
         return IP_EIO;
     }
     return IP_OK;
+}
+
+void fuse_cache_lock(const char *dir, const char *key, int *fd)
+{
+    char path[4200];
+    *fd = -1;
+    if (strlen(key) != 32 || !entry_path(dir, key, ".lock", path, sizeof path)) return;
+    int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0) return;
+    int rc;
+    while ((rc = flock(lock, LOCK_EX)) != 0 && errno == EINTR) continue;
+    if (rc != 0) {
+        close(lock);
+        return;
+    }
+    *fd = lock;
+}
+
+void fuse_cache_unlock(int fd)
+{
+    if (fd >= 0) close(fd);   /* closing the only descriptor of its open file releases the lock */
 }
