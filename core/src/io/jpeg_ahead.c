@@ -61,14 +61,14 @@ struct jpeg_ahead {
 };
 
 /* A handle of the thread's own on the pool's, with a stream of its own (the pool's opens on its
- * own thread: this waits for it). */
-/* *handle_at: when the shared handle was there, ms from the start. */
+ * own thread: this waits for it); *handle_at, unless NULL: when the pool's was there, ms from the
+ * start. */
 static jpeg_gpu *open_own(jpeg_ahead *a, unsigned uses, void **stream, double *handle_at)
 {
     *stream = NULL;
     char why[256];
     jpeg_gpu *shared = jpeg_pool_handle(a->pool, a->device, NULL), *g = NULL;
-    *handle_at = now_ms() - a->started_at;
+    if (handle_at) *handle_at = now_ms() - a->started_at;
     if (!shared || !jpeg_gpu_has_hardware(shared) || gpu_select(a->device, why, sizeof why) != IP_OK) return NULL;
     if (gpu_stream_create(stream, why, sizeof why) != IP_OK) return NULL;
     if (jpeg_gpu_open_shared(&g, shared, *stream, uses, why, sizeof why) != IP_OK) {
@@ -220,10 +220,9 @@ static void *reader_main(void *arg)
 {
     jpeg_ahead *a = arg;
     void *stream;
-    double handle_at;
     /* a reader only parses: its parser is made at its first file, and no decoder state, which
      * nvJPEG makes one at a time (0.1-0.25 s each) while the engine's waits behind them */
-    jpeg_gpu *g = open_own(a, 0, &stream, &handle_at);
+    jpeg_gpu *g = open_own(a, 0, &stream, NULL);
     pthread_mutex_lock(&a->lock);
     if (!g) a->broken = 1;
     for (;;) {

@@ -7,8 +7,8 @@
  *
  * With cpu_help, a worker also decodes on the CPU (libjpeg-turbo) an entry the engine would make
  * it wait for longer than the workers' CPU decodes take, and every entry it reaches before the
- * engine is ready (the handle opens in 0.65 to 1.7 s): both decoders work at once, at most half the
- * cores' workers on the CPU at a time.
+ * engine is ready (the handle and its first state take 0.85 to 1.5 s): both decoders work at
+ * once, at most half the cores' workers decoding on the CPU at a time.
  *
  * Memory is bounded: at most `batch` * 2 + `held` files are read, decoded or held at once, and
  * their device buffers are reused (grown to the largest image, within a device budget). */
