@@ -60,8 +60,12 @@ static size_t try_filter(int type, const uint8_t *r, const uint8_t *p, size_t n,
     return sum;
 }
 
-void pngx_filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsigned bpp, unsigned allowed,
-                     uint8_t *out, uint8_t *try)
+/* The five trials vectorise far better with AVX2: on a 12-MP gray image they went from 12-14% of
+ * a PNG run's cycles on one core to 1-1.5% (perf); the same code, so the same filter choices. */
+#define FILTER_CLONES __attribute__((target_clones("avx2", "default")))
+
+FILTER_CLONES void pngx_filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsigned bpp, unsigned allowed,
+                                   uint8_t *out, uint8_t *try)
 {
     /* Without a filter other than None, libpng writes the row as it is. */
     if ((allowed & ~1u) == 0) {
