@@ -412,7 +412,8 @@ int main(void)
     run_listing(pool, &l, 3, 1);
     run_listing(pool, &l, 64, 16);
     stop_early(pool, &l);
-    CHECK(!jpeg_gpu_times(jpeg_pool_handle(pool, 0, NULL)).decoder_made, "the read-ahead made the pool's decoder state");
+    CHECK(!jpeg_gpu_times(jpeg_pool_handle(pool, 0, NULL)).decoder_made,
+          "the read-ahead made the pool's decoder state");
     rate(pool, tu_quick() ? 128 : 384);
     jpeg_pool_close(pool);
     for (int i = 0; i < FILES; i++) {
