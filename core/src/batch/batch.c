@@ -361,7 +361,7 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     run_worker *rw = w->rw[role];
     run_options ro = image_options(w->sh->o, e, role);
     cpu_decode on_cpu = { w->sh->ahead, 0 };
-    run_source in = { e->in, NULL, NULL, 0, cpu_decode_ended, &on_cpu };
+    run_source in = { e->in, NULL, NULL, 0, NULL, NULL };
     run_sink out = { e->out, NULL, 0 };
     run_result res;
     double t0 = now_s();
@@ -369,8 +369,11 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     ip_image decoded;
     jpeg_ahead_got got = ahead_index >= 0 ? jpeg_ahead_take(w->sh->ahead, ahead_index, &decoded) : JPEG_AHEAD_USUAL;
     if (got == JPEG_AHEAD_TAKEN) in.decoded = &decoded;
-    in.jpeg_on_cpu = got == JPEG_AHEAD_ON_CPU;
-    if (!in.jpeg_on_cpu) in.on_decoded = NULL;
+    if (got == JPEG_AHEAD_ON_CPU) {
+        in.jpeg_on_cpu = 1;
+        in.on_decoded = cpu_decode_ended;
+        in.on_decoded_user = &on_cpu;
+    }
     double take_ms = (now_s() - t0) * 1e3;
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
     if (in.jpeg_on_cpu) cpu_decode_ended(&on_cpu, res.decoded, res.times.decode_ms);

@@ -326,14 +326,11 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
                 "the cores' decoding, stages and encoding", est.gpu_s, est.n_images, est.n_images == 1 ? "" : "s",
                 est.cpu_s);
     if (!cpu_wins) return arrange_by_rates(o, &est, b.jobs, fp);
-    if (nvjpeg)
-        cli_say(o, "device: CPU, %d workers (auto: the cores' decoding, stages and encoding of %d image%s, about %.1f s, "
-                "against the GPU path with nvJPEG's start, about %.1f s)", b.jobs, est.n_images,
-                est.n_images == 1 ? "" : "s", est.cpu_s, est.gpu_s);
-    else
-        cli_say(o, "device: CPU, %d workers (auto: the stages of %d image%s would take the cores about %.1f s, less "
-                "than the GPU's start-up and staging, about %.1f s)", b.jobs, est.n_images,
-                est.n_images == 1 ? "" : "s", est.cpu_s, est.gpu_s);
+    /* with nvJPEG the estimates count the CPU path's decoding and encoding, and the engine's start */
+    cli_say(o, "device: CPU, %d workers (auto: %s of %d image%s would take the cores about %.1f s, less than %s, "
+            "about %.1f s)", b.jobs, nvjpeg ? "the decoding, stages and encoding" : "the stages", est.n_images,
+            est.n_images == 1 ? "" : "s", est.cpu_s,
+            nvjpeg ? "the GPU path with nvJPEG's start" : "the GPU's start-up and staging", est.gpu_s);
     fp->dev = EXEC_CPU;
     return CLI_OK;
 }

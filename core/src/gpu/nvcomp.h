@@ -21,10 +21,6 @@ typedef enum { NVCOMP_DEFLATE = 0, NVCOMP_ZSTD = 1 } nvcomp_codec;
  * over it, decoded or compressed, before they ask for device memory. */
 size_t nvcomp_max_chunk(const nvcomp_lib *lib);
 
-/* One chunk of a batch, in device memory. Compressing: src/src_bytes in, dst of dst_capacity
- * (at least nvcomp_max_compressed_bytes), dst_bytes out. Decompressing: src/src_bytes the
- * compressed chunk, dst of dst_capacity, dst_bytes out (the caller checks it against what it
- * expects). */
 /* The alignment of every chunk's src and dst: 8 for zstd, 4 for deflate; the readers and writers
  * keep to the larger for both. */
 #define NVCOMP_CHUNK_ALIGN 8
@@ -32,7 +28,17 @@ static inline size_t nvcomp_align_up(size_t n)
 {
     return (n + NVCOMP_CHUNK_ALIGN - 1) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
 }
+/* A slot holding n bytes a chunk's alignment into it (the room before it for a header), its size
+ * a multiple of the alignment, with spare after: n + 2 alignments, rounded down. */
+static inline size_t nvcomp_slot_bytes(size_t n)
+{
+    return (n + 2 * NVCOMP_CHUNK_ALIGN) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
+}
 
+/* One chunk of a batch, in device memory. Compressing: src/src_bytes in, dst of dst_capacity
+ * (at least nvcomp_max_compressed_bytes), dst_bytes out. Decompressing: src/src_bytes the
+ * compressed chunk, dst of dst_capacity, dst_bytes out (the caller checks it against what it
+ * expects). */
 typedef struct {
     const void *src;
     size_t src_bytes;

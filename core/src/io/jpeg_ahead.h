@@ -60,8 +60,8 @@ typedef struct {
     double engine_ms;        /* the decoder thread's time in batches (their wait included) */
     double read_ms;          /* the readers' time reading and checking files, summed */
     double take_wait_ms;     /* the workers' time waiting for an image, summed */
-    /* the timeline, ms from jpeg_ahead_start (0: not reached) */
     int states_at_open;      /* decoder states its threads made at their start (the engine's one) */
+    /* the timeline, ms from jpeg_ahead_start (0: not reached) */
     double engine_handle_at; /* the shared handle there for the decoder thread */
     double engine_open_at;   /* the decoder thread's own stream and state made */
     double engine_ready_at;  /* and the full batch's state */

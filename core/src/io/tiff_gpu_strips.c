@@ -68,7 +68,7 @@ static int state_buffers(gpu_state *s, char *err, size_t errlen)
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;
     }
-    s->slot = (bound + 2 * NVCOMP_CHUNK_ALIGN) / NVCOMP_CHUNK_ALIGN * NVCOMP_CHUNK_ALIGN;
+    s->slot = nvcomp_slot_bytes(bound);
     if (s->slot > (SIZE_MAX / 2 - 4 * n) / n || s->pitch > SIZE_MAX / 2 / n) {
         snprintf(err, errlen, "strips too large for the GPU");
         return IP_ELIMIT;

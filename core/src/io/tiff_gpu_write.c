@@ -86,8 +86,7 @@ static int plan_strips(gpu_write *w)
     int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->strip_bytes, &bound, w->err,
                                          w->errlen);
     if (rc) return rc;
-    w->slot = (bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER + 2 * NVCOMP_CHUNK_ALIGN) / NVCOMP_CHUNK_ALIGN *
-              NVCOMP_CHUNK_ALIGN;
+    w->slot = nvcomp_slot_bytes(bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER);
     if (w->slot > (SIZE_MAX - 4 * (size_t)w->strips) / w->strips) {
         snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
         return IP_ELIMIT;
