@@ -39,6 +39,14 @@ int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pi
 int ipk_png_filter(const uint8_t *src, ptrdiff_t stride, size_t row_bytes, size_t height, unsigned bpp,
                    int sample_bytes, unsigned allowed, uint8_t *out, void *stream);
 
+/* Walks n raw deflate streams (RFC 1951) without inflating them, a thread each: stream k is the
+ * len[k] bytes at data + k * slot (device). walks[2k] gets the bit offset of its final block's
+ * header and walks[2k + 1] the bit offset just past that block, as the host's
+ * deflate_walk_prefix gives them (bytes may follow the stream); both all ones when the bytes
+ * hold no valid stream. IPK_OK, IPK_EINVAL, or IPK_ECUDA. */
+int ipk_deflate_walk(const uint8_t *data, size_t slot, const unsigned long long *len, size_t n,
+                     unsigned long long *walks, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 /* The GPU PNG writer (png_gpu.h) against the CPU writer: the filter kernel's output equals the
  * CPU writer's filtered rows byte for byte (8/16-bit, 1-4 channels, 1x1, 1xN, Nx1, prime widths,
- * padded strides); ipk_adler32_spans equals zlib's adler32 per span; png_gpu_write's files decode
+ * padded strides); ipk_adler32_spans equals zlib's adler32 per span; ipk_deflate_walk finds where
+ * the host's walker finds each stream's final block and end, and rejects what it rejects (zlib's
+ * streams of every kind, then damaged or cut short); png_gpu_write's files decode
  * equal to the source by libpng (io_read), Pillow and OpenCV, their image data inflates (zlib,
  * adler32 checked) to exactly the CPU writer's filtered bytes, and bands end mid-row; the file's
  * size against the CPU writer's at levels 1, 6 and 9 (at most 3% larger). Last (not under
@@ -16,6 +18,7 @@
 #include "gpu_testutil.h"
 #include "io/io.h"
 #include "io/io_png_internal.h"
+#include "io/deflate_walk.h"
 #include "io/png_gpu.h"
 #include "ipk_codec.h"
 #include "png_testutil.h"
@@ -207,6 +210,108 @@ static void write_cases(const codecs *k)
     img_free(&img);
 }
 
+/* One stream for the walk: data deflated by zlib at level with strategy, flushed (full flush:
+ * an empty stored block) every flush_every bytes when not 0, then damaged as asked. */
+typedef struct {
+    unsigned char *bytes;
+    size_t len;
+} stream_case;
+
+static stream_case deflate_case(const unsigned char *data, size_t len, int level, int strategy, size_t flush_every,
+                                size_t pad)
+{
+    z_stream z = { 0 };
+    stream_case c = { 0 };
+    if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, strategy) != Z_OK) exit(2);
+    size_t cap = deflateBound(&z, (uLong)len) + 64 * (len / (flush_every ? flush_every : len + 1) + 2);
+    c.bytes = calloc(cap + pad, 1);   /* the pad bytes after the stream stay zero */
+    z.next_out = c.bytes, z.avail_out = (uInt)cap;
+    for (size_t at = 0;;) {
+        size_t piece = flush_every && len - at > flush_every ? flush_every : len - at;
+        z.next_in = (Bytef *)data + at, z.avail_in = (uInt)piece;
+        at += piece;
+        int rc = deflate(&z, at < len ? Z_FULL_FLUSH : Z_FINISH);
+        if (at == len) {
+            CHECK(rc == Z_STREAM_END, "zlib deflate: %d", rc);
+            break;
+        }
+    }
+    c.len = cap - z.avail_out + pad;
+    deflateEnd(&z);
+    return c;
+}
+
+/* The streams laid out slot bytes apart on the device, walked there and here: equal results. */
+static void walk_compare(const char *what, stream_case *cases, size_t n)
+{
+    size_t slot = 8;
+    for (size_t k = 0; k < n; k++)
+        if (cases[k].len + 8 > slot) slot = (cases[k].len + 8) / 8 * 8;
+    unsigned char *host = calloc(n, slot);
+    unsigned long long *lens = malloc(n * sizeof *lens), *walks = malloc(2 * n * sizeof *walks);
+    for (size_t k = 0; k < n; k++) memcpy(host + k * slot, cases[k].bytes, cases[k].len), lens[k] = cases[k].len;
+    unsigned char *d_data = NULL;
+    unsigned long long *d_lens = NULL, *d_walks = NULL;
+    cuda_ok(cudaMalloc((void **)&d_data, n * slot), "cudaMalloc");
+    cuda_ok(cudaMalloc((void **)&d_lens, n * sizeof *lens), "cudaMalloc");
+    cuda_ok(cudaMalloc((void **)&d_walks, 2 * n * sizeof *walks), "cudaMalloc");
+    cuda_ok(cudaMemcpy(d_data, host, n * slot, cudaMemcpyHostToDevice), "upload");
+    cuda_ok(cudaMemcpy(d_lens, lens, n * sizeof *lens, cudaMemcpyHostToDevice), "upload");
+    int rc = ipk_deflate_walk(d_data, slot, d_lens, n, d_walks, NULL);
+    if (gpu_finish_ok(rc, "ipk_deflate_walk"))
+        cuda_ok(cudaMemcpy(walks, d_walks, 2 * n * sizeof *walks, cudaMemcpyDeviceToHost), "download");
+    int valid = 0;
+    for (size_t k = 0; k < n && !rc; k++) {
+        deflate_walk_result w = { UINT64_MAX, UINT64_MAX };
+        if (deflate_walk_prefix(cases[k].bytes, cases[k].len, &w)) w.final_start = w.end = UINT64_MAX;
+        else valid++;
+        CHECK(walks[2 * k] == w.final_start && walks[2 * k + 1] == w.end,
+              "%s, stream %zu (%zu bytes): the device walked to %llu..%llu, the host to %llu..%llu", what, k,
+              cases[k].len, walks[2 * k], walks[2 * k + 1], (unsigned long long)w.final_start,
+              (unsigned long long)w.end);
+    }
+    printf("walk %s: %zu streams (%d valid) walked alike\n", what, n, valid);
+    cudaFree(d_data), cudaFree(d_lens), cudaFree(d_walks);
+    free(host), free(lens), free(walks);
+}
+
+/* The device's walk (ipk_deflate_walk) against the host's (deflate_walk_prefix): stored, fixed,
+ * dynamic and Huffman-only streams of random and photo-like data from empty to 300 KB, several
+ * blocks, zero padding after; then the same streams with a bit flipped or cut short. */
+static void walk_cases(void)
+{
+    tu_rng r;
+    tu_seed(&r, 41);
+    ip_image photo = ptu_photo(700, 300, 3, IP_U8, 5, 9);
+    size_t photo_len;
+    unsigned char *rows = ptu_filtered(&photo, &photo_len), *noise = malloc(photo_len);
+    for (size_t i = 0; i < photo_len; i++) noise[i] = (unsigned char)tu_next(&r);
+    static const int levels[] = { 0, 1, 4, 6, 9 };
+    static const int strategies[] = { Z_DEFAULT_STRATEGY, Z_FIXED, Z_HUFFMAN_ONLY, Z_FILTERED };
+    static const size_t sizes[] = { 0, 1, 2, 100, 65536, 300000 };
+    stream_case cases[256];
+    size_t n = 0;
+    for (int li = 0; li < 5; li++)
+        for (int si = 0; si < 4; si++)
+            for (int zi = 0; zi < 6; zi++)
+                if (n < 240) {
+                    size_t len = sizes[zi] < photo_len ? sizes[zi] : photo_len;
+                    const unsigned char *src = (li + si + zi) % 2 ? noise : rows;
+                    cases[n++] = deflate_case(src, len, levels[li], strategies[si], zi % 3 == 2 ? 7000 : 0, zi % 2);
+                }
+    walk_compare("valid", cases, n);
+    for (size_t k = 0; k < n; k++) {
+        if (!cases[k].len) continue;
+        if (k % 2) cases[k].len = tu_next(&r) % cases[k].len;
+        else cases[k].bytes[tu_next(&r) % cases[k].len] ^= (unsigned char)(1u << (tu_next(&r) % 8));
+    }
+    walk_compare("damaged", cases, n);
+    for (size_t k = 0; k < n; k++) free(cases[k].bytes);
+    free(rows);
+    free(noise);
+    img_free(&photo);
+}
+
 /* The sample photograph mirror-tiled to w x h. */
 static ip_image photo(int w, int h, int channels)
 {
@@ -347,6 +452,7 @@ int main(void)
     need_gpu();
     filter_cases();
     adler_case(1, 1), adler_case(100000, 65536), adler_case(1 << 20, 4096), adler_case(3000001, 1 << 20);
+    walk_cases();
     codecs k = open_codecs();
     if (k.ready) {
         write_cases(&k);

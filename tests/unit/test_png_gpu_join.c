@@ -5,7 +5,8 @@
  * data, 1-byte bands, one band, many bands, empty bands, stored (level 0), fixed-Huffman and
  * Huffman-only bands, mixed levels. Whole files from CPU-filtered rows (bands cut mid-row) decode
  * equal by libpng (io_read), Pillow and OpenCV, begin exactly as the CPU writer's files do, and a
- * damaged band is an error leaving no file. */
+ * damaged band is an error leaving no file. The join from walks made apart (the device's) gives
+ * the walking join's bytes, and refuses a walk marked invalid or past its band. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <sys/stat.h>
@@ -71,15 +72,35 @@ static int inflate_zlib(const unsigned char *z, size_t zlen, unsigned char *out,
     return rc == Z_STREAM_END && s.avail_in == 0 ? 0 : -1;
 }
 
+/* The join from walks made apart (as the device makes them) gives the same bytes as the join
+ * that walks (done, in joined). */
+static void check_walked_join(const char *what, const pngx_band *joined, pngx_band *b, size_t n)
+{
+    deflate_walk_result *walks = calloc(n ? n : 1, sizeof *walks);
+    for (size_t k = 0; k < n; k++)
+        CHECK(deflate_walk_prefix(b[k].data, b[k].len, &walks[k]) == 0, "%s: band %zu does not walk", what, k);
+    size_t bad = (size_t)-1;
+    int rc = png_gpu_join_walked(b, n, walks, &bad);
+    CHECK(rc == IP_OK, "%s: the walked join failed at band %zu", what, bad);
+    size_t first = n;
+    for (size_t k = 0; !rc && k < n && first == n; k++)
+        if (b[k].len != joined[k].len || memcmp(b[k].data, joined[k].data, b[k].len)) first = k;
+    CHECK(rc || first == n, "%s: the walked join differs from the walking one at band %zu", what, first);
+    free(walks);
+}
+
 /* Joins the bands, puts a zlib header and the whole data's adler32 (computed here, in one go)
  * around them, and inflates. */
 static void check_join(const char *what, const unsigned char *data, size_t total, const size_t *lens, size_t n,
                        const deflate_kind *kinds, size_t n_kinds, int threads)
 {
     pngx_band *b = make_bands(data, lens, n, kinds, n_kinds);
+    pngx_band *walked = make_bands(data, lens, n, kinds, n_kinds);
     size_t bad = (size_t)-1;
     int rc = png_gpu_join_bands(b, n, threads, &bad);
     CHECK(rc == IP_OK, "%s: join failed at band %zu", what, bad);
+    check_walked_join(what, b, walked, n);
+    free_bands(walked, n);
     size_t zlen = 2 + 4;
     for (size_t k = 0; k < n; k++) zlen += b[k].len;
     unsigned char *z = malloc(zlen), *back = malloc(total + 64);
@@ -146,6 +167,23 @@ static void join_cases(void)
     img_free(&photo);
 }
 
+/* Walks the device calls invalid, or that end past a band, are refused and name the band. */
+static void damaged_walks(const unsigned char *data, const size_t *lens, const deflate_kind *k)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        pngx_band *b = make_bands(data, lens, 3, k, 1);
+        deflate_walk_result w[3];
+        for (int i = 0; i < 3; i++) CHECK(deflate_walk_prefix(b[i].data, b[i].len, &w[i]) == 0, "band %d walks", i);
+        if (kind == 0) w[1].final_start = w[1].end = UINT64_MAX;
+        if (kind == 1) w[2].end = (uint64_t)b[2].len * 8 + 1;
+        if (kind == 2) w[1].final_start = w[1].end;
+        size_t bad = 99, want = kind == 1 ? 2 : 1;
+        int rc = png_gpu_join_walked(b, 3, w, &bad);
+        CHECK(rc == IP_EFORMAT && bad == want, "damaged walk %d: rc %d, bad %zu", kind, rc, bad);
+        free_bands(b, 3);
+    }
+}
+
 /* A band that is no deflate stream is refused and named. */
 static void damaged_band(void)
 {
@@ -165,6 +203,7 @@ static void damaged_band(void)
     rc = png_gpu_join_bands(b, 3, 2, &bad);
     CHECK(rc == IP_EFORMAT && bad == 2, "cut band: rc %d, bad %zu", rc, bad);
     free_bands(b, 3);
+    damaged_walks(data, lens, &k);
     free(data);
 }
 
@@ -208,7 +247,7 @@ static void file_case(FILE *list, int w, int h, int c, ip_dtype t, size_t band, 
     io_options opt = *base;
     opt.png_level = level;
     char err[256] = "";
-    int rc = png_gpu_write_bands(path, &img.shape, &opt, b, n, err, sizeof err);
+    int rc = png_gpu_write_bands(path, &img.shape, &opt, b, n, NULL, err, sizeof err);
     CHECK(rc == IP_OK, "%s: %s", what, err);
     ip_image back = { 0 };
     rc = io_read(path, NULL, &back, err, sizeof err);
@@ -282,7 +321,7 @@ static void damaged_file(void)
     b[0].data[0] |= 6;
     io_options opt;
     io_default_options(&opt);
-    int rc = png_gpu_write_bands(path, &img.shape, &opt, b, 2, err, sizeof err);
+    int rc = png_gpu_write_bands(path, &img.shape, &opt, b, 2, NULL, err, sizeof err);
     CHECK(rc == IP_ECUDA && strstr(err, "band 0"), "damaged band: rc %d, message '%s'", rc, err);
     CHECK(files_in(dir) == 0, "damaged band: %d files left in the folder", files_in(dir));
     free_bands(b, 2);

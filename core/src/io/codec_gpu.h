@@ -6,7 +6,9 @@
 
 /* Buffers a codec keeps between images (grown, never shrunk): cudaMalloc, cudaFree and pinned
  * allocations per image serialise a folder's workers, cudaFree waiting for the whole device. */
-typedef enum { IO_GPU_SCRATCH_A = 0, IO_GPU_SCRATCH_B, IO_GPU_SCRATCH_C, IO_GPU_SCRATCH_N } io_gpu_scratch_slot;
+typedef enum {
+    IO_GPU_SCRATCH_A = 0, IO_GPU_SCRATCH_B, IO_GPU_SCRATCH_C, IO_GPU_SCRATCH_D, IO_GPU_SCRATCH_N
+} io_gpu_scratch_slot;
 typedef struct {
     void *device[IO_GPU_SCRATCH_N], *pinned[IO_GPU_SCRATCH_N];
     size_t device_bytes[IO_GPU_SCRATCH_N], pinned_bytes[IO_GPU_SCRATCH_N];

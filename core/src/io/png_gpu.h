@@ -21,7 +21,7 @@ typedef struct {
     size_t band_bytes;   /* a multiple of 8, at most 64 MiB */
 } png_gpu_settings;
 typedef struct {
-    double filter_ms, deflate_ms, download_ms, join_ms, total_ms;   /* join_ms: join and file */
+    double filter_ms, deflate_ms, download_ms, join_ms, total_ms;   /* download: walk too; join: and file */
     size_t filtered_bytes, deflated_bytes, bands;
 } png_gpu_times;
 png_gpu_settings png_gpu_settings_for(int level);

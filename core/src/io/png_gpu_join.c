@@ -28,6 +28,20 @@ int png_gpu_join_bands(pngx_band *bands, size_t n, int threads, size_t *bad)
     return IP_OK;
 }
 
+int png_gpu_join_walked(pngx_band *bands, size_t n, const deflate_walk_result *walks, size_t *bad)
+{
+    for (size_t k = 0; k < n; k++) {
+        const deflate_walk_result *w = &walks[k];
+        if (w->end == UINT64_MAX || w->end > (uint64_t)bands[k].len * 8 || w->final_start >= w->end) {
+            if (bad) *bad = k;
+            return IP_EFORMAT;
+        }
+        bands[k].len = (size_t)((w->end + 7) / 8);
+        if (k + 1 < n) bands[k].len = deflate_make_joinable(bands[k].data, bands[k].len, w);
+    }
+    return IP_OK;
+}
+
 static int write_png(FILE *f, const ip_shape *s, const io_options *opt, const pngx_band *bands, size_t n)
 {
     pngx_idat *w;
@@ -61,10 +75,10 @@ static int fill(int fd, void *ctx, char *err, size_t errlen)
 }
 
 int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *opt, pngx_band *bands, size_t n,
-                        char *err, size_t errlen)
+                        const deflate_walk_result *walks, char *err, size_t errlen)
 {
     size_t bad = 0;
-    int rc = png_gpu_join_bands(bands, n, io_thread_count(opt), &bad);
+    int rc = walks ? png_gpu_join_walked(bands, n, walks, &bad) : png_gpu_join_bands(bands, n, io_thread_count(opt), &bad);
     if (rc) {
         snprintf(err, errlen, rc == IP_ENOMEM ? "out of memory"
                               : "cannot write PNG: the GPU's deflate gave band %zu as no valid deflate stream", bad);
