@@ -14,23 +14,25 @@
 #include "ipk_codec.h"
 #endif
 
-/* nvCOMP's deflate is documented and measured at chunks of 64 KiB (its compressor's stated
- * limit); the bands are cut at fixed byte offsets of the filtered data, mid-row as it falls. */
-#define BAND_BYTES ((size_t)1 << 16)
+/* nvCOMP's deflate is documented at chunks of 64 KiB (its compressor's stated limit); the bands
+ * are cut at fixed byte offsets of the filtered data, mid-row as it falls. */
 #define MAX_BAND_BYTES ((size_t)64 << 20)
 
-/* --png-level -> nvCOMP's deflate algorithm and band, from test_gpu_png's bench on the H100
- * (4096x4096 photographs, RGB and gray, 2026-11-27): algorithm 2 in 256 KiB bands is within 1% of
- * zlib level 1 (libpng's) on filtered rows at 1-2 GB/s; algorithm 0 is smaller than stored; for
- * levels 5-9 no algorithm comes within 3% of zlib's size faster than the CPU writer on 16 cores
- * (4: 35% larger; 5: 4% larger at 0.02-0.16 GB/s), so those levels stay on the CPU (-1). */
+/* --png-level -> nvCOMP's deflate algorithm, from test_gpu_png's bench on the H100 (4096x4096
+ * photographs, RGB and gray, 2026-11-27): algorithm 2 is within 1% of zlib level 1 (libpng's) on
+ * filtered rows; algorithm 0 is smaller than stored; for levels 5-9 no algorithm comes within 3%
+ * of zlib's size faster than the CPU writer on 16 cores (4: 35% larger; 5: 4% larger at 0.02-0.16
+ * GB/s), so those levels stay on the CPU (-1). */
 static const int level_algorithm[10] = { 0, 2, 2, 2, 2, -1, -1, -1, -1, -1 };
-#define BAND_BYTES_LEVELS_1_4 ((size_t)256 << 10)
+/* 64 KiB bands, not 256: in a 16-worker folder of 12-MP gray photographs (H200, 2026-11-28) an
+ * image's deflate took 41-72 ms against 108-140, for files 0.2% larger (4% smaller than the CPU
+ * writer's at level 3; RGB 0.3% larger than its); a mirror-tiled synthetic image lost 3-10%. */
+#define BAND_BYTES ((size_t)64 << 10)
 
 png_gpu_settings png_gpu_settings_for(int level)
 {
     int at = level < 0 ? 0 : level > 9 ? 9 : level;
-    png_gpu_settings s = { level_algorithm[at], at == 0 ? BAND_BYTES : BAND_BYTES_LEVELS_1_4 };
+    png_gpu_settings s = { level_algorithm[at], BAND_BYTES };
     return s;
 }
 
