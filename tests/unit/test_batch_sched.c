@@ -219,6 +219,13 @@ static void test_estimate_images(void)
     CHECK(near(est.cpu_s, 6.15) && near(est.gpu_s, 3.05 + 800 * 2.16e-3), "nvJPEG, 800 files: cpu %g s, gpu %g s",
           est.cpu_s, est.gpu_s);
     CHECK(est.gpu_s < est.cpu_s, "nvJPEG, 800 files: the GPU path is faster");
+    /* PNG written on the card: its filter and deflate (3.6 ms a 12-MP gray image) follow the
+     * engine's decoding; the cores pay their PNG encoding (300 ms an image) */
+    cost_estimate png = { .cpu_ms = 123.0 + 300.0, .gpu_stages_ms = 0.5, .gpu_codec_ms = 3.6 };
+    folder_estimate_images(&png, &photo, 200, 16, IO_FMT_PNG, 1, &est);
+    CHECK(near(est.cpu_s, 5.2875) && near(est.gpu_s, 3.05 + 200 * (2.16e-3 + 3.6e-3)),
+          "nvJPEG, PNG on the card, 200 files: cpu %g s, gpu %g s", est.cpu_s, est.gpu_s);
+    CHECK(est.gpu_s < est.cpu_s, "nvJPEG, PNG on the card, 200 files: the GPU path is faster");
     /* without nvJPEG: start-up, then each worker's staging per image, or the card's stages */
     cost_estimate light = { .cpu_ms = 10.0, .gpu_stages_ms = 0.5 };
     folder_estimate_images(&light, &photo, 100, 16, IO_FMT_PNG, 0, &est);

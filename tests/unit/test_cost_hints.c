@@ -150,11 +150,36 @@ static void test_estimate_uses_hint(void)
     fake_state s = { { 3.5, 0.25 }, IP_OK, 0 };
     plan_step st = fake_step(&plugin, &s);
     plan p = { &st, 1, NULL };
-    cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0 };
+    cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0, 0 };
     cost_estimate est;
     cost_estimate_plan(&p, &st.in, &set, &est);
     CHECK(est.cpu_ms == 3.5 * 6000.0 / 4 / 1e6, "cpu %.17g ms", est.cpu_ms);
     CHECK(est.gpu_stages_ms == 0.25 * 6000.0 / 1e6, "gpu stages %.17g ms", est.gpu_stages_ms);
+}
+
+/* With nvJPEG and PNG written on the card, the CPU path pays its PNG encoding (25 ns a sample)
+ * and the card its filter and deflate (0.3 ns a byte); PNG it does not write, or JPEG, adds
+ * neither. The output: 100x10x3 u16, 3000 samples, 6000 bytes. */
+static void test_estimate_png_on_card(void)
+{
+    ip_stage with = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage), .name = "anything",
+                      .run_cpu = fake_run, .run_gpu = fake_run, .cost_of = fake_cost };
+    reg_plugin plugin = { &with, NULL, "with", NULL };
+    fake_state s = { { 3.5, 0.25 }, IP_OK, 0 };
+    plan_step st = fake_step(&plugin, &s);
+    plan p = { &st, 1, NULL };
+    cost_setting on_card = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 1 }, on_cores = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 0 };
+    cost_setting jpeg_out = { IO_FMT_JPEG, IO_FMT_JPEG, 4, 1, 1 };
+    cost_estimate card, cores, jpeg;
+    cost_estimate_plan(&p, &st.in, &on_card, &card);
+    cost_estimate_plan(&p, &st.in, &on_cores, &cores);
+    cost_estimate_plan(&p, &st.in, &jpeg_out, &jpeg);
+    CHECK(fabs(card.cpu_ms - cores.cpu_ms - 3000 * 25.0 / 1e6) < 1e-12, "CPU PNG encoding: %.17g ms more",
+          card.cpu_ms - cores.cpu_ms);
+    CHECK(fabs(card.gpu_codec_ms - 6000 * 0.3 / 1e6) < 1e-12 && cores.gpu_codec_ms == 0 && jpeg.gpu_codec_ms == 0,
+          "card's PNG encoding: %.17g, %.17g, %.17g ms", card.gpu_codec_ms, cores.gpu_codec_ms, jpeg.gpu_codec_ms);
+    CHECK(fabs(card.gpu_ms - cores.gpu_ms - card.gpu_codec_ms + 6000 / 7.0e6) < 1e-12,
+          "the card's PNG encoding in gpu_ms: %.17g ms more", card.gpu_ms - cores.gpu_ms);
 }
 
 int main(void)
@@ -167,6 +192,7 @@ int main(void)
     test_in_tree_costs();
     test_fake_stages();
     test_estimate_uses_hint();
+    test_estimate_png_on_card();
     registry_free(&reg);
     return tu_finish();
 }

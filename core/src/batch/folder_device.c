@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "io/png_gpu.h"
 #include "run/cost.h"
 #include "base/image.h"
 
@@ -61,9 +62,10 @@ void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n,
     if (workers < 1) workers = 1;
     est->n_images = n;
     est->cpu_s = n * one->cpu_ms / workers / 1e3;
-    if (gpu_jpeg) {   /* the workers wait on the engine, one file after another, not on their cores */
+    if (gpu_jpeg) {   /* the workers wait on the engine and the card's encoding, not on their cores */
         double engine_ms = (double)in->width * (double)in->height * NVJPEG_FOLDER_NS_PER_PIXEL / 1e6;
-        double serial_ms = engine_ms > one->gpu_stages_ms ? engine_ms : one->gpu_stages_ms;
+        double card_ms = engine_ms + one->gpu_codec_ms;
+        double serial_ms = card_ms > one->gpu_stages_ms ? card_ms : one->gpu_stages_ms;
         est->gpu_s = (GPU_FOLDER_FIXED_MS + NVJPEG_FOLDER_FIXED_MS + n * serial_ms) / 1e3;
         return;
     }
@@ -89,7 +91,9 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
     if (rc == IP_OK) {
         io_format out_fmt = o->format != IO_FMT_UNKNOWN ? o->format : first->fmt;
         int gpu_jpeg = o->jpeg_on_gpu && first->fmt == IO_FMT_JPEG;
-        cost_setting set = { first->fmt, out_fmt, 1, gpu_jpeg };
+        int png_gpu = out_fmt == IO_FMT_PNG && o->codecs != RUN_CODECS_CPU &&
+                      png_gpu_settings_for(o->io.png_level).algorithm >= 0;
+        cost_setting set = { first->fmt, out_fmt, 1, gpu_jpeg, png_gpu };
         cost_estimate one;
         cost_estimate_plan(&own, &shape, &set, &one);
         int workers = o->jobs < cores ? o->jobs : cores;
