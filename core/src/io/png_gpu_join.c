@@ -78,7 +78,8 @@ int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *o
                         const deflate_walk_result *walks, char *err, size_t errlen)
 {
     size_t bad = 0;
-    int rc = walks ? png_gpu_join_walked(bands, n, walks, &bad) : png_gpu_join_bands(bands, n, io_thread_count(opt), &bad);
+    int rc = walks ? png_gpu_join_walked(bands, n, walks, &bad)
+                   : png_gpu_join_bands(bands, n, io_thread_count(opt), &bad);
     if (rc) {
         snprintf(err, errlen, rc == IP_ENOMEM ? "out of memory"
                               : "cannot write PNG: the GPU's deflate gave band %zu as no valid deflate stream", bad);
