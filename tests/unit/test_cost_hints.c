@@ -141,8 +141,9 @@ static void test_fake_stages(void)
     CHECK(same_cost(cost_of_step(&st), s.give), "a free stage's hint (0 ns) was not used");
 }
 
-/* The estimate takes the hint per byte of the step's input: 6000 bytes, 4 threads. */
-static void test_estimate_uses_hint(void)
+/* The estimate of a one-step plan whose stage hints 3.5 ns a byte on the CPU and 0.25 on the GPU,
+ * its input and output 100x10x3 u16: 3000 samples, 6000 bytes. */
+static void estimate_one_step(const cost_setting *set, cost_estimate *est)
 {
     ip_stage with = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage), .name = "anything",
                       .run_cpu = fake_run, .run_gpu = fake_run, .cost_of = fake_cost };
@@ -150,30 +151,30 @@ static void test_estimate_uses_hint(void)
     fake_state s = { { 3.5, 0.25 }, IP_OK, 0 };
     plan_step st = fake_step(&plugin, &s);
     plan p = { &st, 1, NULL };
+    cost_estimate_plan(&p, &st.in, set, est);
+}
+
+/* The estimate takes the hint per byte of the step's input: 6000 bytes, 4 threads. */
+static void test_estimate_uses_hint(void)
+{
     cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0, 0 };
     cost_estimate est;
-    cost_estimate_plan(&p, &st.in, &set, &est);
+    estimate_one_step(&set, &est);
     CHECK(est.cpu_ms == 3.5 * 6000.0 / 4 / 1e6, "cpu %.17g ms", est.cpu_ms);
     CHECK(est.gpu_stages_ms == 0.25 * 6000.0 / 1e6, "gpu stages %.17g ms", est.gpu_stages_ms);
 }
 
 /* With nvJPEG and PNG written on the card, the CPU path pays its PNG encoding (25 ns a sample)
  * and the card its filter and deflate (0.3 ns a byte); PNG it does not write, or JPEG, adds
- * neither. The output: 100x10x3 u16, 3000 samples, 6000 bytes. */
+ * neither. */
 static void test_estimate_png_on_card(void)
 {
-    ip_stage with = { .abi_version = IP_ABI_VERSION, .struct_size = sizeof(ip_stage), .name = "anything",
-                      .run_cpu = fake_run, .run_gpu = fake_run, .cost_of = fake_cost };
-    reg_plugin plugin = { &with, NULL, "with", NULL };
-    fake_state s = { { 3.5, 0.25 }, IP_OK, 0 };
-    plan_step st = fake_step(&plugin, &s);
-    plan p = { &st, 1, NULL };
     cost_setting on_card = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 1 }, on_cores = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 0 };
     cost_setting jpeg_out = { IO_FMT_JPEG, IO_FMT_JPEG, 4, 1, 1 };
     cost_estimate card, cores, jpeg;
-    cost_estimate_plan(&p, &st.in, &on_card, &card);
-    cost_estimate_plan(&p, &st.in, &on_cores, &cores);
-    cost_estimate_plan(&p, &st.in, &jpeg_out, &jpeg);
+    estimate_one_step(&on_card, &card);
+    estimate_one_step(&on_cores, &cores);
+    estimate_one_step(&jpeg_out, &jpeg);
     CHECK(fabs(card.cpu_ms - cores.cpu_ms - 3000 * 25.0 / 1e6) < 1e-12, "CPU PNG encoding: %.17g ms more",
           card.cpu_ms - cores.cpu_ms);
     CHECK(fabs(card.gpu_codec_ms - 6000 * 0.3 / 1e6) < 1e-12 && cores.gpu_codec_ms == 0 && jpeg.gpu_codec_ms == 0,
