@@ -34,10 +34,15 @@ size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result
     return len;
 }
 
+size_t deflate_join_walked(uint8_t *buf, const deflate_walk_result *w, int last)
+{
+    size_t len = (size_t)((w->end + 7) / 8);
+    return last ? len : deflate_make_joinable(buf, len, w);
+}
+
 size_t deflate_join_piece(uint8_t *buf, size_t len, int last)
 {
     deflate_walk_result w;
     if (deflate_walk_prefix(buf, len, &w)) return 0;
-    len = (size_t)((w.end + 7) / 8);
-    return last ? len : deflate_make_joinable(buf, len, &w);
+    return deflate_join_walked(buf, &w, last);
 }

@@ -30,4 +30,6 @@ size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result
  * back: cut where its stream ends (a compressor's padding dropped) and, unless last, made
  * joinable. The length it then has; 0 when buf holds no valid stream. */
 size_t deflate_join_piece(uint8_t *buf, size_t len, int last);
+/* The same for a stream already walked (w, within buf's bytes): its length once readied. */
+size_t deflate_join_walked(uint8_t *buf, const deflate_walk_result *w, int last);
 #endif

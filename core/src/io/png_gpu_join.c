@@ -36,8 +36,7 @@ int png_gpu_join_walked(pngx_band *bands, size_t n, const deflate_walk_result *w
             if (bad) *bad = k;
             return IP_EFORMAT;
         }
-        bands[k].len = (size_t)((w->end + 7) / 8);
-        if (k + 1 < n) bands[k].len = deflate_make_joinable(bands[k].data, bands[k].len, w);
+        bands[k].len = deflate_join_walked(bands[k].data, w, k + 1 == n);
     }
     return IP_OK;
 }

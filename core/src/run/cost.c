@@ -65,7 +65,8 @@ static double decode_ms(const ip_shape *in, io_format fmt, int threads)
 }
 
 /* With nvJPEG the GPU decodes (and encodes) what the CPU would: the decoding no longer hides
- * start-up, and the pixels do not cross PCIe. */
+ * start-up, and the pixels do not cross PCIe; PNG the card writes (set->png_gpu) costs the CPU
+ * path its encoding and the card its deflate (*codec). */
 static void add_gpu_jpeg(const ip_shape *in, const ip_shape *final, const cost_setting *set, double *cpu, double *gpu,
                          double *startup, double *codec)
 {
