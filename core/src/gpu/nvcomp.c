@@ -333,12 +333,17 @@ static int stage_chunks(nvcomp_batch *b, int n, const nvcomp_chunk *chunks, int 
                       (size_t)n * sizeof(uint64_t), 4, GPU_H2D, b->stream, err, errlen);
 }
 
+/* Queues the copy of each chunk's size and status behind the batch. */
+static int queue_results(nvcomp_batch *b, int n, char *err, size_t errlen)
+{
+    return gpu_copy2d(host_slot(b, ARR_DST_BYTES), b->capacity * sizeof(uint64_t), dev_slot(b, ARR_DST_BYTES),
+                      b->capacity * sizeof(uint64_t), (size_t)n * sizeof(uint64_t), 2, GPU_D2H, b->stream, err, errlen);
+}
+
 /* Waits for the batch, then brings back each chunk's size and status. */
 static int fetch_results(nvcomp_batch *b, int n, char *err, size_t errlen)
 {
-    int rc = gpu_copy2d(host_slot(b, ARR_DST_BYTES), b->capacity * sizeof(uint64_t), dev_slot(b, ARR_DST_BYTES),
-                        b->capacity * sizeof(uint64_t), (size_t)n * sizeof(uint64_t), 2, GPU_D2H, b->stream, err,
-                        errlen);
+    int rc = queue_results(b, n, err, errlen);
     if (!rc) rc = gpu_stream_sync(b->stream, err, errlen);
     return rc;
 }
@@ -388,8 +393,8 @@ static int launch_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, i
     return nvc_fail(l, s, "compression", err, errlen);
 }
 
-int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, nvcomp_chunk *chunks, char *err,
-                    size_t errlen)
+int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, const nvcomp_chunk *chunks,
+                          char *err, size_t errlen)
 {
     int rc = check_algorithm(codec, algorithm, err, errlen);
     if (rc || n <= 0) return rc;
@@ -399,7 +404,15 @@ int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, n
     if (!rc) rc = compress_alignments(b->lib, codec, algorithm, &al, err, errlen);
     if (!rc) rc = stage_chunks(b, n, chunks, 1, &al, &max_chunk, &total, err, errlen);
     if (!rc) rc = launch_compress(b, codec, algorithm, n, max_chunk, total, err, errlen);
-    if (!rc) rc = fetch_results(b, n, err, errlen);
+    if (!rc) rc = queue_results(b, n, err, errlen);
+    return rc;
+}
+
+int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen)
+{
+    if (n <= 0) return IP_OK;
+    int rc = gpu_select(b->device, err, errlen);
+    if (!rc) rc = gpu_stream_sync(b->stream, err, errlen);
     for (int i = 0; !rc && i < n; i++) {
         nvc_status s = chunk_status(b, i);
         chunks[i].dst_bytes = (size_t)host_slot(b, ARR_DST_BYTES)[i];
@@ -410,6 +423,13 @@ int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, n
         }
     }
     return rc;
+}
+
+int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, nvcomp_chunk *chunks, char *err,
+                    size_t errlen)
+{
+    int rc = nvcomp_compress_start(b, codec, algorithm, n, chunks, err, errlen);
+    return rc ? rc : nvcomp_compress_finish(b, n, chunks, err, errlen);
 }
 
 static int launch_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, size_t max_chunk, size_t total, char *err,
@@ -504,6 +524,21 @@ int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, n
                     size_t errlen)
 {
     (void)b, (void)codec, (void)algorithm, (void)n, (void)chunks;
+    snprintf(err, errlen, "nvCOMP needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+
+int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, const nvcomp_chunk *chunks,
+                          char *err, size_t errlen)
+{
+    (void)b, (void)codec, (void)algorithm, (void)n, (void)chunks;
+    snprintf(err, errlen, "nvCOMP needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+
+int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen)
+{
+    (void)b, (void)n, (void)chunks;
     snprintf(err, errlen, "nvCOMP needs a CUDA build");
     return IP_EUNSUPPORTED;
 }

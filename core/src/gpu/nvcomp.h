@@ -65,6 +65,13 @@ void nvcomp_batch_destroy(nvcomp_batch *b);
  * alignment). */
 int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, nvcomp_chunk *chunks, char *err,
                     size_t errlen);
+/* nvcomp_compress in two halves, so that the host can work while the card compresses: start
+ * queues the batch on b's stream (chunks read now), finish waits for it and sets every dst_bytes
+ * of the same n chunks. Nothing else may use b in between; after a failed start, sync the stream
+ * before reusing the chunks' memory. */
+int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, const nvcomp_chunk *chunks,
+                          char *err, size_t errlen);
+int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen);
 /* Decompresses n chunks; returns once done. IP_EFORMAT naming the first chunk whose data is not
  * valid (its index in *bad_chunk when not NULL) and nothing else is trusted then. */
 int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
