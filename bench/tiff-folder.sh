@@ -6,6 +6,9 @@
 # libtiff's default level 6). imgpipe runs at that level and at --tiff-level 1, on each device
 # and with the GPU codecs off (--codecs cpu). Prints images/s and the outputs' total size.
 # usage: IMGPIPE_BIN=... bench/tiff-folder.sh [N_IMAGES] [OUT_DIR]   (default 200, $OUT or .)
+# PROFILE=1: also the GPU level-6 run under --profile, its report in OUT_DIR/tiff-folder-profile.txt.
+# EXTRA="6:IMGPIPE_TIFF_GPU_SHARE=30 1:--jobs=32 ...": more GPU rows, each at a level with one
+# setting in its environment or one option.
 set -u
 export LC_ALL=C
 B=${IMGPIPE_BIN:?set IMGPIPE_BIN}
@@ -84,6 +87,17 @@ for dev in cpu gpu auto; do
 done
 run_row "imgpipe --device gpu --codecs gpu, level 6" "$tmp/o" "$B" run -v --device gpu --codecs gpu --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
 run_row "imgpipe --device gpu --codecs cpu, level 6" "$tmp/o" "$B" run -v --device gpu --codecs cpu --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
+if [ "${PROFILE:-0}" = 1 ]; then
+  run_row "imgpipe --device gpu --profile, level 6" "$tmp/o" "$B" run -v --profile --device gpu --tiff-level 6 "$pipe" "$tmp/in" "$tmp/o"
+  cp "$tmp/log" "$out/tiff-folder-profile.txt"
+fi
+for extra in ${EXTRA:-}; do
+  setting=${extra#*:} env_set=IMGPIPE_BENCH_ROW=1 opt_set=-v
+  case $setting in --*) opt_set=${setting/=/ } ;; *) env_set=$setting ;; esac
+  # shellcheck disable=SC2086 # opt_set is an option and its value
+  run_row "imgpipe --device gpu, level ${extra%%:*}, $setting" "$tmp/o" env "$env_set" "$B" run -v $opt_set \
+    --device gpu --tiff-level "${extra%%:*}" "$pipe" "$tmp/in" "$tmp/o"
+done
 for dev in cpu gpu; do
   run_row "imgpipe --device $dev, level 1" "$tmp/o" "$B" run -v --device "$dev" --tiff-level 1 "$pipe" "$tmp/in" "$tmp/o"
 done
