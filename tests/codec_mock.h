@@ -7,4 +7,7 @@
  * inflate code (Z_STREAM_END when the stream ended within the buffer), Z_MEM_ERROR when zlib
  * did not start. */
 int codec_mock_inflate(nvcomp_chunk *c);
+/* The chunk's bytes deflated raw by zlib at level 6 into its buffer, dst_bytes what it wrote: 0,
+ * or -1 when zlib failed or the buffer was too small. */
+int codec_mock_deflate(nvcomp_chunk *c);
 #endif

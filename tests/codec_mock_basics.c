@@ -1,7 +1,7 @@
-/* What the mock GPU codec tests share (test_tiff_gpu_read_mock, _strips_mock, _bands_mock): copies
- * and streams that are done at once, an nvCOMP whose handles are placeholders, zlib's inflate
- * (codec_mock.h), and the adler32 kernel as zlib's loop. Each test brings its own
- * nvcomp_max_chunk and its nvCOMP calls. */
+/* What the mock GPU codec tests share (test_tiff_gpu_read_mock, _strips_mock, _bands_mock,
+ * _write_mock): copies and streams that are done at once, an nvCOMP whose handles are placeholders,
+ * zlib's inflate and deflate (codec_mock.h) with deflate's bound, and the adler32 and predictor
+ * kernels as host loops. Each test brings its own nvcomp_max_chunk and its nvCOMP calls. */
 #include <stdlib.h>
 #include <string.h>
 #include "imgpipe/plugin.h"
@@ -66,6 +66,53 @@ int codec_mock_inflate(nvcomp_chunk *c)
     c->dst_bytes = c->dst_capacity - z.avail_out;
     inflateEnd(&z);
     return rc;
+}
+
+int codec_mock_deflate(nvcomp_chunk *c)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    z.next_in = (Bytef *)c->src;
+    z.avail_in = (uInt)c->src_bytes;
+    z.next_out = c->dst;
+    z.avail_out = (uInt)c->dst_capacity;
+    int rc = deflate(&z, Z_FINISH);
+    c->dst_bytes = c->dst_capacity - z.avail_out;
+    deflateEnd(&z);
+    return rc == Z_STREAM_END ? 0 : -1;
+}
+
+int nvcomp_max_compressed_bytes(const nvcomp_lib *lib, nvcomp_codec codec, int algorithm, size_t chunk_bytes,
+                                size_t *bytes, char *err, size_t errlen)
+{
+    (void)lib, (void)codec, (void)algorithm, (void)err, (void)errlen;
+    *bytes = compressBound((uLong)chunk_bytes);
+    return IP_OK;
+}
+
+/* TIFF's horizontal differencing, sample by sample in native order, as the kernel's header says. */
+int ipk_tiff_predictor_apply(const void *src, size_t src_pitch, void *dst, size_t dst_pitch, int width, int height,
+                             int channels, int sample_bytes, void *stream)
+{
+    (void)stream;
+    for (int y = 0; y < height; y++) {
+        const uint8_t *in = (const uint8_t *)src + (size_t)y * src_pitch;
+        uint8_t *out = (uint8_t *)dst + (size_t)y * dst_pitch;
+        for (size_t i = 0; i < (size_t)width * channels; i++) {
+            size_t left = i - (size_t)channels;
+            if (sample_bytes == 1) {
+                out[i] = (uint8_t)(in[i] - (i >= (size_t)channels ? in[left] : 0));
+                continue;
+            }
+            uint16_t v, l = 0;
+            memcpy(&v, in + 2 * i, 2);
+            if (i >= (size_t)channels) memcpy(&l, in + 2 * left, 2);
+            v = (uint16_t)(v - l);
+            memcpy(out + 2 * i, &v, 2);
+        }
+    }
+    return 0;
 }
 
 int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *out, void *stream)

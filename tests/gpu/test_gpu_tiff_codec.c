@@ -2,7 +2,8 @@
  * predictor against a host loop, and (when nvCOMP opens: IMGPIPE_NVCOMP_LIB) files written by
  * libtiff decoded equal to the CPU reader's pixels, a strip that inflates past its block or
  * short of it left to the CPU reader, a damaged one failed, and device images written by
- * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size; strips
+ * tiff_gpu_write read back by libtiff equal, within 3% of the CPU writer's size, also with a share
+ * of their strips compressed by the cores (none: the CPU writer's bytes); strips
  * compressed in batches by the streamed writer's GPU codec (tiff_gpu_strips.h), written raw by
  * libtiff, read back equal by the CPU reader, and a streamed write where the GPU takes strips;
  * libtiff's strips and tiles streamed back with their bands inflated on the card
@@ -122,7 +123,7 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
     if (rc == IP_OK) {
         cuda_ok(cudaMemcpy2D(back, row, dev.data, (size_t)dev.stride, row, h, cudaMemcpyDeviceToHost), "download");
         CHECK(memcmp(back, img.data, row * h) == 0, "decoded pixels %dx%dx%d differ", w, h, c);
-        rc = tiff_gpu_write(codecs, &dev, gpu_path, &opt, err, sizeof err);
+        rc = tiff_gpu_write(codecs, &dev, gpu_path, &opt, 1.0, err, sizeof err);
         CHECK(rc == IP_OK, "gpu write: %s", err);
     }
     ip_image read = { 0 };
@@ -138,6 +139,56 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
     }
     cudaFree(held);
     free(back);
+    img_free(&img);
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb, ca = 0, cb = 0;
+    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF) {}
+    same = same && ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+/* A device image whose pitch is past its rows, written with share of its strips on the card and
+ * the rest by the cores: read back equal; with no share, the CPU writer's very bytes. */
+static void shared_write(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, io_tiff_compression comp, int level,
+                         double share, tu_rng *r)
+{
+    char cpu_path[512], gpu_path[512], err[512] = "";
+    snprintf(cpu_path, sizeof cpu_path, "%s/shared_cpu.tif", tu_tmpdir());
+    snprintf(gpu_path, sizeof gpu_path, "%s/shared_gpu.tif", tu_tmpdir());
+    ip_shape shape = { w, h, c, t };
+    ip_image img;
+    CHECK(ttu_image(&img, &shape, r) == 0, "alloc %dx%d", w, h);
+    size_t row = img_row_bytes(&shape), pitch = row + 64;
+    void *dev = NULL;
+    cuda_ok(cudaMalloc(&dev, pitch * (size_t)h), "malloc");
+    cuda_ok(cudaMemcpy2D(dev, pitch, img.data, (size_t)img.stride, row, (size_t)h, cudaMemcpyHostToDevice), "upload");
+    ip_image d = { dev, (ptrdiff_t)pitch, shape, 1 };
+    io_options opt;
+    io_default_options(&opt);
+    opt.tiff_compression = comp;
+    opt.tiff_level = level;
+    CHECK(io_write(cpu_path, &img, &opt, err, sizeof err) == IP_OK, "cpu write: %s", err);
+    int rc = tiff_gpu_write(codecs, &d, gpu_path, &opt, share, err, sizeof err);
+    CHECK(rc == IP_OK, "%dx%dx%d, %.0f%% on the card: %s", w, h, c, share * 100, err);
+    ip_image back = { 0 };
+    if (rc == IP_OK && io_read(gpu_path, &opt, &back, err, sizeof err) == IP_OK) {
+        int wrong = 0;
+        for (int y = 0; y < h; y++)
+            wrong += memcmp((unsigned char *)back.data + (size_t)y * back.stride,
+                            (unsigned char *)img.data + (size_t)y * img.stride, row) != 0;
+        CHECK(wrong == 0, "%dx%dx%d, %.0f%% on the card: %d rows differ", w, h, c, share * 100, wrong);
+        img_free(&back);
+    } else if (rc == IP_OK) {
+        CHECK(0, "read back %dx%dx%d: %s", w, h, c, err);
+    }
+    if (share == 0) CHECK(same_bytes(cpu_path, gpu_path), "%dx%dx%d, none on the card: not the CPU's bytes", w, h, c);
+    cudaFree(dev);
     img_free(&img);
 }
 
@@ -349,12 +400,15 @@ static void photo_sizes(io_gpu_codecs *codecs)
         snprintf(gpu_path, sizeof gpu_path, "%s/photo_gpu.tif", tu_tmpdir());
         opt.tiff_level = levels[i];
         CHECK(io_write(cpu_path, &photo, &opt, err, sizeof err) == IP_OK, "cpu write: %s", err);
-        CHECK(tiff_gpu_write(codecs, &d, gpu_path, &opt, err, sizeof err) == IP_OK, "gpu write: %s", err);
-        double ratio = (double)file_size(gpu_path) / (double)file_size(cpu_path);
-        printf("photograph %dx%dx%d deflate level %d: CPU %lld bytes, GPU %lld (%.3f)\n", photo.shape.width,
-               photo.shape.height, photo.shape.channels, levels[i], (long long)file_size(cpu_path),
-               (long long)file_size(gpu_path), ratio);
-        CHECK(ratio <= 1.03, "level %d: the GPU's file is %.3f of the CPU's", levels[i], ratio);
+        for (int half = 0; half < 2; half++) {
+            double share = half ? 0.5 : 1.0;
+            CHECK(tiff_gpu_write(codecs, &d, gpu_path, &opt, share, err, sizeof err) == IP_OK, "gpu write: %s", err);
+            double ratio = (double)file_size(gpu_path) / (double)file_size(cpu_path);
+            printf("photograph %dx%dx%d deflate level %d, %.0f%% on the card: CPU %lld bytes, GPU %lld (%.3f)\n",
+                   photo.shape.width, photo.shape.height, photo.shape.channels, levels[i], share * 100,
+                   (long long)file_size(cpu_path), (long long)file_size(gpu_path), ratio);
+            CHECK(ratio <= 1.03, "level %d, share %.1f: the GPU's file is %.3f of the CPU's", levels[i], share, ratio);
+        }
     }
     cudaFree(dev);
     img_free(&photo);
@@ -385,6 +439,14 @@ int main(void)
     round_trip(codecs, 997, 641, 3, IP_U8, IO_TIFF_DEFLATE, &r);
     round_trip(codecs, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, &r);
     round_trip(codecs, 2003, 1500, 1, IP_U8, IO_TIFF_ZSTD, &r);
+    shared_write(codecs, 1, 1, 1, IP_U8, IO_TIFF_DEFLATE, 6, 0.5, &r);
+    shared_write(codecs, 4099, 37, 1, IP_U8, IO_TIFF_DEFLATE, 6, 0.5, &r);
+    shared_write(codecs, 997, 641, 3, IP_U8, IO_TIFF_DEFLATE, 1, 0.25, &r);
+    shared_write(codecs, 509, 300, 4, IP_U16, IO_TIFF_DEFLATE, 9, 0.6, &r);
+    shared_write(codecs, 70001, 3, 1, IP_U8, IO_TIFF_DEFLATE, 6, 0.5, &r);
+    shared_write(codecs, 801, 203, 2, IP_U16, IO_TIFF_ZSTD, 6, 0.5, &r);
+    shared_write(codecs, 2003, 150, 1, IP_U8, IO_TIFF_DEFLATE, 6, 0.0, &r);
+    shared_write(codecs, 333, 77, 3, IP_U8, IO_TIFF_DEFLATE, 6, 0.01, &r);
     odd_strip(codecs, 5, IP_EUNSUPPORTED, "strip 1 inflating past its block");
     odd_strip(codecs, 2, IP_EUNSUPPORTED, "strip 1 short");
     odd_strip(codecs, TTU_DAMAGED, IP_EFORMAT, "strip 1 damaged");

@@ -9,11 +9,10 @@
 #include "testutil.h"
 
 #ifdef IMGPIPE_HAVE_CUDA
-#include <zlib.h>
 #include "gpu/gpu.h"
 #include "gpu/nvcomp.h"
 #include "io/tiff_gpu_strips.h"
-#include "ipk_codec.h"
+#include "codec_mock.h"
 #include "tiff_testutil.h"
 
 /* How the mock nvCOMP's next compress goes wrong: not at all, no bytes for one chunk, a size past
@@ -28,29 +27,6 @@ size_t nvcomp_max_chunk(const nvcomp_lib *lib)
     (void)lib;
     return (size_t)64 << 20;
 }
-int nvcomp_max_compressed_bytes(const nvcomp_lib *lib, nvcomp_codec codec, int algorithm, size_t chunk_bytes,
-                                size_t *bytes, char *err, size_t errlen)
-{
-    (void)lib, (void)codec, (void)algorithm, (void)err, (void)errlen;
-    *bytes = compressBound((uLong)chunk_bytes);
-    return IP_OK;
-}
-
-static int deflate_chunk(nvcomp_chunk *c)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    z.next_in = (Bytef *)c->src;
-    z.avail_in = (uInt)c->src_bytes;
-    z.next_out = c->dst;
-    z.avail_out = (uInt)c->dst_capacity;
-    int rc = deflate(&z, Z_FINISH);
-    c->dst_bytes = c->dst_capacity - z.avail_out;
-    deflateEnd(&z);
-    return rc == Z_STREAM_END ? 0 : -1;
-}
-
 int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, nvcomp_chunk *chunks, char *err,
                     size_t errlen)
 {
@@ -60,7 +36,7 @@ int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, n
         return IP_ECUDA;
     }
     for (int i = 0; i < n; i++)
-        if (deflate_chunk(&chunks[i]) != 0) {
+        if (codec_mock_deflate(&chunks[i]) != 0) {
             snprintf(err, errlen, "mock: zlib failed on chunk %d", i);
             return IP_ECUDA;
         }
@@ -68,30 +44,6 @@ int nvcomp_compress(nvcomp_batch *b, nvcomp_codec codec, int algorithm, int n, n
     if (fault == EMPTY_CHUNK) chunks[0].dst_bytes = 0;
     if (fault == OVERSIZE_CHUNK) chunks[n - 1].dst_bytes = chunks[n - 1].dst_capacity + 1;
     return IP_OK;
-}
-
-/* TIFF's horizontal differencing, sample by sample in native order, as the kernel's header says. */
-int ipk_tiff_predictor_apply(const void *src, size_t src_pitch, void *dst, size_t dst_pitch, int width, int height,
-                             int channels, int sample_bytes, void *stream)
-{
-    (void)stream;
-    for (int y = 0; y < height; y++) {
-        const uint8_t *in = (const uint8_t *)src + (size_t)y * src_pitch;
-        uint8_t *out = (uint8_t *)dst + (size_t)y * dst_pitch;
-        for (size_t i = 0; i < (size_t)width * channels; i++) {
-            size_t left = i - (size_t)channels;
-            if (sample_bytes == 1) {
-                out[i] = (uint8_t)(in[i] - (i >= (size_t)channels ? in[left] : 0));
-                continue;
-            }
-            uint16_t v, l = 0;
-            memcpy(&v, in + 2 * i, 2);
-            if (i >= (size_t)channels) memcpy(&l, in + 2 * left, 2);
-            v = (uint16_t)(v - l);
-            memcpy(out + 2 * i, &v, 2);
-        }
-    }
-    return 0;
 }
 
 static tiff_gpu_strips *strips_codec(void)

@@ -8,6 +8,10 @@
 const tiff_strip_codec *tiff_strip_codec_cpu(io_tiff_compression c);
 /* The options' compressor, else the CPU's for their compression. */
 const tiff_strip_codec *tiff_strip_codec_for(const io_options *opt);
+/* img's rows compressed as f's strips 0, 1, ... by opt's threads and CPU codec, and handed to
+ * write in order: the whole-image writer's strips (img may hold only the first strips' rows). */
+int tiff_strips_write_host(const ip_image *img, const tiff_strip_format *f, const io_options *opt,
+                           tiff_strip_write_fn write, void *user, char *err, size_t errlen);
 /* libdeflate's level for zlib's level L (0: zlib's default, 6): the same number. libdeflate's 6
  * deflates at twice zlib's speed, at most 0.1% larger on the sample photographs; libtiff, left to
  * itself, gives libdeflate L + 1 from 6 up (7 for the default: zlib's speed, 0.02-3% smaller). */

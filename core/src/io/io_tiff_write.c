@@ -79,6 +79,17 @@ static int write_strips(tiff_strips *p, const ip_image *img, uint32_t rps, char 
     return rc == IP_OK ? tiff_strips_finish(p, err, errlen) : rc;
 }
 
+int tiff_strips_write_host(const ip_image *img, const tiff_strip_format *f, const io_options *opt,
+                           tiff_strip_write_fn write, void *user, char *err, size_t errlen)
+{
+    tiff_strips *p = NULL;
+    tiff_strips_plan plan = tiff_strips_plan_for(f, io_thread_count(opt), 0);
+    int rc = tiff_strips_open(&p, tiff_strip_codec_for(opt), f, &plan, write, user, err, errlen);
+    if (rc == IP_OK) rc = write_strips(p, img, f->rows_per_strip, err, errlen);
+    tiff_strips_close(p);
+    return rc;
+}
+
 static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_options *opt, char *err, size_t errlen)
 {
     const ip_shape *s = &img->shape;
@@ -88,12 +99,8 @@ static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_o
         return IP_EIO;
     }
     tiff_raw_out out = { tif, log };
-    tiff_strips *p = NULL;
     char why[512];
-    tiff_strips_plan plan = tiff_strips_plan_for(&f, io_thread_count(opt), 0);
-    int rc = tiff_strips_open(&p, tiff_strip_codec_for(opt), &f, &plan, tiff_write_raw_strip, &out, why, sizeof why);
-    if (rc == IP_OK) rc = write_strips(p, img, f.rows_per_strip, why, sizeof why);
-    tiff_strips_close(p);
+    int rc = tiff_strips_write_host(img, &f, opt, tiff_write_raw_strip, &out, why, sizeof why);
     if (rc != IP_OK) {
         snprintf(err, errlen, "cannot write TIFF: %s", why);
         return rc;

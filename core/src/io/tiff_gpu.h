@@ -23,7 +23,20 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
 int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt);
 /* nvCOMP's deflate algorithm for a --tiff-level (0 or out of range: the default, 6). */
 int tiff_gpu_deflate_algorithm(int level);
-/* Writes the device image to path atomically with opt's metadata, as io_write would. */
+/* The strips' height where the card compresses: TIFF_GPU_STRIP_KB of rows, or one row where that
+ * is longer (IMGPIPE_TIFF_GPU_STRIP_KB overrides it, for the bench). nvCOMP deflates a chunk
+ * serially and the chunks in parallel, so smaller strips keep more of the card at work. */
+#define TIFF_GPU_STRIP_KB 64
+uint32_t tiff_gpu_rows_per_strip(const ip_shape *shape);
+/* The share of a device image's strips the card compresses while the image's own threads (opt's)
+ * compress the rest on the CPU, balancing the card's deflate against the cores' at the level: 1
+ * when forced (--codecs gpu); 0 (the cores alone) for zstd, or where the cores would be done
+ * before the card's first strip. cards: the GPUs the machine's cores are shared among.
+ * IMGPIPE_TIFF_GPU_SHARE (percent) overrides it where the card takes part, for the bench. */
+double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int forced, int cards);
+/* Writes the device image to path atomically with opt's metadata, as io_write would: the last
+ * card_share of its strips (0 to 1) compressed on the card, the others on the CPU by opt's
+ * threads while the card works. The pixels never depend on the share; the bytes do. */
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
-                   char *err, size_t errlen);
+                   double card_share, char *err, size_t errlen);
 #endif

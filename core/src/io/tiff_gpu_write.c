@@ -1,9 +1,11 @@
-/* TIFF written from a device image: the CPU writer's strips and tags, the predictor applied on
- * the card into a scratch, the strips compressed by nvCOMP in one batch with their adler32s, then
- * framed (zlib's header and trailer) and written in order by libtiff, atomically. */
+/* TIFF written from a device image: the CPU writer's tags, the last strips compressed on the card
+ * (the predictor applied into a scratch, nvCOMP's batch with the strips' adler32s, each framed by
+ * zlib's header and trailer) while the cores compress the first ones from a downloaded copy, then
+ * all written by libtiff, atomically. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/tiff_gpu.h"
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,29 +14,12 @@
 #include "gpu/gpu.h"
 #include "io/io_internal.h"
 #include "io/io_tiff_handle.h"
+#include "io/io_tiff_strip_cpu.h"
 #include "io/meta_tiff.h"
 #include "io/zlib_frame.h"
 
 #ifdef IMGPIPE_HAVE_CUDA
 #include "ipk_codec.h"
-
-/* nvCOMP's deflate algorithm for each --tiff-level, by measured size (bench/tiff-folder.sh on the
- * H100, 2026-11-27: 12-MP photographs, 256 KiB strips with the predictor): algorithm 4 makes files
- * 7% smaller than libtiff's level 6 and 18% smaller than its level 1, algorithm 2 6% larger than
- * level 1, so every level takes 4; 0 (entropy coding only) is never chosen. Retune here. */
-static const int deflate_algorithm_for_level[10] = { 0, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-
-int tiff_gpu_deflate_algorithm(int level)
-{
-    return deflate_algorithm_for_level[level >= 1 && level <= 9 ? level : 6];
-}
-
-int tiff_gpu_encodable(const ip_shape *s, const io_options *opt)
-{
-    int codec_ok = opt->tiff_compression == IO_TIFF_DEFLATE || opt->tiff_compression == IO_TIFF_ZSTD;
-    return codec_ok && (s->dtype == IP_U8 || s->dtype == IP_U16) && s->channels >= 1 && s->channels <= 4 &&
-           s->width > 0 && s->height > 0;
-}
 
 /* A device image whose rows the kernels can read: whole samples, no overlap. */
 static int device_rows_ok(const ip_image *img)
@@ -55,8 +40,12 @@ typedef struct {
     size_t slot;                /* a compressed strip's room, framing included */
     size_t strip_pitch;         /* strips' distance in the predicted image: zstd wants them aligned */
     uint32_t rps, strips;
-    unsigned char *predicted;   /* device: the image's rows, packed, the predictor applied */
-    unsigned char *dev_comp;    /* device: a slot a strip, then the adler32s */
+    uint32_t first_card;        /* strips [0, first_card) compressed by the cores, the rest by the card */
+    uint32_t card_strips;
+    int card_pending;           /* the card's batch queued and not yet waited for */
+    unsigned char *cpu_rows;    /* pinned: the cores' strips' rows, packed */
+    unsigned char *predicted;   /* device: the card's strips' rows, packed, the predictor applied */
+    unsigned char *dev_comp;    /* device: a slot a card strip, then the adler32s */
     unsigned char *host;        /* pinned: the same */
     nvcomp_chunk *chunks;
 } gpu_write;
@@ -68,30 +57,55 @@ static int ipk_fail(gpu_write *w, int status, const char *what)
     return IP_ECUDA;
 }
 
-static int plan_strips(gpu_write *w)
+static int too_large(gpu_write *w)
+{
+    snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
+    return IP_ELIMIT;
+}
+
+/* The card takes share of the strips, the last ones, in its own strip height; none (the cores
+ * alone, the CPU writer's strips and bytes) where that rounds to no strip. */
+static void share_strips(gpu_write *w, double share)
 {
     const ip_shape *s = &w->img->shape;
+    w->card_strips = 0;
+    if (share > 0) {
+        w->rps = tiff_gpu_rows_per_strip(s);
+        w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
+        double card = share >= 1 ? w->strips : floor(share * w->strips + 0.5);
+        w->card_strips = (uint32_t)card;
+    }
+    if (w->card_strips == 0) {
+        w->rps = tiff_rows_per_strip(s);
+        w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
+    }
+    w->first_card = w->strips - w->card_strips;
+}
+
+static uint32_t strip_rows(const gpu_write *w, uint32_t i)
+{
+    uint32_t height = (uint32_t)w->img->shape.height;
+    return height - i * w->rps < w->rps ? height - i * w->rps : w->rps;
+}
+
+static int plan_strips(gpu_write *w, double share)
+{
     w->codec = w->opt->tiff_compression == IO_TIFF_ZSTD ? NVCOMP_ZSTD : NVCOMP_DEFLATE;
     w->algorithm = tiff_gpu_deflate_algorithm(w->opt->tiff_level);
-    w->row_bytes = img_row_bytes(s);
-    w->rps = tiff_rows_per_strip(s);
-    w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
+    w->row_bytes = img_row_bytes(&w->img->shape);
+    share_strips(w, share);
     w->strip_bytes = w->row_bytes * w->rps;
     w->strip_pitch = w->codec == NVCOMP_ZSTD ? nvcomp_align_up(w->strip_bytes) : w->strip_bytes;
-    if (w->strip_pitch < w->strip_bytes || w->strip_pitch > SIZE_MAX / w->strips) {
-        snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
-        return IP_ELIMIT;
-    }
+    if (w->card_strips == 0) return IP_OK;
+    if (w->strip_pitch < w->strip_bytes || w->strip_pitch > SIZE_MAX / w->card_strips) return too_large(w);
     size_t bound = 0;
     int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->strip_bytes, &bound, w->err,
                                          w->errlen);
     if (rc) return rc;
+    if (bound > SIZE_MAX / 2) return too_large(w);
     w->slot = nvcomp_slot_bytes(bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER);
-    if (w->slot > (SIZE_MAX - 4 * (size_t)w->strips) / w->strips) {
-        snprintf(w->err, w->errlen, "cannot write TIFF: image too large");
-        return IP_ELIMIT;
-    }
-    w->chunks = calloc(w->strips, sizeof *w->chunks);
+    if (w->slot > (SIZE_MAX - 4 * (size_t)w->card_strips) / w->card_strips) return too_large(w);
+    w->chunks = calloc(w->card_strips, sizeof *w->chunks);
     if (!w->chunks) {
         snprintf(w->err, w->errlen, "out of memory");
         return IP_ENOMEM;
@@ -99,80 +113,147 @@ static int plan_strips(gpu_write *w)
     return IP_OK;
 }
 
-/* A strip's compressed body sits NVCOMP_CHUNK_ALIGN into its slot, with room for zlib's header
- * just before it. */
-static size_t body_at(const gpu_write *w, uint32_t strip)
+/* A card strip's compressed body sits NVCOMP_CHUNK_ALIGN into its slot, with room for zlib's
+ * header just before it; j counts from the card's first strip. */
+static size_t body_at(const gpu_write *w, uint32_t j)
 {
-    return (size_t)strip * w->slot + NVCOMP_CHUNK_ALIGN;
+    return (size_t)j * w->slot + NVCOMP_CHUNK_ALIGN;
 }
 
 static int alloc_buffers(gpu_write *w)
 {
-    size_t comp = w->slot * w->strips + (size_t)w->strips * sizeof(uint32_t);
-    int rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_A, w->strip_pitch * w->strips,
-                                   (void **)&w->predicted, w->err, w->errlen);
+    int rc = IP_OK;
+    if (w->first_card > 0) {
+        size_t rows = (size_t)w->first_card * w->rps;
+        if (rows > SIZE_MAX / w->row_bytes) return too_large(w);
+        rc = io_gpu_scratch_pinned(w->c, IO_GPU_SCRATCH_B, rows * w->row_bytes, (void **)&w->cpu_rows, w->err,
+                                   w->errlen);
+    }
+    if (rc || w->card_strips == 0) return rc;
+    size_t comp = w->slot * w->card_strips + (size_t)w->card_strips * sizeof(uint32_t);
+    rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_A, w->strip_pitch * w->card_strips, (void **)&w->predicted,
+                               w->err, w->errlen);
     if (!rc) rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_B, comp, (void **)&w->dev_comp, w->err, w->errlen);
     if (!rc) rc = io_gpu_scratch_pinned(w->c, IO_GPU_SCRATCH_A, comp, (void **)&w->host, w->err, w->errlen);
     return rc;
 }
 
-static int compress_strips(gpu_write *w)
+/* The cores' strips' rows into pinned memory, waited for before the card's batch is queued. */
+static int download_cpu_rows(gpu_write *w)
+{
+    if (w->first_card == 0) return IP_OK;
+    size_t rows = (size_t)w->first_card * w->rps;
+    if (rows > (size_t)w->img->shape.height) rows = (size_t)w->img->shape.height;
+    int rc = gpu_copy2d(w->cpu_rows, w->row_bytes, w->img->data, (size_t)w->img->stride, w->row_bytes, rows, GPU_D2H,
+                        w->c->stream, w->err, w->errlen);
+    return rc ? rc : gpu_stream_sync(w->c->stream, w->err, w->errlen);
+}
+
+static int predict_card_rows(gpu_write *w)
 {
     const ip_shape *s = &w->img->shape;
     int sample_bytes = (int)ip_dtype_size(s->dtype);
+    size_t y0 = (size_t)w->first_card * w->rps;
+    const unsigned char *src = (const unsigned char *)w->img->data + y0 * (size_t)w->img->stride;
+    if (w->strip_pitch == w->strip_bytes)   /* strips back to back: one pass over the rows */
+        return ipk_fail(w, ipk_tiff_predictor_apply(src, (size_t)w->img->stride, w->predicted, w->row_bytes, s->width,
+                                                    (int)((size_t)s->height - y0), s->channels, sample_bytes,
+                                                    w->c->stream),
+                        "predictor");
     int rc = IP_OK;
-    if (w->strip_pitch == w->strip_bytes)   /* strips back to back: one pass over the image */
-        rc = ipk_fail(w, ipk_tiff_predictor_apply(w->img->data, (size_t)w->img->stride, w->predicted, w->row_bytes,
-                                                  s->width, s->height, s->channels, sample_bytes, w->c->stream),
+    for (uint32_t j = 0; !rc && j < w->card_strips; j++)
+        rc = ipk_fail(w, ipk_tiff_predictor_apply(src + (size_t)j * w->rps * (size_t)w->img->stride,
+                                                  (size_t)w->img->stride, w->predicted + (size_t)j * w->strip_pitch,
+                                                  w->row_bytes, s->width, (int)strip_rows(w, w->first_card + j),
+                                                  s->channels, sample_bytes, w->c->stream),
                       "predictor");
-    for (uint32_t i = 0; !rc && w->strip_pitch != w->strip_bytes && i < w->strips; i++) {
-        uint32_t rows = (uint32_t)s->height - i * w->rps < w->rps ? (uint32_t)s->height - i * w->rps : w->rps;
-        const unsigned char *src = (const unsigned char *)w->img->data + (size_t)i * w->rps * (size_t)w->img->stride;
-        rc = ipk_fail(w, ipk_tiff_predictor_apply(src, (size_t)w->img->stride, w->predicted + (size_t)i * w->strip_pitch,
-                                                  w->row_bytes, s->width, (int)rows, s->channels, sample_bytes,
-                                                  w->c->stream),
-                      "predictor");
-    }
-    for (uint32_t i = 0; i < w->strips; i++) {
-        uint32_t rows = (uint32_t)s->height - i * w->rps < w->rps ? (uint32_t)s->height - i * w->rps : w->rps;
-        w->chunks[i] = (nvcomp_chunk){ .src = w->predicted + (size_t)i * w->strip_pitch,
-                                       .src_bytes = (size_t)rows * w->row_bytes,
-                                       .dst = w->dev_comp + body_at(w, i),
-                                       .dst_capacity = w->slot - NVCOMP_CHUNK_ALIGN - ZLIB_FRAME_TRAILER };
-    }
-    size_t total = w->row_bytes * (size_t)s->height;
-    uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->strips);
-    if (!rc && w->codec == NVCOMP_DEFLATE)
-        rc = ipk_fail(w, ipk_adler32_spans(w->predicted, total, w->strip_bytes, dev_sums, w->c->stream), "adler32");
-    if (!rc) rc = nvcomp_compress(w->c->batch, w->codec, w->algorithm, (int)w->strips, w->chunks, w->err, w->errlen);
     return rc;
 }
 
-/* One copy brings every slot back, as far as the longest strip reaches, and the adler32s. */
-static int download(gpu_write *w)
+/* The card's strips queued on its stream: predictor, adler32s, nvCOMP's batch. */
+static int start_card(gpu_write *w)
 {
+    if (w->card_strips == 0) return IP_OK;
+    int rc = predict_card_rows(w);
+    for (uint32_t j = 0; j < w->card_strips; j++)
+        w->chunks[j] = (nvcomp_chunk){ .src = w->predicted + (size_t)j * w->strip_pitch,
+                                       .src_bytes = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes,
+                                       .dst = w->dev_comp + body_at(w, j),
+                                       .dst_capacity = w->slot - NVCOMP_CHUNK_ALIGN - ZLIB_FRAME_TRAILER };
+    size_t total = w->row_bytes * ((size_t)w->img->shape.height - (size_t)w->first_card * w->rps);
+    uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->card_strips);
+    if (!rc && w->codec == NVCOMP_DEFLATE)
+        rc = ipk_fail(w, ipk_adler32_spans(w->predicted, total, w->strip_bytes, dev_sums, w->c->stream), "adler32");
+    w->card_pending = 1;
+    if (!rc) rc = nvcomp_compress_start(w->c->batch, w->codec, w->algorithm, (int)w->card_strips, w->chunks, w->err,
+                                        w->errlen);
+    return rc;
+}
+
+/* Waits for the card's batch, then one copy brings every slot back, as far as the longest strip
+ * reaches, and the adler32s. */
+static int finish_card(gpu_write *w)
+{
+    w->card_pending = 0;
+    int rc = nvcomp_compress_finish(w->c->batch, (int)w->card_strips, w->chunks, w->err, w->errlen);
+    if (rc) return rc;
     size_t longest = 0;
-    for (uint32_t i = 0; i < w->strips; i++) longest = w->chunks[i].dst_bytes > longest ? w->chunks[i].dst_bytes : longest;
-    size_t sums = (size_t)w->strips * sizeof(uint32_t), sums_at = w->slot * w->strips;
-    int rc = gpu_copy2d(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, longest,
-                        w->strips, GPU_D2H, w->c->stream, w->err, w->errlen);
+    for (uint32_t j = 0; j < w->card_strips; j++)
+        longest = w->chunks[j].dst_bytes > longest ? w->chunks[j].dst_bytes : longest;
+    size_t sums = (size_t)w->card_strips * sizeof(uint32_t), sums_at = w->slot * w->card_strips;
+    rc = gpu_copy2d(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, longest,
+                    w->card_strips, GPU_D2H, w->c->stream, w->err, w->errlen);
     if (!rc) rc = gpu_copy2d(w->host + sums_at, sums, w->dev_comp + sums_at, sums, sums, 1, GPU_D2H, w->c->stream,
                              w->err, w->errlen);
     if (!rc) rc = gpu_stream_sync(w->c->stream, w->err, w->errlen);
     return rc;
 }
 
-/* Strip i's bytes as the file holds them: deflate framed in place in its slot. */
-static unsigned char *framed_strip(gpu_write *w, uint32_t i, size_t *len)
+/* Card strip j's bytes as the file holds them: deflate framed in place in its slot. */
+static unsigned char *framed_strip(gpu_write *w, uint32_t j, size_t *len)
 {
-    unsigned char *body = w->host + body_at(w, i);
-    *len = w->chunks[i].dst_bytes;
+    unsigned char *body = w->host + body_at(w, j);
+    *len = w->chunks[j].dst_bytes;
     if (w->codec != NVCOMP_DEFLATE) return body;
-    const uint32_t *sums = (const uint32_t *)(w->host + w->slot * w->strips);
+    const uint32_t *sums = (const uint32_t *)(w->host + w->slot * w->card_strips);
     zlib_frame_header(w->opt->tiff_level, body - ZLIB_FRAME_HEADER);
-    zlib_frame_trailer(sums[i], body + *len);
+    zlib_frame_trailer(sums[j], body + *len);
     *len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
     return body - ZLIB_FRAME_HEADER;
+}
+
+/* The cores' strips, compressed by opt's threads from the downloaded rows while the card works. */
+static int write_cpu_strips(gpu_write *w, tiff_raw_out *out)
+{
+    if (w->first_card == 0) return IP_OK;
+    ip_shape part = w->img->shape;
+    size_t rows = (size_t)w->first_card * w->rps;
+    part.height = rows < (size_t)part.height ? (int32_t)rows : part.height;
+    ip_image host = { .shape = part, .data = w->cpu_rows, .stride = (ptrdiff_t)w->row_bytes };
+    tiff_strip_format f = { part, w->rps, w->opt->tiff_compression, w->opt->tiff_level };
+    char why[512];
+    int rc = tiff_strips_write_host(&host, &f, w->opt, tiff_write_raw_strip, out, why, sizeof why);
+    if (rc) snprintf(w->err, w->errlen, "cannot write TIFF: %s", why);
+    return rc;
+}
+
+static int write_card_strips(gpu_write *w, TIFF *tif, tiff_log *log)
+{
+    if (w->card_strips == 0) return IP_OK;
+    int rc = finish_card(w);
+    for (uint32_t j = 0; !rc && j < w->card_strips; j++) {
+        if (w->chunks[j].dst_bytes == 0) {
+            snprintf(w->err, w->errlen, "cannot write TIFF: the GPU gave strip %u no bytes", w->first_card + j);
+            return IP_ECUDA;
+        }
+        size_t len = 0;
+        unsigned char *bytes = framed_strip(w, j, &len);
+        if (TIFFWriteRawStrip(tif, w->first_card + j, bytes, (tmsize_t)len) < 0) {
+            snprintf(w->err, w->errlen, "cannot write TIFF: %s", tiff_log_text(log, "write error"));
+            return IP_EIO;
+        }
+    }
+    return rc;
 }
 
 static int write_strips(gpu_write *w, TIFF *tif, tiff_log *log)
@@ -182,19 +263,14 @@ static int write_strips(gpu_write *w, TIFF *tif, tiff_log *log)
         snprintf(w->err, w->errlen, "cannot write TIFF: %s", tiff_log_text(log, "bad tags"));
         return IP_EIO;
     }
-    for (uint32_t i = 0; i < w->strips; i++) {
-        size_t len = 0;
-        unsigned char *bytes = framed_strip(w, i, &len);
-        if (TIFFWriteRawStrip(tif, i, bytes, (tmsize_t)len) < 0) {
-            snprintf(w->err, w->errlen, "cannot write TIFF: %s", tiff_log_text(log, "write error"));
-            return IP_EIO;
-        }
-    }
-    if (!TIFFFlush(tif)) {
+    tiff_raw_out out = { tif, log };
+    int rc = write_cpu_strips(w, &out);
+    if (!rc) rc = write_card_strips(w, tif, log);
+    if (!rc && !TIFFFlush(tif)) {
         snprintf(w->err, w->errlen, "cannot write TIFF: %s", tiff_log_text(log, "write error"));
-        return IP_EIO;
+        rc = IP_EIO;
     }
-    return IP_OK;
+    return rc;
 }
 
 /* As io_write_tiff: libtiff closes its own descriptor, the metadata is finished on fd. */
@@ -232,36 +308,35 @@ static int fill_file(int fd, void *ctx, char *err, size_t errlen)
 }
 
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
-                   char *err, size_t errlen)
+                   double card_share, char *err, size_t errlen)
 {
-    if (!c || !c->nvcomp || !c->batch || !device_rows_ok(dev_out) || !tiff_gpu_encodable(&dev_out->shape, opt)) {
+    if (!c || (card_share > 0 && (!c->nvcomp || !c->batch)) || !device_rows_ok(dev_out) ||
+        !tiff_gpu_encodable(&dev_out->shape, opt)) {
         snprintf(err, errlen, "this TIFF output cannot be compressed on the GPU");
         return IP_EUNSUPPORTED;
     }
     int rc = io_check_writable(io_format_from_ext(path), &dev_out->shape, err, errlen);
     if (rc) return rc;
     gpu_write w = { .c = c, .img = dev_out, .opt = opt, .err = err, .errlen = errlen };
-    rc = plan_strips(&w);
+    rc = plan_strips(&w, card_share);
     if (!rc) rc = alloc_buffers(&w);
-    if (!rc) rc = compress_strips(&w);
-    if (!rc) rc = download(&w);
+    if (!rc) rc = download_cpu_rows(&w);
+    if (!rc) rc = start_card(&w);
     if (!rc) rc = io_write_atomically(path, opt, fill_file, &w, err, errlen);
+    if (w.card_pending) {   /* a failure left the batch running: its buffers are the next image's */
+        char ignored[64];
+        gpu_stream_sync(c->stream, ignored, sizeof ignored);
+    }
     free(w.chunks);
     return rc;
 }
 
 #else
 
-int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt)
-{
-    (void)shape, (void)opt;
-    return 0;
-}
-
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
-                   char *err, size_t errlen)
+                   double card_share, char *err, size_t errlen)
 {
-    (void)c, (void)dev_out, (void)path, (void)opt;
+    (void)c, (void)dev_out, (void)path, (void)opt, (void)card_share;
     snprintf(err, errlen, "TIFF on the GPU needs a CUDA build");
     return IP_EUNSUPPORTED;
 }

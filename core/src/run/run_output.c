@@ -51,10 +51,16 @@ int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image
     io.meta = o->strip ? NULL : meta;
     if (!result->on_device) return io_write(out->path, result, &io, err, errlen);
     switch (io_format_from_ext(out->path)) {
-    case IO_FMT_TIFF: return tiff_gpu_write(codecs, result, out->path, &io, err, errlen);
+    case IO_FMT_TIFF:
+        return tiff_gpu_write(codecs, result, out->path, &io, run_tiff_card_share(&result->shape, o), err, errlen);
     case IO_FMT_PNG: return png_gpu_write(codecs, result, out->path, &io, err, errlen);
     default: return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
     }
+}
+
+double run_tiff_card_share(const ip_shape *shape, const run_options *o)
+{
+    return tiff_gpu_card_share(shape, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus);
 }
 
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out)
@@ -62,6 +68,7 @@ int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out)
     if (o->codecs == RUN_CODECS_CPU || !gpu_built() || o->transfer != EXEC_COPY) return 0;
     if (in == IO_FMT_TIFF) return 1;
     if (o->codecs == RUN_CODECS_GPU) return out == IO_FMT_TIFF || out == IO_FMT_PNG;
+    if (out == IO_FMT_TIFF) return o->io.tiff_compression == IO_TIFF_DEFLATE;
     return out == IO_FMT_PNG && png_gpu_settings_for(o->io.png_level).algorithm >= 0;
 }
 
@@ -72,9 +79,8 @@ int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, cons
     if (!path) return 0;
     switch (io_format_from_ext(path)) {
     case IO_FMT_JPEG: return jpeg != NULL;
-    /* TIFF on the card only when asked: nvCOMP's deflate that matches libdeflate's size is slower
-     * than the cores (bench/RESULTS.md), so auto leaves it to the CPU */
-    case IO_FMT_TIFF: return codecs && o->codecs == RUN_CODECS_GPU && tiff_gpu_encodable(shape, io);
+    /* the card deflates beside the cores where that adds to their rate, all of it when asked */
+    case IO_FMT_TIFF: return codecs && run_tiff_card_share(shape, o) > 0;
     case IO_FMT_PNG: return codecs && png_gpu_encodable(shape, io);
     default: return 0;
     }
