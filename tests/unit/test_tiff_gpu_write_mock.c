@@ -1,9 +1,10 @@
 /* tiff_gpu_write with a share of the strips on the card and the rest on the cores, on a mock
  * device whose memory is host memory (nvCOMP replaced by zlib's raw deflate, the kernels by host
  * loops): files read back equal for u8 and u16, 1 to 4 channels, 1x1 to rows of 70001 bytes, a
- * pitch past the rows; the card gets the last strips, as many as the share rounds to, in its own
- * strip height; no share is the CPU writer's very bytes; the card's failure, or a strip it gives
- * no bytes, fails the write with nothing left at the path. tiff_gpu_card_share's rules too. */
+ * pitch past the rows; the card gets the last of the CPU writer's strips, as many as the share
+ * rounds to, each in 16 KiB pieces joined after; no share is the CPU writer's very bytes; the
+ * card's failure, or a piece that is no deflate stream, fails the write with nothing left at the
+ * path. tiff_gpu_card_share's rules too. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #ifdef IMGPIPE_HAVE_CUDA
 #include "base/image.h"
 #include "codec_mock.h"
+#include "io/deflate_walk.h"
 #include "io/tiff_gpu.h"
 #include "io/io_tiff_handle.h"
 #include "tiff_testutil.h"
@@ -49,6 +51,20 @@ int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, in
     }
     chunks_seen += n;
     return IP_OK;
+}
+
+/* The host's walk in the kernel's place: all ones where no stream is found. */
+int ipk_deflate_walk(const uint8_t *data, size_t slot, const unsigned long long *len, size_t n,
+                     unsigned long long *walks, void *stream)
+{
+    (void)stream;
+    for (size_t k = 0; k < n; k++) {
+        deflate_walk_result w;
+        int bad = deflate_walk_prefix(data + k * slot, (size_t)len[k], &w) != 0;
+        walks[2 * k] = bad ? ~0ULL : w.final_start;
+        walks[2 * k + 1] = bad ? ~0ULL : w.end;
+    }
+    return 0;
 }
 
 int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen)
@@ -113,12 +129,16 @@ static void shared_write(io_gpu_codecs *codecs, const write_case *k, tu_rng *r)
     int rc = tiff_gpu_write(codecs, &dev, path, &opt, k->share, err, sizeof err);
     const char *what = k->t == IP_U8 ? "u8" : "u16";
     CHECK(rc == IP_OK, "%dx%dx%d %s, %.0f%% on the card: %s", k->w, k->h, k->c, what, k->share * 100, err);
-    uint32_t rps = k->share > 0 ? tiff_gpu_rows_per_strip(&shape) : tiff_rows_per_strip(&shape);
+    uint32_t rps = tiff_rows_per_strip(&shape);
     uint32_t strips = ((uint32_t)k->h + rps - 1) / rps;
     int card = k->share >= 1 ? (int)strips : (int)(k->share * strips + 0.5);
-    if (card == 0) rps = tiff_rows_per_strip(&shape);
-    CHECK(chunks_seen - before == card, "%dx%dx%d %s, %.0f%%: the card took %d strips, not %d of %u", k->w, k->h, k->c,
-          what, k->share * 100, chunks_seen - before, card, strips);
+    int pieces = 0;
+    for (uint32_t i = strips - (uint32_t)card; i < strips; i++) {
+        size_t len = (size_t)(i + 1 == strips ? (uint32_t)k->h - i * rps : rps) * row;
+        pieces += (int)((len + (16 << 10) - 1) / (16 << 10));
+    }
+    CHECK(chunks_seen - before == pieces, "%dx%dx%d %s, %.0f%%: the card took %d pieces, not %d (%d of %u strips)",
+          k->w, k->h, k->c, what, k->share * 100, chunks_seen - before, pieces, card, strips);
     CHECK(rc != IP_OK || rows_per_strip_of(path) == rps, "%dx%dx%d: %u rows a strip, not %u", k->w, k->h, k->c,
           rows_per_strip_of(path), rps);
     ip_image back = { 0 };
@@ -153,7 +173,7 @@ static void faults(io_gpu_codecs *codecs, tu_rng *r)
     static const struct {
         int fault;
         const char *says;
-    } bad[] = { { CALL_FAILS, "the batch failed" }, { EMPTY_CHUNK, "no bytes" } };
+    } bad[] = { { CALL_FAILS, "the batch failed" }, { EMPTY_CHUNK, "no valid deflate stream" } };
     char path[512];
     snprintf(path, sizeof path, "%s/faulty.tif", tu_tmpdir());
     ip_shape shape = { 1021, 97, 3, IP_U8 };
@@ -204,7 +224,7 @@ int main(void)
     tu_rng r;
     tu_seed(&r, 2911);
     unsetenv("IMGPIPE_TIFF_GPU_SHARE");
-    unsetenv("IMGPIPE_TIFF_GPU_STRIP_KB");
+    unsetenv("IMGPIPE_TIFF_GPU_CHUNK_KB");
     io_gpu_codecs *codecs = NULL;
     char why[256] = "";
     int stream;

@@ -34,6 +34,11 @@ size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result
     return len;
 }
 
+int deflate_walk_fits(const deflate_walk_result *w, size_t len)
+{
+    return w->end != UINT64_MAX && w->end <= (uint64_t)len * 8 && w->final_start < w->end;
+}
+
 size_t deflate_join_walked(uint8_t *buf, const deflate_walk_result *w, int last)
 {
     size_t len = (size_t)((w->end + 7) / 8);

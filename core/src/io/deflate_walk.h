@@ -23,6 +23,10 @@ int deflate_walk_prefix(const uint8_t *data, size_t len, deflate_walk_result *ou
  * byte. buf holds len bytes and room for 5 more; returns the new length. */
 size_t deflate_make_joinable(uint8_t *buf, size_t len, const deflate_walk_result *w);
 
+/* Whether a walk (a device's, which may be all ones for no stream) names a valid stream within
+ * len bytes: its final block starts before it ends, and it ends within them. */
+int deflate_walk_fits(const deflate_walk_result *w, size_t len);
+
 /* Bytes past a piece's len that deflate_join_piece may write. */
 #define DEFLATE_JOIN_SPARE 5
 

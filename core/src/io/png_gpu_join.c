@@ -32,7 +32,7 @@ int png_gpu_join_walked(pngx_band *bands, size_t n, const deflate_walk_result *w
 {
     for (size_t k = 0; k < n; k++) {
         const deflate_walk_result *w = &walks[k];
-        if (w->end == UINT64_MAX || w->end > (uint64_t)bands[k].len * 8 || w->final_start >= w->end) {
+        if (!deflate_walk_fits(w, bands[k].len)) {
             if (bad) *bad = k;
             return IP_EFORMAT;
         }

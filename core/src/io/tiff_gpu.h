@@ -23,20 +23,28 @@ int tiff_gpu_decode(const io_gpu_codecs *c, const jpeg_route_target *target, io_
 int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt);
 /* nvCOMP's deflate algorithm for a --tiff-level (0 or out of range: the default, 6). */
 int tiff_gpu_deflate_algorithm(int level);
-/* The strips' height where the card compresses: TIFF_GPU_STRIP_KB of rows, or one row where that
- * is longer (IMGPIPE_TIFF_GPU_STRIP_KB overrides it, for the bench). nvCOMP deflates a chunk
- * serially and the chunks in parallel, so smaller strips keep more of the card at work. */
-#define TIFF_GPU_STRIP_KB 64
-uint32_t tiff_gpu_rows_per_strip(const ip_shape *shape);
+/* The pieces the card deflates a strip in, joined after into the strip's one stream:
+ * TIFF_GPU_CHUNK_KB (IMGPIPE_TIFF_GPU_CHUNK_KB overrides it, for the bench). nvCOMP deflates a
+ * chunk serially and the chunks in parallel, so small pieces keep more of the card at work: in a
+ * folder of 12-MP TIFFs whole 256 KiB strips ran 14.5 images/s, 64 KiB ones 30-33, 16 KiB pieces
+ * 41-46 (bench/RESULTS.md); 8 KiB pieces made the files 3% larger. */
+#define TIFF_GPU_CHUNK_KB 16
+size_t tiff_gpu_chunk_bytes(void);
+/* The time to deflate an image of this shape at a --tiff-level (0: 6), in ms: on one core
+ * (libdeflate), and on the whole card with many images in flight (nvCOMP): the rates the share
+ * is balanced on, which auto's estimate uses too. */
+double tiff_gpu_core_deflate_ms(const ip_shape *shape, int level);
+double tiff_gpu_card_deflate_ms(const ip_shape *shape);
 /* The share of a device image's strips the card compresses while the image's own threads (opt's)
  * compress the rest on the CPU, balancing the card's deflate against the cores' at the level: 1
  * when forced (--codecs gpu); 0 (the cores alone) for zstd, or where the cores would be done
  * before the card's first strip. cards: the GPUs the machine's cores are shared among.
- * IMGPIPE_TIFF_GPU_SHARE (percent) overrides it where the card takes part, for the bench. */
+ * IMGPIPE_TIFF_GPU_SHARE (percent) overrides it for deflate, for the bench. */
 double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int forced, int cards);
-/* Writes the device image to path atomically with opt's metadata, as io_write would: the last
- * card_share of its strips (0 to 1) compressed on the card, the others on the CPU by opt's
- * threads while the card works. The pixels never depend on the share; the bytes do. */
+/* Writes the device image to path atomically with opt's metadata, as io_write would, in the CPU
+ * writer's strips: the last card_share of them (0 to 1) compressed on the card in pieces, the
+ * others on the CPU by opt's threads while the card works. The pixels never depend on the share;
+ * the bytes do (none on the card: the CPU writer's bytes). */
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                    double card_share, char *err, size_t errlen);
 #endif

@@ -6,13 +6,14 @@
 #include "base/image.h"
 #include "io/tiff_gpu.h"
 
-/* nvCOMP's algorithm 4 (every level's) on a whole H100 or H200 given many chunks, in MB/s
- * (bench/RESULTS.md: two streams of 32 MiB batches, 380 MB/s together). */
-#define CARD_MB_S 350.0
-/* A 64 KiB chunk's own time on the card: where the cores finish sooner, the card cannot help. */
+/* nvCOMP's algorithm 4 (every level's) on a whole H200 given many 16 KiB pieces, in MB/s: a
+ * 16-worker folder of 12-MP gray images written by the card alone ran 38.9 images/s. */
+#define CARD_MB_S 470.0
+/* Where the cores would finish an image sooner, the card's share does not pay for its latency
+ * (at level 1, 12.6 MB on one core: 62 and 56 images/s with a share, 83 without). */
 #define CARD_LATENCY_MS 150.0
 
-/* libdeflate on one core, MB/s of predicted photograph rows in 64 KiB strips, level by level:
+/* libdeflate on one core, MB/s of predicted photograph rows, level by level:
  * the developer machine's ratios between levels (bench/RESULTS.md), scaled to the 24 MB/s a
  * folder worker's level 6 took on the H200 machine, writing included. */
 static const double core_mb_s_for_level[10] = { 24, 97, 65, 58, 53, 36, 24, 12, 4, 2.5 };
@@ -45,13 +46,24 @@ int tiff_gpu_encodable(const ip_shape *shape, const io_options *opt)
 }
 #endif
 
-uint32_t tiff_gpu_rows_per_strip(const ip_shape *shape)
+static double megabytes(const ip_shape *shape)
 {
-    long kb = io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", TIFF_GPU_STRIP_KB, 1, 65536);
-    size_t row = img_row_bytes(shape);
-    uint64_t rows = row ? ((uint64_t)kb << 10) / row : 1;
-    if (rows < 1) rows = 1;
-    return rows > (uint64_t)shape->height ? (uint32_t)shape->height : (uint32_t)rows;
+    return (double)img_row_bytes(shape) * (double)shape->height / 1e6;
+}
+
+double tiff_gpu_core_deflate_ms(const ip_shape *shape, int level)
+{
+    return megabytes(shape) / core_mb_s_for_level[level >= 1 && level <= 9 ? level : 6] * 1e3;
+}
+
+double tiff_gpu_card_deflate_ms(const ip_shape *shape)
+{
+    return megabytes(shape) / CARD_MB_S * 1e3;
+}
+
+size_t tiff_gpu_chunk_bytes(void)
+{
+    return (size_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_CHUNK_KB", TIFF_GPU_CHUNK_KB, 1, 65536) << 10;
 }
 
 static double env_share(void)
@@ -68,11 +80,10 @@ double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int for
     if (forced) return 1;
     if (opt->tiff_compression != IO_TIFF_DEFLATE) return 0;
     int level = opt->tiff_level >= 1 && opt->tiff_level <= 9 ? opt->tiff_level : 6;
-    double core = core_mb_s_for_level[level];
-    double mb = (double)img_row_bytes(shape) * (double)shape->height / 1e6;
-    if (mb / (core * io_thread_count(opt)) * 1000 < CARD_LATENCY_MS) return 0;
     double override = env_share();
     if (override >= 0) return override;
+    double core = core_mb_s_for_level[level];
+    if (tiff_gpu_core_deflate_ms(shape, level) / io_thread_count(opt) < CARD_LATENCY_MS) return 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     double cores = (double)(online > 0 ? online : 1) / (cards > 0 ? cards : 1);
     return CARD_MB_S / (CARD_MB_S + cores * core);

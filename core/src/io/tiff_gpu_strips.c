@@ -28,6 +28,7 @@ struct tiff_gpu_strips {
  * (bench/RESULTS.md). Strips of 64 KiB, or a row where that is longer. IMGPIPE_TIFF_GPU_BATCH_MB,
  * _STRIP_KB and _STATES (a GPU) override them, for the bench. */
 #define DEFAULT_BATCH_MB 32
+#define DEFAULT_STRIP_KB 64
 #define DEFAULT_STATES 2
 
 typedef struct {
@@ -267,7 +268,7 @@ int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus
     }
     int states = (int)io_gpu_env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
     uint64_t batch = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
-    uint64_t strip = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", TIFF_GPU_STRIP_KB, 0, 65536) << 10;
+    uint64_t strip = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
     /* pinned: a batch's compressed slots (deflate's bound a little over the rows), and nvCOMP's
      * and CUDA's own host memory */
     uint64_t slots = batch + (batch >> 4);

@@ -1,7 +1,7 @@
-/* TIFF written from a device image: the CPU writer's tags, the last strips compressed on the card
- * (the predictor applied into a scratch, nvCOMP's batch with the strips' adler32s, each framed by
- * zlib's header and trailer) while the cores compress the first ones from a downloaded copy, then
- * all written by libtiff, atomically. */
+/* TIFF written from a device image: the CPU writer's tags and strips, the last strips compressed
+ * on the card (the predictor applied into a scratch, nvCOMP's batch of 16 KiB pieces, walked there
+ * and joined into each strip's stream, framed by zlib's header and the strip's adler32) while the
+ * cores compress the first ones from a downloaded copy, then all written by libtiff, atomically. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/tiff_gpu.h"
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "base/image.h"
 #include "gpu/gpu.h"
+#include "io/deflate_walk.h"
 #include "io/io_internal.h"
 #include "io/io_tiff_handle.h"
 #include "io/io_tiff_strip_cpu.h"
@@ -37,7 +38,9 @@ typedef struct {
     nvcomp_codec codec;
     int algorithm;
     size_t row_bytes, strip_bytes;
-    size_t slot;                /* a compressed strip's room, framing included */
+    size_t piece_bytes;         /* the card's deflate chunks: strips cut in pieces, joined after */
+    uint32_t pieces_per_strip, pieces;
+    size_t slot;                /* a compressed piece's room, framing and the join's spare included */
     size_t strip_pitch;         /* strips' distance in the predicted image: zstd wants them aligned */
     uint32_t rps, strips;
     uint32_t first_card;        /* strips [0, first_card) compressed by the cores, the rest by the card */
@@ -45,9 +48,11 @@ typedef struct {
     int card_pending;           /* the card's batch queued and not yet waited for */
     unsigned char *cpu_rows;    /* pinned: the cores' strips' rows, packed */
     unsigned char *predicted;   /* device: the card's strips' rows, packed, the predictor applied */
-    unsigned char *dev_comp;    /* device: a slot a card strip, then the adler32s */
+    unsigned char *dev_comp;    /* device: a slot a piece, then the card strips' adler32s */
     unsigned char *host;        /* pinned: the same */
-    nvcomp_chunk *chunks;
+    unsigned long long *dev_walk, *host_walk;   /* the pieces' lengths, then their walks */
+    unsigned char *joined;      /* a card strip's pieces joined, framed */
+    nvcomp_chunk *chunks;       /* a piece each */
 } gpu_write;
 
 static int ipk_fail(gpu_write *w, int status, const char *what)
@@ -63,22 +68,14 @@ static int too_large(gpu_write *w)
     return IP_ELIMIT;
 }
 
-/* The card takes share of the strips, the last ones, in its own strip height; none (the cores
- * alone, the CPU writer's strips and bytes) where that rounds to no strip. */
+/* The card takes share of the strips, the last ones; none (the cores alone, the CPU writer's
+ * bytes) where that rounds to no strip. */
 static void share_strips(gpu_write *w, double share)
 {
     const ip_shape *s = &w->img->shape;
-    w->card_strips = 0;
-    if (share > 0) {
-        w->rps = tiff_gpu_rows_per_strip(s);
-        w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
-        double card = share >= 1 ? w->strips : floor(share * w->strips + 0.5);
-        w->card_strips = (uint32_t)card;
-    }
-    if (w->card_strips == 0) {
-        w->rps = tiff_rows_per_strip(s);
-        w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
-    }
+    w->rps = tiff_rows_per_strip(s);
+    w->strips = (uint32_t)(((uint64_t)s->height + w->rps - 1) / w->rps);
+    w->card_strips = share >= 1 ? w->strips : share > 0 ? (uint32_t)floor(share * w->strips + 0.5) : 0;
     w->first_card = w->strips - w->card_strips;
 }
 
@@ -86,6 +83,41 @@ static uint32_t strip_rows(const gpu_write *w, uint32_t i)
 {
     uint32_t height = (uint32_t)w->img->shape.height;
     return height - i * w->rps < w->rps ? height - i * w->rps : w->rps;
+}
+
+/* Pieces of card strip j (counted from the card's first strip). */
+static uint32_t strip_pieces(const gpu_write *w, uint32_t j)
+{
+    size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes;
+    return (uint32_t)((len + w->piece_bytes - 1) / w->piece_bytes);
+}
+
+static int out_of_memory(gpu_write *w)
+{
+    snprintf(w->err, w->errlen, "out of memory");
+    return IP_ENOMEM;
+}
+
+/* The card's strips in pieces (zstd's whole: its frames do not join), a slot a piece. */
+static int plan_pieces(gpu_write *w)
+{
+    w->piece_bytes = w->strip_bytes;
+    if (w->codec == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < w->strip_bytes) w->piece_bytes = tiff_gpu_chunk_bytes();
+    w->pieces_per_strip = (uint32_t)((w->strip_bytes + w->piece_bytes - 1) / w->piece_bytes);
+    uint64_t pieces = (uint64_t)(w->card_strips - 1) * w->pieces_per_strip + strip_pieces(w, w->card_strips - 1);
+    if (pieces > UINT32_MAX / 4) return too_large(w);
+    w->pieces = (uint32_t)pieces;
+    size_t bound = 0;
+    int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->piece_bytes, &bound, w->err,
+                                         w->errlen);
+    if (rc) return rc;
+    if (bound > SIZE_MAX / 4 / w->pieces_per_strip) return too_large(w);
+    w->slot = nvcomp_slot_bytes(bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER + DEFLATE_JOIN_SPARE);
+    if (w->slot > (SIZE_MAX - 4 * (size_t)w->card_strips) / w->pieces) return too_large(w);
+    w->chunks = calloc(w->pieces, sizeof *w->chunks);
+    w->joined = w->pieces_per_strip > 1 ? malloc(w->pieces_per_strip * w->slot + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER)
+                                        : NULL;
+    return !w->chunks || (w->pieces_per_strip > 1 && !w->joined) ? out_of_memory(w) : IP_OK;
 }
 
 static int plan_strips(gpu_write *w, double share)
@@ -98,26 +130,14 @@ static int plan_strips(gpu_write *w, double share)
     w->strip_pitch = w->codec == NVCOMP_ZSTD ? nvcomp_align_up(w->strip_bytes) : w->strip_bytes;
     if (w->card_strips == 0) return IP_OK;
     if (w->strip_pitch < w->strip_bytes || w->strip_pitch > SIZE_MAX / w->card_strips) return too_large(w);
-    size_t bound = 0;
-    int rc = nvcomp_max_compressed_bytes(w->c->nvcomp, w->codec, w->algorithm, w->strip_bytes, &bound, w->err,
-                                         w->errlen);
-    if (rc) return rc;
-    if (bound > SIZE_MAX / 2) return too_large(w);
-    w->slot = nvcomp_slot_bytes(bound + ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER);
-    if (w->slot > (SIZE_MAX - 4 * (size_t)w->card_strips) / w->card_strips) return too_large(w);
-    w->chunks = calloc(w->card_strips, sizeof *w->chunks);
-    if (!w->chunks) {
-        snprintf(w->err, w->errlen, "out of memory");
-        return IP_ENOMEM;
-    }
-    return IP_OK;
+    return plan_pieces(w);
 }
 
-/* A card strip's compressed body sits NVCOMP_CHUNK_ALIGN into its slot, with room for zlib's
- * header just before it; j counts from the card's first strip. */
-static size_t body_at(const gpu_write *w, uint32_t j)
+/* A piece's compressed body sits NVCOMP_CHUNK_ALIGN into its slot, with room for zlib's header
+ * just before it. */
+static size_t body_at(const gpu_write *w, uint32_t piece)
 {
-    return (size_t)j * w->slot + NVCOMP_CHUNK_ALIGN;
+    return (size_t)piece * w->slot + NVCOMP_CHUNK_ALIGN;
 }
 
 static int alloc_buffers(gpu_write *w)
@@ -130,11 +150,16 @@ static int alloc_buffers(gpu_write *w)
                                    w->errlen);
     }
     if (rc || w->card_strips == 0) return rc;
-    size_t comp = w->slot * w->card_strips + (size_t)w->card_strips * sizeof(uint32_t);
+    size_t comp = w->slot * w->pieces + (size_t)w->card_strips * sizeof(uint32_t);
+    size_t walk = 3 * (size_t)w->pieces * sizeof(unsigned long long);
     rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_A, w->strip_pitch * w->card_strips, (void **)&w->predicted,
                                w->err, w->errlen);
     if (!rc) rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_B, comp, (void **)&w->dev_comp, w->err, w->errlen);
     if (!rc) rc = io_gpu_scratch_pinned(w->c, IO_GPU_SCRATCH_A, comp, (void **)&w->host, w->err, w->errlen);
+    if (!rc && w->pieces_per_strip > 1)
+        rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_D, walk, (void **)&w->dev_walk, w->err, w->errlen);
+    if (!rc && w->pieces_per_strip > 1)
+        rc = io_gpu_scratch_pinned(w->c, IO_GPU_SCRATCH_D, walk, (void **)&w->host_walk, w->err, w->errlen);
     return rc;
 }
 
@@ -175,51 +200,108 @@ static int start_card(gpu_write *w)
 {
     if (w->card_strips == 0) return IP_OK;
     int rc = predict_card_rows(w);
-    for (uint32_t j = 0; j < w->card_strips; j++)
-        w->chunks[j] = (nvcomp_chunk){ .src = w->predicted + (size_t)j * w->strip_pitch,
-                                       .src_bytes = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes,
-                                       .dst = w->dev_comp + body_at(w, j),
-                                       .dst_capacity = w->slot - NVCOMP_CHUNK_ALIGN - ZLIB_FRAME_TRAILER };
+    for (uint32_t j = 0; j < w->card_strips; j++) {
+        size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes;
+        for (uint32_t k = 0; k < strip_pieces(w, j); k++) {
+            uint32_t p = j * w->pieces_per_strip + k;
+            size_t at = (size_t)k * w->piece_bytes;
+            w->chunks[p] = (nvcomp_chunk){ .src = w->predicted + (size_t)j * w->strip_pitch + at,
+                                           .src_bytes = len - at < w->piece_bytes ? len - at : w->piece_bytes,
+                                           .dst = w->dev_comp + body_at(w, p),
+                                           .dst_capacity = w->slot - 2 * NVCOMP_CHUNK_ALIGN };
+        }
+    }
     size_t total = w->row_bytes * ((size_t)w->img->shape.height - (size_t)w->first_card * w->rps);
-    uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->card_strips);
+    uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->pieces);
     if (!rc && w->codec == NVCOMP_DEFLATE)
         rc = ipk_fail(w, ipk_adler32_spans(w->predicted, total, w->strip_bytes, dev_sums, w->c->stream), "adler32");
     w->card_pending = 1;
-    if (!rc) rc = nvcomp_compress_start(w->c->batch, w->codec, w->algorithm, (int)w->card_strips, w->chunks, w->err,
+    if (!rc) rc = nvcomp_compress_start(w->c->batch, w->codec, w->algorithm, (int)w->pieces, w->chunks, w->err,
                                         w->errlen);
     return rc;
 }
 
-/* Waits for the card's batch, then one copy brings every slot back, as far as the longest strip
- * reaches, and the adler32s. */
+/* The pieces walked where they lie (ipk_deflate_walk), to find each one's final block for the join;
+ * the walks come back into host_walk after the lengths. */
+static int walk_pieces(gpu_write *w)
+{
+    size_t n = w->pieces, lens = n * sizeof(unsigned long long);
+    for (size_t p = 0; p < n; p++) w->host_walk[p] = w->chunks[p].dst_bytes;
+    int rc = gpu_copy2d(w->dev_walk, lens, w->host_walk, lens, lens, 1, GPU_H2D, w->c->stream, w->err, w->errlen);
+    if (!rc) rc = ipk_fail(w, ipk_deflate_walk(w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_walk, n, w->dev_walk + n,
+                                               w->c->stream),
+                           "deflate walk");
+    if (!rc) rc = gpu_copy2d(w->host_walk + n, 2 * lens, w->dev_walk + n, 2 * lens, 2 * lens, 1, GPU_D2H, w->c->stream,
+                             w->err, w->errlen);
+    return rc;
+}
+
+/* Waits for the card's batch, walks the pieces when strips have several, then one copy brings
+ * every slot back, as far as the longest piece reaches, and the adler32s. */
 static int finish_card(gpu_write *w)
 {
     w->card_pending = 0;
-    int rc = nvcomp_compress_finish(w->c->batch, (int)w->card_strips, w->chunks, w->err, w->errlen);
+    int rc = nvcomp_compress_finish(w->c->batch, (int)w->pieces, w->chunks, w->err, w->errlen);
+    if (!rc && w->pieces_per_strip > 1) rc = walk_pieces(w);
     if (rc) return rc;
     size_t longest = 0;
-    for (uint32_t j = 0; j < w->card_strips; j++)
-        longest = w->chunks[j].dst_bytes > longest ? w->chunks[j].dst_bytes : longest;
-    size_t sums = (size_t)w->card_strips * sizeof(uint32_t), sums_at = w->slot * w->card_strips;
+    for (uint32_t p = 0; p < w->pieces; p++)
+        longest = w->chunks[p].dst_bytes > longest ? w->chunks[p].dst_bytes : longest;
+    size_t sums = (size_t)w->card_strips * sizeof(uint32_t), sums_at = w->slot * w->pieces;
     rc = gpu_copy2d(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, longest,
-                    w->card_strips, GPU_D2H, w->c->stream, w->err, w->errlen);
+                    w->pieces, GPU_D2H, w->c->stream, w->err, w->errlen);
     if (!rc) rc = gpu_copy2d(w->host + sums_at, sums, w->dev_comp + sums_at, sums, sums, 1, GPU_D2H, w->c->stream,
                              w->err, w->errlen);
     if (!rc) rc = gpu_stream_sync(w->c->stream, w->err, w->errlen);
     return rc;
 }
 
-/* Card strip j's bytes as the file holds them: deflate framed in place in its slot. */
-static unsigned char *framed_strip(gpu_write *w, uint32_t j, size_t *len)
+static uint32_t strip_adler(const gpu_write *w, uint32_t j)
+{
+    return ((const uint32_t *)(w->host + w->slot * w->pieces))[j];
+}
+
+static int no_stream(gpu_write *w, uint32_t j)
+{
+    snprintf(w->err, w->errlen, "cannot write TIFF: the GPU's deflate gave strip %u no valid deflate stream",
+             w->first_card + j);
+    return IP_ECUDA;
+}
+
+/* Card strip j's bytes as the file holds them, of one piece: deflate framed in place in its slot. */
+static int framed_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t *len)
 {
     unsigned char *body = w->host + body_at(w, j);
     *len = w->chunks[j].dst_bytes;
-    if (w->codec != NVCOMP_DEFLATE) return body;
-    const uint32_t *sums = (const uint32_t *)(w->host + w->slot * w->card_strips);
+    *bytes = body;
+    if (w->codec != NVCOMP_DEFLATE) return *len ? IP_OK : no_stream(w, j);
+    if (*len == 0) return no_stream(w, j);
     zlib_frame_header(w->opt->tiff_level, body - ZLIB_FRAME_HEADER);
-    zlib_frame_trailer(sums[j], body + *len);
+    zlib_frame_trailer(strip_adler(w, j), body + *len);
     *len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
-    return body - ZLIB_FRAME_HEADER;
+    *bytes = body - ZLIB_FRAME_HEADER;
+    return IP_OK;
+}
+
+/* The same of several pieces: each readied for the join as its walk says, all back to back. */
+static int joined_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t *len)
+{
+    size_t at = ZLIB_FRAME_HEADER;
+    uint32_t n = strip_pieces(w, j);
+    zlib_frame_header(w->opt->tiff_level, w->joined);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t p = j * w->pieces_per_strip + k;
+        deflate_walk_result walk = { w->host_walk[w->pieces + 2 * (size_t)p], w->host_walk[w->pieces + 2 * (size_t)p + 1] };
+        if (!deflate_walk_fits(&walk, w->chunks[p].dst_bytes)) return no_stream(w, j);
+        unsigned char *piece = w->host + body_at(w, p);
+        size_t piece_len = deflate_join_walked(piece, &walk, k + 1 == n);
+        memcpy(w->joined + at, piece, piece_len);
+        at += piece_len;
+    }
+    zlib_frame_trailer(strip_adler(w, j), w->joined + at);
+    *len = at + ZLIB_FRAME_TRAILER;
+    *bytes = w->joined;
+    return IP_OK;
 }
 
 /* The cores' strips, compressed by opt's threads from the downloaded rows while the card works. */
@@ -242,13 +324,10 @@ static int write_card_strips(gpu_write *w, TIFF *tif, tiff_log *log)
     if (w->card_strips == 0) return IP_OK;
     int rc = finish_card(w);
     for (uint32_t j = 0; !rc && j < w->card_strips; j++) {
-        if (w->chunks[j].dst_bytes == 0) {
-            snprintf(w->err, w->errlen, "cannot write TIFF: the GPU gave strip %u no bytes", w->first_card + j);
-            return IP_ECUDA;
-        }
         size_t len = 0;
-        unsigned char *bytes = framed_strip(w, j, &len);
-        if (TIFFWriteRawStrip(tif, w->first_card + j, bytes, (tmsize_t)len) < 0) {
+        unsigned char *bytes = NULL;
+        rc = w->pieces_per_strip > 1 ? joined_strip(w, j, &bytes, &len) : framed_strip(w, j, &bytes, &len);
+        if (!rc && TIFFWriteRawStrip(tif, w->first_card + j, bytes, (tmsize_t)len) < 0) {
             snprintf(w->err, w->errlen, "cannot write TIFF: %s", tiff_log_text(log, "write error"));
             return IP_EIO;
         }
@@ -328,6 +407,7 @@ int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *
         gpu_stream_sync(c->stream, ignored, sizeof ignored);
     }
     free(w.chunks);
+    free(w.joined);
     return rc;
 }
 
