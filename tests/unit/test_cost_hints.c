@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "io/tiff_gpu.h"
 #include "run/cost.h"
 #include "plan_testutil.h"
 #include "testutil.h"
@@ -157,7 +158,7 @@ static void estimate_one_step(const cost_setting *set, cost_estimate *est)
 /* The estimate takes the hint per byte of the step's input: 6000 bytes, 4 threads. */
 static void test_estimate_uses_hint(void)
 {
-    cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0, 0 };
+    cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0, 0, 0, 0 };
     cost_estimate est;
     estimate_one_step(&set, &est);
     CHECK(est.cpu_ms == 3.5 * 6000.0 / 4 / 1e6, "cpu %.17g ms", est.cpu_ms);
@@ -169,8 +170,8 @@ static void test_estimate_uses_hint(void)
  * neither. */
 static void test_estimate_png_on_card(void)
 {
-    cost_setting on_card = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 1 }, on_cores = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 0 };
-    cost_setting jpeg_out = { IO_FMT_JPEG, IO_FMT_JPEG, 4, 1, 1 };
+    cost_setting on_card = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 1, 0, 0 }, on_cores = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 0, 0, 0 };
+    cost_setting jpeg_out = { IO_FMT_JPEG, IO_FMT_JPEG, 4, 1, 1, 0, 0 };
     cost_estimate card, cores, jpeg;
     estimate_one_step(&on_card, &card);
     estimate_one_step(&on_cores, &cores);
@@ -181,6 +182,26 @@ static void test_estimate_png_on_card(void)
           "card's PNG encoding: %.17g, %.17g, %.17g ms", card.gpu_codec_ms, cores.gpu_codec_ms, jpeg.gpu_codec_ms);
     CHECK(fabs(card.gpu_ms - cores.gpu_ms - card.gpu_codec_ms + 6000 / 7.0e6) < 1e-12,
           "the card's PNG encoding in gpu_ms: %.17g ms more", card.gpu_ms - cores.gpu_ms);
+}
+
+/* A deflate TIFF with a share on the card: the CPU path pays that share of a core's deflate at
+ * the level, the card that share of its own (tiff_gpu.h's rates); no share adds neither. */
+static void test_estimate_tiff_on_card(void)
+{
+    cost_setting half = { IO_FMT_TIFF, IO_FMT_TIFF, 4, 0, 0, 0.5, 6 }, none = { IO_FMT_TIFF, IO_FMT_TIFF, 4, 0, 0, 0, 6 };
+    cost_estimate card, cores;
+    estimate_one_step(&half, &card);
+    estimate_one_step(&none, &cores);
+    ip_shape out = { 100, 10, 3, IP_U16 };
+    double core_ms = tiff_gpu_core_deflate_ms(&out, 6), card_ms = tiff_gpu_card_deflate_ms(&out);
+    CHECK(core_ms > 0 && card_ms > 0 && core_ms > card_ms, "deflate of 6000 bytes: a core %.17g ms, the card %.17g",
+          core_ms, card_ms);
+    CHECK(fabs(card.cpu_ms - cores.cpu_ms - 0.5 * core_ms) < 1e-12, "CPU TIFF encoding: %.17g ms more",
+          card.cpu_ms - cores.cpu_ms);
+    CHECK(fabs(card.gpu_codec_ms - 0.5 * card_ms) < 1e-12 && cores.gpu_codec_ms == 0, "card's TIFF share: %.17g, %.17g",
+          card.gpu_codec_ms, cores.gpu_codec_ms);
+    CHECK(fabs(card.gpu_ms - cores.gpu_ms - card.gpu_codec_ms) < 1e-12, "the card's share in gpu_ms: %.17g ms more",
+          card.gpu_ms - cores.gpu_ms);
 }
 
 int main(void)
@@ -194,6 +215,7 @@ int main(void)
     test_fake_stages();
     test_estimate_uses_hint();
     test_estimate_png_on_card();
+    test_estimate_tiff_on_card();
     registry_free(&reg);
     return tu_finish();
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "io/png_gpu.h"
+#include "io/tiff_gpu.h"
 #include "run/cost.h"
 #include "base/image.h"
 
@@ -71,7 +72,9 @@ void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n,
     }
     double per_image = out_fmt == IO_FMT_JPEG ? GPU_IMAGE_CORE_MS_JPEG_OUT : GPU_IMAGE_CORE_MS;
     est->gpu_s = (GPU_FOLDER_FIXED_MS + n * per_image / workers) / 1e3;
-    if (est->gpu_s < n * one->gpu_stages_ms / 1e3) est->gpu_s = n * one->gpu_stages_ms / 1e3;
+    /* the card runs every image's stages and its share of the encoding, one after another */
+    double card_ms = one->gpu_stages_ms + one->gpu_codec_ms;
+    if (est->gpu_s < n * card_ms / 1e3) est->gpu_s = n * card_ms / 1e3;
 }
 
 int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder_estimate *est, char *err,
@@ -93,7 +96,10 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
         int gpu_jpeg = o->jpeg_on_gpu && first->fmt == IO_FMT_JPEG;
         int png_gpu = out_fmt == IO_FMT_PNG && o->codecs != RUN_CODECS_CPU &&
                       png_gpu_settings_for(o->io.png_level).algorithm >= 0;
-        cost_setting set = { first->fmt, out_fmt, 1, gpu_jpeg, png_gpu };
+        double tiff_share = out_fmt == IO_FMT_TIFF && o->codecs != RUN_CODECS_CPU
+                                ? tiff_gpu_card_share(&final, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus)
+                                : 0;
+        cost_setting set = { first->fmt, out_fmt, 1, gpu_jpeg, png_gpu, tiff_share, o->io.tiff_level };
         cost_estimate one;
         cost_estimate_plan(&own, &shape, &set, &one);
         int workers = o->jobs < cores ? o->jobs : cores;

@@ -1,5 +1,6 @@
 #include "run/cost.h"
 #include <math.h>
+#include "io/tiff_gpu.h"
 #include "plan/stage_class.h"
 
 /* Driver, context and every plugin's kernels loaded eagerly: 212-244 ms in a fresh process there
@@ -87,6 +88,14 @@ static void add_gpu_jpeg(const ip_shape *in, const ip_shape *final, const cost_s
     }
 }
 
+/* The card's share of a deflate TIFF output: the CPU path's cores pay it, the card deflates it. */
+static void add_tiff_gpu(const ip_shape *final, const cost_setting *set, double *cpu, double *gpu, double *codec)
+{
+    *cpu += set->tiff_card_share * tiff_gpu_core_deflate_ms(final, set->tiff_level);
+    *codec += set->tiff_card_share * tiff_gpu_card_deflate_ms(final);
+    *gpu += *codec;
+}
+
 void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *set, cost_estimate *out)
 {
     int threads = set->cpu_threads > 0 ? set->cpu_threads : 1;
@@ -110,6 +119,8 @@ void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *s
     out->gpu_codec_ms = 0;
     if (set->gpu_jpeg && p->n > 0)
         add_gpu_jpeg(in, &p->steps[p->n - 1].out, set, &cpu, &gpu, &out->startup_ms, &out->gpu_codec_ms);
+    if (set->out_format == IO_FMT_TIFF && set->tiff_card_share > 0 && p->n > 0)
+        add_tiff_gpu(&p->steps[p->n - 1].out, set, &cpu, &gpu, &out->gpu_codec_ms);
     gpu += out->startup_ms;
     out->cpu_ms = cpu;
     out->gpu_ms = gpu;

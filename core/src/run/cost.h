@@ -11,7 +11,7 @@ typedef struct {
     double gpu_ms;        /* start-up not hidden by decoding, upload, stages, download */
     double startup_ms;    /* the part of gpu_ms that is GPU start-up */
     double gpu_stages_ms; /* the part of gpu_ms that is the card running the stages */
-    double gpu_codec_ms;  /* the part of gpu_ms that is the card encoding the output (PNG) */
+    double gpu_codec_ms;  /* the part of gpu_ms that is the card encoding the output (PNG, TIFF) */
 } cost_estimate;
 
 typedef struct {
@@ -19,6 +19,8 @@ typedef struct {
     int cpu_threads;       /* threads the CPU path would use */
     int gpu_jpeg;          /* on the GPU, JPEG is decoded and encoded by nvJPEG */
     int png_gpu;           /* with gpu_jpeg: PNG output is filtered and deflated on the card (png_gpu.h) */
+    double tiff_card_share; /* the share of a deflate TIFF output's strips the card compresses (tiff_gpu.h) */
+    int tiff_level;
 } cost_setting;
 
 /* The step's cost per input byte: its stage's hint for its state and input shape, or a light window

@@ -54,9 +54,10 @@ int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_form
     }
     if (!gpu_driver_present(res->why, sizeof res->why)) return 0;
     cost_estimate est;
-    /* PNG's encoding is counted for folders only, where it was measured (a core a worker) */
+    /* PNG's and TIFF's encoding on the card are counted for folders only, where they were measured
+     * (a core a worker) */
     cost_setting set = { in_format, out_path ? io_format_from_ext(out_path) : IO_FMT_UNKNOWN, run_cpu_threads(o),
-                         gpu_jpeg, 0 };
+                         gpu_jpeg, 0, 0, 0 };
     cost_estimate_plan(p, shape, &set, &est);
     if (est.cpu_ms <= est.gpu_ms) {
         snprintf(res->why, sizeof res->why, "auto: the CPU is estimated faster for this image, %.0f ms against %.0f ms "
