@@ -9,14 +9,16 @@
 /* nvCOMP's algorithm 4 (every level's) on a whole H200 given many 16 KiB pieces, in MB/s: a
  * 16-worker folder of 12-MP gray images written by the card alone ran 38.9 images/s. */
 #define CARD_MB_S 470.0
-/* Where the cores would finish an image sooner, the card's share does not pay for its latency
- * (at level 1, 12.6 MB on one core: 62 and 56 images/s with a share, 83 without). */
-#define CARD_LATENCY_MS 150.0
+/* Under load a worker's share on the card came back in about 250 ms (a 16-worker folder at level 6):
+ * where its cores would finish the image sooner, the share does not pay (at level 1, 12.6 MB on
+ * one core: 62 and 56 images/s with a share, 83 without). */
+#define CARD_LATENCY_MS 250.0
 
-/* libdeflate on one core, MB/s of predicted photograph rows, level by level:
- * the developer machine's ratios between levels (bench/RESULTS.md), scaled to the 24 MB/s a
- * folder worker's level 6 took on the H200 machine, writing included. */
-static const double core_mb_s_for_level[10] = { 24, 97, 65, 58, 53, 36, 24, 12, 4, 2.5 };
+/* libdeflate on one core, MB/s of predicted photograph rows, level by level: the developer
+ * machine's ratios between levels, scaled to the 18 MB/s that balances the card's share best in a
+ * 16-worker folder on the H200 machine (shares of 0.60-0.65 ran fastest at level 6), where the
+ * cores also read the files, parse them and write. */
+static const double core_mb_s_for_level[10] = { 18, 73, 49, 43, 40, 27, 18, 9, 3, 1.9 };
 
 #ifdef IMGPIPE_HAVE_CUDA
 /* nvCOMP's deflate algorithm for each --tiff-level, by measured size (bench/tiff-folder.sh on the
