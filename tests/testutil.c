@@ -133,3 +133,14 @@ const char *tu_tmpdir(void)
     }
     return path;
 }
+
+int tu_same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb, ca = 0, cb = 0;
+    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF) {}
+    same = same && ca == cb;
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}

@@ -50,4 +50,6 @@ double tu_get(const ipk_img *img, int x, int y, int ch);
 double tu_max_diff(const ipk_img *a, const ipk_img *b);
 /* A temporary directory made for this test (removed by nobody: it lives under the build dir or /tmp). */
 const char *tu_tmpdir(void);
+/* Whether two files hold the same bytes (0 when either cannot be read). */
+int tu_same_file(const char *a, const char *b);
 #endif

@@ -142,17 +142,6 @@ static void round_trip(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, i
     img_free(&img);
 }
 
-static int same_bytes(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb, ca = 0, cb = 0;
-    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF) {}
-    same = same && ca == cb;
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
-
 /* A device image whose pitch is past its rows, written with share of its strips on the card and
  * the rest by the cores: read back equal; with no share, the CPU writer's very bytes. */
 static void shared_write(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t, io_tiff_compression comp, int level,
@@ -187,7 +176,7 @@ static void shared_write(io_gpu_codecs *codecs, int w, int h, int c, ip_dtype t,
     } else if (rc == IP_OK) {
         CHECK(0, "read back %dx%dx%d: %s", w, h, c, err);
     }
-    if (share == 0) CHECK(same_bytes(cpu_path, gpu_path), "%dx%dx%d, none on the card: not the CPU's bytes", w, h, c);
+    if (share == 0) CHECK(tu_same_file(cpu_path, gpu_path), "%dx%dx%d, none on the card: not the CPU's bytes", w, h, c);
     cudaFree(dev);
     img_free(&img);
 }

@@ -75,17 +75,6 @@ int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *e
     return IP_OK;
 }
 
-static int same_bytes(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int same = fa && fb, ca = 0, cb = 0;
-    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF) {}
-    same = same && ca == cb;
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
-
 static uint32_t rows_per_strip_of(const char *path)
 {
     TIFF *t = TIFFOpen(path, "r");
@@ -152,7 +141,7 @@ static void shared_write(io_gpu_codecs *codecs, const write_case *k, tu_rng *r)
     } else if (rc == IP_OK) {
         CHECK(0, "read back %dx%dx%d: %s", k->w, k->h, k->c, err);
     }
-    if (card == 0) CHECK(same_bytes(cpu_path, path), "%dx%dx%d, none on the card: not the CPU's bytes", k->w, k->h, k->c);
+    if (card == 0) CHECK(tu_same_file(cpu_path, path), "%dx%dx%d, none on the card: not the CPU's bytes", k->w, k->h, k->c);
     img_free(&img);
     img_free(&dev);
 }
