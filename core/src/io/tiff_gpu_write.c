@@ -263,8 +263,9 @@ static uint32_t strip_adler(const gpu_write *w, uint32_t j)
 
 static int no_stream(gpu_write *w, uint32_t j)
 {
-    snprintf(w->err, w->errlen, "cannot write TIFF: the GPU's deflate gave strip %u no valid deflate stream",
-             w->first_card + j);
+    const char *codec = w->codec == NVCOMP_ZSTD ? "zstd" : "deflate";
+    snprintf(w->err, w->errlen, "cannot write TIFF: the GPU's %s gave strip %u no valid %s stream", codec,
+             w->first_card + j, codec);
     return IP_ECUDA;
 }
 
@@ -274,8 +275,8 @@ static int framed_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t 
     unsigned char *body = w->host + body_at(w, j);
     *len = w->chunks[j].dst_bytes;
     *bytes = body;
-    if (w->codec != NVCOMP_DEFLATE) return *len ? IP_OK : no_stream(w, j);
     if (*len == 0) return no_stream(w, j);
+    if (w->codec != NVCOMP_DEFLATE) return IP_OK;
     zlib_frame_header(w->opt->tiff_level, body - ZLIB_FRAME_HEADER);
     zlib_frame_trailer(strip_adler(w, j), body + *len);
     *len += ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER;
