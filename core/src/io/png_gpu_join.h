@@ -21,11 +21,11 @@ int png_gpu_join_bands(pngx_band *bands, size_t n, int threads, size_t *bad);
 int png_gpu_join_walked(pngx_band *bands, size_t n, const deflate_walk_result *walks, size_t *bad);
 
 /* Joins the bands (png_gpu_join_walked with walks, else png_gpu_join_bands on opt's codec
- * threads) and writes the PNG to path as the CPU
- * writer would around them (signature, IHDR, opt's metadata, the zlib header for opt's level,
- * the bands in IDAT chunks, the adler32 combined from the bands' adler and filtered_len, IEND),
- * through a temporary file renamed into place; on failure nothing is left at path. A band that
- * does not join is IP_ECUDA (the device's deflate failed), naming it. */
+ * threads) and writes the PNG to path as the CPU writer would around them (signature, IHDR,
+ * opt's metadata, the zlib header for opt's level, the bands in IDAT chunks, the adler32 combined
+ * from the bands' adler and filtered_len, IEND), through a temporary file renamed into place; on
+ * failure nothing is left at path. A band that does not join is IP_ECUDA (the device's deflate
+ * failed), naming it. */
 int png_gpu_write_bands(const char *path, const ip_shape *s, const io_options *opt, pngx_band *bands, size_t n,
                         const deflate_walk_result *walks, char *err, size_t errlen);
 #endif

@@ -53,9 +53,14 @@ static double megabytes(const ip_shape *shape)
     return (double)img_row_bytes(shape) * (double)shape->height / 1e6;
 }
 
+static double core_mb_s(int level)
+{
+    return core_mb_s_for_level[level >= 1 && level <= 9 ? level : 6];
+}
+
 double tiff_gpu_core_deflate_ms(const ip_shape *shape, int level)
 {
-    return megabytes(shape) / core_mb_s_for_level[level >= 1 && level <= 9 ? level : 6] * 1e3;
+    return megabytes(shape) / core_mb_s(level) * 1e3;
 }
 
 double tiff_gpu_card_deflate_ms(const ip_shape *shape)
@@ -81,12 +86,10 @@ double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int for
     if (!tiff_gpu_encodable(shape, opt)) return 0;
     if (forced) return 1;
     if (opt->tiff_compression != IO_TIFF_DEFLATE) return 0;
-    int level = opt->tiff_level >= 1 && opt->tiff_level <= 9 ? opt->tiff_level : 6;
     double override = env_share();
     if (override >= 0) return override;
-    double core = core_mb_s_for_level[level];
-    if (tiff_gpu_core_deflate_ms(shape, level) / io_thread_count(opt) < CARD_LATENCY_MS) return 0;
+    if (tiff_gpu_core_deflate_ms(shape, opt->tiff_level) / io_thread_count(opt) < CARD_LATENCY_MS) return 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     double cores = (double)(online > 0 ? online : 1) / (cards > 0 ? cards : 1);
-    return CARD_MB_S / (CARD_MB_S + cores * core);
+    return CARD_MB_S / (CARD_MB_S + cores * core_mb_s(opt->tiff_level));
 }

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "base/image.h"
 #include "gpu/gpu.h"
-#include "io/deflate_walk.h"
+#include "io/deflate_walk_gpu.h"
 #include "io/io_internal.h"
 #include "io/io_tiff_handle.h"
 #include "io/io_tiff_strip_cpu.h"
@@ -151,7 +151,7 @@ static int alloc_buffers(gpu_write *w)
     }
     if (rc || w->card_strips == 0) return rc;
     size_t comp = w->slot * w->pieces + (size_t)w->card_strips * sizeof(uint32_t);
-    size_t walk = 3 * (size_t)w->pieces * sizeof(unsigned long long);
+    size_t walk = deflate_walk_gpu_table_bytes(w->pieces);
     rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_A, w->strip_pitch * w->card_strips, (void **)&w->predicted,
                                w->err, w->errlen);
     if (!rc) rc = io_gpu_scratch_device(w->c, IO_GPU_SCRATCH_B, comp, (void **)&w->dev_comp, w->err, w->errlen);
@@ -221,28 +221,16 @@ static int start_card(gpu_write *w)
     return rc;
 }
 
-/* The pieces walked where they lie (ipk_deflate_walk), to find each one's final block for the join;
- * the walks come back into host_walk after the lengths. */
-static int walk_pieces(gpu_write *w)
-{
-    size_t n = w->pieces, lens = n * sizeof(unsigned long long);
-    for (size_t p = 0; p < n; p++) w->host_walk[p] = w->chunks[p].dst_bytes;
-    int rc = gpu_copy2d(w->dev_walk, lens, w->host_walk, lens, lens, 1, GPU_H2D, w->c->stream, w->err, w->errlen);
-    if (!rc) rc = ipk_fail(w, ipk_deflate_walk(w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, w->dev_walk, n, w->dev_walk + n,
-                                               w->c->stream),
-                           "deflate walk");
-    if (!rc) rc = gpu_copy2d(w->host_walk + n, 2 * lens, w->dev_walk + n, 2 * lens, 2 * lens, 1, GPU_D2H, w->c->stream,
-                             w->err, w->errlen);
-    return rc;
-}
-
-/* Waits for the card's batch, walks the pieces when strips have several, then one copy brings
- * every slot back, as far as the longest piece reaches, and the adler32s. */
+/* Waits for the card's batch, walks the pieces when strips have several (to find each one's final
+ * block for the join), then one copy brings every slot back, as far as the longest piece reaches,
+ * and the adler32s. */
 static int finish_card(gpu_write *w)
 {
     w->card_pending = 0;
     int rc = nvcomp_compress_finish(w->c->batch, (int)w->pieces, w->chunks, w->err, w->errlen);
-    if (!rc && w->pieces_per_strip > 1) rc = walk_pieces(w);
+    if (!rc && w->pieces_per_strip > 1)
+        rc = deflate_walk_gpu_queue(w->c, w->dev_comp + NVCOMP_CHUNK_ALIGN, w->slot, w->chunks, w->pieces, w->dev_walk,
+                                    w->host_walk, w->err, w->errlen);
     if (rc) return rc;
     size_t longest = 0;
     for (uint32_t p = 0; p < w->pieces; p++)
@@ -292,7 +280,7 @@ static int joined_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t 
     zlib_frame_header(w->opt->tiff_level, w->joined);
     for (uint32_t k = 0; k < n; k++) {
         uint32_t p = j * w->pieces_per_strip + k;
-        deflate_walk_result walk = { w->host_walk[w->pieces + 2 * (size_t)p], w->host_walk[w->pieces + 2 * (size_t)p + 1] };
+        deflate_walk_result walk = deflate_walk_gpu_result(w->host_walk, w->pieces, p);
         if (!deflate_walk_fits(&walk, w->chunks[p].dst_bytes)) return no_stream(w, j);
         unsigned char *piece = w->host + body_at(w, p);
         size_t piece_len = deflate_join_walked(piece, &walk, k + 1 == n);

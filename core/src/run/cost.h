@@ -20,7 +20,7 @@ typedef struct {
     int gpu_jpeg;          /* on the GPU, JPEG is decoded and encoded by nvJPEG */
     int png_gpu;           /* with gpu_jpeg: PNG output is filtered and deflated on the card (png_gpu.h) */
     double tiff_card_share; /* the share of a deflate TIFF output's strips the card compresses (tiff_gpu.h) */
-    int tiff_level;
+    int tiff_level;         /* its deflate level (--tiff-level; 0: the default) */
 } cost_setting;
 
 /* The step's cost per input byte: its stage's hint for its state and input shape, or a light window

@@ -7,8 +7,7 @@
 
 /* Whether nvCOMP is worth opening for a run from in to out under o: a TIFF to inflate on the
  * card, a deflate TIFF or a PNG at a level the card deflates, or either output under --codecs gpu
- * (which needs it).
- * Other runs never write on the card, so they do not pay for the library. */
+ * (which needs it). Other runs never write on the card, so they do not pay for the library. */
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out);
 /* The share of a TIFF result's strips the card compresses (tiff_gpu_card_share) under o. */
 double run_tiff_card_share(const ip_shape *shape, const run_options *o);
