@@ -1,7 +1,7 @@
 /* What the mock GPU codec tests share (test_tiff_gpu_read_mock, _strips_mock, _bands_mock,
  * _write_mock): copies and streams that are done at once, an nvCOMP whose handles are placeholders,
- * zlib's inflate and deflate (codec_mock.h) with deflate's bound, and the adler32 and predictor
- * kernels as host loops. Each test brings its own nvcomp_max_chunk and its nvCOMP calls. */
+ * zlib's inflate and deflate (codec_mock.h) with deflate's bound, and the adler32, predictor and
+ * deflate walk kernels as host loops. Each test brings its own nvcomp_max_chunk and its nvCOMP calls. */
 #include <stdlib.h>
 #include <string.h>
 #include "imgpipe/plugin.h"
@@ -11,6 +11,7 @@
 #include "gpu/gpu.h"
 #include "gpu/nvcomp.h"
 #include "codec_mock.h"
+#include "io/deflate_walk.h"
 #include "ipk_codec.h"
 
 static int mock_lib, mock_batch;
@@ -120,6 +121,20 @@ int ipk_adler32_spans(const uint8_t *data, size_t total, size_t span, uint32_t *
     (void)stream;
     for (size_t i = 0; i * span < total; i++)
         out[i] = (uint32_t)adler32(1, data + i * span, (uInt)(total - i * span < span ? total - i * span : span));
+    return 0;
+}
+
+/* The host's walk in the kernel's place: all ones where no stream is found. */
+int ipk_deflate_walk(const uint8_t *data, size_t slot, const unsigned long long *len, size_t n,
+                     unsigned long long *walks, void *stream)
+{
+    (void)stream;
+    for (size_t k = 0; k < n; k++) {
+        deflate_walk_result w;
+        int bad = deflate_walk_prefix(data + k * slot, (size_t)len[k], &w) != 0;
+        walks[2 * k] = bad ? ~0ULL : w.final_start;
+        walks[2 * k + 1] = bad ? ~0ULL : w.end;
+    }
     return 0;
 }
 #endif

@@ -16,7 +16,6 @@
 #ifdef IMGPIPE_HAVE_CUDA
 #include "base/image.h"
 #include "codec_mock.h"
-#include "io/deflate_walk.h"
 #include "io/tiff_gpu.h"
 #include "io/io_tiff_handle.h"
 #include "tiff_testutil.h"
@@ -51,20 +50,6 @@ int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, in
     }
     chunks_seen += n;
     return IP_OK;
-}
-
-/* The host's walk in the kernel's place: all ones where no stream is found. */
-int ipk_deflate_walk(const uint8_t *data, size_t slot, const unsigned long long *len, size_t n,
-                     unsigned long long *walks, void *stream)
-{
-    (void)stream;
-    for (size_t k = 0; k < n; k++) {
-        deflate_walk_result w;
-        int bad = deflate_walk_prefix(data + k * slot, (size_t)len[k], &w) != 0;
-        walks[2 * k] = bad ? ~0ULL : w.final_start;
-        walks[2 * k + 1] = bad ? ~0ULL : w.end;
-    }
-    return 0;
 }
 
 int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen)

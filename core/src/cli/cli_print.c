@@ -137,9 +137,10 @@ static void print_stream_profile(const plan *p, const run_result *res)
         fprintf(stderr, "  %-22s raw reads %.0f ms, decoder %.0f ms (%s)\n", "", b->read_ms, b->decode_ms,
                 b->steps[0] ? b->steps : "no account");
     if (g->states)
-        fprintf(stderr, "  %-22s %llu strips (%.1f%% of the rows) in %llu batches on %d streams, %.1f -> %.1f MB, "
-                "%.3f ms busy\n", "TIFF strips on GPU", (unsigned long long)g->strips,
-                rows > 0 ? 100.0 * (double)g->bytes_in / rows : 0.0, (unsigned long long)g->batches, g->states,
+        fprintf(stderr, "  %-22s %llu strips (%.1f%% of the rows) in %llu pieces, %llu batches on %d streams, "
+                "%.1f -> %.1f MB, %.3f ms busy\n", "TIFF strips on GPU", (unsigned long long)g->strips,
+                rows > 0 ? 100.0 * (double)g->bytes_in / rows : 0.0, (unsigned long long)g->pieces,
+                (unsigned long long)g->batches, g->states,
                 (double)g->bytes_in / 1e6, (double)g->bytes_out / 1e6, g->busy_ms);
 }
 

@@ -19,14 +19,17 @@ struct tiff_gpu_strips {
 #include "base/mono_clock.h"
 #include "gpu/gpu.h"
 #include "io/codec_gpu.h"
+#include "io/deflate_walk_gpu.h"
 #include "io/tiff_gpu.h"
 #include "io/zlib_frame.h"
 #include "ipk_codec.h"
 
 /* nvCOMP's deflate takes its chunks in parallel, each one serially, so a batch takes about as long
  * whatever its size: on the H100 32 MiB batches ran 190 MB/s a stream, 24 MiB ones 146
- * (bench/RESULTS.md). Strips of 64 KiB, or a row where that is longer. IMGPIPE_TIFF_GPU_BATCH_MB,
- * _STRIP_KB and _STATES (a GPU) override them, for the bench. */
+ * (bench/RESULTS.md). Strips of 64 KiB, or a row where that is longer; deflate strips go to nvCOMP
+ * in pieces of about tiff_gpu_chunk_bytes, walked on the card and joined into each strip's stream,
+ * as the whole-image writer's. IMGPIPE_TIFF_GPU_BATCH_MB, _STRIP_KB and _STATES (a GPU) override
+ * them, for the bench. */
 #define DEFAULT_BATCH_MB 32
 #define DEFAULT_STRIP_KB 64
 #define DEFAULT_STATES 2
@@ -39,12 +42,23 @@ typedef struct {
     io_gpu_codecs *c;
     nvcomp_codec kind;
     int algorithm;
-    size_t row_bytes, strip_bytes, pitch, slot;
-    uint32_t max_strips;
+    size_t row_bytes, strip_bytes, pitch;
+    size_t piece_bytes;        /* the most a piece holds: a whole strip for zstd, whose frames do not join */
+    size_t slot;               /* a compressed piece's room, the join's spare included */
+    uint32_t max_strips, max_pieces;
     unsigned char *host;       /* pinned: the batch's rows going up, then its slots coming back */
     unsigned char *dev_rows, *dev_pred, *dev_comp;
-    nvcomp_chunk *chunks;      /* nvCOMP's chunk a strip, each in its slot */
+    unsigned long long *dev_walk, *host_walk;   /* the pieces' lengths, then their walks */
+    nvcomp_chunk *chunks;      /* nvCOMP's chunk a piece, each in its slot */
+    uint32_t *first_piece;     /* a batch's strip i has pieces [first_piece[i], first_piece[i + 1]) */
+    uint32_t batch_pieces;     /* the batch's, first_piece[its strips] */
 } gpu_state;
+
+/* Pieces of a strip of len bytes: as few as hold piece_bytes each. */
+static uint32_t pieces_of(const gpu_state *s, size_t len)
+{
+    return (uint32_t)((len + s->piece_bytes - 1) / s->piece_bytes);
+}
 
 static void state_close(void *state)
 {
@@ -52,30 +66,45 @@ static void state_close(void *state)
     if (!s) return;
     io_gpu_codecs_close_own(s->c, s->stream, s->device);
     free(s->chunks);
+    free(s->first_piece);
     free(s);
 }
 
-/* Room for max_strips strips: their rows and predicted rows on the card, each compressed strip's
- * slot and the strips' adler32s after them; on the host one pinned buffer, which the slots come
- * back into once the rows have gone up on the same stream. */
+static int strips_too_large(char *err, size_t errlen)
+{
+    snprintf(err, errlen, "strips too large for the GPU");
+    return IP_ELIMIT;
+}
+
+/* Pieces of at most piece_bytes; a slot a piece with room for the join. */
+static int plan_pieces(gpu_state *s, char *err, size_t errlen)
+{
+    s->piece_bytes = s->strip_bytes;
+    if (s->kind == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < s->strip_bytes) s->piece_bytes = tiff_gpu_chunk_bytes();
+    uint64_t pieces = (uint64_t)s->max_strips * pieces_of(s, s->strip_bytes);
+    if (pieces > UINT32_MAX / 4) return strips_too_large(err, errlen);
+    s->max_pieces = (uint32_t)pieces;
+    size_t bound = 0;
+    int rc = nvcomp_max_compressed_bytes(s->c->nvcomp, s->kind, s->algorithm, s->piece_bytes, &bound, err, errlen);
+    if (rc) return rc;
+    if (bound > SIZE_MAX / 4) return strips_too_large(err, errlen);
+    s->slot = nvcomp_slot_bytes(bound + NVCOMP_CHUNK_ALIGN + DEFLATE_JOIN_SPARE);
+    return IP_OK;
+}
+
+/* Room for max_strips strips: their rows and predicted rows on the card, each compressed piece's
+ * slot and the strips' adler32s after them, the walk's table; on the host one pinned buffer,
+ * which the slots come back into once the rows have gone up on the same stream, and the table. */
 static int state_buffers(gpu_state *s, char *err, size_t errlen)
 {
-    size_t bound = 0;
-    int rc = nvcomp_max_compressed_bytes(s->c->nvcomp, s->kind, s->algorithm, s->strip_bytes, &bound, err, errlen);
+    int rc = plan_pieces(s, err, errlen);
     if (rc) return rc;
-    size_t n = s->max_strips;
-    if (bound > SIZE_MAX / 4) {
-        snprintf(err, errlen, "strips too large for the GPU");
-        return IP_ELIMIT;
-    }
-    s->slot = nvcomp_slot_bytes(bound);
-    if (s->slot > (SIZE_MAX / 2 - 4 * n) / n || s->pitch > SIZE_MAX / 2 / n) {
-        snprintf(err, errlen, "strips too large for the GPU");
-        return IP_ELIMIT;
-    }
-    size_t rows = s->pitch * n, comp = s->slot * n + 4 * n;
-    s->chunks = calloc(n, sizeof *s->chunks);
-    if (!s->chunks) {
+    size_t n = s->max_strips, pieces = s->max_pieces;
+    if (s->slot > (SIZE_MAX / 2 - 4 * n) / pieces || s->pitch > SIZE_MAX / 2 / n) return strips_too_large(err, errlen);
+    size_t rows = s->pitch * n, comp = s->slot * pieces + 4 * n, walk = deflate_walk_gpu_table_bytes(pieces);
+    s->chunks = calloc(pieces, sizeof *s->chunks);
+    s->first_piece = calloc(n + 1, sizeof *s->first_piece);
+    if (!s->chunks || !s->first_piece) {
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
@@ -84,6 +113,10 @@ static int state_buffers(gpu_state *s, char *err, size_t errlen)
     if (!rc) rc = io_gpu_scratch_device(s->c, IO_GPU_SCRATCH_C, comp, (void **)&s->dev_comp, err, errlen);
     if (!rc) rc = io_gpu_scratch_pinned(s->c, IO_GPU_SCRATCH_A, rows > comp ? rows : comp, (void **)&s->host, err,
                                         errlen);
+    if (!rc && s->piece_bytes < s->strip_bytes)
+        rc = io_gpu_scratch_device(s->c, IO_GPU_SCRATCH_D, walk, (void **)&s->dev_walk, err, errlen);
+    if (!rc && s->piece_bytes < s->strip_bytes)
+        rc = io_gpu_scratch_pinned(s->c, IO_GPU_SCRATCH_D, walk, (void **)&s->host_walk, err, errlen);
     return rc;
 }
 
@@ -133,7 +166,7 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     }
     size_t span = (n - 1) * s->pitch + jobs[n - 1].len;
     int rc = gpu_copy2d(s->dev_rows, span, s->host, span, span, 1, GPU_H2D, s->stream, err, errlen);
-    uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_strips);
+    uint32_t *sums = (uint32_t *)(s->dev_comp + s->slot * s->max_pieces);
     int deflate = s->kind == NVCOMP_DEFLATE;
     if (!rc && s->pitch == s->strip_bytes) {
         int rows = (int)(total / s->row_bytes);
@@ -158,56 +191,100 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     return rc;
 }
 
-/* The batch's strips for nvCOMP: each strip's predicted rows, a slot each. */
-static void list_strips(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
+/* The batch's strips for nvCOMP, each strip's predicted rows in as few pieces as hold piece_bytes,
+ * cut evenly (no sliver at a strip's end, which would compress poorly), a slot each: the number
+ * of pieces. */
+static uint32_t list_pieces(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
-        s->chunks[i] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch,
-                                       .src_bytes = jobs[i].len,
-                                       .dst = s->dev_comp + i * s->slot + NVCOMP_CHUNK_ALIGN,
-                                       .dst_capacity = s->slot - NVCOMP_CHUNK_ALIGN };
+    uint32_t p = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        s->first_piece[i] = p;
+        uint32_t k = pieces_of(s, jobs[i].len);
+        size_t each = (jobs[i].len + k - 1) / k;
+        for (size_t at = 0; at < jobs[i].len; at += each, p++)
+            s->chunks[p] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch + at,
+                                           .src_bytes = jobs[i].len - at < each ? jobs[i].len - at : each,
+                                           .dst = s->dev_comp + (size_t)p * s->slot + NVCOMP_CHUNK_ALIGN,
+                                           .dst_capacity = s->slot - 2 * NVCOMP_CHUNK_ALIGN };
+    }
+    s->first_piece[n] = p;
+    s->batch_pieces = p;
+    return p;
 }
 
-/* Every slot back as far as the longest strip reaches, and the strips' adler32s, in two copies. */
-static int download(gpu_state *s, uint32_t strips, char *err, size_t errlen)
+/* Walks the pieces on the card where strips have several (to find each one's final block for the
+ * join), then brings every slot back as far as the longest piece reaches, and the strips'
+ * adler32s. */
+static int download(gpu_state *s, uint32_t strips, uint32_t pieces, char *err, size_t errlen)
 {
     size_t longest = 0;
-    for (uint32_t i = 0; i < strips; i++) {
-        if (s->chunks[i].dst_bytes > s->chunks[i].dst_capacity) {
+    for (uint32_t p = 0; p < pieces; p++) {
+        if (s->chunks[p].dst_bytes > s->chunks[p].dst_capacity) {
             snprintf(err, errlen, "the GPU's compressor gave a chunk of %zu bytes, over its %zu",
-                     s->chunks[i].dst_bytes, s->chunks[i].dst_capacity);
+                     s->chunks[p].dst_bytes, s->chunks[p].dst_capacity);
             return IP_ECUDA;
         }
-        longest = s->chunks[i].dst_bytes > longest ? s->chunks[i].dst_bytes : longest;
+        longest = s->chunks[p].dst_bytes > longest ? s->chunks[p].dst_bytes : longest;
     }
-    size_t sums_at = s->slot * s->max_strips;
-    int rc = gpu_copy2d(s->host + NVCOMP_CHUNK_ALIGN, s->slot, s->dev_comp + NVCOMP_CHUNK_ALIGN, s->slot, longest,
-                        strips, GPU_D2H, s->stream, err, errlen);
+    int rc = IP_OK;
+    if (pieces > strips)
+        rc = deflate_walk_gpu_queue(s->c, s->dev_comp + NVCOMP_CHUNK_ALIGN, s->slot, s->chunks, pieces, s->dev_walk,
+                                    s->host_walk, err, errlen);
+    size_t sums_at = s->slot * s->max_pieces;
+    if (!rc) rc = gpu_copy2d(s->host + NVCOMP_CHUNK_ALIGN, s->slot, s->dev_comp + NVCOMP_CHUNK_ALIGN, s->slot,
+                             longest, pieces, GPU_D2H, s->stream, err, errlen);
     if (!rc) rc = gpu_copy2d(s->host + sums_at, 4 * (size_t)strips, s->dev_comp + sums_at, 4 * (size_t)strips,
                              4 * (size_t)strips, 1, GPU_D2H, s->stream, err, errlen);
     if (!rc) rc = gpu_stream_sync(s->stream, err, errlen);
     return rc;
 }
 
-/* Strip i's slot into its job, in zlib's frame for deflate (the header, the adler32). */
+static int no_stream(const gpu_state *s, const tiff_strip_job *job, char *err, size_t errlen)
+{
+    const char *codec = s->kind == NVCOMP_ZSTD ? "zstd" : "deflate";
+    snprintf(err, errlen, "the GPU's %s gave strip %u as no valid %s stream", codec, job->index, codec);
+    return IP_ECUDA;
+}
+
+/* Strip i's pieces back to back at out: each cut where its walk ends and, but the last, made
+ * joinable; the length. 0 when a piece holds no valid stream. */
+static size_t join_pieces(gpu_state *s, uint32_t i, unsigned char *out)
+{
+    size_t len = 0;
+    uint32_t first = s->first_piece[i], end = s->first_piece[i + 1];
+    for (uint32_t p = first; p < end; p++) {
+        unsigned char *piece = s->host + (size_t)p * s->slot + NVCOMP_CHUNK_ALIGN;
+        size_t piece_len = s->chunks[p].dst_bytes;
+        if (end - first > 1) {
+            deflate_walk_result walk = deflate_walk_gpu_result(s->host_walk, s->batch_pieces, p);
+            if (!deflate_walk_fits(&walk, piece_len)) return 0;
+            piece_len = deflate_join_walked(piece, &walk, p + 1 == end);
+        }
+        memcpy(out + len, piece, piece_len);
+        len += piece_len;
+    }
+    return len;
+}
+
+/* Strip i's pieces into its job, joined, in zlib's frame for deflate (the header, the adler32). */
 static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, size_t errlen)
 {
-    size_t body = s->chunks[i].dst_bytes;
-    if (body == 0) {
-        snprintf(err, errlen, "the GPU's deflate gave strip %u as no valid deflate stream", job->index);
-        return IP_ECUDA;
-    }
+    uint32_t pieces = s->first_piece[i + 1] - s->first_piece[i];
+    size_t room = 0;
+    for (uint32_t p = s->first_piece[i]; p < s->first_piece[i + 1]; p++) room += s->chunks[p].dst_bytes;
     int framed = s->kind == NVCOMP_DEFLATE;
     tiff_strip_bytes *out = job->out;
-    int rc = tiff_strip_bytes_grow(out, body + (framed ? ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER : 0), err, errlen);
+    size_t frame = framed ? ZLIB_FRAME_HEADER + ZLIB_FRAME_TRAILER : 0;
+    int rc = tiff_strip_bytes_grow(out, room + (size_t)pieces * DEFLATE_JOIN_SPARE + frame, err, errlen);
     if (rc != IP_OK) return rc;
     unsigned char *at = out->data;
     if (framed) zlib_frame_header(s->f.level > 0 ? s->f.level : 6, at);
     at += framed ? ZLIB_FRAME_HEADER : 0;
-    memcpy(at, s->host + i * s->slot + NVCOMP_CHUNK_ALIGN, body);
+    size_t body = join_pieces(s, i, at);
+    if (body == 0) return no_stream(s, job, err, errlen);
     at += body;
     if (framed) {
-        const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_strips);
+        const uint32_t *sums = (const uint32_t *)(s->host + s->slot * s->max_pieces);
         zlib_frame_trailer(sums[i], at);
         at += ZLIB_FRAME_TRAILER;
     }
@@ -231,9 +308,9 @@ static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e
     }
     int rc = gpu_select(s->device, err, errlen);
     if (!rc) rc = predict(s, jobs, n, err, errlen);
-    if (!rc) list_strips(s, jobs, n);
-    if (!rc) rc = nvcomp_compress(s->c->batch, s->kind, s->algorithm, (int)n, s->chunks, err, errlen);
-    if (!rc) rc = download(s, n, err, errlen);
+    uint32_t pieces = rc ? 0 : list_pieces(s, jobs, n);
+    if (!rc) rc = nvcomp_compress(s->c->batch, s->kind, s->algorithm, (int)pieces, s->chunks, err, errlen);
+    if (!rc) rc = download(s, n, pieces, err, errlen);
     uint64_t in = 0, out = 0;
     for (uint32_t i = 0; !rc && i < n; i++) {
         rc = hand_back(s, i, &jobs[i], err, errlen);
@@ -243,6 +320,7 @@ static int state_compress(void *state, tiff_strip_job *jobs, uint32_t n, char *e
     if (rc) return rc;
     pthread_mutex_lock(&s->g->mu);
     s->g->stat.strips += n;
+    s->g->stat.pieces += pieces;
     s->g->stat.batches++;
     s->g->stat.bytes_in += in;
     s->g->stat.bytes_out += out;
@@ -269,9 +347,9 @@ int tiff_gpu_strips_create(tiff_gpu_strips **out, const int *gpu_ids, int n_gpus
     int states = (int)io_gpu_env_long("IMGPIPE_TIFF_GPU_STATES", DEFAULT_STATES, 1, 8);
     uint64_t batch = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_BATCH_MB", DEFAULT_BATCH_MB, 1, 1024) << 20;
     uint64_t strip = (uint64_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_STRIP_KB", DEFAULT_STRIP_KB, 0, 65536) << 10;
-    /* pinned: a batch's compressed slots (deflate's bound a little over the rows), and nvCOMP's
-     * and CUDA's own host memory */
-    uint64_t slots = batch + (batch >> 4);
+    /* pinned: a batch's compressed slots (deflate's bound a little over the rows, and a piece's
+     * alignment and join spare), and nvCOMP's and CUDA's own host memory */
+    uint64_t slots = batch + (batch >> 3);
     g->codec = (tiff_strip_batch_codec){ state_open, state_compress, state_close, states * g->n_gpus, batch,
                                          slots + ((uint64_t)16 << 20), strip, g };
     g->stat.states = states * g->n_gpus;

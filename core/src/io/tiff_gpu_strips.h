@@ -1,8 +1,8 @@
 /* A streamed TIFF's strips compressed on GPUs beside the CPU's threads: a batch codec for
  * io_tiff_strips.h whose states (two a GPU, so that one batch's copies and framing overlap the
  * other's deflate) each upload a batch of strips, apply the predictor and the adler32s on the
- * card, deflate (or zstd) every strip with nvCOMP and frame it as zlib's stream. The threads keep
- * what they can; a GPU takes strips only when they queue up. */
+ * card, deflate every strip with nvCOMP in pieces joined into zlib's stream (zstd: whole strips,
+ * framed by nvCOMP). The threads keep what they can; a GPU takes strips only when they queue up. */
 #ifndef IMGPIPE_TIFF_GPU_STRIPS_H
 #define IMGPIPE_TIFF_GPU_STRIPS_H
 #include <stdint.h>
@@ -12,7 +12,7 @@ typedef struct tiff_gpu_strips tiff_gpu_strips;
 
 /* What the GPUs compressed. */
 typedef struct {
-    uint64_t strips, batches, bytes_in, bytes_out;
+    uint64_t strips, pieces, batches, bytes_in, bytes_out;   /* pieces: nvCOMP's chunks */
     double busy_ms;          /* the states' compress calls, summed */
     int states;
 } tiff_gpu_strips_stat;
