@@ -50,9 +50,11 @@ typedef struct {
 /* A compressor that takes many strips in one call (a GPU's), beside the threads' codec: each of
  * its states runs on a thread of its own and takes up to batch_bytes of consecutive queued strips
  * at once, once at least half that many are queued, so that it only takes on what the threads
- * leave waiting. open may decline the format (IP_EUNSUPPORTED) or fail (a GPU out of memory):
- * the states opened before it run, and with none the threads compress every strip. A strip's
- * bytes then depend on which side took it (the pixels never do). */
+ * leave waiting, and the threads then run at a lower priority (nice 10, IMGPIPE_TIFF_STRIP_NICE),
+ * leaving the cores to the process's other threads first. open may decline the format
+ * (IP_EUNSUPPORTED) or fail (a GPU out of memory): the states opened before it run, and with none
+ * the threads compress every strip. A strip's bytes then depend on which side took it (the pixels
+ * never do). */
 typedef struct tiff_strip_batch_codec {
     int (*open)(const struct tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f,
                 uint32_t max_strips, void **state, char *err, size_t errlen);
