@@ -129,8 +129,11 @@ pair() {
   else status=1; same="**differs from --gpus 0**"
   fi
   rows+=("| $label | $pname | all | $last_wall s | $(awk -v w="$w" -v h="$h" -v s="$last_wall" 'BEGIN { printf "%.0f", (s > 0 ? w * h / s / 1e6 : 0) }') | $(busy_of "$tmp/err.$pname.all") | $util | $(codec_of "$tmp/err.$pname.all") | $same; scaling $(awk -v a="$t1" -v b="$last_wall" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }') |")
-  [ -s "$tmp/profile.$pname.all" ] &&
-    notes+=("" "\`--profile\` of $label, $pname, --gpus all:" "" '```' "$(cat "$tmp/profile.$pname.all")" '```')
+  local which
+  for which in one all; do   # both: the strips the cards took are compared between them
+    [ -s "$tmp/profile.$pname.$which" ] && notes+=("" "\`--profile\` of $label, $pname, --gpus \
+$([ "$which" = one ] && echo 0 || echo all):" "" '```' "$(cat "$tmp/profile.$pname.$which")" '```')
+  done
   write_md
   rm -f "$one" "$all"
 }
