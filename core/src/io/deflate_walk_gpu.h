@@ -24,4 +24,11 @@ static inline deflate_walk_result deflate_walk_gpu_result(const unsigned long lo
 {
     return (deflate_walk_result){ host_table[n + 2 * k], host_table[n + 2 * k + 1] };
 }
+/* Chunks [first, end) of the n, their bodies slot bytes apart from bodies (host) as nvCOMP left
+ * them, joined back to back at out: each cut where its walk in host_table ends and, but the last,
+ * made joinable (DEFLATE_JOIN_SPARE bytes past it may be written); without a table (chunks never
+ * walked) each copied as it is. The length; 0 when a chunk holds no valid stream. */
+size_t deflate_walk_gpu_join(unsigned char *bodies, size_t slot, const nvcomp_chunk *chunks,
+                             const unsigned long long *host_table, size_t n, size_t first, size_t end,
+                             unsigned char *out);
 #endif

@@ -51,7 +51,7 @@ typedef struct {
     unsigned long long *dev_walk, *host_walk;   /* the pieces' lengths, then their walks */
     nvcomp_chunk *chunks;      /* nvCOMP's chunk a piece, each in its slot */
     uint32_t *first_piece;     /* a batch's strip i has pieces [first_piece[i], first_piece[i + 1]) */
-    uint32_t batch_pieces;     /* the batch's, first_piece[its strips] */
+    uint32_t batch_strips, batch_pieces;   /* the batch's; walked where it has more pieces than strips */
 } gpu_state;
 
 /* Pieces of a strip of len bytes: as few as hold piece_bytes each. */
@@ -208,6 +208,7 @@ static uint32_t list_pieces(gpu_state *s, const tiff_strip_job *jobs, uint32_t n
                                            .dst_capacity = s->slot - 2 * NVCOMP_CHUNK_ALIGN };
     }
     s->first_piece[n] = p;
+    s->batch_strips = n;
     s->batch_pieces = p;
     return p;
 }
@@ -246,26 +247,6 @@ static int no_stream(const gpu_state *s, const tiff_strip_job *job, char *err, s
     return IP_ECUDA;
 }
 
-/* Strip i's pieces back to back at out: each cut where its walk ends and, but the last, made
- * joinable; the length. 0 when a piece holds no valid stream. */
-static size_t join_pieces(gpu_state *s, uint32_t i, unsigned char *out)
-{
-    size_t len = 0;
-    uint32_t first = s->first_piece[i], end = s->first_piece[i + 1];
-    for (uint32_t p = first; p < end; p++) {
-        unsigned char *piece = s->host + (size_t)p * s->slot + NVCOMP_CHUNK_ALIGN;
-        size_t piece_len = s->chunks[p].dst_bytes;
-        if (end - first > 1) {
-            deflate_walk_result walk = deflate_walk_gpu_result(s->host_walk, s->batch_pieces, p);
-            if (!deflate_walk_fits(&walk, piece_len)) return 0;
-            piece_len = deflate_join_walked(piece, &walk, p + 1 == end);
-        }
-        memcpy(out + len, piece, piece_len);
-        len += piece_len;
-    }
-    return len;
-}
-
 /* Strip i's pieces into its job, joined, in zlib's frame for deflate (the header, the adler32). */
 static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, size_t errlen)
 {
@@ -280,7 +261,9 @@ static int hand_back(gpu_state *s, uint32_t i, tiff_strip_job *job, char *err, s
     unsigned char *at = out->data;
     if (framed) zlib_frame_header(s->f.level > 0 ? s->f.level : 6, at);
     at += framed ? ZLIB_FRAME_HEADER : 0;
-    size_t body = join_pieces(s, i, at);
+    const unsigned long long *walks = s->batch_pieces > s->batch_strips ? s->host_walk : NULL;
+    size_t body = deflate_walk_gpu_join(s->host + NVCOMP_CHUNK_ALIGN, s->slot, s->chunks, walks, s->batch_pieces,
+                                        s->first_piece[i], s->first_piece[i + 1], at);
     if (body == 0) return no_stream(s, job, err, errlen);
     at += body;
     if (framed) {

@@ -275,20 +275,13 @@ static int framed_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t 
 /* The same of several pieces: each readied for the join as its walk says, all back to back. */
 static int joined_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t *len)
 {
-    size_t at = ZLIB_FRAME_HEADER;
-    uint32_t n = strip_pieces(w, j);
+    size_t first = (size_t)j * w->pieces_per_strip;
     zlib_frame_header(w->opt->tiff_level, w->joined);
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t p = j * w->pieces_per_strip + k;
-        deflate_walk_result walk = deflate_walk_gpu_result(w->host_walk, w->pieces, p);
-        if (!deflate_walk_fits(&walk, w->chunks[p].dst_bytes)) return no_stream(w, j);
-        unsigned char *piece = w->host + body_at(w, p);
-        size_t piece_len = deflate_join_walked(piece, &walk, k + 1 == n);
-        memcpy(w->joined + at, piece, piece_len);
-        at += piece_len;
-    }
-    zlib_frame_trailer(strip_adler(w, j), w->joined + at);
-    *len = at + ZLIB_FRAME_TRAILER;
+    size_t body = deflate_walk_gpu_join(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->chunks, w->host_walk, w->pieces,
+                                        first, first + strip_pieces(w, j), w->joined + ZLIB_FRAME_HEADER);
+    if (body == 0) return no_stream(w, j);
+    zlib_frame_trailer(strip_adler(w, j), w->joined + ZLIB_FRAME_HEADER + body);
+    *len = ZLIB_FRAME_HEADER + body + ZLIB_FRAME_TRAILER;
     *bytes = w->joined;
     return IP_OK;
 }
