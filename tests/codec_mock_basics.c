@@ -54,15 +54,21 @@ int nvcomp_batch_create(nvcomp_batch **b, const nvcomp_lib *lib, int device, voi
 }
 void nvcomp_batch_destroy(nvcomp_batch *b) { (void)b; }
 
+/* zlib's stream over the chunk: its source in, its buffer out. */
+static void aim(z_stream *z, const nvcomp_chunk *c)
+{
+    z->next_in = (Bytef *)c->src;
+    z->avail_in = (uInt)c->src_bytes;
+    z->next_out = c->dst;
+    z->avail_out = (uInt)c->dst_capacity;
+}
+
 int codec_mock_inflate(nvcomp_chunk *c)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
     if (inflateInit2(&z, -15) != Z_OK) return Z_MEM_ERROR;
-    z.next_in = (Bytef *)c->src;
-    z.avail_in = (uInt)c->src_bytes;
-    z.next_out = c->dst;
-    z.avail_out = (uInt)c->dst_capacity;
+    aim(&z, c);
     int rc = inflate(&z, Z_FINISH);
     c->dst_bytes = c->dst_capacity - z.avail_out;
     inflateEnd(&z);
@@ -74,10 +80,7 @@ int codec_mock_deflate(nvcomp_chunk *c)
     z_stream z;
     memset(&z, 0, sizeof z);
     if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    z.next_in = (Bytef *)c->src;
-    z.avail_in = (uInt)c->src_bytes;
-    z.next_out = c->dst;
-    z.avail_out = (uInt)c->dst_capacity;
+    aim(&z, c);
     int rc = deflate(&z, Z_FINISH);
     c->dst_bytes = c->dst_capacity - z.avail_out;
     deflateEnd(&z);

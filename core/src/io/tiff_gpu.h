@@ -30,6 +30,10 @@ int tiff_gpu_deflate_algorithm(int level);
  * 41-46 (bench/RESULTS.md); 8 KiB pieces made the files 3% larger. */
 #define TIFF_GPU_CHUNK_KB 16
 size_t tiff_gpu_chunk_bytes(void);
+/* A strip of len bytes in the fewest pieces of at most max_piece (> 0), cut evenly so that no
+ * strip ends in a sliver, which would compress poorly: how many; *each, every piece's length but
+ * the last's, which holds the rest. */
+uint32_t tiff_gpu_pieces(size_t len, size_t max_piece, size_t *each);
 /* The time to deflate an image of this shape at a --tiff-level (0: 6), in ms: on one core
  * (libdeflate), and on the whole card with many images in flight (nvCOMP): the rates the share
  * is balanced on, which auto's estimate uses too. */

@@ -73,6 +73,13 @@ size_t tiff_gpu_chunk_bytes(void)
     return (size_t)io_gpu_env_long("IMGPIPE_TIFF_GPU_CHUNK_KB", TIFF_GPU_CHUNK_KB, 1, 65536) << 10;
 }
 
+uint32_t tiff_gpu_pieces(size_t len, size_t max_piece, size_t *each)
+{
+    size_t n = (len + max_piece - 1) / max_piece;
+    *each = n > 0 ? (len + n - 1) / n : 0;
+    return (uint32_t)n;
+}
+
 static double env_share(void)
 {
     const char *v = getenv("IMGPIPE_TIFF_GPU_SHARE");

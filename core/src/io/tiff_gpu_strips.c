@@ -54,12 +54,6 @@ typedef struct {
     uint32_t batch_strips, batch_pieces;   /* the batch's; walked where it has more pieces than strips */
 } gpu_state;
 
-/* Pieces of a strip of len bytes: as few as hold piece_bytes each. */
-static uint32_t pieces_of(const gpu_state *s, size_t len)
-{
-    return (uint32_t)((len + s->piece_bytes - 1) / s->piece_bytes);
-}
-
 static void state_close(void *state)
 {
     gpu_state *s = state;
@@ -81,7 +75,8 @@ static int plan_pieces(gpu_state *s, char *err, size_t errlen)
 {
     s->piece_bytes = s->strip_bytes;
     if (s->kind == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < s->strip_bytes) s->piece_bytes = tiff_gpu_chunk_bytes();
-    uint64_t pieces = (uint64_t)s->max_strips * pieces_of(s, s->strip_bytes);
+    size_t each = 0;
+    uint64_t pieces = (uint64_t)s->max_strips * tiff_gpu_pieces(s->strip_bytes, s->piece_bytes, &each);
     if (pieces > UINT32_MAX / 4) return strips_too_large(err, errlen);
     s->max_pieces = (uint32_t)pieces;
     size_t bound = 0;
@@ -191,16 +186,15 @@ static int predict(gpu_state *s, const tiff_strip_job *jobs, uint32_t n, char *e
     return rc;
 }
 
-/* The batch's strips for nvCOMP, each strip's predicted rows in as few pieces as hold piece_bytes,
- * cut evenly (no sliver at a strip's end, which would compress poorly), a slot each: the number
- * of pieces. */
+/* The batch's strips for nvCOMP, each strip's predicted rows in pieces (tiff_gpu_pieces), a slot
+ * each: the number of pieces. */
 static uint32_t list_pieces(gpu_state *s, const tiff_strip_job *jobs, uint32_t n)
 {
     uint32_t p = 0;
     for (uint32_t i = 0; i < n; i++) {
         s->first_piece[i] = p;
-        uint32_t k = pieces_of(s, jobs[i].len);
-        size_t each = (jobs[i].len + k - 1) / k;
+        size_t each = 0;
+        tiff_gpu_pieces(jobs[i].len, s->piece_bytes, &each);
         for (size_t at = 0; at < jobs[i].len; at += each, p++)
             s->chunks[p] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch + at,
                                            .src_bytes = jobs[i].len - at < each ? jobs[i].len - at : each,

@@ -85,11 +85,10 @@ static uint32_t strip_rows(const gpu_write *w, uint32_t i)
     return height - i * w->rps < w->rps ? height - i * w->rps : w->rps;
 }
 
-/* Pieces of card strip j (counted from the card's first strip). */
-static uint32_t strip_pieces(const gpu_write *w, uint32_t j)
+/* Pieces of card strip j (counted from the card's first strip), and each one's length. */
+static uint32_t strip_pieces(const gpu_write *w, uint32_t j, size_t *each)
 {
-    size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes;
-    return (uint32_t)((len + w->piece_bytes - 1) / w->piece_bytes);
+    return tiff_gpu_pieces((size_t)strip_rows(w, w->first_card + j) * w->row_bytes, w->piece_bytes, each);
 }
 
 static int out_of_memory(gpu_write *w)
@@ -103,8 +102,9 @@ static int plan_pieces(gpu_write *w)
 {
     w->piece_bytes = w->strip_bytes;
     if (w->codec == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < w->strip_bytes) w->piece_bytes = tiff_gpu_chunk_bytes();
-    w->pieces_per_strip = (uint32_t)((w->strip_bytes + w->piece_bytes - 1) / w->piece_bytes);
-    uint64_t pieces = (uint64_t)(w->card_strips - 1) * w->pieces_per_strip + strip_pieces(w, w->card_strips - 1);
+    size_t each = 0;
+    w->pieces_per_strip = tiff_gpu_pieces(w->strip_bytes, w->piece_bytes, &each);
+    uint64_t pieces = (uint64_t)(w->card_strips - 1) * w->pieces_per_strip + strip_pieces(w, w->card_strips - 1, &each);
     if (pieces > UINT32_MAX / 4) return too_large(w);
     w->pieces = (uint32_t)pieces;
     size_t bound = 0;
@@ -201,12 +201,13 @@ static int start_card(gpu_write *w)
     if (w->card_strips == 0) return IP_OK;
     int rc = predict_card_rows(w);
     for (uint32_t j = 0; j < w->card_strips; j++) {
-        size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes;
-        for (uint32_t k = 0; k < strip_pieces(w, j); k++) {
+        size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes, each = 0;
+        uint32_t n = strip_pieces(w, j, &each);
+        for (uint32_t k = 0; k < n; k++) {
             uint32_t p = j * w->pieces_per_strip + k;
-            size_t at = (size_t)k * w->piece_bytes;
+            size_t at = (size_t)k * each;
             w->chunks[p] = (nvcomp_chunk){ .src = w->predicted + (size_t)j * w->strip_pitch + at,
-                                           .src_bytes = len - at < w->piece_bytes ? len - at : w->piece_bytes,
+                                           .src_bytes = len - at < each ? len - at : each,
                                            .dst = w->dev_comp + body_at(w, p),
                                            .dst_capacity = w->slot - 2 * NVCOMP_CHUNK_ALIGN };
         }
@@ -275,10 +276,10 @@ static int framed_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t 
 /* The same of several pieces: each readied for the join as its walk says, all back to back. */
 static int joined_strip(gpu_write *w, uint32_t j, unsigned char **bytes, size_t *len)
 {
-    size_t first = (size_t)j * w->pieces_per_strip;
+    size_t first = (size_t)j * w->pieces_per_strip, each = 0;
     zlib_frame_header(w->opt->tiff_level, w->joined);
     size_t body = deflate_walk_gpu_join(w->host + NVCOMP_CHUNK_ALIGN, w->slot, w->chunks, w->host_walk, w->pieces,
-                                        first, first + strip_pieces(w, j), w->joined + ZLIB_FRAME_HEADER);
+                                        first, first + strip_pieces(w, j, &each), w->joined + ZLIB_FRAME_HEADER);
     if (body == 0) return no_stream(w, j);
     zlib_frame_trailer(strip_adler(w, j), w->joined + ZLIB_FRAME_HEADER + body);
     *len = ZLIB_FRAME_HEADER + body + ZLIB_FRAME_TRAILER;
