@@ -49,10 +49,13 @@ int gpu_graph_launch(void *graph_exec, void *stream, char *err, size_t errlen)
 }
 void gpu_graph_destroy(void *graph_exec) { (void)graph_exec; }
 
-/* Pinned host memory is the mock's device memory (gpu_malloc, each test's own), mapped to itself. */
+/* Pinned host memory is the mock's device memory (gpu_malloc, each test's own), mapped to itself;
+ * a test may count the allocations. */
+size_t gpu_mock_pinned_allocs;
 int gpu_host_alloc(void **ptr, size_t bytes, int mapped, char *err, size_t errlen)
 {
     (void)mapped;
+    gpu_mock_pinned_allocs++;
     return gpu_malloc(ptr, bytes, err, errlen);
 }
 void gpu_host_free(void *ptr) { gpu_free(ptr); }

@@ -441,6 +441,58 @@ static void test_exec_choice(void)
     free(in);
 }
 
+extern size_t gpu_mock_pinned_allocs;   /* tests/gpu_mock_basics.c */
+
+/* A pinning context pins only the buffers an image passes through: none for an image decoded
+ * into device memory whose result stays there, the output's when it is downloaded, the input's
+ * when it comes from the host. */
+static void test_exec_pinning(void)
+{
+    reg_plugin plug = plugin_of(&fake_point);
+    plan_step st = step_of(&plug, &shape);
+    plan one = { &st, 1, NULL };
+    exec_options eo = { EXEC_GPU, 0, 3, EXEC_COPY, 0, 1 };
+    exec_fusion_options fo = { 1, 1, 0 };
+    unsigned char *host = pattern(shape.width);
+    char err[256] = "";
+    exec_ctx *ctx = NULL;
+    void *dev = NULL;
+    ip_image out = { 0 };
+    seen_reset();
+    int rc = exec_create(&ctx, &eo, err, sizeof err);
+    if (rc == IP_OK) exec_set_fusion(ctx, &fo);
+    gpu_mock_pinned_allocs = 0;
+    if (rc == IP_OK) rc = exec_device_input(ctx, &one, &shape, (size_t)shape.width * (size_t)shape.height, &dev, err,
+                                            sizeof err);
+    if (rc == IP_OK) {
+        memcpy(dev, host, (size_t)shape.width * (size_t)shape.height);
+        exec_keep_result_on_device(ctx, 1);
+        ip_image dev_in = { dev, shape.width, shape, 1 };
+        rc = exec_run(ctx, &one, &dev_in, input_path, &out, NULL, err, sizeof err);
+    }
+    CHECK(rc == IP_OK && out.on_device && is_pattern_plus_one(out.data, out.stride), "device in and out: rc %d (%s)",
+          rc, err);
+    CHECK(gpu_mock_pinned_allocs == 0, "device in and out: %zu pinned buffers", gpu_mock_pinned_allocs);
+
+    exec_keep_result_on_device(ctx, 0);
+    ip_image dev_in = { dev, shape.width, shape, 1 };
+    memcpy(dev, host, (size_t)shape.width * (size_t)shape.height);
+    rc = ctx ? exec_run(ctx, &one, &dev_in, input_path, &out, NULL, err, sizeof err) : IP_EINVAL;
+    CHECK(rc == IP_OK && !out.on_device && is_pattern_plus_one(out.data, out.stride), "device in, host out: rc %d (%s)",
+          rc, err);
+    CHECK(gpu_mock_pinned_allocs == 1, "device in, host out: %zu pinned buffers, not the output's 1",
+          gpu_mock_pinned_allocs);
+
+    ip_image host_in = { host, shape.width, shape, 0 };
+    rc = ctx ? exec_run(ctx, &one, &host_in, input_path, &out, NULL, err, sizeof err) : IP_EINVAL;
+    CHECK(rc == IP_OK && !out.on_device && is_pattern_plus_one(out.data, out.stride), "host in and out: rc %d (%s)",
+          rc, err);
+    CHECK(gpu_mock_pinned_allocs == 2, "host in and out: %zu pinned buffers, not 2 (the input's added)",
+          gpu_mock_pinned_allocs);
+    exec_destroy(ctx);
+    free(host);
+}
+
 typedef struct {
     unsigned char *data;
     int rows;
@@ -556,6 +608,7 @@ int main(void)
     test_failure();
     test_round_trip();
     test_exec_choice();
+    test_exec_pinning();
     test_band_choice();
     return tu_finish();
 }

@@ -247,7 +247,8 @@ void *exec_stream(exec_ctx *ctx) { return ctx->stream; }
 size_t exec_device_bytes(const exec_ctx *ctx) { return ctx->dev[0].bytes + ctx->dev[1].bytes + ctx->dev_scratch.bytes; }
 void exec_set_fusion(exec_ctx *ctx, const exec_fusion_options *fo) { ctx->fopt = *fo; }
 
-static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen);
+static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, int host_input, int host_output,
+                       char *err, size_t errlen);
 
 int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, size_t bytes, void **dev,
                       char *err, size_t errlen)
@@ -258,15 +259,18 @@ int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, si
         return IP_EINVAL;
     }
     int rc = gpu_select(ctx->opt.gpu_index, err, errlen);
-    if (rc == IP_OK) rc = reserve_gpu(ctx, p, in_shape, err, errlen);
+    if (rc == IP_OK) rc = reserve_gpu(ctx, p, in_shape, 0, 0, err, errlen);
     if (rc == IP_OK && bytes > ctx->dev[1].bytes) rc = buf_reserve(&ctx->dev[1], bytes, MEM_DEVICE, err, errlen);
     if (rc == IP_OK) *dev = ctx->dev[1].ptr;
     return rc;
 }
 
 /* Device buffers hold any stage's image at an aligned pitch; with pinning, pinned buffers the
- * packed input and output, mapped so zero-copy can use them directly. */
-static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, char *err, size_t errlen)
+ * packed input and output, mapped so zero-copy can use them directly: only those the image
+ * passes through (host_input, host_output), as pinning them costs every folder worker's first
+ * image tens of milliseconds (the driver pins one buffer at a time for the whole process). */
+static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, int host_input, int host_output,
+                       char *err, size_t errlen)
 {
     size_t largest = pitch_of(in_shape) * (size_t)in_shape->height, scratch = 0, host_tmp = 0;
     for (int i = 0; i < p->n; i++) {
@@ -285,9 +289,11 @@ static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, c
     if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->dev_scratch, scratch, MEM_DEVICE, err, errlen);
     if (rc == IP_OK && scratch) rc = buf_reserve(&ctx->scratch, scratch, MEM_HOST, err, errlen);
     size_t out_bytes = packed_bytes(&p->steps[p->n - 1].out);
-    if (rc == IP_OK && uses_pinned(ctx)) rc = buf_reserve(&ctx->pinned_in, packed_bytes(in_shape), MEM_MAPPED, err, errlen);
-    if (rc == IP_OK && uses_pinned(ctx)) rc = buf_reserve(&ctx->pinned_out, out_bytes, MEM_MAPPED, err, errlen);
-    if (rc == IP_OK && !uses_pinned(ctx)) rc = buf_reserve(&ctx->host_out, out_bytes, MEM_HOST, err, errlen);
+    int pinned = uses_pinned(ctx);
+    if (rc == IP_OK && pinned && host_input)
+        rc = buf_reserve(&ctx->pinned_in, packed_bytes(in_shape), MEM_MAPPED, err, errlen);
+    if (rc == IP_OK && pinned && host_output) rc = buf_reserve(&ctx->pinned_out, out_bytes, MEM_MAPPED, err, errlen);
+    if (rc == IP_OK && !pinned && host_output) rc = buf_reserve(&ctx->host_out, out_bytes, MEM_HOST, err, errlen);
     for (int i = 0; i < 2 && rc == IP_OK && host_tmp; i++)
         rc = buf_reserve(&ctx->pinned_tmp[i], host_tmp, MEM_PINNED, err, errlen);
     return rc;
@@ -660,7 +666,9 @@ static int run_gpu_path(exec_ctx *ctx, const plan *p, const ip_image *in, const 
 {
     /* The context may have been made on another thread (start-up runs beside decoding). */
     int rc = gpu_select(ctx->opt.gpu_index, err, errlen);
-    if (rc == IP_OK) rc = reserve_gpu(ctx, p, &in->shape, err, errlen);
+    /* the result leaves the device unless kept there; zero-copy writes it into mapped memory */
+    int host_output = !ctx->result_on_device || ctx->opt.transfer == EXEC_ZEROCOPY;
+    if (rc == IP_OK) rc = reserve_gpu(ctx, p, &in->shape, !in->on_device, host_output, err, errlen);
     if (rc != IP_OK) return rc;
     ip_image cur = *in;
     record(ctx, 0);
