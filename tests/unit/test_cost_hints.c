@@ -158,7 +158,7 @@ static void estimate_one_step(const cost_setting *set, cost_estimate *est)
 /* The estimate takes the hint per byte of the step's input: 6000 bytes, 4 threads. */
 static void test_estimate_uses_hint(void)
 {
-    cost_setting set = { IO_FMT_PNG, IO_FMT_PNG, 4, 0, 0, 0, 0 };
+    cost_setting set = { .in_format = IO_FMT_PNG, .out_format = IO_FMT_PNG, .cpu_threads = 4 };
     cost_estimate est;
     estimate_one_step(&set, &est);
     CHECK(est.cpu_ms == 3.5 * 6000.0 / 4 / 1e6, "cpu %.17g ms", est.cpu_ms);
@@ -170,8 +170,11 @@ static void test_estimate_uses_hint(void)
  * neither. */
 static void test_estimate_png_on_card(void)
 {
-    cost_setting on_card = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 1, 0, 0 }, on_cores = { IO_FMT_JPEG, IO_FMT_PNG, 4, 1, 0, 0, 0 };
-    cost_setting jpeg_out = { IO_FMT_JPEG, IO_FMT_JPEG, 4, 1, 1, 0, 0 };
+    cost_setting on_card = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_PNG, .cpu_threads = 4, .gpu_jpeg = 1,
+                             .png_gpu = 1 };
+    cost_setting on_cores = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_PNG, .cpu_threads = 4, .gpu_jpeg = 1 };
+    cost_setting jpeg_out = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_JPEG, .cpu_threads = 4, .gpu_jpeg = 1,
+                              .png_gpu = 1 };
     cost_estimate card, cores, jpeg;
     estimate_one_step(&on_card, &card);
     estimate_one_step(&on_cores, &cores);
@@ -188,7 +191,9 @@ static void test_estimate_png_on_card(void)
  * the level, the card that share of its own (tiff_gpu.h's rates); no share adds neither. */
 static void test_estimate_tiff_on_card(void)
 {
-    cost_setting half = { IO_FMT_TIFF, IO_FMT_TIFF, 4, 0, 0, 0.5, 6 }, none = { IO_FMT_TIFF, IO_FMT_TIFF, 4, 0, 0, 0, 6 };
+    cost_setting half = { .in_format = IO_FMT_TIFF, .out_format = IO_FMT_TIFF, .cpu_threads = 4,
+                          .tiff_card_share = 0.5, .tiff_level = 6 };
+    cost_setting none = { .in_format = IO_FMT_TIFF, .out_format = IO_FMT_TIFF, .cpu_threads = 4, .tiff_level = 6 };
     cost_estimate card, cores;
     estimate_one_step(&half, &card);
     estimate_one_step(&none, &cores);

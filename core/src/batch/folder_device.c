@@ -99,7 +99,8 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
         double tiff_share = out_fmt == IO_FMT_TIFF && o->codecs != RUN_CODECS_CPU
                                 ? tiff_gpu_card_share(&final, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus)
                                 : 0;
-        cost_setting set = { first->fmt, out_fmt, 1, gpu_jpeg, png_gpu, tiff_share, o->io.tiff_level };
+        cost_setting set = { .in_format = first->fmt, .out_format = out_fmt, .cpu_threads = 1, .gpu_jpeg = gpu_jpeg,
+                             .png_gpu = png_gpu, .tiff_card_share = tiff_share, .tiff_level = o->io.tiff_level };
         cost_estimate one;
         cost_estimate_plan(&own, &shape, &set, &one);
         int workers = o->jobs < cores ? o->jobs : cores;

@@ -56,8 +56,10 @@ int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_form
     cost_estimate est;
     /* PNG's and TIFF's encoding on the card are counted for folders only, where they were measured
      * (a core a worker) */
-    cost_setting set = { in_format, out_path ? io_format_from_ext(out_path) : IO_FMT_UNKNOWN, run_cpu_threads(o),
-                         gpu_jpeg, 0, 0, 0 };
+    cost_setting set = { .in_format = in_format,
+                         .out_format = out_path ? io_format_from_ext(out_path) : IO_FMT_UNKNOWN,
+                         .cpu_threads = run_cpu_threads(o),
+                         .gpu_jpeg = gpu_jpeg };
     cost_estimate_plan(p, shape, &set, &est);
     if (est.cpu_ms <= est.gpu_ms) {
         snprintf(res->why, sizeof res->why, "auto: the CPU is estimated faster for this image, %.0f ms against %.0f ms "
