@@ -38,6 +38,12 @@ rm -rf in/processed
 printf '%s\n' "$PWD/in/camera.png" "$PWD/in/sub/hubble_deep_field.jpg" > list.txt
 expect 0 "@list" "$B" run --device cpu -e "$P" --format png @list.txt fromlist
 exists "@list output" fromlist/hubble_deep_field.png
+# --profile on a folder: where a worker's time went, its first image (which makes its buffers) apart
+expect 0 "--profile folder" "$B" run --device cpu --profile --jobs 1 -e "$P" --format png @list.txt profiled
+says "--profile: the workers' times" "in flight): decode "
+says "--profile: a worker's first image" "a worker's first image: decode "
+first_decode=$(grep -o "first image: decode [0-9.]*" "$TMP/.stderr" | grep -o "[0-9.]*$")
+awk -v ms="${first_decode:-0}" 'BEGIN { exit !(ms > 0) }' && ok || bad "--profile: the first image's decode took '$first_decode' ms"
 
 # 200 images: killed mid-run, then --resume: every output once and correct, no temporaries.
 mkdir -p many

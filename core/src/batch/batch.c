@@ -37,7 +37,7 @@ typedef struct {
     int images;
     double decode_ms, stages_ms, encode_ms, total_ms;
     int firsts;                          /* the workers' first images, which make their buffers */
-    double first_stages_ms, first_encode_ms;
+    double first_decode_ms, first_stages_ms, first_encode_ms;
 } batch_times;
 
 typedef struct {
@@ -329,6 +329,7 @@ static void count_times(batch_shared *sh, const run_times *t, double total_ms, i
     pthread_mutex_lock(&sh->lock);
     if (first) {
         sh->times.firsts++;
+        sh->times.first_decode_ms += t->decode_ms;
         sh->times.first_stages_ms += t->stages_ms;
         sh->times.first_encode_ms += t->encode_ms;
     }
@@ -840,10 +841,11 @@ static void note_times(const batch_shared *sh)
     double n = t->images;
     snprintf(msg, sizeof msg, "workers: %d images (%d by GPU workers, %d by CPU workers), a mean %.1f ms each in a "
              "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms, other %.1f ms; "
-             "a worker's first image: stages %.1f ms, encode and write %.1f ms",
+             "a worker's first image: decode %.1f ms, stages %.1f ms, encode and write %.1f ms",
              t->images, sh->prog.on_gpu, sh->prog.on_cpu, t->total_ms / n, sh->jobs, t->decode_ms / n,
              t->stages_ms / n, t->encode_ms / n, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n,
-             t->firsts ? t->first_stages_ms / t->firsts : 0.0, t->firsts ? t->first_encode_ms / t->firsts : 0.0);
+             t->firsts ? t->first_decode_ms / t->firsts : 0.0, t->firsts ? t->first_stages_ms / t->firsts : 0.0,
+             t->firsts ? t->first_encode_ms / t->firsts : 0.0);
     sh->cb->note(sh->cb->user, msg);
 }
 
