@@ -267,8 +267,8 @@ int exec_device_input(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, si
 
 /* Device buffers hold any stage's image at an aligned pitch; with pinning, pinned buffers the
  * packed input and output, mapped so zero-copy can use them directly: only those the image
- * passes through (host_input, host_output): the driver pins one call at a time for the whole
- * process, so sixteen folder workers pinning on their first images waited on each other. */
+ * passes through (host_input, host_output): sixteen folder workers pinning on their first
+ * images waited on each other, 66 ms a call on average (bench/RESULTS.md). */
 static int reserve_gpu(exec_ctx *ctx, const plan *p, const ip_shape *in_shape, int host_input, int host_output,
                        char *err, size_t errlen)
 {
