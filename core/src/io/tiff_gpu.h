@@ -34,6 +34,14 @@ size_t tiff_gpu_chunk_bytes(void);
  * strip ends in a sliver, which would compress poorly: how many; *each, every piece's length but
  * the last's, which holds the rest. */
 uint32_t tiff_gpu_pieces(size_t len, size_t max_piece, size_t *each);
+/* The most a piece holds for a codec's strips of strip_bytes: tiff_gpu_chunk_bytes for deflate,
+ * the whole strip for zstd (its frames do not join). */
+size_t tiff_gpu_piece_bytes(nvcomp_codec codec, size_t strip_bytes);
+/* Strip src's len bytes as nvCOMP's chunks[first ..], cut as tiff_gpu_pieces cuts them: piece p
+ * compresses into slots' p-th slot of slot bytes, NVCOMP_CHUNK_ALIGN into it (room for zlib's
+ * header before it and the join's spare after). How many pieces. */
+uint32_t tiff_gpu_strip_chunks(const unsigned char *src, size_t len, size_t max_piece, unsigned char *slots,
+                               size_t slot, uint32_t first, nvcomp_chunk *chunks);
 /* The time to deflate an image of this shape at a --tiff-level (0: 6), in ms: on one core
  * (libdeflate), and on the whole card with many images in flight (nvCOMP): the rates the share
  * is balanced on, which auto's estimate uses too. */

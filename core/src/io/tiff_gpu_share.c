@@ -80,6 +80,26 @@ uint32_t tiff_gpu_pieces(size_t len, size_t max_piece, size_t *each)
     return (uint32_t)n;
 }
 
+size_t tiff_gpu_piece_bytes(nvcomp_codec codec, size_t strip_bytes)
+{
+    return codec == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < strip_bytes ? tiff_gpu_chunk_bytes() : strip_bytes;
+}
+
+uint32_t tiff_gpu_strip_chunks(const unsigned char *src, size_t len, size_t max_piece, unsigned char *slots,
+                               size_t slot, uint32_t first, nvcomp_chunk *chunks)
+{
+    size_t each = 0;
+    uint32_t n = tiff_gpu_pieces(len, max_piece, &each);
+    for (uint32_t k = 0; k < n; k++) {
+        size_t at = (size_t)k * each, p = (size_t)first + k;
+        chunks[p] = (nvcomp_chunk){ .src = src + at,
+                                    .src_bytes = len - at < each ? len - at : each,
+                                    .dst = slots + p * slot + NVCOMP_CHUNK_ALIGN,
+                                    .dst_capacity = slot - 2 * NVCOMP_CHUNK_ALIGN };
+    }
+    return n;
+}
+
 static double env_share(void)
 {
     const char *v = getenv("IMGPIPE_TIFF_GPU_SHARE");

@@ -73,8 +73,7 @@ static int strips_too_large(char *err, size_t errlen)
 /* Pieces of at most piece_bytes; a slot a piece with room for the join. */
 static int plan_pieces(gpu_state *s, char *err, size_t errlen)
 {
-    s->piece_bytes = s->strip_bytes;
-    if (s->kind == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < s->strip_bytes) s->piece_bytes = tiff_gpu_chunk_bytes();
+    s->piece_bytes = tiff_gpu_piece_bytes(s->kind, s->strip_bytes);
     size_t each = 0;
     uint64_t pieces = (uint64_t)s->max_strips * tiff_gpu_pieces(s->strip_bytes, s->piece_bytes, &each);
     if (pieces > UINT32_MAX / 4) return strips_too_large(err, errlen);
@@ -193,13 +192,8 @@ static uint32_t list_pieces(gpu_state *s, const tiff_strip_job *jobs, uint32_t n
     uint32_t p = 0;
     for (uint32_t i = 0; i < n; i++) {
         s->first_piece[i] = p;
-        size_t each = 0;
-        tiff_gpu_pieces(jobs[i].len, s->piece_bytes, &each);
-        for (size_t at = 0; at < jobs[i].len; at += each, p++)
-            s->chunks[p] = (nvcomp_chunk){ .src = s->dev_pred + i * s->pitch + at,
-                                           .src_bytes = jobs[i].len - at < each ? jobs[i].len - at : each,
-                                           .dst = s->dev_comp + (size_t)p * s->slot + NVCOMP_CHUNK_ALIGN,
-                                           .dst_capacity = s->slot - 2 * NVCOMP_CHUNK_ALIGN };
+        p += tiff_gpu_strip_chunks(s->dev_pred + i * s->pitch, jobs[i].len, s->piece_bytes, s->dev_comp, s->slot, p,
+                                   s->chunks);
     }
     s->first_piece[n] = p;
     s->batch_strips = n;

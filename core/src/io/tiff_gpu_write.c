@@ -100,8 +100,7 @@ static int out_of_memory(gpu_write *w)
 /* The card's strips in pieces (zstd's whole: its frames do not join), a slot a piece. */
 static int plan_pieces(gpu_write *w)
 {
-    w->piece_bytes = w->strip_bytes;
-    if (w->codec == NVCOMP_DEFLATE && tiff_gpu_chunk_bytes() < w->strip_bytes) w->piece_bytes = tiff_gpu_chunk_bytes();
+    w->piece_bytes = tiff_gpu_piece_bytes(w->codec, w->strip_bytes);
     size_t each = 0;
     w->pieces_per_strip = tiff_gpu_pieces(w->strip_bytes, w->piece_bytes, &each);
     uint64_t pieces = (uint64_t)(w->card_strips - 1) * w->pieces_per_strip + strip_pieces(w, w->card_strips - 1, &each);
@@ -200,18 +199,10 @@ static int start_card(gpu_write *w)
 {
     if (w->card_strips == 0) return IP_OK;
     int rc = predict_card_rows(w);
-    for (uint32_t j = 0; j < w->card_strips; j++) {
-        size_t len = (size_t)strip_rows(w, w->first_card + j) * w->row_bytes, each = 0;
-        uint32_t n = strip_pieces(w, j, &each);
-        for (uint32_t k = 0; k < n; k++) {
-            uint32_t p = j * w->pieces_per_strip + k;
-            size_t at = (size_t)k * each;
-            w->chunks[p] = (nvcomp_chunk){ .src = w->predicted + (size_t)j * w->strip_pitch + at,
-                                           .src_bytes = len - at < each ? len - at : each,
-                                           .dst = w->dev_comp + body_at(w, p),
-                                           .dst_capacity = w->slot - 2 * NVCOMP_CHUNK_ALIGN };
-        }
-    }
+    for (uint32_t j = 0; j < w->card_strips; j++)
+        tiff_gpu_strip_chunks(w->predicted + (size_t)j * w->strip_pitch,
+                              (size_t)strip_rows(w, w->first_card + j) * w->row_bytes, w->piece_bytes, w->dev_comp,
+                              w->slot, j * w->pieces_per_strip, w->chunks);
     size_t total = w->row_bytes * ((size_t)w->img->shape.height - (size_t)w->first_card * w->rps);
     uint32_t *dev_sums = (uint32_t *)(w->dev_comp + w->slot * w->pieces);
     if (!rc && w->codec == NVCOMP_DEFLATE)
