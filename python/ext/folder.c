@@ -2,7 +2,9 @@
  * Python cannot see Ctrl-C (signal handlers run on the main thread only). So the run goes on a
  * thread of its own, the workers only count, and this thread waits for their counts: it calls
  * the Python callback and checks for signals with the GIL taken, and asks the run to stop when
- * either raises. The exception is raised once the images in flight are done. */
+ * either raises. A worker's count waits for the callback to have seen it, so the callback's
+ * stop comes before the next image is taken however slowly this thread is scheduled. The
+ * exception is raised once the images in flight are done. */
 #include "ext.h"
 #include <errno.h>
 #include <pthread.h>
@@ -13,10 +15,13 @@
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t changed;
+    pthread_cond_t seen;        /* the callback has been called up to `reported` */
     imgpipe_pipeline *p;
     const char *src, *dst;
     const imgpipe_run_options *o;
     int total, done, failed;    /* the workers' counts */
+    int reported;               /* images the callback has been told of */
+    int waits;                  /* a callback is given: workers wait for it to see their counts */
     int stop;                   /* asked by this thread */
     int finished, status;
     imgpipe_error err;
@@ -30,8 +35,10 @@ static int on_progress(void *user, const imgpipe_progress *progress)
     r->total = progress->total;
     r->done = progress->done;
     r->failed = progress->failed;
-    stop = r->stop;
     pthread_cond_signal(&r->changed);
+    while (r->waits && !r->stop && r->reported < progress->done + progress->failed)
+        pthread_cond_wait(&r->seen, &r->lock);
+    stop = r->stop;
     pthread_mutex_unlock(&r->lock);
     return stop;
 }
@@ -94,12 +101,14 @@ static void pump(folder_run *r, PyObject *progress, PyObject *exc[3])
         Py_END_ALLOW_THREADS
         if (exc[0])
             continue;
-        if (report(progress, &reported, done + failed, total) < 0 || PyErr_CheckSignals() < 0) {
+        int raised = report(progress, &reported, done + failed, total) < 0 || PyErr_CheckSignals() < 0;
+        if (raised)
             PyErr_Fetch(&exc[0], &exc[1], &exc[2]);
-            pthread_mutex_lock(&r->lock);
-            r->stop = 1;
-            pthread_mutex_unlock(&r->lock);
-        }
+        pthread_mutex_lock(&r->lock);
+        r->reported = reported;
+        r->stop |= raised;
+        pthread_cond_broadcast(&r->seen);
+        pthread_mutex_unlock(&r->lock);
     }
 }
 
@@ -119,8 +128,9 @@ PyObject *run_folder(ext_state *st, imgpipe_pipeline *p, const char *src, const 
     r.src = src;
     r.dst = dst;
     r.o = o;
+    r.waits = progress != Py_None;
     if (pthread_mutex_init(&r.lock, NULL) != 0 || pthread_cond_init(&r.changed, NULL) != 0 ||
-        pthread_create(&thread, NULL, folder_thread, &r) != 0) {
+        pthread_cond_init(&r.seen, NULL) != 0 || pthread_create(&thread, NULL, folder_thread, &r) != 0) {
         PyErr_SetString(st->error, "cannot start the folder run's thread");
         return NULL;
     }
@@ -129,6 +139,7 @@ PyObject *run_folder(ext_state *st, imgpipe_pipeline *p, const char *src, const 
     pthread_join(thread, NULL);
     Py_END_ALLOW_THREADS
     pthread_cond_destroy(&r.changed);
+    pthread_cond_destroy(&r.seen);
     pthread_mutex_destroy(&r.lock);
     if (exc[0]) {
         PyErr_Restore(exc[0], exc[1], exc[2]);
