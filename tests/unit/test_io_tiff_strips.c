@@ -5,10 +5,15 @@
  * flight, the same bytes for any thread count; the lowest failing strip's message whatever the
  * thread count; a failing compressor leaves no file from either writer; the streamed writer's
  * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride
- * wider than its rows writes the packed image's bytes. */
+ * wider than its rows writes the packed image's bytes; beside a batch codec every strip is written
+ * at the caller's priority, though the compressing threads run at a lower one. */
+#define _GNU_SOURCE
 #include "test_io_helpers.h"
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <tiffio.h>
 #include <time.h>
 #include <zlib.h>
@@ -18,6 +23,12 @@
 #include "io/io_tiff_strips.h"
 
 static char err[512];
+
+/* Strips written by a thread with a higher nice value than the test's (the lock taken). */
+static int caller_nice;
+static uint32_t written_nicer;
+
+static int thread_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
 
 /* A gradient (the predictor has work) plus seeded noise (a misplaced sample shows). */
 static ip_image test_image(int w, int h, int c, ip_dtype t, uint64_t seed)
@@ -247,7 +258,9 @@ static int sink_write(void *user, uint32_t index, const unsigned char *data, siz
     s->where[index] = s->len + 1;
     memcpy(s->file + s->len, data, len);
     s->len += len;
+    int nicer = thread_nice() > caller_nice;
     pthread_mutex_lock(&s->mu);
+    written_nicer += nicer;
     s->written++;
     s->highest = index > s->highest ? index : s->highest;
     pthread_mutex_unlock(&s->mu);
@@ -630,6 +643,8 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
  * declined, the threads take them all; its failure is the run's. */
 static void test_batch_codec(void)
 {
+    caller_nice = thread_nice();
+    written_nicer = 0;
     for (int threads = 1; threads <= 4; threads += 3) {
         char msg[256] = "";
         uint32_t by_batch = 0;
@@ -642,6 +657,8 @@ static void test_batch_codec(void)
               threads, by_batch, fb.strips);
         CHECK(fb.smallest >= 16 && fb.largest <= 32, "%d threads: batches of %u to %u strips", threads, fb.smallest,
               fb.largest);
+        if (caller_nice <= 9) CHECK(written_nicer == 0, "%d threads: %u strips written at a lower priority", threads,
+                                    written_nicer);
         fake_batch held = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = UINT32_MAX, .overtaken = -1 };
         CHECK(run_batched(threads, 400, 300, 32, &held, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s", threads,
               msg);

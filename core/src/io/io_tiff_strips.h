@@ -68,8 +68,8 @@ typedef struct tiff_strip_batch_codec {
 } tiff_strip_batch_codec;
 
 /* Called in strip order, or beside a batch codec as strips are done (a batch would otherwise hold
- * the threads' later strips in their slots for its whole time), on whichever thread finished the
- * strip that let it go out. */
+ * the threads' later strips in their slots for its whole time): on a writing thread of the
+ * strips' own where threads compress, else on the caller's. */
 typedef int (*tiff_strip_write_fn)(void *user, uint32_t index, const unsigned char *data, size_t len, char *err,
                                    size_t errlen);
 
