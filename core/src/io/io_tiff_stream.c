@@ -12,8 +12,9 @@
 #include "io/io_tiff_strip_cpu.h"
 #include "base/image.h"
 #include "base/mono_clock.h"
+#include "base/task_pool.h"
 #include <errno.h>
-#include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,6 +33,8 @@ typedef struct {
 typedef struct {
     int threads;
     tiff_worker *workers;     /* workers[0] holds the handle that read the tags */
+    task_pool *pool;          /* the threads decoding a band's blocks, workers[i] the ith's */
+    pthread_mutex_t failed_mu;
     uint32_t width, height, bw, bh, across, blocks_down_per_band;
     int tiled;
     int zero_first;           /* the decoder may leave part of a block unwritten: zero it first */
@@ -150,6 +153,8 @@ static void reader_close(void *codec)
         free(r->workers[i].scratch);
     }
     free(r->workers);
+    task_pool_destroy(r->pool);
+    pthread_mutex_destroy(&r->failed_mu);
     free(r->band.data);
     if (r->decoder) r->decoder->close(r->decoder_state);
     free(r->raw);
@@ -269,23 +274,34 @@ static int decoded_band(tiff_stream_reader *r, uint32_t y)
     return rc == IP_OK ? 1 : band_declined(r, why);
 }
 
+/* A band's blocks for the pool: block first + item of the band from row band_y0. */
+typedef struct {
+    tiff_stream_reader *r;
+    uint64_t first;
+    uint32_t band_y0;
+} band_job;
+
+static void read_one(void *user, int thread, uint64_t item)
+{
+    band_job *j = user;
+    tiff_stream_reader *r = j->r;
+    tiff_worker *w = &r->workers[thread];
+    if (read_block(r, w, j->first + item, j->band_y0) == 0) return;
+    pthread_mutex_lock(&r->failed_mu);
+    if (j->first + item < r->failed_block) {
+        r->failed_block = j->first + item;
+        snprintf(r->failed_msg, sizeof r->failed_msg, "%s",
+                 tiff_log_text(&w->log, r->tiled ? "tile shorter than expected" : "strip shorter than expected"));
+    }
+    pthread_mutex_unlock(&r->failed_mu);
+}
+
 /* The band's count blocks from first decoded by libtiff on all threads; the first that fails in
  * r->failed_block. */
 static void read_blocks(tiff_stream_reader *r, uint64_t first, uint64_t count, uint32_t band_y0)
 {
-    int threads = (uint64_t)r->threads < count ? r->threads : (int)count;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (uint64_t i = 0; i < count; i++) {
-        tiff_worker *w = &r->workers[omp_get_thread_num()];
-        if (read_block(r, w, first + i, band_y0) != 0) {
-#pragma omp critical(io_tiff_stream_failure)
-            if (first + i < r->failed_block) {
-                r->failed_block = first + i;
-                snprintf(r->failed_msg, sizeof r->failed_msg, "%s",
-                         tiff_log_text(&w->log, r->tiled ? "tile shorter than expected" : "strip shorter than expected"));
-            }
-        }
-    }
+    band_job job = { r, first, band_y0 };
+    task_pool_run(r->pool, count, r->threads, read_one, &job);
 }
 
 static int reader_next(void *codec, ip_image *rows, int *y0, char *err, size_t errlen)
@@ -393,6 +409,7 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
         return IP_ENOMEM;
     }
     r->opt = *opt;
+    pthread_mutex_init(&r->failed_mu, NULL);
     /* The header's warnings count once, from the first handle (the others' blocks count as read). */
     r->workers[0].log.warnings = &r->seen;
     /* Cursors live in the workers array, which libtiff points into: it never moves. */
@@ -420,6 +437,7 @@ int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void
     ip_shape band = *shape;
     band.height = (int32_t)band_height(r);
     if (rc == IP_ENOMEM) snprintf(err, errlen, "out of memory");
+    if (rc == IP_OK && task_pool_create(&r->pool, r->threads, err, errlen) != 0) rc = IP_ENOMEM;
     if (rc == IP_OK) rc = img_alloc(&r->band, &band, UINT64_MAX, err, errlen);
     if (rc != IP_OK) {
         reader_close(r);
