@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "base/task_pool.h"
+#include "io/task_pool.h"
 #include "testutil.h"
 
 typedef struct {

@@ -12,7 +12,7 @@
 #include "io/io_tiff_strip_cpu.h"
 #include "base/image.h"
 #include "base/mono_clock.h"
-#include "base/task_pool.h"
+#include "io/task_pool.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * instead (libgomp: up to 300,000 turns, at the caller's priority), which in a streamed run took
  * the cores from the strips' compressing threads: the 10-gigapixel run on the H200 ran 10.4-10.7 s
  * with libgomp told to sleep, 11.3-12.2 s without (bench/RESULTS.md). */
-#ifndef IMGPIPE_TASK_POOL_H
-#define IMGPIPE_TASK_POOL_H
+#ifndef IMGPIPE_IO_TASK_POOL_H
+#define IMGPIPE_IO_TASK_POOL_H
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-#include "base/task_pool.h"
+#include "io/task_pool.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
