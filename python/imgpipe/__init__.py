@@ -161,9 +161,9 @@ def run_folder(pipeline, src, dst, *, progress=None, device="auto", threads=0, g
     `imgpipe run PIPE SRC DST`: several images in flight (jobs), outputs written atomically.
 
     pipeline: a Pipeline, or pipeline text. progress: f(done, total), called on this thread after
-    each image (done counts failed images too), or a tqdm bar (its total is set). Ctrl-C, or an
-    exception raised by progress, stops the run once the images in flight are done and is then
-    raised. Returns FolderResult(total, done, failed); raises Error when some images failed
+    each image (done counts failed images too; the workers wait for each call, so keep it quick),
+    or a tqdm bar (its total is set). Ctrl-C, or an exception raised by progress, stops the run
+    before another image is taken, once the images in flight are done, and is then raised. Returns FolderResult(total, done, failed); raises Error when some images failed
     (.result holds the counts, the message is the last failure's).
     """
     if not isinstance(pipeline, Pipeline):
