@@ -69,8 +69,7 @@ struct tiff_strips {
     pthread_cond_t changed;  /* any change below: every waiter looks again */
     uint32_t next_claim, submitted, next_compress, written;
     int any_order;           /* strips written as they are done (a batch's would hold the others) */
-    int writing;             /* a thread is writing strips, the lock released */
-    pthread_t writer;        /* writes the compressed strips (with threads compressing) */
+    pthread_t writer;        /* writes the compressed strips, where threads compress them */
     int writer_started;
     int quit;
     uint32_t failed_index;   /* the lowest failed strip, so the message does not depend on threads */
@@ -122,19 +121,9 @@ static uint32_t next_done_locked(struct tiff_strips *p)
     return UINT32_MAX;
 }
 
-static int ready_locked(const struct tiff_strips *p)
-{
-    for (uint32_t i = 0; i < p->n_done; i++)
-        if (p->any_order || p->slots[p->done[i]].index == p->written) return 1;
-    return 0;
-}
-
-/* Writes the compressed strips that may go out, the lock released while writing; a thread
- * arriving while another writes leaves its strips to that one, which looks again. */
+/* Writes the compressed strips that may go out, the lock released while writing. */
 static void write_ready_locked(struct tiff_strips *p)
 {
-    if (p->writing) return;
-    p->writing = 1;
     while (!p->failed_rc && !p->quit) {
         uint32_t id = next_done_locked(p);
         if (id == UINT32_MAX) break;
@@ -151,17 +140,9 @@ static void write_ready_locked(struct tiff_strips *p)
         p->written++;
         pthread_cond_broadcast(&p->changed);
     }
-    p->writing = 0;
 }
 
 static void mark_done_locked(struct tiff_strips *p, uint32_t id) { p->done[p->n_done++] = id; }
-
-/* Compressed strips go out: through the writer, or this thread without one. */
-static void hand_to_writer_locked(struct tiff_strips *p)
-{
-    if (p->writer_started) pthread_cond_broadcast(&p->changed);
-    else write_ready_locked(p);
-}
 
 /* Writing has a thread of its own at the caller's priority: the compressing threads beside a
  * batch codec run at nice 10, and the strips one of them wrote held their slots behind the
@@ -172,9 +153,9 @@ static void *writer_main(void *arg)
     struct tiff_strips *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && !p->failed_rc && !ready_locked(p)) pthread_cond_wait(&p->changed, &p->mu);
-        if (p->quit || p->failed_rc) break;
         write_ready_locked(p);
+        if (p->quit || p->failed_rc) break;
+        pthread_cond_wait(&p->changed, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -224,7 +205,7 @@ static void *worker_main(void *arg)
             continue;
         }
         mark_done_locked(p, id);
-        hand_to_writer_locked(p);
+        pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -258,7 +239,7 @@ static void *batch_main(void *arg)
             continue;
         }
         for (uint32_t i = 0; i < n; i++) mark_done_locked(p, b->job_slots[i]);
-        hand_to_writer_locked(p);
+        pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;

@@ -15,7 +15,8 @@ struct task_pool {
     pthread_cond_t finished;   /* a helper left the loop */
     pthread_t *tids;
     helper *helpers;
-    int n_threads, started;
+    int n_threads;
+    int started;               /* threads started: all but the caller's once made */
     uint64_t loop;             /* the current loop's number; helpers remember the last they ran */
     int joined;                /* helpers in the current loop */
     int busy;                  /* helpers still in it */
@@ -96,7 +97,7 @@ void task_pool_run(task_pool *p, uint64_t count, int threads, task_pool_fn fn, v
     p->next = 0;
     p->fn = fn;
     p->user = user;
-    p->joined = n - 1 < p->started ? n - 1 : p->started;
+    p->joined = n - 1;
     p->busy = p->joined;
     p->loop++;
     if (p->joined) pthread_cond_broadcast(&p->posted);
