@@ -6,7 +6,10 @@
  * thread count; a failing compressor leaves no file from either writer; the streamed writer's
  * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride
  * wider than its rows writes the packed image's bytes; beside a batch codec every strip is written
- * at the caller's priority, though the compressing threads run at a lower one. */
+ * at the caller's priority, though the compressing threads run at a lower one; the threads beside
+ * a batch codec that opened (and only then) deflate at the faster level, every 32nd strip of a
+ * state also at the asked one, keeping the smaller, and after 4 samples more than 5% larger the
+ * asked level alone: their bytes libdeflate's own at the level a reference model picks. */
 #define _GNU_SOURCE
 #include "test_io_helpers.h"
 #include <math.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 #include <tiffio.h>
 #include <time.h>
+#include <libdeflate.h>
 #include <zlib.h>
 #include "io/io_stream.h"
 #include "io/io_tiff_handle.h"
@@ -117,7 +121,7 @@ static void codec_case(int w, int h, int c, ip_dtype t, int level)
     char name[80];
     snprintf(name, sizeof name, "%dx%dx%d %s level %d", w, h, c, type_name(t), level);
     ip_image img = test_image(w, h, c, t, (uint64_t)(w * 31 + h * 7 + c + t));
-    tiff_strip_format f = { img.shape, tiff_rows_per_strip(&img.shape), IO_TIFF_DEFLATE, level };
+    tiff_strip_format f = { img.shape, tiff_rows_per_strip(&img.shape), IO_TIFF_DEFLATE, level, 0 };
     unsigned char **theirs = NULL;
     size_t *their_len = NULL;
     int libdeflate = 0, n = libtiff_strips(&img, f.rows_per_strip, level, &theirs, &their_len, &libdeflate);
@@ -166,6 +170,81 @@ static void test_deflate_codec(void)
     codec_case(1021, 257, 3, IP_U8, 1);
 }
 
+/* libdeflate's zlib stream of rows at level. */
+static size_t reference_deflate(int level, const unsigned char *rows, size_t len, unsigned char *out, size_t cap)
+{
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
+    size_t n = c ? libdeflate_zlib_compress(c, rows, len, out, cap) : 0;
+    if (c) libdeflate_free_compressor(c);
+    return n;
+}
+
+/* n one-row strips of width bytes through one beside-the-card state at level 6, each against
+ * libdeflate at 2 and 6 on the rows predicted here; the model: strip k is sampled while the
+ * state has not given up the faster level and k % 32 == 0, keeping the smaller bytes (2's when
+ * equal), and after the 4th sample or later, samples 2's more than 5% over 6's give it up. Returns
+ * the strip from which level 6 alone was written (n: never). */
+static uint32_t beside_case(const char *name, uint32_t width, uint32_t n, int periodic)
+{
+    ip_shape shape = { (int32_t)width, (int32_t)n, 1, IP_U8 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 6, 1 };
+    const tiff_strip_codec *codec = tiff_strip_codec_cpu(IO_TIFF_DEFLATE);
+    void *state = NULL;
+    CHECK(codec->open(codec, &f, &state, err, sizeof err) == IP_OK, "%s: open: %s", name, err);
+    size_t cap = 2 * (size_t)width + 1024;
+    unsigned char *rows = malloc(width), *predicted = malloc(width), *fast = malloc(cap), *asked = malloc(cap);
+    tiff_strip_bytes out = { 0 };
+    tu_rng rng;
+    tu_seed(&rng, 71 + (uint64_t)periodic);
+    uint32_t given_up_at = n, samples = 0, bad = UINT32_MAX;
+    uint64_t sum_fast = 0, sum_asked = 0;
+    for (uint32_t k = 0; k < n && state; k++) {
+        for (uint32_t x = 0; x < width; x++) {
+            uint32_t noise = tu_next(&rng);
+            rows[x] = periodic ? (unsigned char)((x % 37) * 7 + (noise % 16 == 0)) : (unsigned char)(x / 16 + k + noise % 12);
+        }
+        predicted[0] = rows[0];
+        for (uint32_t x = 1; x < width; x++) predicted[x] = (unsigned char)(rows[x] - rows[x - 1]);
+        size_t fast_len = reference_deflate(2, predicted, width, fast, cap);
+        size_t asked_len = reference_deflate(6, predicted, width, asked, cap);
+        const unsigned char *want = fast;
+        size_t want_len = fast_len;
+        if (given_up_at < k) {
+            want = asked, want_len = asked_len;
+        } else if (k % 32 == 0) {
+            samples++;
+            sum_fast += fast_len;
+            sum_asked += asked_len;
+            if (asked_len < fast_len) want = asked, want_len = asked_len;
+            if (samples >= 4 && sum_fast * 100 > sum_asked * 105) given_up_at = k;
+        }
+        CHECK(codec->compress(state, k, rows, width, &out, err, sizeof err) == IP_OK, "%s: %s", name, err);
+        if (bad == UINT32_MAX && (out.len != want_len || memcmp(out.data, want, want_len) != 0)) bad = k;
+    }
+    CHECK(bad == UINT32_MAX, "%s: strip %u is not libdeflate's at the level the model picks (given up at %u)", name, bad,
+          given_up_at);
+    codec->close(state);
+    free(out.data);
+    free(rows);
+    free(predicted);
+    free(fast);
+    free(asked);
+    return given_up_at;
+}
+
+/* Beside a card: photograph-like rows keep the faster level throughout, periodic ones (on which
+ * libdeflate's 2 loses 18% to 6) go back to 6 after the 4th sample. */
+static void test_deflate_beside_card(void)
+{
+    CHECK(tiff_libdeflate_level_beside_card(0) == 2 && tiff_libdeflate_level_beside_card(6) == 2 &&
+              tiff_libdeflate_level_beside_card(1) == 1 && tiff_libdeflate_level_beside_card(9) == 9,
+          "the levels beside the card");
+    uint32_t kept = beside_case("photograph-like rows", 4001, 200, 0);
+    CHECK(kept == 200, "photograph-like rows: the faster level given up at strip %u", kept);
+    uint32_t given_up = beside_case("periodic rows", 4001, 200, 1);
+    CHECK(given_up == 96, "periodic rows: the faster level given up at strip %u, not after the 4th sample (96)", given_up);
+}
+
 /* A stand-in codec: each byte xor the strip's number, after a delay that varies by strip, so the
  * threads finish out of order; it counts the strips being compressed at once, and fails at the
  * strips listed. */
@@ -176,9 +255,11 @@ typedef struct {
     uint32_t fail_at[2], done;
 } fake_codec;
 
+static int threads_beside_card = -1;   /* what the last fake_open was told */
+
 static int fake_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *e, size_t elen)
 {
-    (void)f;
+    threads_beside_card = f->beside_card;
     (void)e;
     (void)elen;
     *state = codec->user;
@@ -273,7 +354,7 @@ static int run_fake(int threads, uint32_t n, size_t strip, fake_codec *fc, sink 
 {
     tiff_strip_codec codec = { fake_open, fake_compress, fake_close, fc };
     ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
-    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0, 0 };
     tiff_strips_plan plan = tiff_strips_plan_for(&f, threads, 0);
     tiff_strips *p = NULL;
     int rc = tiff_strips_open(&p, &codec, &f, &plan, sink_write, s, msg, msglen);
@@ -601,7 +682,7 @@ static int run_batched(int threads, uint32_t n, size_t strip, uint32_t batch_str
     the_batch = fb;
     fb->threads_side = &fc;
     ip_shape shape = { (int32_t)strip, (int32_t)n, 1, IP_U8 };
-    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0, 0 };
     tiff_strips_plan plan = tiff_strips_plan_with(&f, threads, 0, &batch);
     CHECK(plan.batch == &batch && plan.batch_strips == batch_strips &&
               plan.slots == (uint32_t)(2 * threads) + 2 * batch_strips,
@@ -653,6 +734,7 @@ static void test_batch_codec(void)
               msg);
         CHECK(fb.opened == 1 && fb.max_strips == 32, "%d threads: %d states, batches of %u", threads, fb.opened,
               fb.max_strips);
+        CHECK(threads_beside_card == 1, "%d threads: the threads not told of the batch codec beside them", threads);
         CHECK(by_batch > 0 && by_batch == fb.strips && by_batch < 400, "%d threads: %u strips by the batch codec, %u counted",
               threads, by_batch, fb.strips);
         CHECK(fb.smallest >= 16 && fb.largest <= 32, "%d threads: batches of %u to %u strips", threads, fb.smallest,
@@ -667,17 +749,19 @@ static void test_batch_codec(void)
         CHECK(run_batched(threads, 100, 50, 16, &declining, &by_batch, msg, sizeof msg) == IP_OK, "%d threads: %s",
               threads, msg);
         CHECK(by_batch == 0 && declining.strips == 0, "%d threads: a declining batch codec took %u", threads, by_batch);
+        CHECK(threads_beside_card == 0, "%d threads: told of a batch codec that declined", threads);
         fake_batch no_room = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_open_from = 1, .fail_at = UINT32_MAX };
         CHECK(run_batched(threads, 100, 50, 16, &no_room, &by_batch, msg, sizeof msg) == IP_OK,
               "%d threads: a batch codec out of memory failed the strips: %s", threads, msg);
         CHECK(by_batch == 0 && no_room.opened == 0, "%d threads: a batch codec that did not open took %u", threads,
               by_batch);
+        CHECK(threads_beside_card == 0, "%d threads: told of a batch codec that did not open", threads);
         fake_batch failing = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_any = 1, .fail_at = UINT32_MAX };
         int rc = run_batched(threads, 400, 300, 32, &failing, &by_batch, msg, sizeof msg);
         CHECK(rc == IP_EIO && strstr(msg, "batch broke at"), "%d threads: a failing batch: rc %d '%s'", threads, rc, msg);
     }
     ip_shape shape = { 1000, 4000, 1, IP_U8 };
-    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 0, 0 };
     tiff_strip_batch_codec batch = { batch_open, batch_compress, batch_close, 2, 64 * 1000, 1 << 20, 0, NULL };
     tiff_strips_plan roomy = tiff_strips_plan_with(&f, 4, 0, &batch), tight = tiff_strips_plan_with(&f, 4, 3 << 20, &batch);
     CHECK(roomy.batch == &batch && roomy.batch_strips == 64 && roomy.slots == 8 + 3 * 64, "plan: %u slots, batch %u",
@@ -748,6 +832,7 @@ static void test_streamed_batch(void)
 int main(void)
 {
     test_deflate_codec();
+    test_deflate_beside_card();
     test_order_and_threads();
     test_failures();
     test_writers_leave_nothing();

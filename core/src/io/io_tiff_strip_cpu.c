@@ -12,8 +12,33 @@ int tiff_libdeflate_level(int zlib_level)
     return zlib_level <= 0 ? 6 : zlib_level > 9 ? 9 : zlib_level;
 }
 
+/* Measured on the H200 machine (bench/RESULTS.md, 2026-11-29), the 10-gigapixel run at level 6:
+ * the cores at 6 took 18% of the strips and the run 10.7-11.0 s; at 2 they took 30% and the run
+ * 9.5 s, the file 1.8% larger than the cores' alone at 6 (at 1: 8.96 s, 2.4%). 1-3 take the
+ * fastest, where the card's algorithm 4 deflates better than 3; 7-9, asked for small files, keep
+ * their own. */
+static const int level_beside_card[10] = { 2, 1, 1, 1, 2, 2, 2, 7, 8, 9 };
+
+int tiff_libdeflate_level_beside_card(int zlib_level)
+{
+    return level_beside_card[zlib_level >= 1 && zlib_level <= 9 ? zlib_level : 0];
+}
+
+/* The faster level loses little on photographs (3.7% on the 10-gigapixel run's rows) but 13-18% on
+ * text-like or periodic rows. So every SAMPLE_EVERY-th strip a thread compresses beside the card is
+ * deflated at the asked level too, and once SAMPLES_MIN samples show the faster level more than
+ * FAST_MAX_GROWTH_PCT larger, the thread goes back to the asked level: the cores' share (30-40% of
+ * the rows) then adds at most 2% to the file. */
+#define SAMPLE_EVERY 32
+#define SAMPLES_MIN 4
+#define FAST_MAX_GROWTH_PCT 5
+
 typedef struct {
-    struct libdeflate_compressor *c;
+    struct libdeflate_compressor *c;     /* the level the strips are written at */
+    struct libdeflate_compressor *asked; /* beside a card until it is given up: the asked level */
+    uint32_t strips, samples;
+    uint64_t sampled_fast, sampled_asked;
+    tiff_strip_bytes sample;             /* the asked level's bytes of a sampled strip */
     ip_shape shape;
     unsigned char *scratch;   /* a row, for the floating-point predictor */
 } deflate_state;
@@ -23,6 +48,8 @@ static void deflate_close(void *state)
     deflate_state *s = state;
     if (!s) return;
     if (s->c) libdeflate_free_compressor(s->c);
+    if (s->asked) libdeflate_free_compressor(s->asked);
+    free(s->sample.data);
     free(s->scratch);
     free(s);
 }
@@ -32,17 +59,45 @@ static int deflate_open(const tiff_strip_codec *codec, const tiff_strip_format *
 {
     (void)codec;
     deflate_state *s = calloc(1, sizeof *s);
+    int level = tiff_libdeflate_level(f->level), fast = f->beside_card ? tiff_libdeflate_level_beside_card(f->level) : level;
     if (s) {
         s->shape = f->shape;
-        s->c = libdeflate_alloc_compressor(tiff_libdeflate_level(f->level));
+        s->c = libdeflate_alloc_compressor(fast);
+        s->asked = fast != level ? libdeflate_alloc_compressor(level) : NULL;
         s->scratch = malloc(img_row_bytes(&f->shape));
     }
-    if (!s || !s->c || !s->scratch) {
+    if (!s || !s->c || !s->scratch || (fast != level && !s->asked)) {
         deflate_close(s);
         snprintf(err, errlen, "out of memory");
         return IP_ENOMEM;
     }
     *state = s;
+    return IP_OK;
+}
+
+/* A sampled strip: its asked level's size counted beside the faster level's, the smaller kept
+ * (both buffers are the codec's realloc'd bytes), and the faster level given up for good where it
+ * loses too much. */
+static int sample_asked_level(deflate_state *s, const unsigned char *rows, size_t len, tiff_strip_bytes *out,
+                              char *err, size_t errlen)
+{
+    int rc = tiff_strip_bytes_grow(&s->sample, libdeflate_zlib_compress_bound(s->asked, len), err, errlen);
+    if (rc != IP_OK) return rc;
+    size_t asked_len = libdeflate_zlib_compress(s->asked, rows, len, s->sample.data, s->sample.cap);
+    s->samples++;
+    s->sampled_fast += out->len;
+    s->sampled_asked += asked_len;
+    if (asked_len > 0 && asked_len < out->len) {
+        tiff_strip_bytes fast = *out;
+        *out = s->sample;
+        out->len = asked_len;
+        s->sample = fast;
+    }
+    if (s->samples >= SAMPLES_MIN && s->sampled_fast * 100 > s->sampled_asked * (100 + FAST_MAX_GROWTH_PCT)) {
+        libdeflate_free_compressor(s->c);
+        s->c = s->asked;
+        s->asked = NULL;
+    }
     return IP_OK;
 }
 
@@ -60,6 +115,7 @@ static int deflate_compress(void *state, uint32_t index, unsigned char *rows, si
         snprintf(err, errlen, "strip %u does not compress", index);
         return IP_EIO;
     }
+    if (s->asked && s->strips++ % SAMPLE_EVERY == 0) return sample_asked_level(s, rows, len, out, err, errlen);
     return IP_OK;
 }
 

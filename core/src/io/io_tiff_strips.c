@@ -184,6 +184,14 @@ static void yield_to_others(void)
     setpriority(PRIO_PROCESS, self, getpriority(PRIO_PROCESS, self) + (int)nice);
 }
 
+/* Beside a batch codec the threads' codec may trade size for speed (tiff_strip_format.beside_card).
+ * IMGPIPE_TIFF_STRIP_FAST=0 keeps the asked level, for the bench. */
+static int faster_beside_card(void)
+{
+    const char *v = getenv("IMGPIPE_TIFF_STRIP_FAST");
+    return !(v && strcmp(v, "0") == 0);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -348,6 +356,7 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
     pthread_cond_init(&p->changed, NULL);
     int rc = open_batchers(p, plan, err, errlen);
     p->any_order = p->batch != NULL;
+    p->f.beside_card = p->batch != NULL && faster_beside_card();   /* the threads' states open after the batches' */
     /* the caller compresses alone only without threads or batches */
     p->n_workers = plan->threads > 1 || p->batch ? (plan->threads > 1 ? plan->threads : 1) : 0;
     if (!p->n_workers) p->n_slots = 1;
