@@ -148,6 +148,15 @@ says "damaged strip message" "truncated or corrupt TIFF"
 if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "damaged strip: $(wc -l < "$TMP/.stderr") lines of errors"; fi
 absent "damaged strip output" "$TMP/out/d.tif"
 no_temporaries "damaged strip" "$TMP/out"
+says "damaged strip names the input" "$TMP/damaged.tif:"
+
+# An output that cannot be made (its folder missing): the writer is made beside the first bands,
+# and the run fails in one line naming the output, not the input, for each streamed writer.
+for out in tif png jpg; do
+  expect 1 "no output folder ($out)" "$B" run -q --stream on --memory 4M -e "median" "$TMP/striped.tif" "$TMP/nowhere/o.$out"
+  says "no output folder ($out) names it" "$TMP/nowhere/o.$out: cannot create a file in the output folder"
+  if [ "$(wc -l < "$TMP/.stderr")" -eq 1 ]; then ok; else bad "no output folder ($out): $(wc -l < "$TMP/.stderr") lines of errors"; fi
+done
 
 # The encoder failing on its thread (a file size limit: writes fail with EFBIG): one line, exit 1,
 # no output and no temporary left, though the decoder and the stages had bands in flight.

@@ -237,6 +237,6 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
         memset(&res->warnings, 0, sizeof res->warnings);
         return stream_on(w, p, in, out, &on_cpu, pr, res, err, errlen);
     }
-    if (rc != IP_OK) res->failed_path = in->path;
+    if (rc != IP_OK) res->failed_path = res->stream_report.output_failed ? out->path : in->path;
     return rc;
 }

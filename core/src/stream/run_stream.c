@@ -1,4 +1,5 @@
 #include "stream/run_stream.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +21,73 @@ static int reader_next(void *user, ip_image *rows, int *y0, char *err, size_t er
     return io_stream_next(user, rows, y0, err, errlen);
 }
 
-/* The output: in bands to a streaming writer, or gathered whole for a format written whole. */
+/* The output: in bands to a streaming writer, or gathered whole for a format written whole. The
+ * streaming writer is made on a thread of its own while the first bands are read and run (a
+ * TIFF's card states took 0.10-0.13 s to open on the H200, before any band could start); the
+ * first rows wait for it. */
 typedef struct {
     io_stream_writer *writer;
     stream_image_sink whole;
+    const char *path;
+    const ip_shape *shape;
+    const io_options *io;
+    pthread_t maker;
+    int streams, making, made_rc;
+    int failed;   /* the writer failed: the output's error, not the input's */
+    char made_err[1024];
 } output;
+
+static void *make_writer(void *arg)
+{
+    output *out = arg;
+    out->made_rc = io_stream_create(out->path, out->shape, out->io, &out->writer, out->made_err, sizeof out->made_err);
+    return NULL;
+}
+
+static void start_writer(output *out)
+{
+    out->making = pthread_create(&out->maker, NULL, make_writer, out) == 0;
+    if (!out->making) make_writer(out);   /* no thread: made here, as before */
+}
+
+/* The writer, once made; its failure (said in err, unless NULL) is the run's. */
+static int writer_made(output *out, char *err, size_t errlen)
+{
+    if (out->making) pthread_join(out->maker, NULL);
+    out->making = 0;
+    if (out->made_rc != IP_OK && err) snprintf(err, errlen, "%s", out->made_err);
+    return out->made_rc;
+}
 
 static int output_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
 {
     output *out = user;
-    if (out->writer) return io_stream_write(out->writer, rows, y0, err, errlen);
+    if (out->streams) {
+        int rc = writer_made(out, err, errlen);
+        if (rc == IP_OK) rc = io_stream_write(out->writer, rows, y0, err, errlen);
+        out->failed |= rc != IP_OK;
+        return rc;
+    }
     band_sink s = stream_sink_of_image(&out->whole);
     return s.rows(s.user, rows, y0, err, errlen);
+}
+
+/* After the stream: the writer finished, or removed (with what it wrote) where the run failed. */
+static int finish_writer(output *out, int rc, char *err, size_t errlen)
+{
+    int made = writer_made(out, rc == IP_OK ? err : NULL, errlen);
+    if (rc == IP_OK && made != IP_OK) {
+        out->failed = 1;
+        rc = made;
+    }
+    if (!out->writer) return rc;
+    if (rc != IP_OK) {
+        io_stream_abort(out->writer);
+        return rc;
+    }
+    rc = io_stream_finish(out->writer, err, errlen);
+    out->failed |= rc != IP_OK;
+    return rc;
 }
 
 /* Bands queued on each side of the stages, the one in use included: decoding and encoding run
@@ -121,10 +177,10 @@ int run_stream_budget(run_stream *rs, char *err, size_t errlen)
 int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t errlen)
 {
     const ip_shape *final = &rs->p->steps[rs->p->n - 1].out;
-    output out = { NULL, { { 0 }, 0 } };
-    int rc = io_stream_writes(io_format_from_ext(rs->out_path))
-                 ? io_stream_create(rs->out_path, final, &rs->o.io, &out.writer, err, errlen)
-                 : stream_image_sink_init(&out.whole, final, err, errlen);
+    output out = { .path = rs->out_path, .shape = final, .io = &rs->o.io };
+    out.streams = io_stream_writes(io_format_from_ext(rs->out_path));
+    int rc = out.streams ? IP_OK : stream_image_sink_init(&out.whole, final, err, errlen);
+    if (out.streams) start_writer(&out);
     stream_source src = { reader_next, rs->reader };
     band_sink sink = { output_rows, &out };
     stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 },
@@ -132,12 +188,9 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     memcpy(so.gpu_ids, rs->o.gpu_ids, sizeof so.gpu_ids);
     memset(rep, 0, sizeof *rep);
     if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
-    if (out.writer) {
-        if (rc == IP_OK) rc = io_stream_finish(out.writer, err, errlen);
-        else io_stream_abort(out.writer);
-    } else if (rc == IP_OK) {
-        rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen);
-    }
+    if (out.streams) rc = finish_writer(&out, rc, err, errlen);
+    else if (rc == IP_OK && (rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen)) != IP_OK) out.failed = 1;
+    rep->output_failed = out.failed;
     img_free(&out.whole.img);
     rep->band_rows = rs->band_rows;
     rep->chunk_rows = rs->o.n_workers > 1 ? rs->chunk_rows : 0;

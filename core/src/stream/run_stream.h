@@ -26,6 +26,7 @@ typedef struct {
     uint64_t planned_device_bytes;   /* BAND_ON_GPU: what the band executors were sized to */
     tiff_gpu_strips_stat gpu_strips;  /* TIFF strips the GPUs compressed (the run layer's) */
     tiff_band_decode_stat gpu_bands;  /* the input's bands given to a band decoder */
+    int output_failed;        /* the run failed making, writing or finishing the output file */
 } run_stream_report;
 
 /* Opens in (in_path's file, opened once by the caller) for streaming and plans p on its shape: IP_EUNSUPPORTED (nothing read beyond the
