@@ -16,8 +16,9 @@ typedef struct {
     uint32_t rows_per_strip;
     io_tiff_compression compression;
     int level;                   /* deflate: zlib's scale, 1-9 (--tiff-level); 0: the default (6) */
-    int beside_card;             /* a card compresses strips of the same file: the cores' deflate
-                                    trades size for speed (tiff_libdeflate_level_beside_card) */
+    int beside_card;             /* set by tiff_strips_open for its threads where a batch codec's
+                                    states opened (callers leave it 0): their deflate then trades
+                                    size for speed (tiff_libdeflate_level_beside_card) */
 } tiff_strip_format;
 
 /* A compressed strip: data[0, len), cap allocated; a codec grows it with realloc as it needs. */
