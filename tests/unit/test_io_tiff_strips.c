@@ -7,9 +7,10 @@
  * file is the whole-image writer's, byte for byte, at 1 and 4 threads; an image with a stride
  * wider than its rows writes the packed image's bytes; beside a batch codec every strip is written
  * at the caller's priority, though the compressing threads run at a lower one; the threads beside
- * a batch codec that opened (and only then) deflate at the faster level, every 32nd strip of a
- * state also at the asked one, keeping the smaller, and after 4 samples more than 5% larger the
- * asked level alone: their bytes libdeflate's own at the level a reference model picks. */
+ * a batch codec that opened (and only then) deflate at the faster level under one check: sampled
+ * strips also at the asked one, keeping the smaller, and after 4 samples more than 5% larger the
+ * asked level alone, also for a folder worker's images sharing a check: their bytes libdeflate's
+ * own at the level a reference model picks. */
 #define _GNU_SOURCE
 #include "test_io_helpers.h"
 #include <math.h>
@@ -179,70 +180,124 @@ static size_t reference_deflate(int level, const unsigned char *rows, size_t len
     return n;
 }
 
-/* n one-row strips of width bytes through one beside-the-card state at level 6, each against
- * libdeflate at 2 and 6 on the rows predicted here; the model: strip k is sampled while the
- * state has not given up the faster level and k % 32 == 0, keeping the smaller bytes (2's when
- * equal), and after the 4th sample or later, samples 2's more than 5% over 6's give it up. Returns
- * the strip from which level 6 alone was written (n: never). */
-static uint32_t beside_case(const char *name, uint32_t width, uint32_t n, int periodic)
+/* The check's rules restated: strip g (counted over every state sharing the check) is sampled
+ * while the faster level is kept, every 4th of the first 16 and then every 32nd; a sample keeps
+ * the smaller bytes (the faster level's when equal); from the 4th sample on, sums of the faster
+ * level's samples more than 5% over the asked level's give it up from the next strip; the sums are
+ * halved every 16 samples from the 32nd. */
+typedef struct {
+    uint32_t strips, samples, given_up_at;   /* given_up_at: UINT32_MAX while kept */
+    uint64_t sum_fast, sum_asked;
+} fast_model;
+
+/* Which bytes strip g is written with: 0 the faster level's, 1 the asked level's. */
+static int model_strip(fast_model *m, size_t fast_len, size_t asked_len)
+{
+    uint32_t g = m->strips++;
+    if (m->given_up_at < g) return 1;
+    if (g < 16 ? g % 4 != 0 : g % 32 != 0) return 0;
+    m->samples++;
+    m->sum_fast += fast_len;
+    m->sum_asked += asked_len;
+    if (m->samples >= 4 && m->sum_fast * 100 > m->sum_asked * 105 && m->given_up_at == UINT32_MAX) m->given_up_at = g;
+    if (m->samples >= 32 && m->samples % 16 == 0) {
+        m->sum_fast /= 2;
+        m->sum_asked /= 2;
+    }
+    return asked_len < fast_len;
+}
+
+/* Row k of a run: photograph-like (a ramp and small noise) or periodic (a 37-byte pattern with
+ * rare noise, on which libdeflate's 2 loses 18% to 6 and 4 loses more than 5%). */
+static void beside_row(unsigned char *row, uint32_t width, uint32_t k, int periodic, tu_rng *rng)
+{
+    for (uint32_t x = 0; x < width; x++) {
+        uint32_t noise = tu_next(rng);
+        row[x] = periodic ? (unsigned char)((x % 37) * 7 + (noise % 16 == 0)) : (unsigned char)(x / 16 + k + noise % 12);
+    }
+}
+
+/* One image of n one-row strips of width bytes through a deflate state at level 6 beside the card
+ * under check (shared with the images before it, as a folder worker's are), the rows periodic from
+ * strip periodic_from on, each strip against libdeflate at fast_level and 6 on the rows predicted
+ * here and the model's pick. */
+static void beside_image(const char *name, tiff_fast_check *check, fast_model *m, int fast_level, uint32_t width,
+                         uint32_t n, uint32_t periodic_from, tu_rng *rng)
 {
     ip_shape shape = { (int32_t)width, (int32_t)n, 1, IP_U8 };
-    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 6, 1 };
+    tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 6, check };
     const tiff_strip_codec *codec = tiff_strip_codec_cpu(IO_TIFF_DEFLATE);
     void *state = NULL;
     CHECK(codec->open(codec, &f, &state, err, sizeof err) == IP_OK, "%s: open: %s", name, err);
     size_t cap = 2 * (size_t)width + 1024;
     unsigned char *rows = malloc(width), *predicted = malloc(width), *fast = malloc(cap), *asked = malloc(cap);
     tiff_strip_bytes out = { 0 };
-    tu_rng rng;
-    tu_seed(&rng, 71 + (uint64_t)periodic);
-    uint32_t given_up_at = n, samples = 0, bad = UINT32_MAX;
-    uint64_t sum_fast = 0, sum_asked = 0;
+    uint32_t bad = UINT32_MAX, first = m->strips;
     for (uint32_t k = 0; k < n && state; k++) {
-        for (uint32_t x = 0; x < width; x++) {
-            uint32_t noise = tu_next(&rng);
-            rows[x] = periodic ? (unsigned char)((x % 37) * 7 + (noise % 16 == 0)) : (unsigned char)(x / 16 + k + noise % 12);
-        }
+        beside_row(rows, width, first + k, first + k >= periodic_from, rng);
         predicted[0] = rows[0];
         for (uint32_t x = 1; x < width; x++) predicted[x] = (unsigned char)(rows[x] - rows[x - 1]);
-        size_t fast_len = reference_deflate(2, predicted, width, fast, cap);
+        size_t fast_len = reference_deflate(fast_level, predicted, width, fast, cap);
         size_t asked_len = reference_deflate(6, predicted, width, asked, cap);
-        const unsigned char *want = fast;
-        size_t want_len = fast_len;
-        if (given_up_at < k) {
-            want = asked, want_len = asked_len;
-        } else if (k % 32 == 0) {
-            samples++;
-            sum_fast += fast_len;
-            sum_asked += asked_len;
-            if (asked_len < fast_len) want = asked, want_len = asked_len;
-            if (samples >= 4 && sum_fast * 100 > sum_asked * 105) given_up_at = k;
-        }
+        int take_asked = model_strip(m, fast_len, asked_len);
+        const unsigned char *want = take_asked ? asked : fast;
+        size_t want_len = take_asked ? asked_len : fast_len;
         CHECK(codec->compress(state, k, rows, width, &out, err, sizeof err) == IP_OK, "%s: %s", name, err);
-        if (bad == UINT32_MAX && (out.len != want_len || memcmp(out.data, want, want_len) != 0)) bad = k;
+        if (bad == UINT32_MAX && (out.len != want_len || memcmp(out.data, want, want_len) != 0)) bad = first + k;
     }
     CHECK(bad == UINT32_MAX, "%s: strip %u is not libdeflate's at the level the model picks (given up at %u)", name, bad,
-          given_up_at);
+          m->given_up_at);
     codec->close(state);
     free(out.data);
     free(rows);
     free(predicted);
     free(fast);
     free(asked);
-    return given_up_at;
 }
 
-/* Beside a card: photograph-like rows keep the faster level throughout, periodic ones (on which
- * libdeflate's 2 loses 18% to 6) go back to 6 after the 4th sample. */
+/* images of n strips each under one check; returns the strip (over all of them) from which level 6
+ * alone was written (UINT32_MAX: never). */
+static uint32_t beside_run(const char *name, int (*level_for)(int), int images, uint32_t n, uint32_t periodic_from)
+{
+    tiff_fast_check check;
+    tiff_fast_check_init(&check, level_for);
+    fast_model m = { .given_up_at = UINT32_MAX };
+    tu_rng rng;
+    tu_seed(&rng, 71 + (uint64_t)periodic_from);
+    for (int i = 0; i < images; i++) beside_image(name, &check, &m, level_for(6), 4001, n, periodic_from, &rng);
+    CHECK(check.samples == m.samples, "%s: the check counted %u samples, the model %u", name, check.samples, m.samples);
+    CHECK((check.given_up != 0) == (m.given_up_at != UINT32_MAX), "%s: the check %s given up, the model %s", name,
+          check.given_up ? "has" : "has not", m.given_up_at != UINT32_MAX ? "has" : "has not");
+    tiff_fast_check_destroy(&check);
+    return m.given_up_at;
+}
+
+/* Beside a card: photograph-like rows keep the faster level throughout, periodic ones go back to 6
+ * after the 4th sample (strip 12); a folder worker's images of 6 strips share one check, so that
+ * it decides within the third image, and later images open at 6; rows turning periodic after 60
+ * samples give it up within 112 more: the halved sums forget the first rows (whose bytes, four
+ * times the periodic rows', would hold the sums under 5% for good). */
 static void test_deflate_beside_card(void)
 {
     CHECK(tiff_libdeflate_level_beside_card(0) == 2 && tiff_libdeflate_level_beside_card(6) == 2 &&
               tiff_libdeflate_level_beside_card(1) == 1 && tiff_libdeflate_level_beside_card(9) == 9,
           "the levels beside the card");
-    uint32_t kept = beside_case("photograph-like rows", 4001, 200, 0);
-    CHECK(kept == 200, "photograph-like rows: the faster level given up at strip %u", kept);
-    uint32_t given_up = beside_case("periodic rows", 4001, 200, 1);
-    CHECK(given_up == 96, "periodic rows: the faster level given up at strip %u, not after the 4th sample (96)", given_up);
+    CHECK(tiff_libdeflate_level_beside_card_image(0) == 4 && tiff_libdeflate_level_beside_card_image(6) == 4 &&
+              tiff_libdeflate_level_beside_card_image(5) == 4 && tiff_libdeflate_level_beside_card_image(3) == 3 &&
+              tiff_libdeflate_level_beside_card_image(9) == 9,
+          "the levels beside the card, a whole image's writer");
+    uint32_t at = beside_run("photograph-like rows", tiff_libdeflate_level_beside_card, 1, 200, UINT32_MAX);
+    CHECK(at == UINT32_MAX, "photograph-like rows: the faster level given up at strip %u", at);
+    at = beside_run("periodic rows", tiff_libdeflate_level_beside_card, 1, 200, 0);
+    CHECK(at == 12, "periodic rows: the faster level given up at strip %u, not after the 4th sample (12)", at);
+    at = beside_run("a folder's photograph-like images", tiff_libdeflate_level_beside_card_image, 10, 6, UINT32_MAX);
+    CHECK(at == UINT32_MAX, "a folder's photograph-like images: level 4 given up at strip %u", at);
+    at = beside_run("a folder's periodic images", tiff_libdeflate_level_beside_card_image, 10, 6, 0);
+    CHECK(at == 12, "a folder's periodic images: level 4 given up at strip %u, not in the third image (12)", at);
+    uint32_t turn = 16 + 32 * 56;   /* the 60th sample */
+    at = beside_run("rows turning periodic", tiff_libdeflate_level_beside_card_image, 100, 64, turn);
+    CHECK(at >= turn && at <= turn + 32 * 112, "rows turning periodic at strip %u: given up at %u, not within 112 samples",
+          turn, at);
 }
 
 /* A stand-in codec: each byte xor the strip's number, after a delay that varies by strip, so the
@@ -255,11 +310,11 @@ typedef struct {
     uint32_t fail_at[2], done;
 } fake_codec;
 
-static int threads_beside_card = -1;   /* what the last fake_open was told */
+static int threads_beside_card = -1;   /* whether the last fake_open was given a check (-1: not opened) */
 
 static int fake_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *e, size_t elen)
 {
-    threads_beside_card = f->beside_card;
+    threads_beside_card = f->fast != NULL;
     (void)e;
     (void)elen;
     *state = codec->user;

@@ -4,7 +4,8 @@
  * pitch past the rows; the card gets the last of the CPU writer's strips, as many as the share
  * rounds to, each in 16 KiB pieces joined after; no share is the CPU writer's very bytes; the
  * card's failure, or a piece that is no deflate stream, fails the write with nothing left at the
- * path. tiff_gpu_card_share's rules too. */
+ * path; the cores' strips beside the card checked by the codecs' faster-level check, and not
+ * without the card. tiff_gpu_card_share's rules too. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "codec_mock.h"
 #include "io/tiff_gpu.h"
 #include "io/io_tiff_handle.h"
+#include "io/tiff_fast_check.h"
 #include "tiff_testutil.h"
 
 /* How the mock nvCOMP's next batch goes wrong: not at all, the call fails, or a strip comes back
@@ -168,6 +170,38 @@ static void faults(io_gpu_codecs *codecs, tu_rng *r)
     img_free(&img);
 }
 
+/* The cores' strips beside the card go through the codecs' check of the faster level (one sample
+ * for a write whose cores take one strip), and not where the card takes none. */
+static void cores_checked(tu_rng *r)
+{
+    io_gpu_codecs *codecs = NULL;
+    char why[256] = "", path[512];
+    int stream;
+    snprintf(path, sizeof path, "%s/checked.tif", tu_tmpdir());
+    if (io_gpu_codecs_open(&codecs, 0, &stream, why, sizeof why) != IP_OK || !codecs->tiff_fast) {
+        CHECK(0, "mock codecs with a check: %s", why);
+        io_gpu_codecs_close(codecs);
+        return;
+    }
+    ip_shape shape = { 2003, 150, 1, IP_U8 };
+    ip_image img;
+    if (ttu_image(&img, &shape, r) != 0) return;
+    img.on_device = 1;
+    io_options opt;
+    io_default_options(&opt);
+    uint32_t strips = (150 + tiff_rows_per_strip(&shape) - 1) / tiff_rows_per_strip(&shape);
+    CHECK(strips == 2, "2003x150: %u strips, the case wants 2", strips);
+    for (int k = 0; k < 2; k++) {
+        uint32_t before = codecs->tiff_fast->samples;
+        double share = k == 0 ? 0 : 0.5;   /* none first: the check samples its first strip */
+        CHECK(tiff_gpu_write(codecs, &img, path, &opt, share, why, sizeof why) == IP_OK, "share %.1f: %s", share, why);
+        uint32_t sampled = codecs->tiff_fast->samples - before;
+        CHECK(sampled == (k == 0 ? 0u : 1u), "share %.1f: the cores' strip sampled %u times", share, sampled);
+    }
+    img_free(&img);
+    io_gpu_codecs_close(codecs);
+}
+
 /* The share: all when forced, none for zstd or an image the cores finish at once, else between. */
 static void share_rules(void)
 {
@@ -175,22 +209,25 @@ static void share_rules(void)
     io_default_options(&opt);
     opt.threads = 1;
     ip_shape photo = { 4000, 3000, 1, IP_U8 }, small = { 64, 64, 1, IP_U8 }, fl = { 4000, 3000, 1, IP_F32 };
-    double folder = tiff_gpu_card_share(&photo, &opt, 0, 1);
+    double folder = tiff_gpu_card_share(&photo, &opt, 0, 1, 0);
     CHECK(folder > 0 && folder < 1, "a folder worker's 12-MP gray at level 6: share %.3f", folder);
-    CHECK(tiff_gpu_card_share(&small, &opt, 0, 1) == 0, "a 64x64 image goes to the card");
-    CHECK(tiff_gpu_card_share(&small, &opt, 1, 1) == 1, "forced, a 64x64 image stays on the cores");
-    CHECK(tiff_gpu_card_share(&fl, &opt, 1, 1) == 0, "a float image goes to the card");
+    CHECK(tiff_gpu_card_share(&small, &opt, 0, 1, 0) == 0, "a 64x64 image goes to the card");
+    CHECK(tiff_gpu_card_share(&small, &opt, 1, 1, 0) == 1, "forced, a 64x64 image stays on the cores");
+    CHECK(tiff_gpu_card_share(&fl, &opt, 1, 1, 0) == 0, "a float image goes to the card");
     opt.tiff_level = 1;
-    double fast = tiff_gpu_card_share(&photo, &opt, 0, 1);
+    double fast = tiff_gpu_card_share(&photo, &opt, 0, 1, 0);
     opt.tiff_level = 9;
-    double slow = tiff_gpu_card_share(&photo, &opt, 0, 1);
+    double slow = tiff_gpu_card_share(&photo, &opt, 0, 1, 0);
     CHECK(slow > folder && folder > fast, "shares by level: 1 %.3f, 6 %.3f, 9 %.3f", fast, folder, slow);
     opt.tiff_level = 6;
+    double beside = tiff_gpu_card_share(&photo, &opt, 0, 1, 4);
+    CHECK(beside > 0.4 && beside < folder, "level 6 with the cores at libdeflate's 4: share %.3f, at 6 %.3f", beside, folder);
+    opt.tiff_level = 6;
     opt.tiff_compression = IO_TIFF_ZSTD;
-    CHECK(tiff_gpu_card_share(&photo, &opt, 0, 1) == 0, "zstd goes to the card unasked");
+    CHECK(tiff_gpu_card_share(&photo, &opt, 0, 1, 0) == 0, "zstd goes to the card unasked");
     opt.tiff_compression = IO_TIFF_DEFLATE;
     opt.threads = 4096;
-    CHECK(tiff_gpu_card_share(&photo, &opt, 0, 1) == 0, "4096 threads on one image still give the card a share");
+    CHECK(tiff_gpu_card_share(&photo, &opt, 0, 1, 0) == 0, "4096 threads on one image still give the card a share");
 }
 
 int main(void)
@@ -205,6 +242,7 @@ int main(void)
     CHECK(io_gpu_codecs_open(&codecs, 0, &stream, why, sizeof why) == IP_OK, "mock codecs: %s", why);
     if (codecs) good_files(codecs, &r);
     if (codecs) faults(codecs, &r);
+    cores_checked(&r);
     share_rules();
     io_gpu_codecs_close(codecs);
     return tu_finish();

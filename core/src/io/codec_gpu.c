@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "gpu/gpu.h"
+#include "io/io_tiff_strip_cpu.h"
 #include "imgpipe/plugin.h"
 
 int io_gpu_codecs_open(io_gpu_codecs **out, int device, void *stream, char *why, size_t whylen)
@@ -14,12 +15,17 @@ int io_gpu_codecs_open(io_gpu_codecs **out, int device, void *stream, char *why,
     }
     c->stream = stream;
     c->device = device;
+    int fast = tiff_fast_wanted();
     c->scratch = calloc(1, sizeof *c->scratch);
-    if (!c->scratch) {
+    c->tiff_fast = fast ? malloc(sizeof *c->tiff_fast) : NULL;
+    if (!c->scratch || (fast && !c->tiff_fast)) {
+        free(c->scratch);
+        free(c->tiff_fast);
         free(c);
         snprintf(why, whylen, "out of memory");
         return IP_ENOMEM;
     }
+    if (c->tiff_fast) tiff_fast_check_init(c->tiff_fast, tiff_libdeflate_level_beside_card_image);
     int rc = nvcomp_open(&c->nvcomp, why, whylen);
     if (!rc) rc = nvcomp_batch_create(&c->batch, c->nvcomp, device, stream, why, whylen);
     if (rc) {
@@ -42,6 +48,8 @@ void io_gpu_codecs_close(io_gpu_codecs *c)
         }
         free(c->scratch);
     }
+    if (c->tiff_fast) tiff_fast_check_destroy(c->tiff_fast);
+    free(c->tiff_fast);
     free(c);
 }
 

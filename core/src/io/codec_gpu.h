@@ -20,6 +20,8 @@ typedef struct {
     void *stream;                /* a cudaStream_t */
     int device;
     io_gpu_scratch *scratch;     /* one thread at a time, as the codecs */
+    struct tiff_fast_check *tiff_fast;   /* the cores' faster level beside the card's TIFF strips,
+                                            checked over every image written (NULL: the asked level) */
 } io_gpu_codecs;
 
 /* Opens nvCOMP and a batch on stream for device (the GPU context current). IP_EUNSUPPORTED with

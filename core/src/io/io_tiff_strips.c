@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "base/image.h"
+#include "io/io_tiff_strip_cpu.h"
 
 /* A codec's state: libdeflate's at the default level allocates 652 KB, of which its hash tables
  * (320 KB) and the part of its sequence store a strip uses are touched; zlib's in a libtiff
@@ -76,6 +77,7 @@ struct tiff_strips {
     int failed_rc;
     char failed_msg[512];
     char write_err[512];     /* the writing thread's message */
+    tiff_fast_check fast;    /* the threads' faster level beside the batch codec */
 };
 
 int tiff_strip_bytes_grow(tiff_strip_bytes *out, size_t need, char *err, size_t errlen)
@@ -182,14 +184,6 @@ static void yield_to_others(void)
     if (nice < 1 || nice > 19) return;
     id_t self = (id_t)syscall(SYS_gettid);
     setpriority(PRIO_PROCESS, self, getpriority(PRIO_PROCESS, self) + (int)nice);
-}
-
-/* Beside a batch codec the threads' codec may trade size for speed (tiff_strip_format.beside_card).
- * IMGPIPE_TIFF_STRIP_FAST=0 keeps the asked level, for the bench. */
-static int faster_beside_card(void)
-{
-    const char *v = getenv("IMGPIPE_TIFF_STRIP_FAST");
-    return !(v && strcmp(v, "0") == 0);
 }
 
 static void *worker_main(void *arg)
@@ -354,9 +348,10 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
     p->n_slots = plan->slots > 1 ? plan->slots : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->changed, NULL);
+    tiff_fast_check_init(&p->fast, tiff_libdeflate_level_beside_card);
     int rc = open_batchers(p, plan, err, errlen);
     p->any_order = p->batch != NULL;
-    p->f.beside_card = p->batch != NULL && faster_beside_card();   /* the threads' states open after the batches' */
+    if (p->batch && tiff_fast_wanted()) p->f.fast = &p->fast;   /* the threads' states open after the batches' */
     /* the caller compresses alone only without threads or batches */
     p->n_workers = plan->threads > 1 || p->batch ? (plan->threads > 1 ? plan->threads : 1) : 0;
     if (!p->n_workers) p->n_slots = 1;
@@ -453,6 +448,7 @@ void tiff_strips_close(tiff_strips *p)
         free(p->slots[i].out.data);
     }
     free(p->slots);
+    tiff_fast_check_destroy(&p->fast);
     free(p->queue);
     free(p->free_slots);
     free(p->done);

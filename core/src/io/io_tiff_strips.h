@@ -16,9 +16,9 @@ typedef struct {
     uint32_t rows_per_strip;
     io_tiff_compression compression;
     int level;                   /* deflate: zlib's scale, 1-9 (--tiff-level); 0: the default (6) */
-    int beside_card;             /* set by tiff_strips_open for its threads where a batch codec's
-                                    states opened (callers leave it 0): their deflate then trades
-                                    size for speed (tiff_libdeflate_level_beside_card) */
+    struct tiff_fast_check *fast;   /* NULL: deflate at the asked level; else beside a card at a faster
+                                       one, checked there (tiff_fast_check.h). tiff_strips_open sets
+                                       its own where a batch codec's states opened */
 } tiff_strip_format;
 
 /* A compressed strip: data[0, len), cap allocated; a codec grows it with realloc as it needs. */
@@ -56,8 +56,8 @@ typedef struct {
  * leave waiting, and the threads then run at a lower priority (nice 10, IMGPIPE_TIFF_STRIP_NICE),
  * leaving the cores to the process's other threads first. open may decline the format
  * (IP_EUNSUPPORTED) or fail (a GPU out of memory): the states opened before it run, and with none
- * the threads compress every strip. With states open the threads' format says so (beside_card):
- * their deflate then runs at a faster level. A strip's bytes depend on which side took it (the
+ * the threads compress every strip. With states open the threads' deflate runs at a faster level,
+ * under a check of the writer's own (tiff_strip_format.fast). A strip's bytes depend on which side took it (the
  * pixels never do). */
 typedef struct tiff_strip_batch_codec {
     int (*open)(const struct tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f,

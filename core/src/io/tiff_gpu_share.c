@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "base/image.h"
 #include "io/tiff_gpu.h"
+#include "io/io_tiff_strip_cpu.h"
 
 /* nvCOMP's algorithm 4 (every level's) on a whole H200 given many 16 KiB pieces, in MB/s: a
  * 16-worker folder of 12-MP gray images written by the card alone ran 38.9 images/s. */
@@ -17,8 +18,9 @@
 /* libdeflate on one core, MB/s of predicted photograph rows, level by level: the developer
  * machine's ratios between levels, scaled to the 18 MB/s that balances the card's share best in a
  * 16-worker folder on the H200 machine (shares of 0.60-0.65 ran fastest at level 6), where the
- * cores also read the files, parse them and write. */
-static const double core_mb_s_for_level[10] = { 18, 73, 49, 43, 40, 27, 18, 9, 3, 1.9 };
+ * cores also read the files, parse them and write; 4's measured the same way (the cores at 4 beside
+ * the card: shares of 0.36, 0.42 and 0.48 ran 53.6-54.7, 54.4-54.5 and 54.8-55.7 images/s). */
+static const double core_mb_s_for_level[10] = { 18, 73, 49, 43, 32, 27, 18, 9, 3, 1.9 };
 
 #ifdef IMGPIPE_HAVE_CUDA
 /* nvCOMP's deflate algorithm for each --tiff-level, by measured size (bench/tiff-folder.sh on the
@@ -108,7 +110,17 @@ static double env_share(void)
     return pct < 0 ? 0 : pct > 100 ? 1 : pct / 100;
 }
 
-double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int forced, int cards)
+int tiff_gpu_cores_level(const io_gpu_codecs *c, int zlib_level)
+{
+    return c && c->tiff_fast ? tiff_fast_check_level(c->tiff_fast, zlib_level) : tiff_libdeflate_level(zlib_level);
+}
+
+int tiff_gpu_cores_level_planned(int zlib_level)
+{
+    return tiff_fast_wanted() ? tiff_libdeflate_level_beside_card_image(zlib_level) : tiff_libdeflate_level(zlib_level);
+}
+
+double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int forced, int cards, int cores_level)
 {
     if (!tiff_gpu_encodable(shape, opt)) return 0;
     if (forced) return 1;
@@ -118,5 +130,5 @@ double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int for
     if (tiff_gpu_core_deflate_ms(shape, opt->tiff_level) / io_thread_count(opt) < CARD_LATENCY_MS) return 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     double cores = (double)(online > 0 ? online : 1) / (cards > 0 ? cards : 1);
-    return CARD_MB_S / (CARD_MB_S + cores * core_mb_s(opt->tiff_level));
+    return CARD_MB_S / (CARD_MB_S + cores * core_mb_s(cores_level > 0 ? cores_level : opt->tiff_level));
 }

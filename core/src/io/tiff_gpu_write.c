@@ -286,7 +286,8 @@ static int write_cpu_strips(gpu_write *w, tiff_raw_out *out)
     size_t rows = (size_t)w->first_card * w->rps;
     part.height = rows < (size_t)part.height ? (int32_t)rows : part.height;
     ip_image host = { .shape = part, .data = w->cpu_rows, .stride = (ptrdiff_t)w->row_bytes };
-    tiff_strip_format f = { part, w->rps, w->opt->tiff_compression, w->opt->tiff_level, 0 };
+    tiff_strip_format f = { part, w->rps, w->opt->tiff_compression, w->opt->tiff_level,
+                            w->card_strips > 0 ? w->c->tiff_fast : NULL };
     char why[512];
     int rc = tiff_strips_write_host(&host, &f, w->opt, tiff_write_raw_strip, out, why, sizeof why);
     if (rc) snprintf(w->err, w->errlen, "cannot write TIFF: %s", why);

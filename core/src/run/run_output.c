@@ -52,15 +52,16 @@ int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image
     if (!result->on_device) return io_write(out->path, result, &io, err, errlen);
     switch (io_format_from_ext(out->path)) {
     case IO_FMT_TIFF:
-        return tiff_gpu_write(codecs, result, out->path, &io, run_tiff_card_share(&result->shape, o), err, errlen);
+        return tiff_gpu_write(codecs, result, out->path, &io, run_tiff_card_share(&result->shape, o, codecs), err, errlen);
     case IO_FMT_PNG: return png_gpu_write(codecs, result, out->path, &io, err, errlen);
     default: return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
     }
 }
 
-double run_tiff_card_share(const ip_shape *shape, const run_options *o)
+double run_tiff_card_share(const ip_shape *shape, const run_options *o, const io_gpu_codecs *codecs)
 {
-    return tiff_gpu_card_share(shape, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus);
+    return tiff_gpu_card_share(shape, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus,
+                               tiff_gpu_cores_level(codecs, o->io.tiff_level));
 }
 
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out)
@@ -80,7 +81,7 @@ int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, cons
     switch (io_format_from_ext(path)) {
     case IO_FMT_JPEG: return jpeg != NULL;
     /* the card deflates beside the cores where that adds to their rate, all of it when asked */
-    case IO_FMT_TIFF: return codecs && run_tiff_card_share(shape, o) > 0;
+    case IO_FMT_TIFF: return codecs && run_tiff_card_share(shape, o, codecs) > 0;
     case IO_FMT_PNG: return codecs && png_gpu_encodable(shape, io);
     default: return 0;
     }

@@ -9,8 +9,9 @@
  * card, a deflate TIFF or a PNG at a level the card deflates, or either output under --codecs gpu
  * (which needs it). Other runs never write on the card, so they do not pay for the library. */
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out);
-/* The share of a TIFF result's strips the card compresses (tiff_gpu_card_share) under o. */
-double run_tiff_card_share(const ip_shape *shape, const run_options *o);
+/* The share of a TIFF result's strips the card compresses (tiff_gpu_card_share) under o, beside
+ * the cores at the level codecs' check keeps (NULL: the asked level). */
+double run_tiff_card_share(const ip_shape *shape, const run_options *o, const io_gpu_codecs *codecs);
 /* Whether a result of this shape, kept on the device, is written there to path's format under o. */
 int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,
                          const run_options *o);
