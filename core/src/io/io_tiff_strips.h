@@ -57,8 +57,8 @@ typedef struct {
  * leaving the cores to the process's other threads first. open may decline the format
  * (IP_EUNSUPPORTED) or fail (a GPU out of memory): the states opened before it run, and with none
  * the threads compress every strip. With states open the threads' deflate runs at a faster level,
- * under a check of the writer's own (tiff_strip_format.fast). A strip's bytes depend on which side took it (the
- * pixels never do). */
+ * under a check of the writer's own (tiff_strip_format.fast). A strip's bytes depend on which side
+ * took it (the pixels never do). */
 typedef struct tiff_strip_batch_codec {
     int (*open)(const struct tiff_strip_batch_codec *codec, int which, const tiff_strip_format *f,
                 uint32_t max_strips, void **state, char *err, size_t errlen);

@@ -60,8 +60,9 @@ int tiff_gpu_cores_level(const io_gpu_codecs *c, int zlib_level);
 int tiff_gpu_cores_level_planned(int zlib_level);
 /* Writes the device image to path atomically with opt's metadata, as io_write would, in the CPU
  * writer's strips: the last card_share of them (0 to 1) compressed on the card in pieces, the
- * others on the CPU by opt's threads while the card works. The pixels never depend on the share;
- * the bytes do (none on the card: the CPU writer's bytes). */
+ * others on the CPU by opt's threads while the card works, at c's faster level while its check
+ * keeps it (tiff_gpu_cores_level). The pixels never depend on the share; the bytes do (none on the
+ * card: the CPU writer's bytes). */
 int tiff_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *path, const io_options *opt,
                    double card_share, char *err, size_t errlen);
 #endif

@@ -52,7 +52,8 @@ int run_output_write(jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_image
     if (!result->on_device) return io_write(out->path, result, &io, err, errlen);
     switch (io_format_from_ext(out->path)) {
     case IO_FMT_TIFF:
-        return tiff_gpu_write(codecs, result, out->path, &io, run_tiff_card_share(&result->shape, o, codecs), err, errlen);
+        return tiff_gpu_write(codecs, result, out->path, &io, run_tiff_card_share(&result->shape, o, codecs), err,
+                              errlen);
     case IO_FMT_PNG: return png_gpu_write(codecs, result, out->path, &io, err, errlen);
     default: return jpeg_route_write(jpeg, result, out->path, &io, err, errlen);
     }
