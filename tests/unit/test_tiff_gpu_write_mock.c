@@ -143,6 +143,15 @@ static void good_files(io_gpu_codecs *codecs, tu_rng *r)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) shared_write(codecs, &cases[i], r);
 }
 
+/* A random u8 image in host memory that the mock device takes for its own. */
+static int mock_device_image(ip_image *img, int w, int h, int c, tu_rng *r)
+{
+    ip_shape shape = { w, h, c, IP_U8 };
+    if (ttu_image(img, &shape, r) != 0) return -1;
+    img->on_device = 1;
+    return 0;
+}
+
 /* The card's failures fail the write, with nothing at the path. */
 static void faults(io_gpu_codecs *codecs, tu_rng *r)
 {
@@ -152,10 +161,8 @@ static void faults(io_gpu_codecs *codecs, tu_rng *r)
     } bad[] = { { CALL_FAILS, "the batch failed" }, { EMPTY_CHUNK, "no valid deflate stream" } };
     char path[512];
     snprintf(path, sizeof path, "%s/faulty.tif", tu_tmpdir());
-    ip_shape shape = { 1021, 97, 3, IP_U8 };
     ip_image img;
-    if (ttu_image(&img, &shape, r) != 0) return;
-    img.on_device = 1;
+    if (mock_device_image(&img, 1021, 97, 3, r) != 0) return;
     io_options opt;
     io_default_options(&opt);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -183,13 +190,14 @@ static void cores_checked(tu_rng *r)
         io_gpu_codecs_close(codecs);
         return;
     }
-    ip_shape shape = { 2003, 150, 1, IP_U8 };
     ip_image img;
-    if (ttu_image(&img, &shape, r) != 0) return;
-    img.on_device = 1;
+    if (mock_device_image(&img, 2003, 150, 1, r) != 0) {
+        io_gpu_codecs_close(codecs);
+        return;
+    }
     io_options opt;
     io_default_options(&opt);
-    uint32_t strips = (150 + tiff_rows_per_strip(&shape) - 1) / tiff_rows_per_strip(&shape);
+    uint32_t strips = (150 + tiff_rows_per_strip(&img.shape) - 1) / tiff_rows_per_strip(&img.shape);
     CHECK(strips == 2, "2003x150: %u strips, the case wants 2", strips);
     for (int k = 0; k < 2; k++) {
         uint32_t before = codecs->tiff_fast->samples;
