@@ -191,7 +191,7 @@ static void gpu_strips_case(const tiff_strip_batch_codec *codec, int w, int h, i
     ip_image img;
     ip_shape shape = { w, h, c, t };
     CHECK(ttu_image(&img, &shape, r) == 0, "alloc %dx%d", w, h);
-    tiff_strip_format f = { shape, rps, comp, 6, 0 };
+    tiff_strip_format f = { shape, rps, comp, 6, NULL };
     int rc = ttu_batch_round_trip(codec, &img, &f, max_strips, path, err, sizeof err);
     CHECK(rc == IP_OK, "%dx%dx%d %s %s, %u rows a strip, batches of %u: %s", w, h, c, t == IP_U8 ? "u8" : "u16",
           comp == IO_TIFF_ZSTD ? "zstd" : "deflate", rps, max_strips, err);

@@ -77,7 +77,7 @@ static int round_trip(tiff_gpu_strips *g, int w, int h, int c, ip_dtype t, uint3
     snprintf(path, sizeof path, "%s/strips.tif", tu_tmpdir());
     ip_image img;
     if (image(&img, w, h, c, t, r) != 0) return IP_ENOMEM;
-    tiff_strip_format f = { img.shape, rps, IO_TIFF_DEFLATE, 6, 0 };
+    tiff_strip_format f = { img.shape, rps, IO_TIFF_DEFLATE, 6, NULL };
     int before = chunks_seen;
     int rc = ttu_batch_round_trip(tiff_gpu_strips_codec(g), &img, &f, max_strips, path, err, errlen);
     *chunks = chunks_seen - before;

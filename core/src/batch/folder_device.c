@@ -98,7 +98,7 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
                       png_gpu_settings_for(o->io.png_level).algorithm >= 0;
         double tiff_share = out_fmt == IO_FMT_TIFF && o->codecs != RUN_CODECS_CPU
                                 ? tiff_gpu_card_share(&final, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus,
-                                                      tiff_gpu_cores_level_planned(o->io.tiff_level))
+                                                      tiff_gpu_cores_level(NULL, o->io.tiff_level))
                                 : 0;
         cost_setting set = { .in_format = first->fmt, .out_format = out_fmt, .cpu_threads = 1, .gpu_jpeg = gpu_jpeg,
                              .png_gpu = png_gpu, .tiff_card_share = tiff_share, .tiff_level = o->io.tiff_level };

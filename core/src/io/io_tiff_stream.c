@@ -463,7 +463,7 @@ static uint32_t stream_rows_per_strip(const ip_shape *shape, const io_options *o
 /* The compressor's strips in flight and its threads' states, and a row. */
 uint64_t io_tiff_stream_write_bytes(const ip_shape *shape, const io_options *opt)
 {
-    tiff_strip_format f = { *shape, stream_rows_per_strip(shape, opt), opt->tiff_compression, opt->tiff_level, 0 };
+    tiff_strip_format f = { *shape, stream_rows_per_strip(shape, opt), opt->tiff_compression, opt->tiff_level, NULL };
     tiff_strips_plan plan = stream_plan(&f, opt);
     return tiff_strips_held_bytes(&f, &plan) + img_row_bytes(shape);
 }
@@ -579,7 +579,7 @@ static int writer_setup(tiff_stream_writer *w, const io_options *opt, char *err,
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(&w->log, "bad tags"));
         return IP_EIO;
     }
-    tiff_strip_format f = { w->shape, w->rps, opt->tiff_compression, opt->tiff_level, 0 };
+    tiff_strip_format f = { w->shape, w->rps, opt->tiff_compression, opt->tiff_level, NULL };
     w->raw = (tiff_raw_out){ w->out, &w->log };
     tiff_strips_plan plan = stream_plan(&f, opt);
     char why[512];

@@ -93,7 +93,7 @@ int tiff_strips_write_host(const ip_image *img, const tiff_strip_format *f, cons
 static int write_image(TIFF *tif, tiff_log *log, const ip_image *img, const io_options *opt, char *err, size_t errlen)
 {
     const ip_shape *s = &img->shape;
-    tiff_strip_format f = { *s, tiff_rows_per_strip(s), opt->tiff_compression, opt->tiff_level, 0 };
+    tiff_strip_format f = { *s, tiff_rows_per_strip(s), opt->tiff_compression, opt->tiff_level, NULL };
     if (!tiff_set_image_tags(tif, s, f.rows_per_strip, opt->tiff_compression) || !meta_tiff_set_tags(tif, opt->meta, s)) {
         snprintf(err, errlen, "cannot write TIFF: %s", tiff_log_text(log, "bad tags"));
         return IP_EIO;

@@ -48,16 +48,16 @@ uint32_t tiff_gpu_strip_chunks(const unsigned char *src, size_t len, size_t max_
 double tiff_gpu_core_deflate_ms(const ip_shape *shape, int level);
 double tiff_gpu_card_deflate_ms(const ip_shape *shape);
 /* The share of a device image's strips the card compresses while the image's own threads (opt's)
- * compress the rest on the CPU at libdeflate's cores_level (0: the asked one), balancing the card's deflate against
- * the cores': 1 when forced (--codecs gpu); 0 (the cores alone) for zstd, or where the cores would
- * be done at the asked level before the card's first strip. cards: the GPUs the machine's cores
- * are shared among. IMGPIPE_TIFF_GPU_SHARE (percent) overrides it for deflate, for the bench. */
+ * compress the rest on the CPU at libdeflate's cores_level (0: the asked one), balancing the
+ * card's deflate against the cores': 1 when forced (--codecs gpu); 0 (the cores alone) for zstd,
+ * or where the cores would be done at the asked level before the card's first strip. cards: the
+ * GPUs the machine's cores are shared among. IMGPIPE_TIFF_GPU_SHARE (percent) overrides it for
+ * deflate, for the bench. */
 double tiff_gpu_card_share(const ip_shape *shape, const io_options *opt, int forced, int cards, int cores_level);
 /* libdeflate's level the cores write their share at beside the card, for zlib's level: c's
- * faster level while its check keeps it (NULL: the asked level); and the one planned before any
- * image is written (auto's estimates). */
+ * faster level while its check keeps it; with no codecs yet (auto's estimates), the level codecs
+ * open with. */
 int tiff_gpu_cores_level(const io_gpu_codecs *c, int zlib_level);
-int tiff_gpu_cores_level_planned(int zlib_level);
 /* Writes the device image to path atomically with opt's metadata, as io_write would, in the CPU
  * writer's strips: the last card_share of them (0 to 1) compressed on the card in pieces, the
  * others on the CPU by opt's threads while the card works, at c's faster level while its check

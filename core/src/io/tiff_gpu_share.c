@@ -112,11 +112,7 @@ static double env_share(void)
 
 int tiff_gpu_cores_level(const io_gpu_codecs *c, int zlib_level)
 {
-    return c && c->tiff_fast ? tiff_fast_check_level(c->tiff_fast, zlib_level) : tiff_libdeflate_level(zlib_level);
-}
-
-int tiff_gpu_cores_level_planned(int zlib_level)
-{
+    if (c) return c->tiff_fast ? tiff_fast_check_level(c->tiff_fast, zlib_level) : tiff_libdeflate_level(zlib_level);
     return tiff_fast_wanted() ? tiff_libdeflate_level_beside_card_image(zlib_level) : tiff_libdeflate_level(zlib_level);
 }
 

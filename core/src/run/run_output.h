@@ -10,7 +10,7 @@
  * (which needs it). Other runs never write on the card, so they do not pay for the library. */
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out);
 /* The share of a TIFF result's strips the card compresses (tiff_gpu_card_share) under o, beside
- * the cores at the level codecs' check keeps (NULL: the asked level). */
+ * the cores at the level codecs' check keeps (tiff_gpu_cores_level). */
 double run_tiff_card_share(const ip_shape *shape, const run_options *o, const io_gpu_codecs *codecs);
 /* Whether a result of this shape, kept on the device, is written there to path's format under o. */
 int run_output_on_device(const jpeg_gpu *jpeg, const io_gpu_codecs *codecs, const ip_shape *shape, const char *path,

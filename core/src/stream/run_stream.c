@@ -189,7 +189,10 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     memset(rep, 0, sizeof *rep);
     if (rc == IP_OK) rc = stream_run(rs->p, &src, &sink, &so, &rep->prof, err, errlen);
     if (out.streams) rc = finish_writer(&out, rc, err, errlen);
-    else if (rc == IP_OK && (rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen)) != IP_OK) out.failed = 1;
+    else if (rc == IP_OK) {
+        rc = io_write(rs->out_path, &out.whole.img, &rs->o.io, err, errlen);
+        out.failed = rc != IP_OK;
+    }
     rep->output_failed = out.failed;
     img_free(&out.whole.img);
     rep->band_rows = rs->band_rows;
