@@ -256,6 +256,34 @@ mkdir -p fold_codec && cp big_gray.tif fold_codec/a.tif && cp big_gray.tif fold_
 expect 0 "gpu codecs, folder" "$B" run -q --device gpu --codecs gpu -e "median radius=2" fold_codec fold_codec_out
 same_image fold_codec_out/a.tif gc_c.tif && ok || bad "GPU codecs in a folder: pixels differ from the CPU's"
 
+# A GPU worker writes each file behind its next image's decoding (run/write_behind.h): the same
+# bytes as written in line (IMGPIPE_WRITE_BEHIND=0), every image counted once, and a write that
+# fails is one line naming its file while the others are written.
+mkdir -p fold_behind fold_behind8
+cp "$IMAGES/camera.png" "$IMAGES/coffee.png" rgb_odd.png gray_odd.png tiny.png row.png fold_behind8/
+cp fold_behind8/* gray16.png fold_behind/
+for fmt in png jpg; do
+  folder=fold_behind; opts="--png-level 3"
+  [ "$fmt" = jpg ] && folder=fold_behind8 opts="--jpeg-decoder gpu"
+  n_in=$(ls "$folder" | wc -l)
+  # shellcheck disable=SC2086
+  expect 0 "write behind, $fmt" "$B" run --device gpu --profile --jobs 2 $opts --format "$fmt" -e "median radius=1" "$folder" "wb_$fmt"
+  says "write behind, $fmt: every image" "$n_in succeeded, 0 failed"
+  says "write behind, $fmt: written behind" "($n_in written behind the next image's decoding)"
+  # shellcheck disable=SC2086
+  expect 0 "written in line, $fmt" env IMGPIPE_WRITE_BEHIND=0 "$B" run --device gpu --profile --jobs 2 $opts --format "$fmt" -e "median radius=1" "$folder" "wi_$fmt"
+  says "written in line, $fmt" "(0 written behind the next image's decoding)"
+  diff -r "wb_$fmt" "wi_$fmt" >/dev/null && ok || bad "write behind: the $fmt files differ from those written in line"
+done
+"$B" run -q --device cpu --png-level 3 -e "median radius=1" rgb_odd.png wb_rgb_cpu.png
+same_image wb_png/rgb_odd.png wb_rgb_cpu.png && ok || bad "write behind: the PNG's pixels differ from the CPU's"
+mkdir -p wb_fail/coffee.png/in_the_way
+expect 1 "write behind, one write fails" "$B" run --device gpu --jobs 2 --png-level 3 --format png -e "median radius=1" fold_behind wb_fail
+says "write behind, the failure names its file" "fold_behind/coffee.png: cannot move the finished file into place"
+says "write behind, the others written" "$(( $(ls fold_behind | wc -l) - 1 )) succeeded, 1 failed"
+[ "$(ls wb_fail | wc -l)" -eq "$(ls fold_behind | wc -l)" ] && ok || bad "write behind: $(ls wb_fail | wc -l) entries in wb_fail"
+no_temporaries "write behind, a failed write" wb_fail
+
 # JPEG through nvJPEG on the GPU (--jpeg-decoder gpu): decoded pixels within
 # the bound measured against libjpeg-turbo (max difference 3), JPEG outputs encoded on the card
 # readable and close to the CPU's, folders equal to single runs, damaged files refused the same way

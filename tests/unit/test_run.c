@@ -104,7 +104,7 @@ static void test_whole_by_default(const ip_image *src)
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_gray.png", out_dir);
     run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
-    run_sink sink = { out, NULL, 0 };
+    run_sink sink = { out, NULL, 0, NULL, NULL };
     run_result res;
     int rc = run("grayscale", &in, &sink, &o, &res, err, sizeof err);
     CHECK(rc == IP_OK, "grayscale: %s", err);
@@ -143,7 +143,7 @@ static void test_stream_or_whole(void)
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_chain_%zu.tif", out_dir, i);
         run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
-        run_sink sink = { out, NULL, 0 };
+        run_sink sink = { out, NULL, 0, NULL, NULL };
         run_result res;
         int rc = run(text, &in, &sink, &o, &res, err, sizeof err);
         CHECK(rc == IP_OK, "%s: %s", cases[i].name, err);
@@ -170,7 +170,7 @@ static void test_one_open(void)
         char out[600], err[1024];
         snprintf(out, sizeof out, "%s/run_open_%d.png", out_dir, streamed);
         run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
-        run_sink sink = { out, NULL, 0 };
+        run_sink sink = { out, NULL, 0, NULL, NULL };
         run_result res;
         plan p;
         ip_shape any = { 16, 16, 3, IP_U8 };
@@ -194,14 +194,14 @@ static void test_memory(const ip_image *src)
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_mem.png", out_dir);
     run_source file_in = { in_png, NULL, NULL, 0, NULL, NULL }, mem_in = { NULL, src, NULL, 0, NULL, NULL };
-    run_sink file_out = { out, NULL, 0 };
+    run_sink file_out = { out, NULL, 0, NULL, NULL };
     ip_image mem = { 0 }, got = { 0 };
-    run_sink mem_out = { NULL, &mem, 0 };
+    run_sink mem_out = { NULL, &mem, 0, NULL, NULL };
     run_result res;
     CHECK(run(text, &file_in, &file_out, &o, &res, err, sizeof err) == IP_OK, "file: %s", err);
     CHECK(run(text, &mem_in, &mem_out, &o, &res, err, sizeof err) == IP_OK, "memory: %s", err);
     if (mem.data && read_back(out, &got)) CHECK(same_pixels(&mem, &got), "memory and file results differ");
-    run_sink both = { out, &mem, 0 };
+    run_sink both = { out, &mem, 0, NULL, NULL };
     CHECK(run(text, &mem_in, &both, &o, &res, err, sizeof err) == IP_EINVAL && res.usage_error,
           "a file and memory both as output was taken");
     img_free(&mem);
@@ -216,7 +216,7 @@ static void test_failures(void)
     snprintf(out, sizeof out, "%s/run_fail.png", out_dir);
     snprintf(missing, sizeof missing, "%s/no_such_file.png", out_dir);
     run_source in = { missing, NULL, NULL, 0, NULL, NULL };
-    run_sink sink = { out, NULL, 0 };
+    run_sink sink = { out, NULL, 0, NULL, NULL };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_EIO, "missing input");
     CHECK(res.failed_path == missing && !res.usage_error && strstr(err, "cannot open"), "missing input: '%s'", err);
@@ -241,7 +241,7 @@ static void test_no_gpu(void)
     char out[600], err[1024];
     snprintf(out, sizeof out, "%s/run_dev.png", out_dir);
     run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
-    run_sink sink = { out, NULL, 0 };
+    run_sink sink = { out, NULL, 0, NULL, NULL };
     run_result res;
     CHECK(run("grayscale", &in, &sink, &o, &res, err, sizeof err) == IP_OK, "auto: %s", err);
     CHECK(res.device == EXEC_CPU && (strstr(res.why, "no GPU") || strstr(res.why, "without CUDA")),
@@ -300,7 +300,7 @@ static void test_on_decoded(void)
     }
     decoded_note note = { 0, 0, 0, -1.0, out };
     run_source in = { in_png, NULL, NULL, 0, note_decoded, &note };
-    run_sink sink = { out, NULL, 0 };
+    run_sink sink = { out, NULL, 0, NULL, NULL };
     run_result res;
     CHECK(run_image(w, &p, &in, &sink, &o, &res, err, sizeof err) == IP_OK, "run: %s", err);
     CHECK(note.calls == 1 && note.ok && note.ms >= 0 && !note.output_existed,
@@ -336,7 +336,7 @@ static void test_gpu_fallback(const ip_image *src)
         return;
     }
     run_source in = { in_png, NULL, NULL, 0, NULL, NULL };
-    run_sink sink = { out, NULL, 0 };
+    run_sink sink = { out, NULL, 0, NULL, NULL };
     run_result res;
     int rc = run_image(w, &p, &in, &sink, &o, &res, err, sizeof err);
     CHECK(rc == IP_OK, "fallback run: %s", err);

@@ -27,7 +27,7 @@ int imgpipe_run_file(imgpipe_pipeline *p, const char *src, const char *dst, cons
     plan own;   /* shapes are written into the steps: a copy of them, the plugin states shared */
     if (plan_share(&p->p, &own) != IP_OK) return api_fail(err, IMGPIPE_ENOMEM, "out of memory");
     run_source in = { src, NULL, NULL, 0, NULL, NULL };
-    run_sink out = { dst, NULL, 0 };
+    run_sink out = { dst, NULL, 0, NULL, NULL };
     run_result *res = malloc(sizeof *res);
     char msg[1024];
     rc = res ? run_image(NULL, &own, &in, &out, &ro, res, msg, sizeof msg) : IP_ENOMEM;

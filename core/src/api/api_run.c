@@ -117,7 +117,7 @@ static int run_on_slot(api_slot *s, const ip_image *src, ip_image *dst, const ru
     if (stream && (src->on_device || dst->on_device)) rc = order_after(&s->events[0], cuda_stream, stream, err);
     if (rc != IP_OK) return rc;
     run_source source = { NULL, src, NULL, 0, NULL, NULL };
-    run_sink sink = { NULL, dst, 1 };
+    run_sink sink = { NULL, dst, 1, NULL, NULL };
     run_result res;
     rc = run_image(s->worker, &s->own, &source, &sink, ro, &res, msg, sizeof msg);
     if (rc != IP_OK) return api_fail_from(err, rc, msg, NULL);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ typedef struct {
     double decode_ms, stages_ms, encode_ms, total_ms;
     int firsts;                          /* the workers' first images, which make their buffers */
     double first_decode_ms, first_stages_ms, first_encode_ms;
+    int behind;                          /* written behind the worker's next image */
 } batch_times;
 
 typedef struct {
@@ -324,9 +326,10 @@ static run_options image_options(const batch_options *o, const batch_entry *e, s
     return ro;
 }
 
-static void count_times(batch_shared *sh, const run_times *t, double total_ms, int first)
+static void count_times(batch_shared *sh, const run_times *t, double total_ms, int first, int behind)
 {
     pthread_mutex_lock(&sh->lock);
+    sh->times.behind += behind;
     if (first) {
         sh->times.firsts++;
         sh->times.first_decode_ms += t->decode_ms;
@@ -356,16 +359,71 @@ static void cpu_decode_ended(void *user, int ok, double ms)
     jpeg_ahead_cpu_took(d->ahead, ok ? ms : -1.0);
 }
 
-static int process_entry(worker *w, sched_role role, const batch_entry *e, io_warnings *warnings, char *err,
-                         size_t errlen)
+typedef struct {
+    sched_role role;
+    int ticket;
+} batch_ran;
+
+static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
+                   const io_warnings *warnings, const batch_ran *ran);
+
+/* An image whose file the worker's writer finishes behind its next image: counted and reported
+ * by whichever ends last, the write (on the writer's thread) or the worker's return from the run. */
+typedef struct {
+    batch_shared *sh;
+    const batch_entry *e;
+    batch_ran ran;
+    double t0;
+    atomic_int parts_left;       /* 2: the write, and the run's own results */
+    io_warnings warnings;        /* the run's */
+    run_times times;
+    int first;
+    int write_rc;                /* the write's */
+    double encode_ms;
+    char err[1024];
+} written_later;
+
+static void later_part_done(written_later *later)
+{
+    if (atomic_fetch_sub(&later->parts_left, 1) != 1) return;
+    later->times.encode_ms = later->encode_ms;
+    count_times(later->sh, &later->times, (now_s() - later->t0) * 1e3, later->first, 1);
+    report(later->sh, later->e, later->write_rc, 0, later->err, &later->warnings, &later->ran);
+    free(later);
+}
+
+static void image_written(void *user, int rc, double encode_ms, const char *err)
+{
+    written_later *later = user;
+    later->encode_ms = encode_ms;
+    later->write_rc = rc;
+    snprintf(later->err, sizeof later->err, "%s", err);
+    later_part_done(later);
+}
+
+static written_later *later_for(worker *w, sched_role role, const batch_entry *e, const batch_ran *ran, double t0)
+{
+    if (role != SCHED_ROLE_GPU || w->sh->feed) return NULL;
+    written_later *later = calloc(1, sizeof *later);
+    if (!later) return NULL;
+    later->sh = w->sh, later->e = e, later->ran = *ran, later->t0 = t0;
+    atomic_init(&later->parts_left, 2);
+    return later;
+}
+
+/* Runs e; returns 1 when its write was handed to the worker's writer (reported when written). */
+static int process_entry(worker *w, sched_role role, const batch_entry *e, const batch_ran *ran, int *rc_out,
+                         io_warnings *warnings, char *err, size_t errlen)
 {
     run_worker *rw = w->rw[role];
     run_options ro = image_options(w->sh->o, e, role);
     cpu_decode on_cpu = { w->sh->ahead, 0 };
     run_source in = { e->in, NULL, NULL, 0, NULL, NULL };
-    run_sink out = { e->out, NULL, 0 };
-    run_result res;
     double t0 = now_s();
+    /* the file written behind the next image's decoding, where a GPU worker's result stays on the card */
+    written_later *later = later_for(w, role, e, ran, t0);
+    run_sink out = { e->out, NULL, 0, later ? image_written : NULL, later };
+    run_result res;
     int ahead_index = w->sh->ahead && role == SCHED_ROLE_GPU ? (int)(e - w->sh->list->items) : -1;
     ip_image decoded;
     jpeg_ahead_got got = ahead_index >= 0 ? jpeg_ahead_take(w->sh->ahead, ahead_index, &decoded) : JPEG_AHEAD_USUAL;
@@ -378,19 +436,27 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, io_wa
     double take_ms = (now_s() - t0) * 1e3;
     int rc = run_image(rw, &w->own, &in, &out, &ro, &res, err, errlen);
     if (in.jpeg_on_cpu) cpu_decode_ended(&on_cpu, res.decoded, res.times.decode_ms);
-    if (in.decoded) {   /* the stages read it on the worker's stream */
-        gpu_stream_sync(run_worker_stream(rw), NULL, 0);
+    if (in.decoded) {   /* the stages read it on the worker's stream (exec_run waited for them before a write behind) */
+        if (!res.write_behind) gpu_stream_sync(run_worker_stream(rw), NULL, 0);
         res.times.decode_ms += take_ms;
     }
     if (ahead_index >= 0) jpeg_ahead_release(w->sh->ahead, ahead_index);
-    *warnings = res.warnings;
-    if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3, w->images++ == 0);
     if (res.notes[0] && w->sh->cb->note) {
         pthread_mutex_lock(&w->sh->lock);
         w->sh->cb->note(w->sh->cb->user, res.notes);
         pthread_mutex_unlock(&w->sh->lock);
     }
-    return rc;
+    int first = res.decoded && w->images++ == 0;
+    if (res.write_behind) {
+        later->warnings = res.warnings, later->times = res.times, later->first = first;
+        later_part_done(later);
+        return 1;
+    }
+    free(later);
+    *warnings = res.warnings;
+    if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3, first, 0);
+    *rc_out = rc;
+    return 0;
 }
 
 /* The image by which every worker's buffers, and the read-ahead's, are made. */
@@ -452,11 +518,6 @@ static void say_arrangement(batch_shared *sh, const char *extra)
 }
 
 /* A finished image, of a worker in role: progress, failures, and the arrangement's measuring. */
-typedef struct {
-    sched_role role;
-    int ticket;
-} batch_ran;
-
 static void report(batch_shared *sh, const batch_entry *e, int rc, int resumed, const char *msg,
                    const io_warnings *warnings, const batch_ran *ran)
 {
@@ -571,7 +632,11 @@ static void *worker_main(void *arg)
             continue;
         }
         io_warnings warnings = { 0 };
-        int rc = w->rw[role] ? process_entry(w, role, e, &warnings, err, sizeof err) : IP_ENOMEM;
+        int rc = IP_ENOMEM;
+        if (w->rw[role] && process_entry(w, role, e, &ran, &rc, &warnings, err, sizeof err)) {
+            pass_notes(sh, w->rw[role]);
+            continue;
+        }
         if (!w->rw[role]) {
             snprintf(err, sizeof err, "out of memory");
             drop_ahead(sh, e);
@@ -837,13 +902,14 @@ static void note_times(const batch_shared *sh)
 {
     const batch_times *t = &sh->times;
     if (!sh->cb->note || !sh->o->verbose || !t->images) return;
-    char msg[512];
+    char msg[768];
     double n = t->images;
     snprintf(msg, sizeof msg, "workers: %d images (%d by GPU workers, %d by CPU workers), a mean %.1f ms each in a "
-             "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms, other %.1f ms; "
-             "a worker's first image: decode %.1f ms, stages %.1f ms, encode and write %.1f ms",
+             "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms (%d written behind the "
+             "next image's decoding), other %.1f ms; a worker's first image: decode %.1f ms, stages %.1f ms, encode "
+             "and write %.1f ms",
              t->images, sh->prog.on_gpu, sh->prog.on_cpu, t->total_ms / n, sh->jobs, t->decode_ms / n,
-             t->stages_ms / n, t->encode_ms / n, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n,
+             t->stages_ms / n, t->encode_ms / n, t->behind, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n,
              t->firsts ? t->first_decode_ms / t->firsts : 0.0, t->firsts ? t->first_stages_ms / t->firsts : 0.0,
              t->firsts ? t->first_encode_ms / t->firsts : 0.0);
     sh->cb->note(sh->cb->user, msg);

@@ -93,7 +93,7 @@ static int run_one_image(const cli_options *o, plan *p, const char *in_path, con
     catch_ending_signal(SIGTERM, &sa);
     catch_ending_signal(SIGHUP, &sa);
     run_source in = { in_path, NULL, NULL, 0, NULL, NULL };
-    run_sink out = { out_path, NULL, 0 };
+    run_sink out = { out_path, NULL, 0, NULL, NULL };
     run_result res;
     char err[1024];
     int rc = run_image(NULL, p, &in, &out, &one.run, &res, err, sizeof err);

@@ -65,6 +65,11 @@ typedef struct {
     const char *path;
     ip_image *image;
     int into;
+    /* A folder worker on the GPU may then write the file behind its next image's decoding: run_image
+     * returns with res->write_behind set, and on_written is called once the file is written (on
+     * another thread) with the write's outcome, time and message. NULL: written before returning. */
+    void (*on_written)(void *user, int rc, double encode_ms, const char *err);
+    void *on_written_user;
 } run_sink;
 
 #define RUN_NOTES_LEN 2048
@@ -97,6 +102,7 @@ typedef struct {
      * the pipeline or the options cannot take the image (a usage error) rather than the file. */
     const char *failed_path;
     int usage_error;
+    int write_behind;            /* the write was handed on: the sink's on_written tells its outcome */
 } run_result;
 
 /* What a caller keeps from image to image (a folder's worker thread): an exec context on its

@@ -33,4 +33,6 @@ int run_auto_prefers_gpu(const plan *p, const ip_shape *shape, io_format in_form
 /* The worker's device and contexts, for the paths. */
 exec_device run_worker_device(const run_worker *w);
 int run_worker_gpu(const run_worker *w);
+/* Waits for the worker's write behind, if any: its GPU objects, result and stream are free again. */
+void run_worker_settle(run_worker *w);
 #endif

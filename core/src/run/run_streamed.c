@@ -191,6 +191,7 @@ static int stream_on(run_worker *w, plan *p, const run_source *in, const run_sin
         run_stream_cancel(rs);
         return RUN_DECLINED;
     }
+    if (w) run_worker_settle(w);   /* a streamed image's device memory comes after the last write's */
     if ((rc = choose_place(w, p, &shape, pr, out, o, &so, res, err, errlen)) != IP_OK) {
         run_stream_cancel(rs);
         return rc;

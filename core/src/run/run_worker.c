@@ -11,6 +11,7 @@
 #include "run/run_internal.h"
 #include "run/run_jpeg.h"
 #include "run/run_output.h"
+#include "run/write_behind.h"
 
 struct run_worker {
     run_worker_options wo;
@@ -23,6 +24,8 @@ struct run_worker {
     io_gpu_codecs *codecs;       /* nvCOMP on this worker's stream, or NULL: the CPU codecs */
     int codecs_tried;
     char codecs_why[256];        /* why there are none, when --codecs gpu asked for them */
+    write_behind *behind;        /* the thread writing the last image's file, made on first need */
+    int behind_tried;
 };
 
 typedef struct {
@@ -50,6 +53,7 @@ int run_worker_create(run_worker **out, const run_options *o, const run_worker_o
 void run_worker_destroy(run_worker *w)
 {
     if (!w) return;
+    write_behind_destroy(w->behind);   /* its last write uses the objects below */
     jpeg_gpu_close(w->jpeg);
     io_gpu_codecs_close(w->codecs);
     exec_destroy(w->ctx);
@@ -66,6 +70,7 @@ int run_worker_ready(const run_worker *w, char *err, size_t errlen)
 }
 
 exec_device run_worker_device(const run_worker *w) { return w->wo.device; }
+void run_worker_settle(run_worker *w) { write_behind_wait(w->behind); }
 int run_worker_gpu(const run_worker *w) { return w->wo.gpu; }
 
 /* Plans the image as soon as its header is read. */
@@ -123,6 +128,7 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
     }
     io_format fmt = pr->format;
     if (!in->jpeg_on_cpu && run_jpeg_wanted(worker_jpeg(w, fmt), fmt, w->eo.transfer)) {
+        run_worker_settle(w);   /* nvJPEG's state and the stream are the last write's until it ends */
         run_jpeg_target target;
         run_jpeg_target_init(&target, w->ctx, p);
         int rc = jpeg_route_decode_pooled(w->wo.jpeg, w->wo.gpu, w->jpeg, &target.target, &pr->input, io, img, err,
@@ -130,6 +136,7 @@ static int decode_image(run_worker *w, plan *p, const run_source *in, run_probe 
         if (rc != IP_EUNSUPPORTED) return rc;
     }
     if (fmt == IO_FMT_TIFF) {
+        run_worker_settle(w);   /* nvCOMP's scratch, likewise */
         int rc = run_tiff_gpu_decode(worker_codecs(w, o), w->ctx, p, &pr->input, io, img, err, errlen);
         if (rc != IP_EUNSUPPORTED) return rc;
     }
@@ -152,10 +159,38 @@ static int retry_on_cpu(run_worker *w, plan *p, const run_source *in, const io_o
     return rc;
 }
 
+/* The writer's thread, where the sink takes a write behind and the result stays on the GPU. */
+static write_behind *behind_for(run_worker *w, const run_sink *out, const ip_image *result)
+{
+    if (!out->on_written || !out->path || !result->on_device || w->wo.device != EXEC_GPU) return NULL;
+    if (!w->behind_tried) {
+        w->behind_tried = 1;
+        char why[256];
+        if (write_behind_wanted() && write_behind_create(&w->behind, w->wo.gpu, why, sizeof why) != IP_OK)
+            w->behind = NULL;   /* written in line, as without it */
+    }
+    return w->behind;
+}
+
+/* Hands the result's write to the worker's writer; the probe's metadata goes with it. */
+static int hand_write(write_behind *wb, jpeg_gpu *jpeg, const io_gpu_codecs *codecs,
+                      const ip_image *result, const run_sink *out, const run_options *o, run_probe *pr,
+                      run_result *res)
+{
+    write_behind_job job = { *result, strdup(out->path), *o, pr->meta, jpeg, codecs, out->on_written,
+                             out->on_written_user };
+    if (!job.path) return 0;
+    meta_init(&pr->meta);
+    write_behind_submit(wb, &job);
+    res->write_behind = 1;
+    return 1;
+}
+
 static int run_and_write(run_worker *w, plan *p, const run_source *in, const run_sink *out, const run_options *o,
                          run_probe *pr, io_options *io, const ip_shape *final, ip_image *img, run_result *res,
                          char *err, size_t errlen)
 {
+    run_worker_settle(w);   /* the last result's buffers and the stream are free again */
     ip_image result;
     io_format out_fmt = out->path ? io_format_from_ext(out->path) : IO_FMT_UNKNOWN;
     int into_device = out->into && out->image->on_device;
@@ -176,6 +211,8 @@ static int run_and_write(run_worker *w, plan *p, const run_source *in, const run
         res->failed_path = in->path;
         return rc;
     }
+    write_behind *wb = behind_for(w, out, &result);
+    if (wb && hand_write(wb, w->jpeg, codecs, &result, out, o, pr, res)) return IP_OK;
     double t0 = now_ms();
     rc = run_output_write(w->jpeg, codecs, &result, out, o, &pr->meta, err, errlen);
     res->times.encode_ms = now_ms() - t0;
