@@ -419,7 +419,7 @@ static void bench(const codecs *k, int channels)
         printf("CPU writer level %d (%d threads): %ld bytes, ratio %.3f, %.1f ms, %.2f GB/s\n", level,
                io_thread_count(&opt), rc ? -1 : file_size(path), raw / (double)file_size(path), ms, raw / ms / 1e6);
     }
-    static const size_t bands[] = { (size_t)1 << 16, (size_t)1 << 18, (size_t)1 << 20 };
+    static const size_t bands[] = { (size_t)1 << 15, (size_t)1 << 16, (size_t)1 << 18 };
     for (int alg = 0; alg <= 5; alg++)
         for (int b = 0; b < 3; b++) {
             io_options opt;

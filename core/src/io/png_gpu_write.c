@@ -25,10 +25,12 @@
  * of zlib's size faster than the CPU writer on 16 cores (4: 35% larger; 5: 4% larger at 0.02-0.16
  * GB/s), so those levels stay on the CPU (-1). */
 static const int level_algorithm[10] = { 0, 2, 2, 2, 2, -1, -1, -1, -1, -1 };
-/* 64 KiB bands, not 256: in a 16-worker folder of 12-MP gray photographs (H200, 2026-11-28) an
- * image's deflate took 41-72 ms against 108-140, for files 0.2% larger (4% smaller than the CPU
- * writer's at level 3; RGB 0.3% larger than its); a mirror-tiled synthetic image lost 3-10%. */
-#define BAND_BYTES ((size_t)64 << 10)
+/* 32 KiB bands: a band's deflate takes the card's time in proportion to its length, and a folder
+ * worker waits for it. 200 12-MP gray photographs through 16 workers (H200, 2026-11-29): 81.3-83.5
+ * images/s against 73.7-74.6 at 64 KiB (written behind the next decode), files 940.3 MB against
+ * 937.2 (the CPU writer's 932.0: +0.9%); 16 KiB ran no faster than 32 for +1.5%. At 256 KiB (before
+ * 2026-11-28) an image's deflate took 108-140 ms against 41-72 at 64. */
+#define BAND_BYTES ((size_t)32 << 10)
 
 png_gpu_settings png_gpu_settings_for(int level)
 {
