@@ -54,8 +54,8 @@ int png_gpu_write(const io_gpu_codecs *c, const ip_image *dev_out, const char *p
 }
 
 #ifdef IMGPIPE_HAVE_CUDA
-/* Where the bands lie: band k's filtered bytes at k * band_bytes, its deflated bytes at
- * k * slot (device and host alike), slot leaving the join's spare room. */
+/* Where the bands lie: band k's filtered bytes at k * band_bytes, its deflated bytes at k * slot
+ * on the device (slot: nvCOMP's most for a band, and the join's spare room). */
 typedef struct {
     size_t row_bytes, filtered_bytes, band_bytes, n_bands, max_deflated, slot;
     unsigned bpp, allowed, sample_bytes;
@@ -67,7 +67,8 @@ typedef struct {
     uint8_t *filtered, *deflated;   /* device */
     uint32_t *adler;                /* device */
     unsigned long long *walk_table; /* device */
-    uint8_t *host;
+    uint8_t *host;                  /* band k's deflated bytes at k * host_pitch */
+    size_t host_pitch;              /* the longest band's, and the join's spare room */
     unsigned long long *host_walk_table;
     uint32_t *host_adler;
     nvcomp_chunk *chunks;
@@ -110,7 +111,6 @@ static int alloc_buffers(const io_gpu_codecs *c, const layout *l, buffers *b, ch
                                         errlen);
     size_t table = deflate_walk_gpu_table_bytes(l->n_bands);
     if (!rc) rc = io_gpu_scratch_device(c, IO_GPU_SCRATCH_D, table, (void **)&b->walk_table, err, errlen);
-    if (!rc) rc = io_gpu_scratch_pinned(c, IO_GPU_SCRATCH_A, l->n_bands * l->slot, (void **)&b->host, err, errlen);
     if (!rc) rc = io_gpu_scratch_pinned(c, IO_GPU_SCRATCH_D, table, (void **)&b->host_walk_table, err, errlen);
     if (rc) return rc;
     b->host_adler = malloc(l->n_bands * sizeof(uint32_t));
@@ -152,7 +152,9 @@ static int deflate_bands(const io_gpu_codecs *c, int algorithm, const layout *l,
 }
 
 /* One pitched copy of the first (largest band's) bytes of every slot, the checksums and the walks
- * (nvcomp_compress has refused a band past its slot's max_deflated). */
+ * (nvcomp_compress has refused a band past its slot's max_deflated). The host's pitch is the longest
+ * band's, not the slot's: a folder worker pins a quarter of the bytes (each pinned byte costs every
+ * worker's first image time in the driver). */
 static int download(const io_gpu_codecs *c, const layout *l, buffers *b, size_t *deflated, char *err, size_t errlen)
 {
     size_t longest = 0, n = l->n_bands;
@@ -161,14 +163,16 @@ static int download(const io_gpu_codecs *c, const layout *l, buffers *b, size_t 
         if (b->chunks[k].dst_bytes > longest) longest = b->chunks[k].dst_bytes;
         *deflated += b->chunks[k].dst_bytes;
     }
-    int rc = deflate_walk_gpu_queue(c, b->deflated, l->slot, b->chunks, n, b->walk_table, b->host_walk_table, err,
+    b->host_pitch = nvcomp_align_up(longest + PNG_GPU_JOIN_SPARE);   /* at most slot: n * slot was checked */
+    int rc = io_gpu_scratch_pinned(c, IO_GPU_SCRATCH_A, n * b->host_pitch, (void **)&b->host, err, errlen);
+    if (!rc) rc = deflate_walk_gpu_queue(c, b->deflated, l->slot, b->chunks, n, b->walk_table, b->host_walk_table, err,
                                     errlen);
-    if (!rc) rc = gpu_copy2d(b->host, l->slot, b->deflated, l->slot, longest, n, GPU_D2H, c->stream, err, errlen);
+    if (!rc) rc = gpu_copy2d(b->host, b->host_pitch, b->deflated, l->slot, longest, n, GPU_D2H, c->stream, err, errlen);
     size_t sums = n * sizeof(uint32_t);
     if (!rc) rc = gpu_copy2d(b->host_adler, sums, b->adler, sums, sums, 1, GPU_D2H, c->stream, err, errlen);
     if (!rc) rc = gpu_stream_sync(c->stream, err, errlen);
     for (size_t k = 0; !rc && k < n; k++) {
-        b->bands[k] = (pngx_band){ b->host + k * l->slot, b->chunks[k].dst_bytes, b->host_adler[k],
+        b->bands[k] = (pngx_band){ b->host + k * b->host_pitch, b->chunks[k].dst_bytes, b->host_adler[k],
                                    b->chunks[k].src_bytes, 0 };
         b->walks[k] = deflate_walk_gpu_result(b->host_walk_table, n, k);
     }
