@@ -165,9 +165,9 @@ static void test_estimate_uses_hint(void)
     CHECK(est.gpu_stages_ms == 0.25 * 6000.0 / 1e6, "gpu stages %.17g ms", est.gpu_stages_ms);
 }
 
-/* With nvJPEG and PNG written on the card, the CPU path pays its PNG encoding (25 ns a sample)
- * and the card its filter and deflate (0.3 ns a byte); PNG it does not write, or JPEG, adds
- * neither. */
+/* PNG written on the card, with nvJPEG or without: the CPU path pays its PNG encoding (25 ns a
+ * sample) and the card its filter and deflate (0.3 ns a byte); PNG it does not write, or JPEG,
+ * adds neither. */
 static void test_estimate_png_on_card(void)
 {
     cost_setting on_card = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_PNG, .cpu_threads = 4, .gpu_jpeg = 1,
@@ -185,6 +185,14 @@ static void test_estimate_png_on_card(void)
           "card's PNG encoding: %.17g, %.17g, %.17g ms", card.gpu_codec_ms, cores.gpu_codec_ms, jpeg.gpu_codec_ms);
     CHECK(fabs(card.gpu_ms - cores.gpu_ms - card.gpu_codec_ms + 6000 / 7.0e6) < 1e-12,
           "the card's PNG encoding in gpu_ms: %.17g ms more", card.gpu_ms - cores.gpu_ms);
+    cost_setting turbo_card = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_PNG, .cpu_threads = 4, .png_gpu = 1 };
+    cost_setting turbo_cores = { .in_format = IO_FMT_JPEG, .out_format = IO_FMT_PNG, .cpu_threads = 4 };
+    estimate_one_step(&turbo_card, &card);
+    estimate_one_step(&turbo_cores, &cores);
+    CHECK(fabs(card.cpu_ms - cores.cpu_ms - 3000 * 25.0 / 1e6) < 1e-12 &&
+              fabs(card.gpu_codec_ms - 6000 * 0.3 / 1e6) < 1e-12 && cores.gpu_codec_ms == 0,
+          "without nvJPEG, PNG on the card: CPU %.17g ms more, the card %.17g ms", card.cpu_ms - cores.cpu_ms,
+          card.gpu_codec_ms);
 }
 
 /* A deflate TIFF with a share on the card: the CPU path pays that share of a core's deflate at

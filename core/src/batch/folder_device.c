@@ -106,6 +106,7 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
         cost_estimate_plan(&own, &shape, &set, &one);
         int workers = o->jobs < cores ? o->jobs : cores;
         folder_estimate_images(&one, &shape, l.n, workers, out_fmt, gpu_jpeg, est);
+        est->card_encodes = png_gpu || tiff_share > 0;
     }
     plan_unshare(&own);
     batch_listing_free(&l);

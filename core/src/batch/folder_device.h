@@ -10,7 +10,9 @@
 typedef struct {
     int n_images;
     double cpu_s, gpu_s;     /* the wall time in which the paths differ: the stages on the CPU's
-                                workers; the GPU path's start-up, staging and waits (or the card) */
+                                workers (and the encoding of what the card would encode); the GPU
+                                path's start-up, staging and waits (or the card) */
+    int card_encodes;        /* the card would encode the output (PNG, or a TIFF's share) */
 } folder_estimate;
 
 /* auto: whether the GPU need not even start. The estimate is rough, and the mixed arrangement

@@ -328,7 +328,9 @@ static int choose_folder_device(const cli_options *o, const plan *p, const char 
     if (!cpu_wins) return arrange_by_rates(o, &est, b.jobs, fp);
     /* with nvJPEG the estimates count the CPU path's decoding and encoding, and the engine's start */
     cli_say(o, "device: CPU, %d workers (auto: %s of %d image%s would take the cores about %.1f s, less than %s, "
-            "about %.1f s)", b.jobs, nvjpeg ? "the decoding, stages and encoding" : "the stages", est.n_images,
+            "about %.1f s)", b.jobs,
+            nvjpeg ? "the decoding, stages and encoding" : est.card_encodes ? "the stages and encoding" : "the stages",
+            est.n_images,
             est.n_images == 1 ? "" : "s", est.cpu_s,
             nvjpeg ? "the GPU path with nvJPEG's start" : "the GPU's start-up and staging", est.gpu_s);
     fp->dev = EXEC_CPU;

@@ -21,10 +21,11 @@
 #define NVJPEG_DECODE_NS 0.65
 #define NVJPEG_ENCODE_FIRST_MS 46.0
 #define JPEG_ENCODE_NS_CPU 2.0
-/* PNG at the levels the card writes (0-4), with nvJPEG in a 16-worker folder of 12-MP photographs
- * (H200, 2026-11-28, level 3): the CPU's filter, deflate and write 24-26 ns a sample on a worker's
- * core; the card's filter, deflate and walk about 0.3 ns a byte of the whole card's time (the
- * engine's decoding slowed beside it), fitted to 200 and 800 files, gray and RGB. */
+/* PNG at the levels the card writes (0-4), in a 16-worker folder of 12-MP photographs (H200,
+ * level 3): the CPU's filter, deflate and write 24-26 ns a sample on a worker's core (23.5-24.3 on
+ * 2026-11-29, libjpeg-turbo decoding); the card's filter, deflate and walk about 0.3 ns a byte of
+ * the whole card's time (with nvJPEG, the engine's decoding slowed beside it), fitted to 200 and
+ * 800 files, gray and RGB, on 2026-11-28. */
 #define PNG_ENCODE_NS_CPU 25.0
 #define PNG_GPU_NS_PER_BYTE 0.3
 
@@ -66,10 +67,9 @@ static double decode_ms(const ip_shape *in, io_format fmt, int threads)
 }
 
 /* With nvJPEG the GPU decodes (and encodes) what the CPU would: the decoding no longer hides
- * start-up, and the pixels do not cross PCIe; PNG the card writes (set->png_gpu) costs the CPU
- * path its encoding and the card its deflate (*codec). */
+ * start-up, and the pixels do not cross PCIe. */
 static void add_gpu_jpeg(const ip_shape *in, const ip_shape *final, const cost_setting *set, double *cpu, double *gpu,
-                         double *startup, double *codec)
+                         double *startup)
 {
     double px = (double)in->width * (double)in->height;
     if (set->in_format == IO_FMT_JPEG) {
@@ -81,11 +81,15 @@ static void add_gpu_jpeg(const ip_shape *in, const ip_shape *final, const cost_s
         *cpu += samples(final) * JPEG_ENCODE_NS_CPU / 1e6;
         *gpu += NVJPEG_ENCODE_FIRST_MS - bytes_of(final) / DOWNLOAD_BYTES_PER_MS;
     }
-    if (set->out_format == IO_FMT_PNG && set->png_gpu) {
-        *cpu += samples(final) * PNG_ENCODE_NS_CPU / 1e6;
-        *codec = bytes_of(final) * PNG_GPU_NS_PER_BYTE / 1e6;
-        *gpu += *codec - bytes_of(final) / DOWNLOAD_BYTES_PER_MS;
-    }
+}
+
+/* PNG the card writes: the CPU path pays its encoding, the card its filter and deflate (*codec),
+ * and the result is not downloaded whole. */
+static void add_png_gpu(const ip_shape *final, double *cpu, double *gpu, double *codec)
+{
+    *cpu += samples(final) * PNG_ENCODE_NS_CPU / 1e6;
+    *codec = bytes_of(final) * PNG_GPU_NS_PER_BYTE / 1e6;
+    *gpu += *codec - bytes_of(final) / DOWNLOAD_BYTES_PER_MS;
 }
 
 /* The card's share of a deflate TIFF output: the CPU path's cores pay it, the card deflates it. */
@@ -118,7 +122,9 @@ void cost_estimate_plan(const plan *p, const ip_shape *in, const cost_setting *s
     if (p->n > 0) gpu += bytes_of(&p->steps[p->n - 1].out) / DOWNLOAD_BYTES_PER_MS;
     out->gpu_codec_ms = 0;
     if (set->gpu_jpeg && p->n > 0)
-        add_gpu_jpeg(in, &p->steps[p->n - 1].out, set, &cpu, &gpu, &out->startup_ms, &out->gpu_codec_ms);
+        add_gpu_jpeg(in, &p->steps[p->n - 1].out, set, &cpu, &gpu, &out->startup_ms);
+    if (set->out_format == IO_FMT_PNG && set->png_gpu && p->n > 0)
+        add_png_gpu(&p->steps[p->n - 1].out, &cpu, &gpu, &out->gpu_codec_ms);
     if (set->out_format == IO_FMT_TIFF && set->tiff_card_share > 0 && p->n > 0)
         add_tiff_gpu(&p->steps[p->n - 1].out, set, &cpu, &gpu, &out->gpu_codec_ms);
     gpu += out->startup_ms;

@@ -18,7 +18,7 @@ typedef struct {
     io_format in_format, out_format;
     int cpu_threads;       /* threads the CPU path would use */
     int gpu_jpeg;          /* on the GPU, JPEG is decoded and encoded by nvJPEG */
-    int png_gpu;           /* with gpu_jpeg: PNG output is filtered and deflated on the card (png_gpu.h) */
+    int png_gpu;           /* PNG output is filtered and deflated on the card (png_gpu.h) */
     double tiff_card_share; /* the share of a deflate TIFF output's strips the card compresses (tiff_gpu.h) */
     int tiff_level;         /* its deflate level (--tiff-level; 0: the default) */
 } cost_setting;
