@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 #include "io/tiff_gpu_strips.h"
 #include <pthread.h>
 #include <stdio.h>
