@@ -67,8 +67,9 @@ int write_behind_create(write_behind **out, int device, char *err, size_t errlen
         snprintf(err, errlen, "cannot make the writer's lock");
         return IP_EINVAL;
     }
-    if (pthread_cond_init(&wb->changed, NULL) != 0 || pthread_create(&wb->thread, NULL, writer_main, wb) != 0) {
-        pthread_cond_destroy(&wb->changed);
+    int cond = pthread_cond_init(&wb->changed, NULL) == 0;
+    if (!cond || pthread_create(&wb->thread, NULL, writer_main, wb) != 0) {
+        if (cond) pthread_cond_destroy(&wb->changed);   /* never destroyed where its init failed */
         pthread_mutex_destroy(&wb->lock);
         free(wb);
         snprintf(err, errlen, "cannot start the writer's thread");
@@ -78,18 +79,24 @@ int write_behind_create(write_behind **out, int device, char *err, size_t errlen
     return IP_OK;
 }
 
+/* With the lock held: returns once no write is pending. */
+static void wait_idle_locked(write_behind *wb)
+{
+    while (wb->pending) pthread_cond_wait(&wb->changed, &wb->lock);
+}
+
 void write_behind_wait(write_behind *wb)
 {
     if (!wb) return;
     pthread_mutex_lock(&wb->lock);
-    while (wb->pending) pthread_cond_wait(&wb->changed, &wb->lock);
+    wait_idle_locked(wb);
     pthread_mutex_unlock(&wb->lock);
 }
 
 void write_behind_submit(write_behind *wb, write_behind_job *job)
 {
     pthread_mutex_lock(&wb->lock);
-    while (wb->pending) pthread_cond_wait(&wb->changed, &wb->lock);
+    wait_idle_locked(wb);
     wb->job = *job;
     wb->pending = 1;
     pthread_cond_broadcast(&wb->changed);
