@@ -245,8 +245,25 @@ static void test_estimate_images(void)
           est.gpu_s);
 }
 
+/* The card's codecs count in auto's estimate only where GPU workers would use them: copied
+ * transfers, codecs not forced onto the cores (zerocopy encodes on the cores, run_output.c). */
+static void test_card_codecs(void)
+{
+    static const struct { exec_transfer transfer; run_codecs codecs; int card; } rows[] = {
+        { EXEC_COPY, RUN_CODECS_AUTO, 1 },     { EXEC_COPY, RUN_CODECS_GPU, 1 },
+        { EXEC_COPY, RUN_CODECS_CPU, 0 },      { EXEC_ZEROCOPY, RUN_CODECS_AUTO, 0 },
+        { EXEC_ZEROCOPY, RUN_CODECS_GPU, 0 },  { EXEC_ZEROCOPY, RUN_CODECS_CPU, 0 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        batch_options o = { .transfer = rows[i].transfer, .codecs = rows[i].codecs };
+        CHECK(folder_card_codecs(&o) == rows[i].card, "row %zu: transfer %d, codecs %d", i, (int)rows[i].transfer,
+              (int)rows[i].codecs);
+    }
+}
+
 int main(void)
 {
+    test_card_codecs();
     test_choose();
     test_ruled_out();
     test_estimate_images();

@@ -77,6 +77,11 @@ void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n,
     if (est->gpu_s < n * card_ms / 1e3) est->gpu_s = n * card_ms / 1e3;
 }
 
+int folder_card_codecs(const batch_options *o)
+{
+    return o->codecs != RUN_CODECS_CPU && o->transfer == EXEC_COPY;
+}
+
 int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder_estimate *est, char *err,
                         size_t errlen)
 {
