@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device memory over a long folder (issue 29 item 6): N images (default 2000; 2048x1536 JPEGs and
 # 1024x768 TIFFs of a photograph, shifted and brightened) through denoise.pipe on the GPU, once as JPEG -> JPEG with nvJPEG
-# (--jpeg-decoder gpu) and once as deflate TIFF -> deflate TIFF with the GPU codecs (--codecs gpu),
+# (--jpeg-decoder gpu), once as JPEG -> PNG level 3 (the card's PNG writer, each file written
+# behind the worker's next decode) and once as deflate TIFF -> deflate TIFF with the GPU codecs (--codecs gpu),
 # while nvidia-smi samples GPU 0's used memory every 0.1 s (the run is the only process on it). Flat: after a first quarter of
 # warm-up (workers starting, decoder states made), the peak over the second half of the samples is
 # within 64 MiB of the peak over the second quarter (samples at the idle reading, before the
@@ -69,5 +70,6 @@ measure() {
 exec > >(tee "$out/folder-memory.txt")   # not a pipe: status stays in this shell
 echo "folder-memory: $n images (JPEGs 2048x1536, TIFFs 1024x768), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 measure "JPEG -> JPEG, nvJPEG" jpg jpg --jpeg-decoder gpu --profile
+measure "JPEG -> PNG level 3, the card's PNG writer behind" jpg png --png-level 3 --profile
 measure "deflate TIFF -> deflate TIFF, GPU codecs" tif tif --codecs gpu
 exit $status
