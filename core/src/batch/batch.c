@@ -411,9 +411,9 @@ static written_later *later_for(worker *w, sched_role role, const batch_entry *e
     return later;
 }
 
-/* Runs e; returns 1 when its write was handed to the worker's writer (reported when written). */
-static int process_entry(worker *w, sched_role role, const batch_entry *e, const batch_ran *ran, int *rc_out,
-                         io_warnings *warnings, char *err, size_t errlen)
+/* Runs e and reports it: now, or when the worker's writer has written it behind. */
+static void process_entry(worker *w, sched_role role, const batch_entry *e, const batch_ran *ran, char *err,
+                          size_t errlen)
 {
     run_worker *rw = w->rw[role];
     run_options ro = image_options(w->sh->o, e, role);
@@ -450,13 +450,11 @@ static int process_entry(worker *w, sched_role role, const batch_entry *e, const
     if (res.write_behind) {
         later->warnings = res.warnings, later->times = res.times, later->first = first;
         later_part_done(later);
-        return 1;
+        return;
     }
     free(later);
-    *warnings = res.warnings;
     if (res.decoded) count_times(w->sh, &res.times, (now_s() - t0) * 1e3, first, 0);
-    *rc_out = rc;
-    return 0;
+    report(w->sh, e, rc, 0, err, &res.warnings, ran);
 }
 
 /* The image by which every worker's buffers, and the read-ahead's, are made. */
@@ -631,17 +629,12 @@ static void *worker_main(void *arg)
             report(sh, e, IP_OK, 1, NULL, NULL, NULL);
             continue;
         }
-        io_warnings warnings = { 0 };
-        int rc = IP_ENOMEM;
-        if (w->rw[role] && process_entry(w, role, e, &ran, &rc, &warnings, err, sizeof err)) {
-            pass_notes(sh, w->rw[role]);
-            continue;
-        }
-        if (!w->rw[role]) {
-            snprintf(err, sizeof err, "out of memory");
+        if (w->rw[role]) {
+            process_entry(w, role, e, &ran, err, sizeof err);
+        } else {
             drop_ahead(sh, e);
+            report(sh, e, IP_ENOMEM, 0, "out of memory", NULL, &ran);
         }
-        report(sh, e, rc, 0, err, &warnings, &ran);
         pass_notes(sh, w->rw[role]);
     }
     run_worker_destroy(w->rw[SCHED_ROLE_CPU]);
