@@ -270,9 +270,12 @@ for fmt in png jpg; do
   expect 0 "write behind, $fmt" "$B" run --device gpu --profile --jobs 2 $opts --format "$fmt" -e "median radius=1" "$folder" "wb_$fmt"
   says "write behind, $fmt: every image" "$n_in succeeded, 0 failed"
   says "write behind, $fmt: written behind" "($n_in written behind the next image's decoding)"
+  grep -q "(of which waiting for the last write [0-9]*\.[0-9] ms)" "$TMP/.stderr" && ok ||
+    bad "write behind, $fmt: the workers' line does not say how long they waited for a write"
   # shellcheck disable=SC2086
   expect 0 "written in line, $fmt" env IMGPIPE_WRITE_BEHIND=0 "$B" run --device gpu --profile --jobs 2 $opts --format "$fmt" -e "median radius=1" "$folder" "wi_$fmt"
   says "written in line, $fmt" "(0 written behind the next image's decoding)"
+  says "written in line, $fmt: no wait for a write" "(of which waiting for the last write 0.0 ms)"
   diff -r "wb_$fmt" "wi_$fmt" >/dev/null && ok || bad "write behind: the $fmt files differ from those written in line"
 done
 "$B" run -q --device cpu --png-level 3 -e "median radius=1" rgb_odd.png wb_rgb_cpu.png

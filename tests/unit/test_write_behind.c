@@ -1,13 +1,15 @@
 /* The folder worker's writer (run/write_behind.h), on host images: every handed-over write is
  * written on the writer's thread and told once, in order; a hand-over returns only when the write
  * before it was told; wait returns only when none is pending; destroy writes what is still
- * pending; the job's metadata goes into its file; a write that fails tells its message; and
- * IMGPIPE_WRITE_BEHIND=0 turns the writer off. */
+ * pending; the job's metadata goes into its file; a write that fails tells its message; wait says
+ * how long it waited (nothing when none was pending); and IMGPIPE_WRITE_BEHIND=0 turns the writer off. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "base/image.h"
+#include "base/mono_clock.h"
 #include "io/io.h"
 #include "png_testutil.h"
 #include "run/write_behind.h"
@@ -145,6 +147,44 @@ static void in_order(void)
     for (int i = 0; i < N; i++) img_free(&imgs[i]);
 }
 
+/* The write's on_written, held until released_at (a time on now_ms's clock). */
+static void written_late(void *user, int rc, double encode_ms, const char *err)
+{
+    (void)rc, (void)encode_ms, (void)err;
+    const double *released_at = user;
+    while (now_ms() < *released_at) nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+}
+
+/* wait's time: none while idle; while a write is pending, until its on_written returns. */
+static void wait_time(void)
+{
+    char err[256];
+    write_behind *wb = NULL;
+    CHECK(write_behind_create(&wb, 0, err, sizeof err) == IP_OK && wb, "create: %s", err);
+    if (!wb) return;
+    CHECK(write_behind_wait(wb) == 0.0, "idle: waited %.3f ms", write_behind_wait(wb));
+    ip_image img = ptu_photo(31, 17, 3, IP_U8, 0, 9);
+    char path[512];
+    snprintf(path, sizeof path, "%s/behind_wait.png", tu_tmpdir());
+    double released_at = now_ms() + 60.0;
+    write_behind_job job = job_for(&img, path, NULL, NULL);
+    job.on_written = written_late;
+    job.on_written_user = &released_at;
+    write_behind_submit(wb, &job);
+    double called_at = now_ms();
+    double waited = write_behind_wait(wb);
+    double returned_at = now_ms();
+    CHECK(returned_at >= released_at, "wait returned %.1f ms before on_written did", released_at - returned_at);
+    /* waited from the call to on_written's return: judged only where the call came well before it */
+    if (released_at - called_at > 20.0)
+        CHECK(waited >= released_at - called_at - 1.0 && waited <= returned_at - called_at + 1.0,
+              "waited %.1f ms, called %.1f ms before the release and returned %.1f ms after the call", waited,
+              released_at - called_at, returned_at - called_at);
+    CHECK(write_behind_wait(wb) == 0.0, "idle after the write: waited again");
+    write_behind_destroy(wb);
+    img_free(&img);
+}
+
 static void switch_env(void)
 {
     unsetenv("IMGPIPE_WRITE_BEHIND");
@@ -159,7 +199,8 @@ static void switch_env(void)
 int main(void)
 {
     in_order();
-    write_behind_wait(NULL);
+    wait_time();
+    CHECK(write_behind_wait(NULL) == 0.0, "no writer: waited");
     write_behind_destroy(NULL);
     switch_env();
     return tu_finish();

@@ -37,6 +37,7 @@ typedef struct {
 typedef struct {
     int images;
     double decode_ms, stages_ms, encode_ms, total_ms;
+    double write_wait_ms;                /* waiting for the worker's last write behind */
     int firsts;                          /* the workers' first images, which make their buffers */
     double first_decode_ms, first_stages_ms, first_encode_ms;
     int behind;                          /* written behind the worker's next image */
@@ -340,6 +341,7 @@ static void count_times(batch_shared *sh, const run_times *t, double total_ms, i
     sh->times.decode_ms += t->decode_ms;
     sh->times.stages_ms += t->stages_ms;
     sh->times.encode_ms += t->encode_ms;
+    sh->times.write_wait_ms += t->write_wait_ms;
     sh->times.total_ms += total_ms;
     pthread_mutex_unlock(&sh->lock);
 }
@@ -899,10 +901,11 @@ static void note_times(const batch_shared *sh)
     double n = t->images;
     snprintf(msg, sizeof msg, "workers: %d images (%d by GPU workers, %d by CPU workers), a mean %.1f ms each in a "
              "worker (%d in flight): decode %.1f ms, stages %.1f ms, encode and write %.1f ms (%d written behind the "
-             "next image's decoding), other %.1f ms; a worker's first image: decode %.1f ms, stages %.1f ms, encode "
-             "and write %.1f ms",
+             "next image's decoding), other %.1f ms (of which waiting for the last write %.1f ms); a worker's first "
+             "image: decode %.1f ms, stages %.1f ms, encode and write %.1f ms",
              t->images, sh->prog.on_gpu, sh->prog.on_cpu, t->total_ms / n, sh->jobs, t->decode_ms / n,
              t->stages_ms / n, t->encode_ms / n, t->behind, (t->total_ms - t->decode_ms - t->stages_ms - t->encode_ms) / n,
+             t->write_wait_ms / n,
              t->firsts ? t->first_decode_ms / t->firsts : 0.0, t->firsts ? t->first_stages_ms / t->firsts : 0.0,
              t->firsts ? t->first_encode_ms / t->firsts : 0.0);
     sh->cb->note(sh->cb->user, msg);

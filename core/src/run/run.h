@@ -78,6 +78,7 @@ typedef struct {
     double decode_ms, encode_ms, startup_ms, startup_wait_ms;
     double stages_ms;            /* a worker's exec_run: uploads, stages, waits, download */
     double fuse_ms;              /* NVRTC compiling beside decoding */
+    double write_wait_ms;        /* a folder worker's wait for its last image's write behind */
     int fuse_compiled;           /* kernels it compiled */
 } run_times;
 

@@ -26,6 +26,7 @@ struct run_worker {
     char codecs_why[256];        /* why there are none, when --codecs gpu asked for them */
     write_behind *behind;        /* the thread writing the last image's file, made on first need */
     int behind_tried;
+    double waited_ms;            /* the image's waits for the last one's write (run_whole_worker) */
 };
 
 typedef struct {
@@ -70,7 +71,7 @@ int run_worker_ready(const run_worker *w, char *err, size_t errlen)
 }
 
 exec_device run_worker_device(const run_worker *w) { return w->wo.device; }
-void run_worker_settle(run_worker *w) { write_behind_wait(w->behind); }
+void run_worker_settle(run_worker *w) { w->waited_ms += write_behind_wait(w->behind); }
 int run_worker_gpu(const run_worker *w) { return w->wo.gpu; }
 
 /* Plans the image as soon as its header is read. */
@@ -246,9 +247,10 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
     io.meta = &pr->meta;
     io.meta_known = 1;
     ip_image img = { 0 };
+    w->waited_ms = 0.0;
     double t0 = now_ms();
     int rc = decode_image(w, p, in, pr, o, &io, &img, err, errlen);
-    res->times.decode_ms = now_ms() - t0;
+    res->times.decode_ms = now_ms() - t0 - w->waited_ms;   /* nvJPEG's and nvCOMP's decodes settle first */
     if (in->on_decoded) in->on_decoded(in->on_decoded_user, rc == IP_OK, res->times.decode_ms);
     if (rc != IP_OK) {
         res->failed_path = in->path;
@@ -256,6 +258,7 @@ int run_whole_worker(run_worker *w, plan *p, const run_source *in, const run_sin
     }
     res->decoded = 1;
     rc = run_and_write(w, p, in, out, o, pr, &io, &wi.final, &img, res, err, errlen);
+    res->times.write_wait_ms = w->waited_ms;
     if (!in->image && !img.on_device) io_image_free(&io, &img);
     return rc;
 }

@@ -85,12 +85,16 @@ static void wait_idle_locked(write_behind *wb)
     while (wb->pending) pthread_cond_wait(&wb->changed, &wb->lock);
 }
 
-void write_behind_wait(write_behind *wb)
+double write_behind_wait(write_behind *wb)
 {
-    if (!wb) return;
+    if (!wb) return 0.0;
     pthread_mutex_lock(&wb->lock);
+    int pending = wb->pending;
+    double t0 = now_ms();
     wait_idle_locked(wb);
+    double waited = pending ? now_ms() - t0 : 0.0;
     pthread_mutex_unlock(&wb->lock);
+    return waited;
 }
 
 void write_behind_submit(write_behind *wb, write_behind_job *job)

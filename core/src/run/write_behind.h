@@ -26,8 +26,8 @@ int write_behind_create(write_behind **wb, int device, char *err, size_t errlen)
 /* Waits for the write before it (and its on_written), then hands job over: from here the job is
  * the thread's, on success or not. */
 void write_behind_submit(write_behind *wb, write_behind_job *job);
-/* Returns once no write is pending (its on_written called). */
-void write_behind_wait(write_behind *wb);
+/* Returns once no write is pending (its on_written called): the ms it waited. */
+double write_behind_wait(write_behind *wb);
 /* Waits, then ends the thread. NULL is fine. */
 void write_behind_destroy(write_behind *wb);
 /* IMGPIPE_WRITE_BEHIND=0 turns it off (writes in line, as before), for measuring. */
