@@ -11,6 +11,15 @@ IMAGES = os.environ.get("IMGPIPE_SAMPLES", "")
 _tally = {"passed": 0, "failed": 0}
 
 
+def quick():
+    """IMGPIPE_TEST_QUICK (the sanitizer build): leave out repeats that take no other path, as
+    tu_quick() in tests/testutil.h."""
+    try:
+        return int(os.environ.get("IMGPIPE_TEST_QUICK", "0")) > 0
+    except ValueError:
+        return False
+
+
 def opencv_pixels(path, c):
     """A PNG's samples as OpenCV reads them, back in the source's channel order: OpenCV gives
     BGR(A), and gray+alpha as BGRA. None where it cannot read the file."""
