@@ -2,9 +2,16 @@
  * given as tables worked out by hand, and the measuring itself on a clock the test moves: roles
  * while the GPU starts, the windows, which images count, a GPU that fails, folders too small to
  * measure, and the fixed arrangements. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "batch/folder_device.h"
 #include "batch/sched.h"
+#include "io/io.h"
+#include "plan_testutil.h"
+#include "png_testutil.h"
+#include "run/run_output.h"
 #include "testutil.h"
 
 typedef struct {
@@ -245,8 +252,9 @@ static void test_estimate_images(void)
           est.gpu_s);
 }
 
-/* The card's codecs count in auto's estimate only where GPU workers would use them: copied
- * transfers, codecs not forced onto the cores (zerocopy encodes on the cores, run_output.c). */
+/* The card's codecs count in auto's estimate (folder_estimate_run) only where GPU workers would
+ * use them, by the run's own rule: copied transfers, codecs not forced onto the cores (zerocopy
+ * encodes on the cores). */
 static void test_card_codecs(void)
 {
     static const struct { exec_transfer transfer; run_codecs codecs; int card; } rows[] = {
@@ -255,15 +263,52 @@ static void test_card_codecs(void)
         { EXEC_ZEROCOPY, RUN_CODECS_GPU, 0 },  { EXEC_ZEROCOPY, RUN_CODECS_CPU, 0 },
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        batch_options o = { .transfer = rows[i].transfer, .codecs = rows[i].codecs };
-        CHECK(folder_card_codecs(&o) == rows[i].card, "row %zu: transfer %d, codecs %d", i, (int)rows[i].transfer,
+        CHECK(run_card_codecs_allowed(rows[i].codecs, rows[i].transfer) == rows[i].card, "row %zu: transfer %d, codecs %d", i, (int)rows[i].transfer,
               (int)rows[i].codecs);
     }
+}
+
+/* folder_estimate_run on a folder of one PNG to PNG level 3: the card encodes it with copied
+ * transfers, not with zerocopy ones or --codecs cpu. Skipped without the plugins (outside ctest). */
+static void test_estimate_run_card(void)
+{
+    const char *build = getenv("IMGPIPE_BUILD_DIR");
+    char dirs[1200], in_dir[600], path[700], out_dir[600], err[512];
+    registry reg;
+    if (!build) return;
+    snprintf(dirs, sizeof dirs, "%s/lib/imgpipe/plugins", build);
+    if (registry_load(&reg, dirs, NULL, NULL, err, sizeof err) != IP_OK) return;
+    snprintf(in_dir, sizeof in_dir, "%s/estimate_in", tu_tmpdir());
+    snprintf(out_dir, sizeof out_dir, "%s/estimate_out", tu_tmpdir());
+    snprintf(path, sizeof path, "%s/a.png", in_dir);
+    ip_image img = ptu_photo(67, 41, 3, IP_U8, 0, 5);
+    plan p;
+    io_options io;
+    io_default_options(&io);
+    io.png_level = 3;
+    CHECK(mkdir(in_dir, 0700) == 0 && io_write(path, &img, &io, err, sizeof err) == IP_OK, "input: %s", err);
+    if (tu_build_plan(&reg, "grayscale", &img.shape, &p)) {
+        static const struct { exec_transfer transfer; run_codecs codecs; int card; } rows[] = {
+            { EXEC_COPY, RUN_CODECS_AUTO, 1 }, { EXEC_ZEROCOPY, RUN_CODECS_AUTO, 0 }, { EXEC_COPY, RUN_CODECS_CPU, 0 },
+        };
+        for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+            batch_options o = { .input = in_dir, .output_dir = out_dir, .format = IO_FMT_PNG, .jobs = 2,
+                                .device = EXEC_GPU, .transfer = rows[i].transfer, .codecs = rows[i].codecs, .io = io };
+            folder_estimate est;
+            int rc = folder_estimate_run(&o, &p, 2, &est, err, sizeof err);
+            CHECK(rc == IP_OK && est.card_encodes == rows[i].card, "row %zu: rc %d (%s), card encodes %d", i, rc,
+                  err, est.card_encodes);
+        }
+        plan_free(&p);
+    }
+    img_free(&img);
+    registry_free(&reg);
 }
 
 int main(void)
 {
     test_card_codecs();
+    test_estimate_run_card();
     test_choose();
     test_ruled_out();
     test_estimate_images();

@@ -5,6 +5,7 @@
 #include "io/png_gpu.h"
 #include "io/tiff_gpu.h"
 #include "run/cost.h"
+#include "run/run_output.h"
 #include "base/image.h"
 
 /* Measured with bench/folder-devices.sh on the H100 machine (16 cores, 60 and 100 JPEGs of
@@ -77,11 +78,6 @@ void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n,
     if (est->gpu_s < n * card_ms / 1e3) est->gpu_s = n * card_ms / 1e3;
 }
 
-int folder_card_codecs(const batch_options *o)
-{
-    return o->codecs != RUN_CODECS_CPU && o->transfer == EXEC_COPY;
-}
-
 int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder_estimate *est, char *err,
                         size_t errlen)
 {
@@ -99,9 +95,9 @@ int folder_estimate_run(const batch_options *o, const plan *p, int cores, folder
     if (rc == IP_OK) {
         io_format out_fmt = o->format != IO_FMT_UNKNOWN ? o->format : first->fmt;
         int gpu_jpeg = o->jpeg_on_gpu && first->fmt == IO_FMT_JPEG;
-        int png_gpu = out_fmt == IO_FMT_PNG && o->codecs != RUN_CODECS_CPU &&
-                      png_gpu_settings_for(o->io.png_level).algorithm >= 0;
-        double tiff_share = out_fmt == IO_FMT_TIFF && o->codecs != RUN_CODECS_CPU
+        int card = run_card_codecs_allowed(o->codecs, o->transfer);
+        int png_gpu = out_fmt == IO_FMT_PNG && card && png_gpu_settings_for(o->io.png_level).algorithm >= 0;
+        double tiff_share = out_fmt == IO_FMT_TIFF && card
                                 ? tiff_gpu_card_share(&final, &o->io, o->codecs == RUN_CODECS_GPU, o->n_gpus,
                                                       tiff_gpu_cores_level(NULL, o->io.tiff_level))
                                 : 0;

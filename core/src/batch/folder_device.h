@@ -27,11 +27,6 @@ int folder_gpu_ruled_out(const folder_estimate *est);
 void folder_estimate_images(const cost_estimate *one, const ip_shape *in, int n, int workers, io_format out_fmt,
                             int gpu_jpeg, folder_estimate *est);
 
-/* Whether GPU workers would encode with the card's codecs (nvCOMP) at all: not under --codecs cpu,
- * nor with --transfer zerocopy, where the stages read and write mapped host memory and the
- * result is encoded on the cores (run_gpu_codecs_wanted). */
-int folder_card_codecs(const batch_options *o);
-
 /* Lists o's input and plans p (a copy) on the first image's shape, read from its header; cores:
  * the cores the workers share. IP_OK with *est filled, or an error when the folder cannot be
  * listed or no image in it can be read (the run then reports it as it would). */

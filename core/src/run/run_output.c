@@ -65,9 +65,14 @@ double run_tiff_card_share(const ip_shape *shape, const run_options *o, const io
                                tiff_gpu_cores_level(codecs, o->io.tiff_level));
 }
 
+int run_card_codecs_allowed(run_codecs codecs, exec_transfer transfer)
+{
+    return codecs != RUN_CODECS_CPU && transfer == EXEC_COPY;
+}
+
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out)
 {
-    if (o->codecs == RUN_CODECS_CPU || !gpu_built() || o->transfer != EXEC_COPY) return 0;
+    if (!run_card_codecs_allowed(o->codecs, o->transfer) || !gpu_built()) return 0;
     if (in == IO_FMT_TIFF) return 1;
     if (o->codecs == RUN_CODECS_GPU) return out == IO_FMT_TIFF || out == IO_FMT_PNG;
     if (out == IO_FMT_TIFF) return o->io.tiff_compression == IO_TIFF_DEFLATE;

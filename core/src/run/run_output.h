@@ -9,6 +9,10 @@
  * card, a deflate TIFF or a PNG at a level the card deflates, or either output under --codecs gpu
  * (which needs it). Other runs never write on the card, so they do not pay for the library. */
 int run_gpu_codecs_wanted(const run_options *o, io_format in, io_format out);
+/* The part of that rule for every format, which the folder estimate shares: not under --codecs
+ * cpu, nor with --transfer zerocopy, where the stages read and write mapped host memory and the
+ * result is encoded on the cores. */
+int run_card_codecs_allowed(run_codecs codecs, exec_transfer transfer);
 /* The share of a TIFF result's strips the card compresses (tiff_gpu_card_share) under o, beside
  * the cores at the level codecs' check keeps (tiff_gpu_cores_level). */
 double run_tiff_card_share(const ip_shape *shape, const run_options *o, const io_gpu_codecs *codecs);
