@@ -51,7 +51,7 @@ mkdir -p many resumed_in
 for i in $(seq -w 1 200); do cp "$IMAGES/camera.png" "many/img$i.png"; done
 n_resumed=200
 [ "${IMGPIPE_TEST_QUICK:-0}" -gt 0 ] 2>/dev/null && n_resumed=60
-for i in $(seq -w 1 200); do [ "$((10#$i))" -le $n_resumed ] && cp "many/img$i.png" resumed_in/; done
+for f in $(ls many | head -n $n_resumed); do cp "many/$f" resumed_in/; done
 "$B" run -q --device cpu --jobs 2 -e "median radius=6" resumed_in single200 >/dev/null 2>&1 &
 pid=$!
 wait_outputs single200 10
