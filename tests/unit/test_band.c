@@ -4,11 +4,15 @@
  * segments, with the source and sink on the calling thread and on threads of their own;
  * histogram counts against the whole image's. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "band_testutil.h"
 #include "base/image.h"
 #include "plan_testutil.h"
+#include "stream/band_workers.h"
 #include "stream/stream_budget.h"
 #include "testutil.h"
 
@@ -216,6 +220,83 @@ static void test_chunk_rows(void)
     plan_free(&p);
 }
 
+/* Workers' source and sink: the source hands out an image's rows in blocks and tells how far it
+ * was read; the sink holds the first chunk until the source has reached `wait_for` (or 5 s pass). */
+typedef struct {
+    const ip_image *img;
+    int block, next_row, rows_out, in_order, wait_for, reached;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} held_sink;
+
+static int held_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    held_sink *h = user;
+    pthread_mutex_lock(&h->mu);
+    int n = h->img->shape.height - h->next_row < h->block ? h->img->shape.height - h->next_row : h->block;
+    *rows = *h->img;
+    rows->data = (char *)h->img->data + (ptrdiff_t)h->next_row * h->img->stride;
+    rows->shape.height = n;
+    *y0 = h->next_row;
+    h->next_row += n;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    return IP_OK;
+}
+
+static int held_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    held_sink *h = user;
+    pthread_mutex_lock(&h->mu);
+    h->in_order &= y0 == h->rows_out;
+    h->rows_out += rows->shape.height;
+    if (y0 == 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        while (h->next_row < h->wait_for && pthread_cond_timedwait(&h->cv, &h->mu, &until) != ETIMEDOUT) {}
+        h->reached = h->next_row;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return IP_OK;
+}
+
+/* While the first chunk is emitted (its sink call held), the dealer fills the chunk after every
+ * worker's: chunk n's window is read from the source, so decoding does not wait on encoding. */
+static void test_fill_while_emitting(void)
+{
+    ip_shape gray = { 64, 400, 1, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, "median radius=1", &gray, &p)) return;
+    band_layout l;
+    char err[512] = "";
+    int rc = band_layout_make(&p, &l, err, sizeof err);
+    CHECK(rc == IP_OK, "layout: %s", err);
+    if (rc != IP_OK) {
+        plan_free(&p);
+        return;
+    }
+    ip_image in = bt_random_image(&gray, 5, 255);
+    for (int n = 2; n <= 3; n++) {
+        int chunk = 20;
+        held_sink h = { &in, 10, 0, 0, 1, n * chunk + chunk + 1, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+        band_workers_options o = { { BAND_ON_HOST, 0, 1, "held.png", 10 }, n, { 0 }, chunk };
+        band_sink sink = { held_rows, &h };
+        band_times times;
+        size_t peak = 0;
+        rc = band_workers_run(&p, &l.segs[0], &o, held_next, &h, &sink, &times, &peak, NULL, err, sizeof err);
+        CHECK(rc == IP_OK, "%d workers: %s", n, err);
+        CHECK(h.reached >= h.wait_for, "%d workers: the source stood at row %d while chunk 0 was emitted, want %d "
+              "(chunk %d filled)", n, h.reached, h.wait_for, n);
+        CHECK(h.in_order && h.rows_out == gray.height, "%d workers: %d rows out, in order %d", n, h.rows_out, h.in_order);
+    }
+    img_free(&in);
+    band_layout_free(&l);
+    plan_free(&p);
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -228,6 +309,7 @@ int main(void)
     test_chains();
     test_histogram();
     test_chunk_rows();
+    test_fill_while_emitting();
     registry_free(&reg);
     return tu_finish();
 }

@@ -8,21 +8,31 @@
 #include "base/image.h"
 #include "base/mono_clock.h"
 
-/* A worker's job: a window of input rows (packed, host) in, its chunk of output rows out. */
+/* A chunk in flight: its window of input rows (packed, host) and its output rows. A slot goes
+ * free -> filled (by the dealer) -> taken (by a worker) -> done -> emitted, and free again. */
+typedef struct {
+    band_window win;
+    unsigned char *in, *out;
+    size_t in_cap, out_cap;
+    int chunk;                /* the chunk it holds (-1: none yet) */
+    int done;                 /* its worker is through with it: rc and err say how */
+    int rc;
+    char err[512];
+} job;
+
 typedef struct {
     pthread_t tid;
     int started;
     band_segment *seg;
-    band_window win;
-    unsigned char *in, *out;
-    size_t in_cap, out_cap;
-    int has_job, quit;
-    int chunk;                /* the index of the chunk last posted to it */
-    int rc;
     int chunks;
     double busy_ms;
-    char err[512];
+    char err[512];            /* why its segment could not be made */
 } worker;
+
+/* One slot more than workers: the dealer fills the next chunk while one is emitted and every
+ * worker runs one. Before, a worker kept its output until the emitter took it, so the decoding
+ * waited on the encoding (two H200s ran the 10-gigapixel image slower than one). */
+#define EXTRA_SLOTS 1
 
 typedef struct {
     const plan *p;
@@ -31,12 +41,16 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     worker w[BAND_MAX_WORKERS];
+    job jobs[BAND_MAX_WORKERS + EXTRA_SLOTS];
+    int n_jobs;
     size_t in_row, out_row;
     int height, halo;
     const band_sink *sink;
-    int posted;               /* chunks handed to workers so far */
+    int posted;               /* chunks filled so far, each in slot chunk mod n_jobs */
+    int taken;                /* chunks a worker took: they are taken in order */
     int dealt;                /* every chunk is posted (posted is the total) */
     int emitted;              /* chunks whose rows went to the sink, in order */
+    int quit;
     int failed;               /* a worker, the source or the sink failed: rc and err say how */
     int rc;
     char err[512];
@@ -45,17 +59,16 @@ typedef struct {
 typedef struct {
     crew *c;
     int index;
+    job *j;                   /* the chunk it runs */
 } worker_arg;
 
-/* Grows a buffer keeping what it holds. */
+/* Room for bytes; what a buffer held is not kept (its chunk was emitted). */
 static int grow(unsigned char **buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap && *buf) return IP_OK;
-    unsigned char *b = img_big_malloc(bytes ? bytes : 1);
-    if (!b) return IP_ENOMEM;
-    if (*buf) memcpy(b, *buf, *cap);
     free(*buf);
-    *buf = b;
+    *cap = 0;
+    if (!(*buf = img_big_malloc(bytes ? bytes : 1))) return IP_ENOMEM;
     *cap = bytes;
     return IP_OK;
 }
@@ -63,32 +76,33 @@ static int grow(unsigned char **buf, size_t *cap, size_t bytes)
 static int chunk_rows_out(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
 {
     worker_arg *a = user;
-    worker *w = &a->c->w[a->index];
-    if (y0 < w->win.own_lo || y0 + rows->shape.height > w->win.own_hi) {
-        snprintf(err, errlen, "band workers: rows %d.. fall outside the chunk %d..%d", y0, w->win.own_lo, w->win.own_hi);
+    job *j = a->j;
+    if (y0 < j->win.own_lo || y0 + rows->shape.height > j->win.own_hi) {
+        snprintf(err, errlen, "band workers: rows %d.. fall outside the chunk %d..%d", y0, j->win.own_lo, j->win.own_hi);
         return IP_EINVAL;
     }
     for (int y = 0; y < rows->shape.height; y++)
-        memcpy(w->out + (size_t)(y0 - w->win.own_lo + y) * a->c->out_row,
+        memcpy(j->out + (size_t)(y0 - j->win.own_lo + y) * a->c->out_row,
                (const char *)rows->data + (ptrdiff_t)y * rows->stride, a->c->out_row);
     return IP_OK;
 }
 
 /* The window's rows through the worker's segment, band_rows at a time. */
-static int run_job(crew *c, worker_arg *a, worker *w)
+static int run_job(crew *c, worker_arg *a, worker *w, job *j)
 {
-    int rc = band_segment_start(w->seg, &w->win, w->err, sizeof w->err);
+    int rc = band_segment_start(w->seg, &j->win, j->err, sizeof j->err);
     band_sink sink = { chunk_rows_out, a };
     ip_shape shape = c->p->steps[c->seg->first].in;
     int step = c->o->cfg.band_rows > 0 ? c->o->cfg.band_rows : 1;
-    for (int y = w->win.in_lo; rc == IP_OK && y < w->win.in_hi; y += step) {
-        ip_image rows = { w->in + (size_t)(y - w->win.in_lo) * c->in_row, (ptrdiff_t)c->in_row, shape, 0 };
-        rows.shape.height = w->win.in_hi - y < step ? w->win.in_hi - y : step;
-        rc = band_segment_push(w->seg, &rows, y, &sink, w->err, sizeof w->err);
+    for (int y = j->win.in_lo; rc == IP_OK && y < j->win.in_hi; y += step) {
+        ip_image rows = { j->in + (size_t)(y - j->win.in_lo) * c->in_row, (ptrdiff_t)c->in_row, shape, 0 };
+        rows.shape.height = j->win.in_hi - y < step ? j->win.in_hi - y : step;
+        rc = band_segment_push(w->seg, &rows, y, &sink, j->err, sizeof j->err);
     }
     return rc;
 }
 
+/* A worker takes the filled chunks in order, whichever worker is free: a slower GPU takes fewer. */
 static void *worker_main(void *arg)
 {
     worker_arg *a = arg;
@@ -96,31 +110,35 @@ static void *worker_main(void *arg)
     worker *w = &c->w[a->index];
     band_config cfg = c->o->cfg;
     cfg.gpu_index = c->o->gpu_ids[a->index];
-    int rc = band_segment_create(&w->seg, c->p, c->seg, &cfg, w->err, sizeof w->err);
+    int made = band_segment_create(&w->seg, c->p, c->seg, &cfg, w->err, sizeof w->err);
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!w->has_job && !w->quit) pthread_cond_wait(&c->cv, &c->mu);
-        if (!w->has_job) break;
+        while (!c->quit && !c->failed && c->taken == c->posted) pthread_cond_wait(&c->cv, &c->mu);
+        if (c->quit || c->failed) break;
+        job *j = &c->jobs[c->taken++ % c->n_jobs];
         pthread_mutex_unlock(&c->mu);
         double t0 = now_ms();
-        if (rc == IP_OK) rc = run_job(c, a, w);
+        a->j = j;
+        int rc = made;
+        if (rc != IP_OK) memcpy(j->err, w->err, sizeof j->err);
+        else rc = run_job(c, a, w, j);
         double spent = now_ms() - t0;
         pthread_mutex_lock(&c->mu);
         w->busy_ms += spent;
         w->chunks++;
-        w->rc = rc;
-        w->has_job = 0;
+        j->rc = rc;
+        j->done = 1;
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-static void post(crew *c, worker *w, int chunk)
+static void post(crew *c, job *j, int chunk)
 {
     pthread_mutex_lock(&c->mu);
-    w->chunk = chunk;
-    w->has_job = 1;
+    j->chunk = chunk;
+    j->done = 0;
     c->posted = chunk + 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
@@ -169,9 +187,9 @@ static int read_rows(feed *f, unsigned char *dst, size_t row, int hi, int height
     return IP_OK;
 }
 
-/* Chunk [lo, hi)'s window into w: the rows the window before already holds are copied from it
- * (memmove: with one worker it is w's own buffer), the rest read from the source. */
-static int fill(crew *c, worker *w, const worker *prev, feed *f, int lo, int hi, char *err, size_t errlen)
+/* Chunk [lo, hi)'s window into j: the rows the window before (prev, another slot) already holds
+ * are copied from it, the rest read from the source. */
+static int fill(crew *c, job *j, const job *prev, feed *f, int lo, int hi, char *err, size_t errlen)
 {
     band_window win = band_window_of(lo, hi, c->halo, c->height);
     size_t rows = (size_t)(win.in_hi - win.in_lo), out_rows = (size_t)(hi - lo);
@@ -180,16 +198,14 @@ static int fill(crew *c, worker *w, const worker *prev, feed *f, int lo, int hi,
         return IP_ELIMIT;
     }
     int shared = prev && prev->win.in_hi > win.in_lo ? prev->win.in_hi - win.in_lo : 0;
-    if (prev == w && shared)
-        memmove(w->in, w->in + (size_t)(win.in_lo - w->win.in_lo) * c->in_row, (size_t)shared * c->in_row);
-    if (grow(&w->in, &w->in_cap, rows * c->in_row) != IP_OK || grow(&w->out, &w->out_cap, out_rows * c->out_row) != IP_OK) {
+    if (grow(&j->in, &j->in_cap, rows * c->in_row) != IP_OK || grow(&j->out, &j->out_cap, out_rows * c->out_row) != IP_OK) {
         snprintf(err, errlen, "out of memory for a chunk of %zu rows", rows);
         return IP_ENOMEM;
     }
-    if (prev != w && shared)
-        memcpy(w->in, prev->in + (size_t)(win.in_lo - prev->win.in_lo) * c->in_row, (size_t)shared * c->in_row);
-    w->win = win;
-    return read_rows(f, w->in + (size_t)shared * c->in_row, c->in_row, win.in_hi, c->height, err, errlen);
+    if (shared)
+        memcpy(j->in, prev->in + (size_t)(win.in_lo - prev->win.in_lo) * c->in_row, (size_t)shared * c->in_row);
+    j->win = win;
+    return read_rows(f, j->in + (size_t)shared * c->in_row, c->in_row, win.in_hi, c->height, err, errlen);
 }
 
 /* The emitter's thread: chunk k's rows to the sink once its worker is done with it, k in order,
@@ -197,23 +213,22 @@ static int fill(crew *c, worker *w, const worker *prev, feed *f, int lo, int hi,
 static void *emitter_main(void *arg)
 {
     crew *c = arg;
-    int n = c->o->n_workers;
     for (int k = 0;; k++) {
-        worker *w = &c->w[k % n];
+        job *j = &c->jobs[k % c->n_jobs];
         pthread_mutex_lock(&c->mu);
-        while (!c->failed && !(c->dealt && k >= c->posted) && !(w->chunk == k && !w->has_job))
+        while (!c->failed && !(c->dealt && k >= c->posted) && !(j->chunk == k && j->done))
             pthread_cond_wait(&c->cv, &c->mu);
-        int stop = c->failed || (c->dealt && k >= c->posted), rc = w->rc;
+        int stop = c->failed || (c->dealt && k >= c->posted), rc = j->rc;
         pthread_mutex_unlock(&c->mu);
         if (stop) break;
         char err[512] = "";
         if (rc != IP_OK) {
-            fail(c, rc, w->err);
+            fail(c, rc, j->err);
             break;
         }
-        ip_image rows = { w->out, (ptrdiff_t)c->out_row, c->p->steps[c->seg->last - 1].out, 0 };
-        rows.shape.height = w->win.own_hi - w->win.own_lo;
-        rc = c->sink->rows(c->sink->user, &rows, w->win.own_lo, err, sizeof err);
+        ip_image rows = { j->out, (ptrdiff_t)c->out_row, c->p->steps[c->seg->last - 1].out, 0 };
+        rows.shape.height = j->win.own_hi - j->win.own_lo;
+        rc = c->sink->rows(c->sink->user, &rows, j->win.own_lo, err, sizeof err);
         if (rc != IP_OK) {
             fail(c, rc, err);
             break;
@@ -226,28 +241,28 @@ static void *emitter_main(void *arg)
     return NULL;
 }
 
-/* Deals the chunks in order; worker w takes chunk i once its chunk i - n is emitted, so the
- * workers' slots are the reorder queue. */
+/* Deals the chunks in order; chunk i fills slot i mod n_jobs once the chunk before in that slot
+ * is emitted, so the slots are the reorder queue. */
 static void deal(crew *c, feed *f)
 {
-    int n = c->o->n_workers, chunk = c->o->chunk_rows > 0 ? c->o->chunk_rows : 1, i = 0;
-    const worker *prev = NULL;
+    int chunk = c->o->chunk_rows > 0 ? c->o->chunk_rows : 1, i = 0;
+    const job *prev = NULL;
     char err[512] = "";
     for (int lo = 0; lo < c->height; lo += chunk, i++) {
-        worker *w = &c->w[i % n];
+        job *j = &c->jobs[i % c->n_jobs];
         pthread_mutex_lock(&c->mu);
-        while (!c->failed && c->emitted < i - n + 1) pthread_cond_wait(&c->cv, &c->mu);
+        while (!c->failed && c->emitted < i - c->n_jobs + 1) pthread_cond_wait(&c->cv, &c->mu);
         int failed = c->failed;
         pthread_mutex_unlock(&c->mu);
         if (failed) break;
         int hi = c->height - lo < chunk ? c->height : lo + chunk;
-        int rc = fill(c, w, prev, f, lo, hi, err, sizeof err);
+        int rc = fill(c, j, prev, f, lo, hi, err, sizeof err);
         if (rc != IP_OK) {
             fail(c, rc, err);
             break;
         }
-        post(c, w, i);
-        prev = w;
+        post(c, j, i);
+        prev = j;
     }
     pthread_mutex_lock(&c->mu);
     c->dealt = 1;
@@ -258,7 +273,7 @@ static void deal(crew *c, feed *f)
 static int start_workers(crew *c, worker_arg *args, char *err, size_t errlen)
 {
     for (int i = 0; i < c->o->n_workers; i++) {
-        args[i] = (worker_arg){ c, i };
+        args[i] = (worker_arg){ c, i, NULL };
         if (pthread_create(&c->w[i].tid, NULL, worker_main, &args[i]) != 0) {
             snprintf(err, errlen, "cannot start a band worker thread");
             return IP_ENOMEM;
@@ -284,7 +299,7 @@ static int merge_and_finish(crew *c, char *err, size_t errlen)
 static void stop_workers(crew *c, band_times *times, size_t *device_peak, band_worker_stat *stats)
 {
     pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < c->o->n_workers; i++) c->w[i].quit = 1;
+    c->quit = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     for (int i = 0; i < c->o->n_workers; i++) {
@@ -300,10 +315,10 @@ static void stop_workers(crew *c, band_times *times, size_t *device_peak, band_w
 
 static void free_workers(crew *c)
 {
-    for (int i = 0; i < c->o->n_workers; i++) {
-        band_segment_destroy(c->w[i].seg);
-        free(c->w[i].in);
-        free(c->w[i].out);
+    for (int i = 0; i < c->o->n_workers; i++) band_segment_destroy(c->w[i].seg);
+    for (int i = 0; i < c->n_jobs; i++) {
+        free(c->jobs[i].in);
+        free(c->jobs[i].out);
     }
 }
 
@@ -333,7 +348,8 @@ int band_workers_run(const plan *p, const band_seg *seg, const band_workers_opti
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     c->sink = sink;
-    for (int i = 0; i < o->n_workers; i++) c->w[i].chunk = -1;
+    c->n_jobs = o->n_workers + EXTRA_SLOTS;
+    for (int i = 0; i < c->n_jobs; i++) c->jobs[i].chunk = -1;
     feed f = { next, next_user, { 0 }, 0, 0, 0 };
     pthread_t emitter;
     int rc = start_workers(c, args, err, errlen);
@@ -362,5 +378,5 @@ size_t band_workers_bytes(const plan *p, const band_seg *seg, int n_workers, int
 {
     size_t in_row = img_row_bytes(&p->steps[seg->first].in), out_row = img_row_bytes(&p->steps[seg->last - 1].out);
     size_t window = (size_t)chunk_rows + 2 * (size_t)seg->halo_sum;
-    return (size_t)n_workers * (window * in_row + (size_t)chunk_rows * out_row);
+    return (size_t)(n_workers + EXTRA_SLOTS) * (window * in_row + (size_t)chunk_rows * out_row);
 }

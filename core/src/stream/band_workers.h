@@ -1,9 +1,10 @@
 /* One image's rows dealt to several band executors at once (threads on the CPU, or one per GPU
- * of --gpus, a GPU listed twice getting two): the rows are cut into chunks, chunk i going to
- * worker i mod n with the context rows its segment needs (the sum of its halos above and below,
- * clamped at the image). Rows are decoded once: a context row shared by two chunks is copied from
- * the window before. Outputs reach the sink in order (each worker's finished chunk waits for the
- * ones before), and the reductions' partial results are merged before they finish. */
+ * of --gpus, a GPU listed twice getting two): the rows are cut into chunks, each filled in order
+ * with the context rows its segment needs (the sum of its halos above and below, clamped at the
+ * image) and taken by the next free worker. Rows are decoded once: a context row shared by two
+ * chunks is copied from the window before. Outputs reach the sink in order (a finished chunk waits
+ * for the ones before; one chunk more than workers is held, so filling goes on while a chunk is
+ * emitted), and the reductions' partial results are merged before they finish. */
 #ifndef IMGPIPE_BAND_WORKERS_H
 #define IMGPIPE_BAND_WORKERS_H
 #include "stream/band.h"
@@ -35,6 +36,6 @@ int band_workers_run(const plan *p, const band_seg *seg, const band_workers_opti
                      void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
                      band_worker_stat *stats, char *err, size_t errlen);
 
-/* Host bytes the workers' windows of input and chunks of output hold, besides their segments. */
+/* Host bytes the chunks in flight hold (windows of input, chunks of output), besides the segments. */
 size_t band_workers_bytes(const plan *p, const band_seg *seg, int n_workers, int chunk_rows);
 #endif
