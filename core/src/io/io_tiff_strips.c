@@ -67,7 +67,12 @@ struct tiff_strips {
     int n_batchers;          /* batch states opened */
     uint32_t batch_max, batch_min;   /* strips a batch takes at most, and waits for */
     pthread_mutex_t mu;
-    pthread_cond_t changed;  /* any change below: every waiter looks again */
+    /* each waiter has its own, so a strip queued wakes one thread, not all 30-odd: the caller
+     * feeding strips to the 32-core H200 host waited on the lock they all took */
+    pthread_cond_t queued;   /* a strip queued: a compressing thread */
+    pthread_cond_t batch_ready;   /* batch_min strips queued: a batch state */
+    pthread_cond_t compressed;    /* a strip compressed: the writing thread */
+    pthread_cond_t slot_free;     /* a strip written and its slot free: the caller */
     uint32_t next_claim, submitted, next_compress, written;
     int any_order;           /* strips written as they are done (a batch's would hold the others) */
     pthread_t writer;        /* writes the compressed strips, where threads compress them */
@@ -93,6 +98,14 @@ int tiff_strip_bytes_grow(tiff_strip_bytes *out, size_t need, char *err, size_t 
     return IP_OK;
 }
 
+static void wake_all_locked(struct tiff_strips *p)
+{
+    pthread_cond_broadcast(&p->queued);
+    pthread_cond_broadcast(&p->batch_ready);
+    pthread_cond_broadcast(&p->compressed);
+    pthread_cond_broadcast(&p->slot_free);
+}
+
 static void fail_locked(struct tiff_strips *p, uint32_t index, int rc, const char *msg)
 {
     if (!p->failed_rc || index < p->failed_index) {
@@ -100,7 +113,7 @@ static void fail_locked(struct tiff_strips *p, uint32_t index, int rc, const cha
         p->failed_index = index;
         snprintf(p->failed_msg, sizeof p->failed_msg, "%s", msg[0] ? msg : "failed without a message");
     }
-    pthread_cond_broadcast(&p->changed);
+    wake_all_locked(p);
 }
 
 static int failure_locked(const struct tiff_strips *p, char *err, size_t errlen)
@@ -140,7 +153,7 @@ static void write_ready_locked(struct tiff_strips *p)
         }
         p->free_slots[p->n_free++] = id;
         p->written++;
-        pthread_cond_broadcast(&p->changed);
+        pthread_cond_broadcast(&p->slot_free);
     }
 }
 
@@ -157,7 +170,7 @@ static void *writer_main(void *arg)
     for (;;) {
         write_ready_locked(p);
         if (p->quit || p->failed_rc) break;
-        pthread_cond_wait(&p->changed, &p->mu);
+        pthread_cond_wait(&p->compressed, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -193,9 +206,10 @@ static void *worker_main(void *arg)
     if (p->batch) yield_to_others();
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && !p->failed_rc && p->next_compress == p->submitted) pthread_cond_wait(&p->changed, &p->mu);
+        while (!p->quit && !p->failed_rc && p->next_compress == p->submitted) pthread_cond_wait(&p->queued, &p->mu);
         if (p->quit || p->failed_rc) break;
         uint32_t id = p->queue[p->next_compress++ % p->n_slots];
+        if (p->next_compress != p->submitted) pthread_cond_signal(&p->queued);
         slot *s = &p->slots[id];
         pthread_mutex_unlock(&p->mu);
         w->err[0] = '\0';
@@ -207,7 +221,7 @@ static void *worker_main(void *arg)
             continue;
         }
         mark_done_locked(p, id);
-        pthread_cond_broadcast(&p->changed);
+        pthread_cond_signal(&p->compressed);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -222,7 +236,7 @@ static void *batch_main(void *arg)
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->quit && !p->failed_rc && p->submitted - p->next_compress < p->batch_min)
-            pthread_cond_wait(&p->changed, &p->mu);
+            pthread_cond_wait(&p->batch_ready, &p->mu);
         if (p->quit || p->failed_rc) break;
         uint32_t n = p->submitted - p->next_compress < p->batch_max ? p->submitted - p->next_compress : p->batch_max;
         for (uint32_t i = 0; i < n; i++) {
@@ -231,6 +245,7 @@ static void *batch_main(void *arg)
             b->job_slots[i] = id;
             b->jobs[i] = (tiff_strip_job){ s->index, s->rows, s->len, &s->out };
         }
+        if (p->submitted - p->next_compress >= p->batch_min) pthread_cond_signal(&p->batch_ready);
         pthread_mutex_unlock(&p->mu);
         for (uint32_t i = 0; i < n; i++) copy_in(p, &p->slots[b->job_slots[i]]);
         b->err[0] = '\0';
@@ -241,7 +256,7 @@ static void *batch_main(void *arg)
             continue;
         }
         for (uint32_t i = 0; i < n; i++) mark_done_locked(p, b->job_slots[i]);
-        pthread_cond_broadcast(&p->changed);
+        pthread_cond_signal(&p->compressed);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -347,7 +362,10 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
     p->strip_bytes = img_row_bytes(&f->shape) * f->rows_per_strip;
     p->n_slots = plan->slots > 1 ? plan->slots : 1;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->changed, NULL);
+    pthread_cond_init(&p->queued, NULL);
+    pthread_cond_init(&p->batch_ready, NULL);
+    pthread_cond_init(&p->compressed, NULL);
+    pthread_cond_init(&p->slot_free, NULL);
     tiff_fast_check_init(&p->fast, tiff_libdeflate_level_beside_card);
     int rc = open_batchers(p, plan, err, errlen);
     p->any_order = p->batch != NULL;
@@ -367,7 +385,7 @@ int tiff_strips_open(tiff_strips **out, const tiff_strip_codec *codec, const tif
 int tiff_strips_claim(tiff_strips *p, unsigned char **rows, char *err, size_t errlen)
 {
     pthread_mutex_lock(&p->mu);
-    while (!p->failed_rc && p->n_free == 0) pthread_cond_wait(&p->changed, &p->mu);
+    while (!p->failed_rc && p->n_free == 0) pthread_cond_wait(&p->slot_free, &p->mu);
     int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
     if (rc == IP_OK) p->claimed = p->free_slots[--p->n_free];
     pthread_mutex_unlock(&p->mu);
@@ -397,7 +415,8 @@ int tiff_strips_submit(tiff_strips *p, size_t len, char *err, size_t errlen)
     s->index = p->next_claim++;
     pthread_mutex_lock(&p->mu);
     p->queue[p->submitted++ % p->n_slots] = p->claimed;
-    pthread_cond_broadcast(&p->changed);
+    pthread_cond_signal(&p->queued);
+    if (p->batch && p->submitted - p->next_compress >= p->batch_min) pthread_cond_signal(&p->batch_ready);
     pthread_mutex_unlock(&p->mu);
     int rc = p->n_workers ? IP_OK : compress_here(p, s);
     pthread_mutex_lock(&p->mu);
@@ -418,7 +437,7 @@ int tiff_strips_submit_from(tiff_strips *p, const unsigned char *src, ptrdiff_t 
 int tiff_strips_finish(tiff_strips *p, char *err, size_t errlen)
 {
     pthread_mutex_lock(&p->mu);
-    while (!p->failed_rc && p->written < p->submitted) pthread_cond_wait(&p->changed, &p->mu);
+    while (!p->failed_rc && p->written < p->submitted) pthread_cond_wait(&p->slot_free, &p->mu);
     int rc = p->failed_rc ? failure_locked(p, err, errlen) : IP_OK;
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -429,7 +448,7 @@ void tiff_strips_close(tiff_strips *p)
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->quit = 1;
-    pthread_cond_broadcast(&p->changed);
+    wake_all_locked(p);
     pthread_mutex_unlock(&p->mu);
     if (p->writer_started) pthread_join(p->writer, NULL);
     for (int i = 0; p->workers && i < p->n_states; i++) {
@@ -453,7 +472,10 @@ void tiff_strips_close(tiff_strips *p)
     free(p->free_slots);
     free(p->done);
     free(p->workers);
-    pthread_cond_destroy(&p->changed);
+    pthread_cond_destroy(&p->queued);
+    pthread_cond_destroy(&p->batch_ready);
+    pthread_cond_destroy(&p->compressed);
+    pthread_cond_destroy(&p->slot_free);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
