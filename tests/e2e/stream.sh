@@ -71,6 +71,11 @@ says "profile decode" "decode"
 says "profile overlap" "overlap"
 says "profile threads" "decode and encode on threads of their own"
 says "profile waits" "waiting for decoded bands"
+expect 0 "streamed profile, 2 workers" env IMGPIPE_STREAM_CPU_WORKERS=2 "$B" run --stream on --memory 5M --profile \
+  -e "grayscale | median" "$TMP/striped.tif" "$TMP/p.tif"
+says "profile workers' busy" "worker 1 "
+says "profile chunks' threads" "chunks' threads"
+says "profile chunks' waits" "filling waited for a free slot"
 
 # PNG and JPEG in and out, with metadata (ICC profile, text, resolution, EXIF): the same bytes as
 # the whole-image run; an interlaced PNG is read whole, and says so.

@@ -221,7 +221,8 @@ static void test_chunk_rows(void)
 }
 
 /* Workers' source and sink: the source hands out an image's rows in blocks and tells how far it
- * was read; the sink holds the first chunk until the source has reached `wait_for` (or 5 s pass). */
+ * was read; the sink holds the first chunk until the source has reached `wait_for` (or 5 s pass),
+ * then 50 ms more, which the dealer spends waiting for a free slot. */
 typedef struct {
     const ip_image *img;
     int block, next_row, rows_out, in_order, wait_for, reached;
@@ -258,6 +259,10 @@ static int held_rows(void *user, const ip_image *rows, int y0, char *err, size_t
         until.tv_sec += 5;
         while (h->next_row < h->wait_for && pthread_cond_timedwait(&h->cv, &h->mu, &until) != ETIMEDOUT) {}
         h->reached = h->next_row;
+        struct timespec pause = { 0, 50 * 1000 * 1000 };
+        pthread_mutex_unlock(&h->mu);
+        nanosleep(&pause, NULL);
+        return IP_OK;
     }
     pthread_mutex_unlock(&h->mu);
     return IP_OK;
@@ -285,12 +290,15 @@ static void test_fill_while_emitting(void)
         band_workers_options o = { { BAND_ON_HOST, 0, 1, "held.png", 10 }, n, { 0 }, chunk };
         band_sink sink = { held_rows, &h };
         band_times times;
+        band_workers_waits waits = { 0 };
         size_t peak = 0;
-        rc = band_workers_run(&p, &l.segs[0], &o, held_next, &h, &sink, &times, &peak, NULL, err, sizeof err);
+        rc = band_workers_run(&p, &l.segs[0], &o, held_next, &h, &sink, &times, &peak, NULL, &waits, err, sizeof err);
         CHECK(rc == IP_OK, "%d workers: %s", n, err);
         CHECK(h.reached >= h.wait_for, "%d workers: the source stood at row %d while chunk 0 was emitted, want %d "
               "(chunk %d filled)", n, h.reached, h.wait_for, n);
         CHECK(h.in_order && h.rows_out == gray.height, "%d workers: %d rows out, in order %d", n, h.rows_out, h.in_order);
+        CHECK(waits.fill_wait_ms >= 40 && waits.fill_wait_ms < 5000, "%d workers: filling waited %.1f ms for a free slot, "
+              "want the 50 ms chunk 0 was held", n, waits.fill_wait_ms);
     }
     img_free(&in);
     band_layout_free(&l);

@@ -91,6 +91,10 @@ static void print_workers(const stream_profile *pr, band_place place)
         fprintf(stderr, "  %-22s %9.3f ms busy, %d chunk%s\n", label, pr->workers[i].busy_ms, pr->workers[i].chunks,
                 pr->workers[i].chunks == 1 ? "" : "s");
     }
+    /* filling waits while the encoder is behind; emitting waits while the workers or the decoder are */
+    if (pr->n_workers > 1)
+        fprintf(stderr, "  %-22s %9.3f ms filling waited for a free slot, %.3f ms emitting waited for the workers\n",
+                "chunks", pr->chunk_waits.fill_wait_ms, pr->chunk_waits.emit_wait_ms);
 }
 
 static void print_stream_profile(const plan *p, const run_result *res)
@@ -116,8 +120,8 @@ static void print_stream_profile(const plan *p, const run_result *res)
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
     /* where the stages' thread stood still: the slower of decode and encode shows here */
     if (pr->overlapped)
-        fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n", "stages' thread",
-                pr->source_wait_ms, pr->sink_wait_ms);
+        fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n",
+                pr->n_workers > 1 ? "chunks' threads" : "stages' thread", pr->source_wait_ms, pr->sink_wait_ms);
     print_workers(pr, place);
     if (place != BAND_ON_GPU) return;
     char planned[32], limit[32];

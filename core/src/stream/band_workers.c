@@ -54,6 +54,7 @@ typedef struct {
     int failed;               /* a worker, the source or the sink failed: rc and err say how */
     int rc;
     char err[512];
+    band_workers_waits waits;  /* each written by one thread: the dealer's and the emitter's */
 } crew;
 
 typedef struct {
@@ -215,9 +216,11 @@ static void *emitter_main(void *arg)
     crew *c = arg;
     for (int k = 0;; k++) {
         job *j = &c->jobs[k % c->n_jobs];
+        double t0 = now_ms();
         pthread_mutex_lock(&c->mu);
         while (!c->failed && !(c->dealt && k >= c->posted) && !(j->chunk == k && j->done))
             pthread_cond_wait(&c->cv, &c->mu);
+        c->waits.emit_wait_ms += now_ms() - t0;
         int stop = c->failed || (c->dealt && k >= c->posted), rc = j->rc;
         pthread_mutex_unlock(&c->mu);
         if (stop) break;
@@ -250,8 +253,10 @@ static void deal(crew *c, feed *f)
     char err[512] = "";
     for (int lo = 0; lo < c->height; lo += chunk, i++) {
         job *j = &c->jobs[i % c->n_jobs];
+        double t0 = now_ms();
         pthread_mutex_lock(&c->mu);
         while (!c->failed && c->emitted < i - c->n_jobs + 1) pthread_cond_wait(&c->cv, &c->mu);
+        c->waits.fill_wait_ms += now_ms() - t0;
         int failed = c->failed;
         pthread_mutex_unlock(&c->mu);
         if (failed) break;
@@ -324,7 +329,7 @@ static void free_workers(crew *c)
 
 int band_workers_run(const plan *p, const band_seg *seg, const band_workers_options *o, band_next_fn next,
                      void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
-                     band_worker_stat *stats, char *err, size_t errlen)
+                     band_worker_stat *stats, band_workers_waits *waits, char *err, size_t errlen)
 {
     memset(times, 0, sizeof *times);
     *device_peak = 0;
@@ -366,6 +371,7 @@ int band_workers_run(const plan *p, const band_seg *seg, const band_workers_opti
         }
     }
     stop_workers(c, times, device_peak, stats);
+    if (waits) *waits = c->waits;
     if (rc == IP_OK) rc = merge_and_finish(c, err, errlen);
     free_workers(c);
     pthread_cond_destroy(&c->cv);

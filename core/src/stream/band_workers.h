@@ -26,15 +26,21 @@ typedef struct {
     double busy_ms;
 } band_worker_stat;
 
+/* Where the chunks stood still: filling waited for a free slot (the emitting, so the encoder, was
+ * behind), emitting waited for the next chunk (the workers, or the reading that feeds them). */
+typedef struct {
+    double fill_wait_ms, emit_wait_ms;
+} band_workers_waits;
+
 typedef int (*band_next_fn)(void *user, ip_image *rows, int *y0, char *err, size_t errlen);
 
 /* Pulls every row of the segment's input from next (rows in order, a height of 0 at the end) and
  * sends every output row to sink, in order. times: the steps' times summed over the workers;
  * device_peak: the workers' peak device bytes, summed; stats (o->n_workers entries, or NULL): each
- * worker's share. */
+ * worker's share; waits (or NULL): where the chunks stood still. */
 int band_workers_run(const plan *p, const band_seg *seg, const band_workers_options *o, band_next_fn next,
                      void *next_user, const band_sink *sink, band_times *times, size_t *device_peak,
-                     band_worker_stat *stats, char *err, size_t errlen);
+                     band_worker_stat *stats, band_workers_waits *waits, char *err, size_t errlen);
 
 /* Host bytes the chunks in flight hold (windows of input, chunks of output), besides the segments. */
 size_t band_workers_bytes(const plan *p, const band_seg *seg, int n_workers, int chunk_rows);

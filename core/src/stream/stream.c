@@ -140,8 +140,11 @@ static int run_bands(const plan *p, const band_seg *seg, const timed *t, const b
         band_workers_options wo = { band_config_of(o), o->n_workers, { 0 }, o->chunk_rows > 0 ? o->chunk_rows : o->band_rows };
         memcpy(wo.gpu_ids, o->gpu_ids, sizeof wo.gpu_ids);
         band_worker_stat stats[BAND_MAX_WORKERS];
-        rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, stats, err, errlen);
+        band_workers_waits waits = { 0 };
+        rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, stats, &waits, err, errlen);
         add_worker_stats(t->prof, stats, o->n_workers);
+        t->prof->chunk_waits.fill_wait_ms += waits.fill_wait_ms;
+        t->prof->chunk_waits.emit_wait_ms += waits.emit_wait_ms;
     } else {
         rc = run_one_executor(p, seg, t, sink, o, &times, &peak, err, errlen);
     }

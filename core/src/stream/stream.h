@@ -43,6 +43,7 @@ typedef struct {
     int n_workers;            /* > 1: the rows were dealt to workers, whose shares (summed over the
                                * segments) follow */
     band_worker_stat workers[BAND_MAX_WORKERS];
+    band_workers_waits chunk_waits;   /* the workers' chunks: where they stood still (summed) */
 } stream_profile;
 
 /* Runs p (planned for the source's image) from src to sink. prof may be NULL. */
