@@ -67,8 +67,8 @@ struct tiff_strips {
     int n_batchers;          /* batch states opened */
     uint32_t batch_max, batch_min;   /* strips a batch takes at most, and waits for */
     pthread_mutex_t mu;
-    /* each waiter has its own, so a strip queued wakes one thread, not all 30-odd: the caller
-     * feeding strips to the 32-core H200 host waited on the lock they all took */
+    /* each kind of waiter has its own, so a strip queued wakes one thread, not the 30-odd of a
+     * 32-core host, each taking the lock in turn */
     pthread_cond_t queued;   /* a strip queued: a compressing thread */
     pthread_cond_t batch_ready;   /* batch_min strips queued: a batch state */
     pthread_cond_t compressed;    /* a strip compressed: the writing thread */
