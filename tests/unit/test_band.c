@@ -6,6 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -305,6 +307,81 @@ static void test_fill_while_emitting(void)
     plan_free(&p);
 }
 
+/* A source that fails at row fail_row, a sink that fails on the chunk from row fail_y0. */
+typedef struct {
+    const ip_image *img;
+    int next_row, fail_row, fail_y0, rows_out;
+} failing;
+
+static int failing_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
+{
+    failing *f = user;
+    if (f->next_row >= f->fail_row) {
+        snprintf(err, errlen, "source broke at row %d", f->next_row);
+        return IP_EIO;
+    }
+    int n = f->img->shape.height - f->next_row < 10 ? f->img->shape.height - f->next_row : 10;
+    *rows = *f->img;
+    rows->data = (char *)f->img->data + (ptrdiff_t)f->next_row * f->img->stride;
+    rows->shape.height = n;
+    *y0 = f->next_row;
+    f->next_row += n;
+    return IP_OK;
+}
+
+static int failing_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)
+{
+    failing *f = user;
+    if (y0 == f->fail_y0) {
+        snprintf(err, errlen, "sink broke at row %d", y0);
+        return IP_EIO;
+    }
+    f->rows_out += rows->shape.height;
+    return IP_OK;
+}
+
+/* A failing source or sink stops the workers with its message, whatever chunk it hits. */
+static void test_worker_failures(void)
+{
+    ip_shape gray = { 48, 300, 1, IP_U8 };
+    plan p;
+    if (!tu_build_plan(&reg, "median radius=2 | histogram", &gray, &p)) return;
+    band_layout l;
+    char err[512] = "";
+    if (band_layout_make(&p, &l, err, sizeof err) != IP_OK) {
+        CHECK(0, "layout: %s", err);
+        plan_free(&p);
+        return;
+    }
+    ip_image in = bt_random_image(&gray, 9, 255);
+    for (int n = 2; n <= 3; n++)
+        for (int k = 0; k < 4; k++) {
+            int at = 20 * (k * 3 + 1);   /* rows 20, 80, 140, 200: a chunk's first row for fail_y0 */
+            failing src_fails = { &in, 0, at, -1, 0 }, sink_fails = { &in, 0, INT32_MAX, at, 0 };
+            band_workers_options o = { { BAND_ON_HOST, 0, 1, "failing.png", 10 }, n, { 0 }, 20 };
+            band_times times;
+            size_t peak = 0;
+            band_sink sink = { failing_rows, &src_fails };
+            err[0] = '\0';
+            int rc = band_workers_run(&p, &l.segs[0], &o, failing_next, &src_fails, &sink, &times, &peak, NULL, NULL,
+                                      err, sizeof err);
+            char want[64];
+            snprintf(want, sizeof want, "source broke at row %d", at);
+            CHECK(rc == IP_EIO && strstr(err, want), "%d workers, source failing at row %d: rc %d, '%s'", n, at, rc, err);
+            sink = (band_sink){ failing_rows, &sink_fails };
+            err[0] = '\0';
+            rc = band_workers_run(&p, &l.segs[0], &o, failing_next, &sink_fails, &sink, &times, &peak, NULL, NULL, err,
+                                  sizeof err);
+            snprintf(want, sizeof want, "sink broke at row %d", at);
+            CHECK(rc == IP_EIO && strstr(err, want) && sink_fails.rows_out == at,
+                  "%d workers, sink failing at row %d: rc %d, '%s', %d rows out before", n, at, rc, err,
+                  sink_fails.rows_out);
+        }
+    img_free(&in);
+    band_layout_free(&l);
+    plan_free(&p);
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -318,6 +395,7 @@ int main(void)
     test_histogram();
     test_chunk_rows();
     test_fill_while_emitting();
+    test_worker_failures();
     registry_free(&reg);
     return tu_finish();
 }
