@@ -184,6 +184,17 @@ static void test_histogram(void)
     }
 }
 
+/* p planned on shape and its layout; 0 (a check failed, nothing to free) when either cannot be made. */
+static int plan_and_layout(const char *text, const ip_shape *shape, plan *p, band_layout *l)
+{
+    char err[512] = "";
+    if (!tu_build_plan(&reg, text, shape, p)) return 0;
+    if (band_layout_make(p, l, err, sizeof err) == IP_OK) return 1;
+    CHECK(0, "%s: layout: %s", text, err);
+    plan_free(p);
+    return 0;
+}
+
 /* Several workers get chunks of several bands when memory allows (fewer halos recomputed), never
  * fewer than STREAM_CHUNKS_PER_WORKER chunks each, and one band when memory is tight or there is
  * one worker. */
@@ -191,14 +202,9 @@ static void test_chunk_rows(void)
 {
     ip_shape gray = { 1001, 5000, 1, IP_U8 };
     plan p;
-    if (!tu_build_plan(&reg, "median radius=7 | mean radius=3", &gray, &p)) return;
     band_layout l;
     char err[512] = "";
-    if (band_layout_make(&p, &l, err, sizeof err) != IP_OK) {
-        CHECK(0, "layout: %s", err);
-        plan_free(&p);
-        return;
-    }
+    if (!plan_and_layout("median radius=7 | mean radius=3", &gray, &p, &l)) return;
     stream_budget roomy = { (uint64_t)1 << 34, 0, 0, BAND_ON_HOST, 0, 2 };
     int rows = 0;
     CHECK(stream_band_rows_for(&p, &l, &roomy, &rows, err, sizeof err) == IP_OK && rows == STREAM_MAX_BAND_ROWS,
@@ -222,6 +228,17 @@ static void test_chunk_rows(void)
     plan_free(&p);
 }
 
+/* The next block of up to `block` rows of img from *next_row, as a view. */
+static void rows_from(const ip_image *img, int block, int *next_row, ip_image *rows, int *y0)
+{
+    int n = img->shape.height - *next_row < block ? img->shape.height - *next_row : block;
+    *rows = *img;
+    rows->data = (char *)img->data + (ptrdiff_t)*next_row * img->stride;
+    rows->shape.height = n;
+    *y0 = *next_row;
+    *next_row += n;
+}
+
 /* Workers' source and sink: the source hands out an image's rows in blocks and tells how far it
  * was read; the sink holds the first chunk until the source has reached `wait_for` (or 5 s pass),
  * then 50 ms more, which the dealer spends waiting for a free slot. */
@@ -237,12 +254,7 @@ static int held_next(void *user, ip_image *rows, int *y0, char *err, size_t errl
     (void)err, (void)errlen;
     held_sink *h = user;
     pthread_mutex_lock(&h->mu);
-    int n = h->img->shape.height - h->next_row < h->block ? h->img->shape.height - h->next_row : h->block;
-    *rows = *h->img;
-    rows->data = (char *)h->img->data + (ptrdiff_t)h->next_row * h->img->stride;
-    rows->shape.height = n;
-    *y0 = h->next_row;
-    h->next_row += n;
+    rows_from(h->img, h->block, &h->next_row, rows, y0);
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     return IP_OK;
@@ -276,15 +288,9 @@ static void test_fill_while_emitting(void)
 {
     ip_shape gray = { 64, 400, 1, IP_U8 };
     plan p;
-    if (!tu_build_plan(&reg, "median radius=1", &gray, &p)) return;
     band_layout l;
     char err[512] = "";
-    int rc = band_layout_make(&p, &l, err, sizeof err);
-    CHECK(rc == IP_OK, "layout: %s", err);
-    if (rc != IP_OK) {
-        plan_free(&p);
-        return;
-    }
+    if (!plan_and_layout("median radius=1", &gray, &p, &l)) return;
     ip_image in = bt_random_image(&gray, 5, 255);
     for (int n = 2; n <= 3; n++) {
         int chunk = 20;
@@ -294,7 +300,7 @@ static void test_fill_while_emitting(void)
         band_times times;
         band_workers_waits waits = { 0 };
         size_t peak = 0;
-        rc = band_workers_run(&p, &l.segs[0], &o, held_next, &h, &sink, &times, &peak, NULL, &waits, err, sizeof err);
+        int rc = band_workers_run(&p, &l.segs[0], &o, held_next, &h, &sink, &times, &peak, NULL, &waits, err, sizeof err);
         CHECK(rc == IP_OK, "%d workers: %s", n, err);
         CHECK(h.reached >= h.wait_for, "%d workers: the source stood at row %d while chunk 0 was emitted, want %d "
               "(chunk %d filled)", n, h.reached, h.wait_for, n);
@@ -320,12 +326,7 @@ static int failing_next(void *user, ip_image *rows, int *y0, char *err, size_t e
         snprintf(err, errlen, "source broke at row %d", f->next_row);
         return IP_EIO;
     }
-    int n = f->img->shape.height - f->next_row < 10 ? f->img->shape.height - f->next_row : 10;
-    *rows = *f->img;
-    rows->data = (char *)f->img->data + (ptrdiff_t)f->next_row * f->img->stride;
-    rows->shape.height = n;
-    *y0 = f->next_row;
-    f->next_row += n;
+    rows_from(f->img, 10, &f->next_row, rows, y0);
     return IP_OK;
 }
 
@@ -345,14 +346,9 @@ static void test_worker_failures(void)
 {
     ip_shape gray = { 48, 300, 1, IP_U8 };
     plan p;
-    if (!tu_build_plan(&reg, "median radius=2 | histogram", &gray, &p)) return;
     band_layout l;
     char err[512] = "";
-    if (band_layout_make(&p, &l, err, sizeof err) != IP_OK) {
-        CHECK(0, "layout: %s", err);
-        plan_free(&p);
-        return;
-    }
+    if (!plan_and_layout("median radius=2 | histogram", &gray, &p, &l)) return;
     ip_image in = bt_random_image(&gray, 9, 255);
     for (int n = 2; n <= 3; n++)
         for (int k = 0; k < 4; k++) {
