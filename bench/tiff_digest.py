@@ -23,32 +23,30 @@ def _page(path):
     return _open[path].pages[0]
 
 
-def _segment_rows(page):
-    """The rows each strip or row of tiles spans, and how many segments a row of them holds."""
+def _segments(page):
+    """The rows a strip or a row of tiles spans, the segments across, and a segment's width."""
     if page.is_tiled:
-        across = -(-page.imagewidth // page.tilewidth)
-        return page.tilelength, across
-    return page.rowsperstrip, 1
+        return page.tilelength, -(-page.imagewidth // page.tilewidth), page.tilewidth
+    return page.rowsperstrip, 1, page.imagewidth
 
 
 def _block(args):
     path, r0, r1 = args
     page = _page(path)
     fh = page.parent.filehandle
-    seg_rows, across = _segment_rows(page)
-    width, spp = page.imagewidth, page.samplesperpixel
+    seg_rows, across, seg_width = _segments(page)
     h = hashlib.sha256()
     for band in range(r0 // seg_rows, -(-r1 // seg_rows)):
-        top = band * seg_rows
         parts = []
         for k in range(across):
             index = band * across + k
             fh.seek(page.dataoffsets[index])
-            data = fh.read(page.databytecounts[index])
-            seg, _, _ = page.decode(data, index)
-            seg = np.asarray(seg).reshape(-1, seg.shape[-2] if page.is_tiled else width, spp)
-            parts.append(seg[:, : min(seg.shape[1], width - k * (page.tilewidth if page.is_tiled else width))])
-        rows = np.concatenate(parts, axis=1) if across > 1 else parts[0]
+            seg, _, _ = page.decode(fh.read(page.databytecounts[index]), index)
+            # a tile past the image's right edge is cut to it
+            seg = np.asarray(seg).reshape(-1, seg_width, page.samplesperpixel)
+            parts.append(seg[:, : page.imagewidth - k * seg_width])
+        rows = np.concatenate(parts, axis=1)
+        top = band * seg_rows
         lo, hi = max(r0, top) - top, min(r1, top + rows.shape[0]) - top
         h.update(np.ascontiguousarray(rows[lo:hi]).tobytes())
     return h.hexdigest()
