@@ -118,9 +118,12 @@ static int run_one_executor(const plan *p, const band_seg *seg, const timed *t, 
     return rc;
 }
 
-static void add_worker_stats(stream_profile *prof, const band_worker_stat *stats, int n)
+static void add_worker_stats(stream_profile *prof, const band_worker_stat *stats, const band_workers_waits *waits,
+                             int n)
 {
     prof->n_workers = n;
+    prof->chunk_waits.fill_wait_ms += waits->fill_wait_ms;
+    prof->chunk_waits.emit_wait_ms += waits->emit_wait_ms;
     for (int i = 0; i < n; i++) {
         prof->workers[i].gpu = stats[i].gpu;
         prof->workers[i].chunks += stats[i].chunks;
@@ -142,9 +145,7 @@ static int run_bands(const plan *p, const band_seg *seg, const timed *t, const b
         band_worker_stat stats[BAND_MAX_WORKERS];
         band_workers_waits waits = { 0 };
         rc = band_workers_run(p, seg, &wo, timed_next_of, (void *)t, sink, &times, &peak, stats, &waits, err, errlen);
-        add_worker_stats(t->prof, stats, o->n_workers);
-        t->prof->chunk_waits.fill_wait_ms += waits.fill_wait_ms;
-        t->prof->chunk_waits.emit_wait_ms += waits.emit_wait_ms;
+        add_worker_stats(t->prof, stats, &waits, o->n_workers);
     } else {
         rc = run_one_executor(p, seg, t, sink, o, &times, &peak, err, errlen);
     }
