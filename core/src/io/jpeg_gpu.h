@@ -67,10 +67,11 @@ const char *jpeg_gpu_description(const jpeg_gpu *g);
 /* Images decoded by the hardware engine so far (the rest took the CUDA decoder). */
 long jpeg_gpu_hardware_decodes(const jpeg_gpu *g);
 /* The hardware batches so far: states initialised for a batch size (and the time that took), and
- * batches decoded (with their time, waiting for the stream included). */
+ * batches decoded (with their time, waiting for the stream included; submit_ms: of that, the time
+ * nvJPEG took before the wait, its work on the host). */
 typedef struct {
     long inits, decodes;
-    double init_ms, decode_ms;
+    double init_ms, decode_ms, submit_ms;
 } jpeg_gpu_batch_times;
 jpeg_gpu_batch_times jpeg_gpu_batch_totals(const jpeg_gpu *g);
 
