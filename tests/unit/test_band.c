@@ -2,7 +2,9 @@
  * at band heights of 1, 2, 7 and 64 rows (halos taller than a band among them), by one executor
  * and by 2 and 3 workers sharing the image's rows, through chains with global stages between
  * segments, with the source and sink on the calling thread and on threads of their own;
- * histogram counts against the whole image's. */
+ * histogram counts against the whole image's. The workers' chunks: their size for the memory
+ * given, the next chunks read while one is emitted (and the waits counted), and a failing source
+ * or sink stopping them with its own message. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
