@@ -64,7 +64,8 @@ static void *encode_loop(void *arg)
         unsigned char *bytes;
         size_t len;
         rc = jpeg_gpu_encode(g, &img, 90, &bytes, &len, err, sizeof err);
-        if (!rc) free(bytes);
+        if (rc) break;
+        free(bytes);
         __atomic_add_fetch(&en->encodes, 1, __ATOMIC_RELAXED);
     }
     if (rc) fprintf(stderr, "bench_jpeg_engine: encoder: %s\n", err);
@@ -99,6 +100,7 @@ static long encoders_done(const encoder *encoders, int n)
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The first max_files *.jpg names of dir in name order (*names malloc'd, each name too). */
 static int list_jpegs(const char *dir, char ***names, int max_files)
 {
     DIR *d = opendir(dir);
@@ -114,10 +116,12 @@ static int list_jpegs(const char *dir, char ***names, int max_files)
             if (!grown) break;
             *names = grown;
         }
-        (*names)[n++] = strdup(e->d_name);
+        if (!((*names)[n] = strdup(e->d_name))) break;
+        n++;
     }
     closedir(d);
-    qsort(*names, (size_t)n, sizeof **names, by_name);
+    if (n) qsort(*names, (size_t)n, sizeof **names, by_name);
+    for (int i = max_files; i < n; i++) free((*names)[i]);
     return n < max_files ? n : max_files;
 }
 
@@ -137,29 +141,35 @@ static int read_pinned(const char *path, unsigned char **bytes, size_t *len)
 /* Reads and plans every file with g's parser; each gets its own device image. */
 static int load_folder(folder *f, const char *dir, int max_files, jpeg_gpu *g)
 {
-    char **names;
+    char **names = NULL;
     f->n = list_jpegs(dir, &names, max_files);
-    if (f->n <= 0) return -1;
+    if (f->n <= 0) {
+        fprintf(stderr, "bench_jpeg_engine: no .jpg files in %s\n", dir);
+        free(names);
+        return -1;
+    }
     f->bytes = calloc((size_t)f->n, sizeof *f->bytes);
     f->len = calloc((size_t)f->n, sizeof *f->len);
     f->dev = calloc((size_t)f->n, sizeof *f->dev);
     f->ready = calloc((size_t)f->n, sizeof *f->ready);
-    if (!f->bytes || !f->len || !f->dev || !f->ready) return -1;
-    for (int i = 0; i < f->n; i++) {
-        char path[4096], err[256];
+    int rc = f->bytes && f->len && f->dev && f->ready ? 0 : -1;
+    for (int i = 0; i < f->n && !rc; i++) {
+        char path[4096], err[256] = "cannot read it into pinned memory";
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         ip_image out;
         jpeg_gpu_memory mem = { jpeg_gpu_buffer_alloc, &f->dev[i] };
-        if (read_pinned(path, &f->bytes[i], &f->len[i]) ||
-            jpeg_gpu_prepare_header(g, f->bytes[i], f->len[i], NULL, &mem, &out, &f->ready[i], err, sizeof err) ||
-            !f->ready[i].hardware) {
-            fprintf(stderr, "bench_jpeg_engine: %s: not for the engine (%s)\n", path, err);
-            return -1;
+        rc = read_pinned(path, &f->bytes[i], &f->len[i]);
+        if (!rc && jpeg_gpu_prepare_header(g, f->bytes[i], f->len[i], NULL, &mem, &out, &f->ready[i], err, sizeof err))
+            rc = -1;
+        if (!rc && !f->ready[i].hardware) {
+            snprintf(err, sizeof err, "the hardware engine does not take it");
+            rc = -1;
         }
-        free(names[i]);
+        if (rc) fprintf(stderr, "bench_jpeg_engine: %s: %s\n", path, err);
     }
+    for (int i = 0; i < f->n; i++) free(names[i]);
     free(names);
-    return 0;
+    return rc;
 }
 
 static void *take_batches(void *arg)
@@ -181,7 +191,7 @@ static void *take_batches(void *arg)
 }
 
 /* One round: every file once, by n_threads takers; its seconds, or < 0 on a failure. */
-static double round_s(const folder *f, taker *takers, int n_threads)
+static double round_s(taker *takers, int n_threads)
 {
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     int next = 0, failed = 0;
@@ -197,7 +207,6 @@ static double round_s(const folder *f, taker *takers, int n_threads)
         pthread_join(tid[i], NULL);
         failed += takers[i].failed;
     }
-    (void)f;
     return failed ? -1.0 : now_s() - t0;
 }
 
@@ -267,7 +276,7 @@ int main(int argc, char **argv)
         for (int r = 0; r <= rounds; r++) {
             if (r == 1)
                 for (int i = 0; i < n_threads; i++) before[i] = jpeg_gpu_batch_totals(takers[i].g);
-            double s = round_s(&f, takers, n_threads);
+            double s = round_s(takers, n_threads);
             if (s < 0) {
                 fprintf(stderr, "bench_jpeg_engine: a file failed with %d threads\n", n_threads);
                 status = 1;
