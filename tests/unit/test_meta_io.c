@@ -250,7 +250,7 @@ static void test_png_text_budget(void)
     png_set_IHDR(png, info, 5, 3, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_text texts[40];
-    char keys[40][8];
+    char keys[40][16];
     for (int i = 0; i < 40; i++) {
         snprintf(keys[i], sizeof keys[i], "k%d", i);
         texts[i] = (png_text){ .compression = PNG_TEXT_COMPRESSION_zTXt, .key = keys[i], .text = zeros, .text_length = big };
