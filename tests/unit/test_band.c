@@ -343,37 +343,40 @@ static int failing_rows(void *user, const ip_image *rows, int y0, char *err, siz
     return IP_OK;
 }
 
+/* n workers in chunks of 20 rows from f's source to f's sink: IP_EIO with the message want, else
+ * 0 with a check failed. */
+static int fails_with(const plan *p, const band_seg *seg, int n, failing *f, const char *want)
+{
+    band_workers_options o = { { BAND_ON_HOST, 0, 1, "failing.png", 10 }, n, { 0 }, 20 };
+    band_sink sink = { failing_rows, f };
+    band_times times;
+    size_t peak = 0;
+    char err[512] = "";
+    int rc = band_workers_run(p, seg, &o, failing_next, f, &sink, &times, &peak, NULL, NULL, err, sizeof err);
+    int ok = rc == IP_EIO && strstr(err, want);
+    CHECK(ok, "%d workers, %s: rc %d, '%s'", n, want, rc, err);
+    return ok;
+}
+
 /* A failing source or sink stops the workers with its message, whatever chunk it hits. */
 static void test_worker_failures(void)
 {
     ip_shape gray = { 48, 300, 1, IP_U8 };
     plan p;
     band_layout l;
-    char err[512] = "";
     if (!plan_and_layout("median radius=2 | histogram", &gray, &p, &l)) return;
     ip_image in = bt_random_image(&gray, 9, 255);
     for (int n = 2; n <= 3; n++)
         for (int k = 0; k < 4; k++) {
             int at = 20 * (k * 3 + 1);   /* rows 20, 80, 140, 200: a chunk's first row for fail_y0 */
             failing src_fails = { &in, 0, at, -1, 0 }, sink_fails = { &in, 0, INT32_MAX, at, 0 };
-            band_workers_options o = { { BAND_ON_HOST, 0, 1, "failing.png", 10 }, n, { 0 }, 20 };
-            band_times times;
-            size_t peak = 0;
-            band_sink sink = { failing_rows, &src_fails };
-            err[0] = '\0';
-            int rc = band_workers_run(&p, &l.segs[0], &o, failing_next, &src_fails, &sink, &times, &peak, NULL, NULL,
-                                      err, sizeof err);
             char want[64];
             snprintf(want, sizeof want, "source broke at row %d", at);
-            CHECK(rc == IP_EIO && strstr(err, want), "%d workers, source failing at row %d: rc %d, '%s'", n, at, rc, err);
-            sink = (band_sink){ failing_rows, &sink_fails };
-            err[0] = '\0';
-            rc = band_workers_run(&p, &l.segs[0], &o, failing_next, &sink_fails, &sink, &times, &peak, NULL, NULL, err,
-                                  sizeof err);
+            fails_with(&p, &l.segs[0], n, &src_fails, want);
             snprintf(want, sizeof want, "sink broke at row %d", at);
-            CHECK(rc == IP_EIO && strstr(err, want) && sink_fails.rows_out == at,
-                  "%d workers, sink failing at row %d: rc %d, '%s', %d rows out before", n, at, rc, err,
-                  sink_fails.rows_out);
+            if (fails_with(&p, &l.segs[0], n, &sink_fails, want))
+                CHECK(sink_fails.rows_out == at, "%d workers, sink failing at row %d: %d rows out before", n, at,
+                      sink_fails.rows_out);
         }
     img_free(&in);
     band_layout_free(&l);
