@@ -8,9 +8,9 @@
  * wider than its rows writes the packed image's bytes; beside a batch codec every strip is written
  * at the caller's priority, though the compressing threads run at a lower one; the threads beside
  * a batch codec that opened (and only then) deflate at the faster level under one check: sampled
- * strips also at the asked one, keeping the smaller, and after 4 samples more than 5% larger the
- * asked level alone, also for a folder worker's images sharing a check: their bytes libdeflate's
- * own at the level a reference model picks. */
+ * strips also at the asked one, keeping the smaller, and after 4 samples more than 5% larger level
+ * 5, sampled afresh, then the asked level alone, also for a folder worker's images sharing a check:
+ * their bytes libdeflate's own at the level a reference model picks. */
 #define _GNU_SOURCE
 #include "test_io_helpers.h"
 #include <math.h>
@@ -181,48 +181,62 @@ static size_t reference_deflate(int level, const unsigned char *rows, size_t len
 }
 
 /* The check's rules restated: strip g (counted over every state sharing the check) is sampled
- * while the faster level is kept, every 4th of the first 16 and then every 32nd; a sample keeps
- * the smaller bytes (the faster level's when equal); from the 4th sample on, sums of the faster
- * level's samples more than 5% over the asked level's give it up from the next strip; the sums are
- * halved every 16 samples from the 32nd. */
+ * while a faster level is kept, every 4th of the level's first 16 and then every 32nd; a sample
+ * keeps the smaller bytes (the faster level's when equal); from the level's 4th sample on, sums of
+ * its samples more than 5% over the asked level's step it up from the next strip: to 5 from below,
+ * from 5 to the asked level 6 for good; the sums are halved every 16 samples from the 32nd. */
 typedef struct {
-    uint32_t strips, samples, given_up_at;   /* given_up_at: UINT32_MAX while kept */
+    uint32_t total, strips, samples;   /* strips: since the level's start */
+    uint32_t middle_at, given_up_at;   /* the first strip at 5, at 6 (UINT32_MAX: none) */
+    int level;
     uint64_t sum_fast, sum_asked;
 } fast_model;
 
-/* Which bytes strip g is written with: 0 the faster level's, 1 the asked level's. */
+/* Which bytes strip g is written with: 0 the level's (m->level before the call), 1 the asked level's. */
 static int model_strip(fast_model *m, size_t fast_len, size_t asked_len)
 {
-    uint32_t g = m->strips++;
-    if (m->given_up_at < g) return 1;
-    if (g < 16 ? g % 4 != 0 : g % 32 != 0) return 0;
+    uint32_t g = m->total++, n = m->strips++;
+    if (m->level == 6) return 1;
+    if (n < 16 ? n % 4 != 0 : n % 32 != 0) return 0;
     m->samples++;
     m->sum_fast += fast_len;
     m->sum_asked += asked_len;
-    if (m->samples >= 4 && m->sum_fast * 100 > m->sum_asked * 105 && m->given_up_at == UINT32_MAX) m->given_up_at = g;
-    if (m->samples >= 32 && m->samples % 16 == 0) {
+    if (m->samples >= 4 && m->sum_fast * 100 > m->sum_asked * 105) {
+        if (m->level < 5) m->middle_at = g + 1;
+        else m->given_up_at = g + 1;
+        m->level = m->level < 5 ? 5 : 6;
+        m->strips = m->samples = 0;
+        m->sum_fast = m->sum_asked = 0;
+    } else if (m->samples >= 32 && m->samples % 16 == 0) {
         m->sum_fast /= 2;
         m->sum_asked /= 2;
     }
     return asked_len < fast_len;
 }
 
-/* Row k of a run: photograph-like (a ramp and small noise) or periodic (a 37-byte pattern with
- * rare noise, on which libdeflate's 2 loses 18% to 6 and 4 loses more than 5%). */
-static void beside_row(unsigned char *row, uint32_t width, uint32_t k, int periodic, tu_rng *rng)
+typedef enum { ROWS_PHOTO, ROWS_PERIODIC, ROWS_SMOOTH } row_kind;
+
+/* Row k of a run: photograph-like (a ramp and small noise), periodic (a 37-byte pattern with rare
+ * noise, on which libdeflate's 2 loses about 22% to 6 and 5 about 11%) or smooth (plateaus that
+ * step by one, as eight medians leave a photograph: 2 loses about 13%, 5 about 2%). */
+static void beside_row(unsigned char *row, uint32_t width, uint32_t k, row_kind kind, tu_rng *rng)
 {
+    int v = 128;
     for (uint32_t x = 0; x < width; x++) {
         uint32_t noise = tu_next(rng);
-        row[x] = periodic ? (unsigned char)((x % 37) * 7 + (noise % 16 == 0)) : (unsigned char)(x / 16 + k + noise % 12);
+        if (kind == ROWS_SMOOTH && noise % 4 == 0) v += (int)((noise >> 8) % 3) - 1;
+        row[x] = kind == ROWS_PERIODIC ? (unsigned char)((x % 37) * 7 + (noise % 64 == 0))
+                 : kind == ROWS_SMOOTH ? (unsigned char)v
+                                       : (unsigned char)(x / 16 + k + noise % 12);
     }
 }
 
 /* One image of n one-row strips of width bytes through a deflate state at level 6 beside the card
- * under check (shared with the images before it, as a folder worker's are), the rows periodic from
- * strip periodic_from on, each strip against libdeflate at fast_level and 6 on the rows predicted
- * here and the model's pick. */
-static void beside_image(const char *name, tiff_fast_check *check, fast_model *m, int fast_level, uint32_t width,
-                         uint32_t n, uint32_t periodic_from, tu_rng *rng)
+ * under check (shared with the images before it, as a folder worker's are), the rows of kind from
+ * strip turn_at on (photograph-like before), each strip against libdeflate at the model's level
+ * and 6 on the rows predicted here and the model's pick. */
+static void beside_image(const char *name, tiff_fast_check *check, fast_model *m, uint32_t width, uint32_t n,
+                         row_kind kind, uint32_t turn_at, tu_rng *rng)
 {
     ip_shape shape = { (int32_t)width, (int32_t)n, 1, IP_U8 };
     tiff_strip_format f = { shape, 1, IO_TIFF_DEFLATE, 6, check };
@@ -232,12 +246,12 @@ static void beside_image(const char *name, tiff_fast_check *check, fast_model *m
     size_t cap = 2 * (size_t)width + 1024;
     unsigned char *rows = malloc(width), *predicted = malloc(width), *fast = malloc(cap), *asked = malloc(cap);
     tiff_strip_bytes out = { 0 };
-    uint32_t bad = UINT32_MAX, first = m->strips;
+    uint32_t bad = UINT32_MAX, first = m->total;
     for (uint32_t k = 0; k < n && state; k++) {
-        beside_row(rows, width, first + k, first + k >= periodic_from, rng);
+        beside_row(rows, width, first + k, first + k >= turn_at ? kind : ROWS_PHOTO, rng);
         predicted[0] = rows[0];
         for (uint32_t x = 1; x < width; x++) predicted[x] = (unsigned char)(rows[x] - rows[x - 1]);
-        size_t fast_len = reference_deflate(fast_level, predicted, width, fast, cap);
+        size_t fast_len = reference_deflate(m->level, predicted, width, fast, cap);
         size_t asked_len = reference_deflate(6, predicted, width, asked, cap);
         int take_asked = model_strip(m, fast_len, asked_len);
         const unsigned char *want = take_asked ? asked : fast;
@@ -245,8 +259,8 @@ static void beside_image(const char *name, tiff_fast_check *check, fast_model *m
         CHECK(codec->compress(state, k, rows, width, &out, err, sizeof err) == IP_OK, "%s: %s", name, err);
         if (bad == UINT32_MAX && (out.len != want_len || memcmp(out.data, want, want_len) != 0)) bad = first + k;
     }
-    CHECK(bad == UINT32_MAX, "%s: strip %u is not libdeflate's at the level the model picks (given up at %u)", name, bad,
-          m->given_up_at);
+    CHECK(bad == UINT32_MAX, "%s: strip %u is not libdeflate's at the level the model picks (5 from %u, 6 from %u)",
+          name, bad, m->middle_at, m->given_up_at);
     codec->close(state);
     free(out.data);
     free(rows);
@@ -255,28 +269,30 @@ static void beside_image(const char *name, tiff_fast_check *check, fast_model *m
     free(asked);
 }
 
-/* images of n strips each under one check; returns the strip (over all of them) from which level 6
- * alone was written (UINT32_MAX: never). */
-static uint32_t beside_run(const char *name, int (*level_for)(int), int images, uint32_t n, uint32_t periodic_from)
+/* images of n strips each under one check, the rows of kind from strip turn_at on; *m the model
+ * after them (its middle_at and given_up_at: where the check stepped). */
+static void beside_run(const char *name, int (*level_for)(int), int images, uint32_t n, row_kind kind,
+                       uint32_t turn_at, fast_model *m)
 {
     tiff_fast_check check;
     tiff_fast_check_init(&check, level_for);
-    fast_model m = { .given_up_at = UINT32_MAX };
+    *m = (fast_model){ .middle_at = UINT32_MAX, .given_up_at = UINT32_MAX, .level = level_for(6) };
     tu_rng rng;
-    tu_seed(&rng, 71 + (uint64_t)periodic_from);
-    for (int i = 0; i < images; i++) beside_image(name, &check, &m, level_for(6), 4001, n, periodic_from, &rng);
-    CHECK(check.samples == m.samples, "%s: the check counted %u samples, the model %u", name, check.samples, m.samples);
-    CHECK((check.given_up != 0) == (m.given_up_at != UINT32_MAX), "%s: the check %s given up, the model %s", name,
-          check.given_up ? "has" : "has not", m.given_up_at != UINT32_MAX ? "has" : "has not");
+    tu_seed(&rng, 71 + (uint64_t)turn_at + (uint64_t)kind);
+    for (int i = 0; i < images; i++) beside_image(name, &check, m, 4001, n, kind, turn_at, &rng);
+    int level = check.given_up ? 6 : check.level;
+    CHECK(check.samples == m->samples, "%s: the check counted %u samples at its level, the model %u", name,
+          check.samples, m->samples);
+    CHECK(level == m->level, "%s: the check is at level %d, the model at %d", name, level, m->level);
     tiff_fast_check_destroy(&check);
-    return m.given_up_at;
 }
 
-/* Beside a card: photograph-like rows keep the faster level throughout, periodic ones go back to 6
- * after the 4th sample (strip 12); a folder worker's images of 6 strips share one check, so that
- * it decides within the third image, and later images open at 6; rows turning periodic after 60
- * samples give it up within 112 more: the halved sums forget the first rows (whose bytes, four
- * times the periodic rows', would hold the sums under 5% for good). */
+/* Beside a card: photograph-like rows keep the faster level throughout; smooth ones step to 5
+ * after the 4th sample (from strip 13) and keep it; periodic ones step to 5 there and to 6 after
+ * 5's 4th sample (from strip 26). A folder worker's images of 6 strips share one check, so that it
+ * decides within the fifth image, and later images open at the level reached; rows turning
+ * periodic after 60 samples give the faster levels up within 112 more: the halved sums forget the
+ * first rows (whose bytes, four times the periodic rows', would hold the sums under 5% for good). */
 static void test_deflate_beside_card(void)
 {
     CHECK(tiff_libdeflate_level_beside_card(0) == 2 && tiff_libdeflate_level_beside_card(6) == 2 &&
@@ -286,18 +302,34 @@ static void test_deflate_beside_card(void)
               tiff_libdeflate_level_beside_card_image(5) == 4 && tiff_libdeflate_level_beside_card_image(3) == 3 &&
               tiff_libdeflate_level_beside_card_image(9) == 9,
           "the levels beside the card, a whole image's writer");
-    uint32_t at = beside_run("photograph-like rows", tiff_libdeflate_level_beside_card, 1, 200, UINT32_MAX);
-    CHECK(at == UINT32_MAX, "photograph-like rows: the faster level given up at strip %u", at);
-    at = beside_run("periodic rows", tiff_libdeflate_level_beside_card, 1, 200, 0);
-    CHECK(at == 12, "periodic rows: the faster level given up at strip %u, not after the 4th sample (12)", at);
-    at = beside_run("a folder's photograph-like images", tiff_libdeflate_level_beside_card_image, 10, 6, UINT32_MAX);
-    CHECK(at == UINT32_MAX, "a folder's photograph-like images: level 4 given up at strip %u", at);
-    at = beside_run("a folder's periodic images", tiff_libdeflate_level_beside_card_image, 10, 6, 0);
-    CHECK(at == 12, "a folder's periodic images: level 4 given up at strip %u, not in the third image (12)", at);
+    static const struct {
+        const char *name;
+        int image_writer, images;
+        uint32_t n;
+        row_kind kind;
+        uint32_t middle_at, given_up_at;
+    } runs[] = {
+        { "photograph-like rows", 0, 1, 200, ROWS_PHOTO, UINT32_MAX, UINT32_MAX },
+        { "smooth rows", 0, 1, 200, ROWS_SMOOTH, 13, UINT32_MAX },
+        { "periodic rows", 0, 1, 200, ROWS_PERIODIC, 13, 26 },
+        { "a folder's photograph-like images", 1, 10, 6, ROWS_PHOTO, UINT32_MAX, UINT32_MAX },
+        { "a folder's smooth images", 1, 10, 6, ROWS_SMOOTH, UINT32_MAX, UINT32_MAX },
+        { "a folder's periodic images", 1, 10, 6, ROWS_PERIODIC, 13, 26 },
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        fast_model m;
+        beside_run(runs[i].name, runs[i].image_writer ? tiff_libdeflate_level_beside_card_image
+                                                      : tiff_libdeflate_level_beside_card,
+                   runs[i].images, runs[i].n, runs[i].kind, 0, &m);
+        CHECK(m.middle_at == runs[i].middle_at && m.given_up_at == runs[i].given_up_at,
+              "%s: level 5 from strip %u and 6 from %u, not %u and %u", runs[i].name, m.middle_at, m.given_up_at,
+              runs[i].middle_at, runs[i].given_up_at);
+    }
     uint32_t turn = 16 + 32 * 56;   /* the 60th sample */
-    at = beside_run("rows turning periodic", tiff_libdeflate_level_beside_card_image, 100, 64, turn);
-    CHECK(at >= turn && at <= turn + 32 * 112, "rows turning periodic at strip %u: given up at %u, not within 112 samples",
-          turn, at);
+    fast_model m;
+    beside_run("rows turning periodic", tiff_libdeflate_level_beside_card_image, 100, 64, ROWS_PERIODIC, turn, &m);
+    CHECK(m.given_up_at > turn && m.given_up_at <= turn + 32 * 112, "rows turning periodic at strip %u: 6 from %u, not within 112 samples",
+          turn, m.given_up_at);
 }
 
 /* A stand-in codec: each byte xor the strip's number, after a delay that varies by strip, so the

@@ -38,6 +38,7 @@ int tiff_libdeflate_level_beside_card_image(int zlib_level)
 typedef struct {
     struct libdeflate_compressor *c;     /* the level the strips are written at */
     struct libdeflate_compressor *asked; /* while the faster level is checked: the asked level */
+    int level, asked_level;              /* c's, and the asked one */
     tiff_fast_check *check;
     tiff_strip_bytes sample;             /* the asked level's bytes of a sampled strip */
     ip_shape shape;
@@ -64,6 +65,8 @@ static int deflate_open(const tiff_strip_codec *codec, const tiff_strip_format *
     if (s) {
         s->shape = f->shape;
         s->c = libdeflate_alloc_compressor(fast);
+        s->level = fast;
+        s->asked_level = level;
         s->asked = fast != level ? libdeflate_alloc_compressor(level) : NULL;
         s->check = fast != level ? f->fast : NULL;
         s->scratch = malloc(img_row_bytes(&f->shape));
@@ -77,12 +80,20 @@ static int deflate_open(const tiff_strip_codec *codec, const tiff_strip_format *
     return IP_OK;
 }
 
-/* The asked level from now on: the check gave the faster one up. */
-static void take_asked_level(deflate_state *s)
+/* The level the check now wants: a faster one, or the asked one from now on. */
+static int take_level(deflate_state *s, int level, char *err, size_t errlen)
 {
+    struct libdeflate_compressor *next = s->asked;
+    int asked = level == s->asked_level;
+    if (!asked && !(next = libdeflate_alloc_compressor(level))) {
+        snprintf(err, errlen, "out of memory");
+        return IP_ENOMEM;
+    }
     libdeflate_free_compressor(s->c);
-    s->c = s->asked;
-    s->asked = NULL;
+    s->c = next;
+    s->level = level;
+    if (asked) s->asked = NULL;
+    return IP_OK;
 }
 
 /* A sampled strip: deflated at the asked level too, both sizes counted, the smaller kept (both
@@ -93,7 +104,7 @@ static int sample_asked_level(deflate_state *s, const unsigned char *rows, size_
     int rc = tiff_strip_bytes_grow(&s->sample, libdeflate_zlib_compress_bound(s->asked, len), err, errlen);
     if (rc != IP_OK) return rc;
     size_t asked_len = libdeflate_zlib_compress(s->asked, rows, len, s->sample.data, s->sample.cap);
-    tiff_fast_check_add(s->check, out->len, asked_len);
+    tiff_fast_check_add(s->check, s->level, out->len, asked_len);
     if (asked_len > 0 && asked_len < out->len) {
         tiff_strip_bytes fast = *out;
         *out = s->sample;
@@ -110,16 +121,16 @@ static int deflate_compress(void *state, uint32_t index, unsigned char *rows, si
     deflate_state *s = state;
     size_t row_bytes = img_row_bytes(&s->shape);
     tiff_predict_rows(rows, (uint32_t)(len / row_bytes), &s->shape, s->scratch);
-    int given_up = 0, sampled = s->asked && tiff_fast_check_next(s->check, &given_up);
-    if (given_up) take_asked_level(s);
-    int rc = tiff_strip_bytes_grow(out, libdeflate_zlib_compress_bound(s->c, len), err, errlen);
+    int level = s->level, sampled = s->asked && tiff_fast_check_next(s->check, &level);
+    int rc = level != s->level ? take_level(s, level, err, errlen) : IP_OK;
+    if (rc == IP_OK) rc = tiff_strip_bytes_grow(out, libdeflate_zlib_compress_bound(s->c, len), err, errlen);
     if (rc != IP_OK) return rc;
     out->len = libdeflate_zlib_compress(s->c, rows, len, out->data, out->cap);
     if (out->len == 0) {
         snprintf(err, errlen, "strip %u does not compress", index);
         return IP_EIO;
     }
-    return sampled && !given_up ? sample_asked_level(s, rows, len, out, err, errlen) : IP_OK;
+    return sampled && s->asked ? sample_asked_level(s, rows, len, out, err, errlen) : IP_OK;
 }
 
 static int copy_open(const tiff_strip_codec *codec, const tiff_strip_format *f, void **state, char *err, size_t errlen)

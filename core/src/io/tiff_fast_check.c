@@ -24,29 +24,46 @@ void tiff_fast_check_destroy(tiff_fast_check *c)
 int tiff_fast_check_level(tiff_fast_check *c, int zlib_level)
 {
     pthread_mutex_lock(&c->mu);
-    int given_up = c->given_up;
+    if (!c->asked) {
+        c->asked = tiff_libdeflate_level(zlib_level);
+        c->level = c->level_for(zlib_level);
+    }
+    int level = c->given_up ? c->asked : c->level;
     pthread_mutex_unlock(&c->mu);
-    return given_up ? tiff_libdeflate_level(zlib_level) : c->level_for(zlib_level);
+    return level;
 }
 
-int tiff_fast_check_next(tiff_fast_check *c, int *given_up)
+int tiff_fast_check_next(tiff_fast_check *c, int *level)
 {
     pthread_mutex_lock(&c->mu);
     uint32_t n = c->strips++;
-    *given_up = c->given_up;
+    *level = c->given_up ? c->asked : c->level;
     pthread_mutex_unlock(&c->mu);
     return n < SAMPLES_MIN * EARLY_EVERY ? n % EARLY_EVERY == 0 : n % SAMPLE_EVERY == 0;
 }
 
-void tiff_fast_check_add(tiff_fast_check *c, size_t fast_len, size_t asked_len)
+/* The next level up, sampled from scratch; the asked one for good past the middle. */
+static void step_up(tiff_fast_check *c)
+{
+    if (c->level < TIFF_FAST_MIDDLE_LEVEL && TIFF_FAST_MIDDLE_LEVEL < c->asked) c->level = TIFF_FAST_MIDDLE_LEVEL;
+    else c->given_up = 1;
+    c->strips = c->samples = 0;
+    c->sampled_fast = c->sampled_asked = 0;
+}
+
+void tiff_fast_check_add(tiff_fast_check *c, int level, size_t fast_len, size_t asked_len)
 {
     pthread_mutex_lock(&c->mu);
+    if (c->given_up || level != c->level) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
     c->samples++;
     c->sampled_fast += fast_len;
     c->sampled_asked += asked_len;
     if (c->samples >= SAMPLES_MIN && c->sampled_fast * 100 > c->sampled_asked * (100 + TIFF_FAST_MAX_GROWTH_PCT))
-        c->given_up = 1;
-    if (c->samples >= 2 * HALVE_EVERY && c->samples % HALVE_EVERY == 0) {
+        step_up(c);
+    else if (c->samples >= 2 * HALVE_EVERY && c->samples % HALVE_EVERY == 0) {
         c->sampled_fast /= 2;
         c->sampled_asked /= 2;
     }
