@@ -228,8 +228,10 @@ static void share_rules(void)
     double slow = tiff_gpu_card_share(&photo, &opt, 0, 1, 0);
     CHECK(slow > folder && folder > fast, "shares by level: 1 %.3f, 6 %.3f, 9 %.3f", fast, folder, slow);
     opt.tiff_level = 6;
-    double beside = tiff_gpu_card_share(&photo, &opt, 0, 1, 4);
-    CHECK(beside > 0.4 && beside < folder, "level 6 with the cores at libdeflate's 4: share %.3f, at 6 %.3f", beside, folder);
+    /* the shares' sizes follow the host's cores (0.45 at 4 on 2, 0.32 on 32): only their order is asserted */
+    double beside = tiff_gpu_card_share(&photo, &opt, 0, 1, 4), beside2 = tiff_gpu_card_share(&photo, &opt, 0, 1, 2);
+    CHECK(beside2 > 0 && beside2 < beside && beside < folder,
+          "level 6 with the cores at libdeflate's 2: share %.3f, at 4 %.3f, at 6 %.3f", beside2, beside, folder);
     opt.tiff_level = 6;
     opt.tiff_compression = IO_TIFF_ZSTD;
     CHECK(tiff_gpu_card_share(&photo, &opt, 0, 1, 0) == 0, "zstd goes to the card unasked");

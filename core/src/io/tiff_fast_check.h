@@ -27,7 +27,8 @@ typedef struct tiff_fast_check {
 void tiff_fast_check_init(tiff_fast_check *c, int (*level_for)(int zlib_level));
 void tiff_fast_check_destroy(tiff_fast_check *c);
 /* The libdeflate level a state opening now compresses at: the faster one, or the asked one
- * (tiff_libdeflate_level) once given up. The first call fixes the asked level. */
+ * (tiff_libdeflate_level) once given up. The first call fixes the asked level: a check serves
+ * one file, or one folder's images, all at one --tiff-level. */
 int tiff_fast_check_level(tiff_fast_check *c, int zlib_level);
 /* Counts the strip about to be compressed at the faster level: whether to sample it (every 4th
  * of the level's first 16, then every 32nd), and in *level the level to compress it at (the
