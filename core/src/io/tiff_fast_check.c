@@ -28,7 +28,7 @@ int tiff_fast_check_level(tiff_fast_check *c, int zlib_level)
         c->asked = tiff_libdeflate_level(zlib_level);
         c->level = c->level_for(zlib_level);
     }
-    int level = c->given_up ? c->asked : c->level;
+    int level = c->level;
     pthread_mutex_unlock(&c->mu);
     return level;
 }
@@ -37,7 +37,7 @@ int tiff_fast_check_next(tiff_fast_check *c, int *level)
 {
     pthread_mutex_lock(&c->mu);
     uint32_t n = c->strips++;
-    *level = c->given_up ? c->asked : c->level;
+    *level = c->level;
     pthread_mutex_unlock(&c->mu);
     return n < SAMPLES_MIN * EARLY_EVERY ? n % EARLY_EVERY == 0 : n % SAMPLE_EVERY == 0;
 }
@@ -46,7 +46,7 @@ int tiff_fast_check_next(tiff_fast_check *c, int *level)
 static void step_up(tiff_fast_check *c)
 {
     if (c->level < TIFF_FAST_MIDDLE_LEVEL && TIFF_FAST_MIDDLE_LEVEL < c->asked) c->level = TIFF_FAST_MIDDLE_LEVEL;
-    else c->given_up = 1;
+    else c->level = c->asked;
     c->strips = c->samples = 0;
     c->sampled_fast = c->sampled_asked = 0;
 }
@@ -54,7 +54,7 @@ static void step_up(tiff_fast_check *c)
 void tiff_fast_check_add(tiff_fast_check *c, int level, size_t fast_len, size_t asked_len)
 {
     pthread_mutex_lock(&c->mu);
-    if (c->given_up || level != c->level) {
+    if (level != c->level) {   /* a level left meanwhile, for a faster one or the asked one */
         pthread_mutex_unlock(&c->mu);
         return;
     }

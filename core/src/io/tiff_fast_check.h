@@ -18,8 +18,8 @@
 typedef struct tiff_fast_check {
     pthread_mutex_t mu;
     int (*level_for)(int zlib_level);   /* libdeflate's faster level for an asked zlib level */
-    int given_up;
-    int level, asked;          /* libdeflate's: the faster level now, the asked one (0 until a state opens) */
+    int level, asked;          /* libdeflate's: the level now (the asked one once given up), the asked one
+                                  (0 until a state opens) */
     uint32_t strips, samples;  /* counted from the level's start */
     uint64_t sampled_fast, sampled_asked;
 } tiff_fast_check;
