@@ -5,6 +5,8 @@
 #                              (about 5 MiB: carry it with the run)
 #   bench/nvimgcodec.sh decode DIR   (there) times its hardware decoder on DIR's JPEGs with
 #                              bench/nvimgcodec_decode.py (PYTHON: the interpreter, python3)
+#   bench/nvimgcodec.sh transcode DIR BATCH gray|rgb   (there) times a whole process of
+#                              bench/nvimgcodec_transcode.py: DIR's JPEGs to JPEG q90 on the GPU
 # Nothing of it is committed: the wheel is NVIDIA's.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,14 +33,37 @@ PYEOF
     echo "carry: build-nvimg/nvimgcodec.tgz, $(( $(du -b "$dir/nvimgcodec.tgz" | cut -f1) / 1048576 )) MiB"
 }
 
-decode() {
+unpack() {
     [ -f "$dir/nvimgcodec.tgz" ] || { echo "nvimgcodec: no build-nvimg/nvimgcodec.tgz carried"; return 1; }
-    (cd "$dir" && rm -rf site && tar -xzf nvimgcodec.tgz) || return 1
+    (cd "$dir" && rm -rf site && tar -xzf nvimgcodec.tgz)
+}
+
+decode() {
+    unpack || return 1
     PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" "$root/bench/nvimgcodec_decode.py" "$@"
+}
+
+# in batch color: one table row, the process timed from outside; its time stamps follow it
+transcode() {
+    local in=$1 batch=$2 color=$3 out t0 t1 n
+    unpack || return 1
+    out=$(mktemp -d) && n=$(find "$in" -maxdepth 1 -name '*.jpg' | wc -l)
+    t0=$(date +%s.%N)
+    PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" "$root/bench/nvimgcodec_transcode.py" \
+        "$in" "$out" "$batch" "$color" 2>"$out.log" || { echo "nvimgcodec: transcode failed: $(tail -n 1 "$out.log")"; rm -rf "$out" "$out.log"; return 1; }
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" -v n="$n" -v w="$(find "$out" -name '*.jpg' | wc -l)" -v c="$color" -v k="$batch" \
+        -v mb="$(du -sb "$out" | cut -f1)" 'BEGIN {
+        printf "| nvImageCodec, JPEG -> JPEG q90 (%s), batches of %d | %d of %d written | %.3f s | %.1f images/s | %.1f MB |\n",
+               c, k, w, n, b - a, n / (b - a), mb / 1e6 }'
+    sed 's/^/  /' "$out.log"
+    rm -rf "$out" "$out.log"
 }
 
 case ${1:-} in
     pack) pack ;;
     decode) shift; decode "$@" ;;
-    *) echo "usage: bench/nvimgcodec.sh pack | decode DIR" >&2; exit 2 ;;
+    transcode) shift; [ $# -eq 3 ] || { echo "usage: bench/nvimgcodec.sh transcode DIR BATCH gray|rgb" >&2; exit 2; }
+               transcode "$@" ;;
+    *) echo "usage: bench/nvimgcodec.sh pack | decode DIR | transcode DIR BATCH gray|rgb" >&2; exit 2 ;;
 esac
