@@ -1,7 +1,8 @@
 /* jpeg_gpu against libjpeg-turbo: files made here with libjpeg-turbo from the sample photographs
  * (mirror-tiled to size), decoded by nvJPEG and by io_read; GPU encodes read back by io_read;
  * truncated and damaged files give the fallback code; 500 decodes do not grow device memory;
- * a batch gives the same pixels as single decodes. Prints max difference and PSNR of every case
+ * a batch gives the same pixels as single decodes; a decode lands after the work queued before it
+ * on its stream. Prints max difference and PSNR of every case
  * and, last, decode times against libjpeg-turbo for a 12 MP and a 64 MP photograph.
  * Bounds (first version, to be set from the first H100 run): decode PSNR >= 40 dB and max
  * difference <= 16; encode at quality 90 read back >= 35 dB against the source. */
@@ -399,6 +400,49 @@ static void batch_matches_single(void)
     for (int i = 0; i < N; i++) free(jpg[i]);
 }
 
+/* nvJPEG's hardware batch writes its output when it is called, ahead of work queued before it on
+ * its stream (torchcodec#1634), so jpeg_gpu must wait for that work first. The queued work here is
+ * a 100 ms pause on the host, then a fill of the very buffer the decode writes: the decode must
+ * land after it, giving exactly the pixels of the same decode alone. */
+static void CUDART_CB pause_100ms(void *user)
+{
+    (void)user;
+    struct timespec t = { 0, 100000000L };
+    nanosleep(&t, NULL);
+}
+
+static void decode_after_queued_work(void *stream)
+{
+    const int w = 641, h = 479, c = 3;
+    size_t len;
+    unsigned char *jpg = photo_jpeg(w, h, c, (jm_settings){ 90, JM_420, 0, 0, JCS_UNKNOWN }, &len);
+    ip_image alone, after;
+    long hw_before = jpeg_gpu_hardware_decodes(gj);
+    int rc = jpeg_gpu_decode(gj, jpg, len, NULL, &dev_mem, &alone, err, sizeof err);
+    CHECK(rc == IP_OK, "decode alone: %s", err);
+    if (rc != IP_OK) {
+        free(jpg);
+        return;
+    }
+    ip_image expect = download(&alone);
+    size_t bytes = (size_t)alone.stride * (size_t)alone.shape.height;
+    int queued = cuda_ok(cudaLaunchHostFunc((cudaStream_t)stream, pause_100ms, NULL), "queue a pause") &&
+                 cuda_ok(cudaMemsetAsync(alone.data, 0x5A, bytes, (cudaStream_t)stream), "queue a fill");
+    rc = jpeg_gpu_decode(gj, jpg, len, NULL, &dev_mem, &after, err, sizeof err);
+    CHECK(rc == IP_OK && after.data == alone.data, "decode after queued work: %s (the same buffer: %d)", err,
+          rc == IP_OK && after.data == alone.data);
+    if (queued && rc == IP_OK && cuda_ok(cudaStreamSynchronize((cudaStream_t)stream), "the stream")) {
+        ip_image got = download(&after);
+        diff_stats d = compare(got.data, (size_t)got.stride, expect.data, (size_t)expect.stride, w, h, c);
+        printf("decode after 100 ms of queued work (%s): max diff %.0f against the same decode alone\n",
+               jpeg_gpu_hardware_decodes(gj) >= hw_before + 2 ? "hardware" : "CUDA", d.max_diff);
+        CHECK(d.max_diff == 0, "decode after queued work: overwritten by that work (max diff %.0f)", d.max_diff);
+        img_free(&got);
+    }
+    img_free(&expect);
+    free(jpg);
+}
+
 /* The folder pool: threads decoding at once through one shared decoder get exactly the pixels a
  * lone decode gives (batched or not), and a truncated file falls back for its thread alone. */
 enum { POOL_THREADS = 4, POOL_FILES = 6 };
@@ -621,6 +665,7 @@ int main(void)
     damaged_files();
     shape_checks();
     batch_matches_single();
+    decode_after_queued_work(stream);
     pool_matches_single();
     memory_is_stable();
     probe(4000, 3000, (jm_settings){ 90, JM_444, 0, 0, JCS_UNKNOWN }, "12 MP 4:4:4 q90");

@@ -501,11 +501,15 @@ static int decode_with_hardware(jpeg_gpu *g, int n, const unsigned char **data, 
 {
     const nvjpeg_api *a = &g->api;
     batch_slot *slot;
+    /* the engine writes dest when called, ahead of work queued before it on the stream
+     * (torchcodec#1634): only a wait on the host orders them */
+    int rc = gpu_stream_sync(g->stream, err, errlen);
+    if (rc) return rc;
     nvjpegStatus_t s = batch_slot_for(g, n, format, &slot);
     double t0 = now_ms();
     if (!s) s = a->nvjpegDecodeBatched(g->handle, slot->state, data, len, dest, g->stream);
     g->batch_times.submit_ms += now_ms() - t0;
-    int rc = nvj_fail(s, "hardware decode", err, errlen);
+    rc = nvj_fail(s, "hardware decode", err, errlen);
     if (!rc) rc = gpu_stream_sync(g->stream, err, errlen);
     if (rc) slot->size = 0;   /* a failed batch needs initialising again */
     g->batch_times.decodes++;
