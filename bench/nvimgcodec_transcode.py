@@ -31,7 +31,8 @@ def main():
     stamp("decoder made")
     encoder = nvimgcodec.Encoder()
     stamp("encoder made")
-    enc_params = nvimgcodec.EncodeParams(quality_value=90)
+    # without quality_type each plugin takes its own default quality and ignores quality_value
+    enc_params = nvimgcodec.EncodeParams(quality_type=nvimgcodec.QualityType.QUALITY, quality_value=90)
     dec_params = decode_params(color)
     names = sorted(n for n in os.listdir(src) if n.lower().endswith((".jpg", ".jpeg")))
     os.makedirs(dst, exist_ok=True)
