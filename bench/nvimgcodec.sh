@@ -35,22 +35,27 @@ PYEOF
 
 unpack() {
     [ -f "$dir/nvimgcodec.tgz" ] || { echo "nvimgcodec: no build-nvimg/nvimgcodec.tgz carried"; return 1; }
-    (cd "$dir" && rm -rf site && tar -xzf nvimgcodec.tgz)
+    [ "$dir/site" -nt "$dir/nvimgcodec.tgz" ] && return 0   # unpacked from this wheel already
+    (cd "$dir" && rm -rf site && tar -xzf nvimgcodec.tgz && touch site)
 }
 
-decode() {
+# SCRIPT ARGS...: bench/SCRIPT with the unpacked library on Python's path
+run_py() {
+    local script=$1
+    shift
     unpack || return 1
-    PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" "$root/bench/nvimgcodec_decode.py" "$@"
+    PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" "$root/bench/$script" "$@"
 }
+
+decode() { run_py nvimgcodec_decode.py "$@"; }
 
 # in batch color: one table row, the process timed from outside; its time stamps follow it
 transcode() {
     local in=$1 batch=$2 color=$3 out t0 t1 n
-    unpack || return 1
+    unpack || return 1   # before the clock starts
     out=$(mktemp -d) && n=$(find "$in" -maxdepth 1 -name '*.jpg' | wc -l)
     t0=$(date +%s.%N)
-    PYTHONPATH="$dir/site${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" "$root/bench/nvimgcodec_transcode.py" \
-        "$in" "$out" "$batch" "$color" 2>"$out.log" || { echo "nvimgcodec: transcode failed: $(tail -n 1 "$out.log")"; rm -rf "$out" "$out.log"; return 1; }
+    run_py nvimgcodec_transcode.py "$in" "$out" "$batch" "$color" 2>"$out.log" || { echo "nvimgcodec: transcode failed: $(tail -n 1 "$out.log")"; rm -rf "$out" "$out.log"; return 1; }
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" -v n="$n" -v w="$(find "$out" -name '*.jpg' | wc -l)" -v c="$color" -v k="$batch" \
         -v mb="$(du -sb "$out" | cut -f1)" 'BEGIN {
