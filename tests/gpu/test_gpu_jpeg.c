@@ -176,20 +176,32 @@ static void decode_cases(void)
         }
 }
 
-static void encode_one(int w, int h, int c, int quality)
+/* Encodes the host pixels px from a device copy whose rows are longer than the image's. */
+static int encode_on_gpu(const unsigned char *px, int w, int h, int c, int quality, unsigned char **bytes,
+                         size_t *len, double *ms)
 {
-    unsigned char *px = make_photo(w, h, c);
     ip_shape shape = { w, h, c, IP_U8 };
     size_t row = img_row_bytes(&shape), pitch = row + 64;
     void *d = NULL;
     if (!cuda_ok(cudaMalloc(&d, pitch * (size_t)h), "cudaMalloc")) exit(1);
     cuda_ok(cudaMemcpy2D(d, pitch, px, row, row, (size_t)h, cudaMemcpyHostToDevice), "upload");
     ip_image dev = { d, (ptrdiff_t)pitch, shape, 1 };
+    double t0 = now_ms();
+    int rc = jpeg_gpu_encode(gj, &dev, quality, bytes, len, err, sizeof err);
+    *ms = now_ms() - t0;
+    cudaFree(d);
+    return rc;
+}
+
+static void encode_one(int w, int h, int c, int quality)
+{
+    unsigned char *px = make_photo(w, h, c);
+    ip_shape shape = { w, h, c, IP_U8 };
+    size_t row = img_row_bytes(&shape);
     unsigned char *bytes = NULL;
     size_t len = 0;
-    double t0 = now_ms();
-    int rc = jpeg_gpu_encode(gj, &dev, quality, &bytes, &len, err, sizeof err);
-    double ms = now_ms() - t0;
+    double ms = 0;
+    int rc = encode_on_gpu(px, w, h, c, quality, &bytes, &len, &ms);
     CHECK(rc == IP_OK && bytes && len > 0, "encode %dx%dx%d q%d: %s", w, h, c, quality, err);
     if (rc == IP_OK) {
         const char *path = tmp_path("gpu-encoded.jpg");
@@ -225,12 +237,32 @@ static void encode_one(int w, int h, int c, int quality)
         }
     }
     free(bytes);
-    cudaFree(d);
+    free(px);
+}
+
+/* The encoder keeps its bytes' buffer between images: a small image after large ones must come
+ * back exactly as it did first, not with the larger image's length or bytes. */
+static void encode_after_larger(unsigned char *first, size_t first_len)
+{
+    unsigned char *px = make_photo(17, 9, 3), *again = NULL;
+    size_t len = 0;
+    double ms = 0;
+    int rc = encode_on_gpu(px, 17, 9, 3, 90, &again, &len, &ms);
+    CHECK(rc == IP_OK && len == first_len && !memcmp(again, first, len),
+          "17x9 encoded after larger images: %zu bytes, first time %zu (%s)", len, first_len, rc ? err : "");
+    printf("encode 17x9 after larger images: %zu bytes, %s the first encode's\n", len,
+           len == first_len && !memcmp(again, first, len) ? "equal to" : "UNLIKE");
+    free(again);
     free(px);
 }
 
 static void encode_cases(void)
 {
+    unsigned char *px = make_photo(17, 9, 3), *first = NULL;
+    size_t first_len = 0;
+    double ms = 0;
+    CHECK(encode_on_gpu(px, 17, 9, 3, 90, &first, &first_len, &ms) == IP_OK, "first 17x9 encode: %s", err);
+    free(px);
     const int sizes[][2] = { { 1, 1 }, { 17, 9 }, { 641, 479 }, { 4001, 2999 } };
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
         for (int c = 1; c <= 3; c += 2)
@@ -238,6 +270,8 @@ static void encode_cases(void)
                 if (quick && sizes[z][0] > 1000) continue;
                 encode_one(sizes[z][0], sizes[z][1], c, q);
             }
+    if (first) encode_after_larger(first, first_len);
+    free(first);
     ip_image bad = { dev_buf[0].dev, 16, { 4, 4, 2, IP_U8 }, 1 };
     unsigned char *bytes;
     size_t len;

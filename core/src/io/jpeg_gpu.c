@@ -103,6 +103,8 @@ struct jpeg_gpu {
     nvjpegEncoderState_t enc_state;       /* NULL: encoder unavailable, reason in enc_why */
     nvjpegEncoderParams_t enc_params;
     char enc_why[200];
+    unsigned char *encoded;               /* pinned: the encoder's bytes land here, then are copied out */
+    size_t encoded_cap;
     int decoder_ready, encoder_tried;     /* made at open when asked for, else on first use */
     int borrowed;                         /* the handle is another object's (jpeg_gpu_open_shared) */
     jpeg_gpu_open_times times;
@@ -348,6 +350,7 @@ void jpeg_gpu_close(jpeg_gpu *g)
             if (g->batches[i].state) a->nvjpegJpegStateDestroy(g->batches[i].state);
         if (!g->borrowed) a->nvjpegDestroy(g->handle);
     }
+    gpu_host_free(g->encoded);
     /* The library stays loaded: its CUDA runtime may still hold the context's resources. */
     free(g);
 }
@@ -797,11 +800,30 @@ static int set_encoding(jpeg_gpu *g, int channels, int quality, char *err, size_
     return nvj_fail(s, "encoder settings", err, errlen);
 }
 
+static int reserve_encoded(jpeg_gpu *g, size_t n, char *err, size_t errlen)
+{
+    if (n <= g->encoded_cap) return IP_OK;
+    size_t cap = n > SIZE_MAX / 2 ? n : n + n / 2;
+    void *buf = NULL;
+    int rc = gpu_host_alloc(&buf, cap, 0, err, errlen);
+    if (rc) return rc;
+    gpu_host_free(g->encoded);
+    g->encoded = buf;
+    g->encoded_cap = cap;
+    return IP_OK;
+}
+
+/* The bytes come back into pinned memory after a host wait: a copy into pageable memory while
+ * the encode still runs spins in the driver and holds a lock every other thread's copies need. */
 static int retrieve_bitstream(jpeg_gpu *g, unsigned char **bytes, size_t *len, char *err, size_t errlen)
 {
     size_t n = 0;
-    int rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, NULL, &n, g->stream),
-                      "encoded size", err, errlen);
+    int rc = gpu_stream_sync(g->stream, err, errlen);
+    if (!rc) rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, NULL, &n, g->stream),
+                           "encoded size", err, errlen);
+    if (!rc) rc = reserve_encoded(g, n ? n : 1, err, errlen);
+    if (!rc) rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, g->encoded, &n, g->stream),
+                           "encoded bytes", err, errlen);
     if (!rc) rc = gpu_stream_sync(g->stream, err, errlen);
     if (rc) return rc;
     unsigned char *buf = malloc(n ? n : 1);
@@ -809,13 +831,7 @@ static int retrieve_bitstream(jpeg_gpu *g, unsigned char **bytes, size_t *len, c
         snprintf(err, errlen, "out of memory for a %zu-byte JPEG", n);
         return IP_ENOMEM;
     }
-    rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, buf, &n, g->stream),
-                  "encoded bytes", err, errlen);
-    if (!rc) rc = gpu_stream_sync(g->stream, err, errlen);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
+    memcpy(buf, g->encoded, n);
     *bytes = buf;
     *len = n;
     return IP_OK;
