@@ -256,6 +256,38 @@ static void encode_after_larger(unsigned char *first, size_t first_len)
     free(px);
 }
 
+/* Noise at quality 100 encodes past JPEG_GPU_PINNED_MAX: its bytes come the pageable way and must
+ * decode to the image as any encode does. */
+static void encode_past_pinned_cap(void)
+{
+    const int w = 4096, h = 4096;
+    size_t n = (size_t)w * (size_t)h * 3;
+    unsigned char *px = malloc(n), *bytes = NULL;
+    uint32_t seed = 29;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        px[i] = (unsigned char)(seed >> 24);
+    }
+    size_t len = 0;
+    double ms = 0;
+    int rc = encode_on_gpu(px, w, h, 3, 100, &bytes, &len, &ms);
+    CHECK(rc == IP_OK && len > JPEG_GPU_PINNED_MAX, "noise %dx%d q100: %zu bytes, want past the %zu pinned (%s)", w,
+          h, len, JPEG_GPU_PINNED_MAX, rc ? err : "");
+    ip_image back = { 0 };
+    const char *path = tmp_path("gpu-encoded-noise.jpg");
+    if (rc == IP_OK) rc = io_write_bytes(path, bytes, len, NULL, err, sizeof err);
+    if (rc == IP_OK) rc = io_read(path, NULL, &back, err, sizeof err);
+    CHECK(rc == IP_OK, "reading the noise JPEG back: %s", err);
+    if (rc == IP_OK) {
+        diff_stats d = compare(back.data, (size_t)back.stride, px, (size_t)w * 3, w, h, 3);
+        printf("encode noise %dx%d q100: %zu bytes past the pinned buffer, read back PSNR %.2f dB\n", w, h, len, d.psnr);
+        CHECK(d.psnr >= ENCODE_MIN_PSNR_Q90, "noise q100 read back: PSNR %.2f dB < %.0f", d.psnr, ENCODE_MIN_PSNR_Q90);
+        img_free(&back);
+    }
+    free(bytes);
+    free(px);
+}
+
 static void encode_cases(void)
 {
     unsigned char *px = make_photo(17, 9, 3), *first = NULL;
@@ -270,6 +302,7 @@ static void encode_cases(void)
                 if (quick && sizes[z][0] > 1000) continue;
                 encode_one(sizes[z][0], sizes[z][1], c, q);
             }
+    encode_past_pinned_cap();
     if (first) encode_after_larger(first, first_len);
     free(first);
     ip_image bad = { dev_buf[0].dev, 16, { 4, 4, 2, IP_U8 }, 1 };

@@ -800,38 +800,50 @@ static int set_encoding(jpeg_gpu *g, int channels, int quality, char *err, size_
     return nvj_fail(s, "encoder settings", err, errlen);
 }
 
-static int reserve_encoded(jpeg_gpu *g, size_t n, char *err, size_t errlen)
+/* The encoder's pinned buffer holds n bytes; 0 when it cannot (past JPEG_GPU_PINNED_MAX, or
+ * pinned memory short): those bytes come into pageable memory instead. */
+static int reserve_encoded(jpeg_gpu *g, size_t n)
 {
-    if (n <= g->encoded_cap) return IP_OK;
-    size_t cap = n > SIZE_MAX / 2 ? n : n + n / 2;
+    if (n <= g->encoded_cap) return 1;
+    if (n > JPEG_GPU_PINNED_MAX) return 0;
+    size_t cap = n + n / 2 < JPEG_GPU_PINNED_MAX ? n + n / 2 : JPEG_GPU_PINNED_MAX;
     void *buf = NULL;
-    int rc = gpu_host_alloc(&buf, cap, 0, err, errlen);
-    if (rc) return rc;
+    char why[160];
+    if (gpu_host_alloc(&buf, cap, 0, why, sizeof why) != IP_OK) {
+        gpu_clear_error();
+        return 0;
+    }
     gpu_host_free(g->encoded);
     g->encoded = buf;
     g->encoded_cap = cap;
-    return IP_OK;
+    return 1;
 }
 
-/* The bytes come back into pinned memory after a host wait: a copy into pageable memory while
- * the encode still runs spins in the driver and holds a lock every other thread's copies need. */
+/* A host wait first: nvJPEG's copies into pageable memory while the encode still ran spun in the
+ * driver, holding a lock every other thread's copies need; the bytes then come through pinned
+ * memory where they fit. */
 static int retrieve_bitstream(jpeg_gpu *g, unsigned char **bytes, size_t *len, char *err, size_t errlen)
 {
     size_t n = 0;
     int rc = gpu_stream_sync(g->stream, err, errlen);
     if (!rc) rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, NULL, &n, g->stream),
                            "encoded size", err, errlen);
-    if (!rc) rc = reserve_encoded(g, n ? n : 1, err, errlen);
-    if (!rc) rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, g->encoded, &n, g->stream),
-                           "encoded bytes", err, errlen);
-    if (!rc) rc = gpu_stream_sync(g->stream, err, errlen);
     if (rc) return rc;
     unsigned char *buf = malloc(n ? n : 1);
     if (!buf) {
         snprintf(err, errlen, "out of memory for a %zu-byte JPEG", n);
         return IP_ENOMEM;
     }
-    memcpy(buf, g->encoded, n);
+    int pinned = reserve_encoded(g, n ? n : 1);
+    rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, pinned ? g->encoded : buf, &n,
+                                                       g->stream),
+                  "encoded bytes", err, errlen);
+    if (!rc) rc = gpu_stream_sync(g->stream, err, errlen);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    if (pinned) memcpy(buf, g->encoded, n);
     *bytes = buf;
     *len = n;
     return IP_OK;

@@ -137,6 +137,10 @@ int jpeg_gpu_decode_batch(jpeg_gpu *g, int n, const unsigned char *const *data, 
                           const io_options *opt, const jpeg_gpu_memory *mem, ip_image *out, int *rcs,
                           char *err, size_t errlen);
 
+/* Encoded bytes up to this size come back through pinned memory the encoder keeps; larger ones
+ * straight into *bytes, so a folder's workers never hold more than this pinned each. */
+#define JPEG_GPU_PINNED_MAX ((size_t)32 << 20)
+
 /* Encodes a device image (u8, 1 or 3 channels, any stride) as the CPU writer does: baseline,
  * quality 1..100, 4:4:4 chroma at quality >= 90, 4:2:0 below, one gray component for 1 channel.
  * *bytes is malloc'd (free it); write it with io_write_bytes. */
