@@ -248,10 +248,9 @@ static void encode_after_larger(unsigned char *first, size_t first_len)
     size_t len = 0;
     double ms = 0;
     int rc = encode_on_gpu(px, 17, 9, 3, 90, &again, &len, &ms);
-    CHECK(rc == IP_OK && len == first_len && !memcmp(again, first, len),
-          "17x9 encoded after larger images: %zu bytes, first time %zu (%s)", len, first_len, rc ? err : "");
-    printf("encode 17x9 after larger images: %zu bytes, %s the first encode's\n", len,
-           len == first_len && !memcmp(again, first, len) ? "equal to" : "UNLIKE");
+    int same = rc == IP_OK && len == first_len && !memcmp(again, first, len);
+    CHECK(same, "17x9 encoded after larger images: %zu bytes, first time %zu (%s)", len, first_len, rc ? err : "");
+    printf("encode 17x9 after larger images: %zu bytes, %s the first encode's\n", len, same ? "equal to" : "UNLIKE");
     free(again);
     free(px);
 }

@@ -808,11 +808,7 @@ static int reserve_encoded(jpeg_gpu *g, size_t n)
     if (n > JPEG_GPU_PINNED_MAX) return 0;
     size_t cap = n + n / 2 < JPEG_GPU_PINNED_MAX ? n + n / 2 : JPEG_GPU_PINNED_MAX;
     void *buf = NULL;
-    char why[160];
-    if (gpu_host_alloc(&buf, cap, 0, why, sizeof why) != IP_OK) {
-        gpu_clear_error();
-        return 0;
-    }
+    if (gpu_host_alloc(&buf, cap, 0, NULL, 0) != IP_OK) return 0;   /* it clears CUDA's error */
     gpu_host_free(g->encoded);
     g->encoded = buf;
     g->encoded_cap = cap;
@@ -829,12 +825,13 @@ static int retrieve_bitstream(jpeg_gpu *g, unsigned char **bytes, size_t *len, c
     if (!rc) rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, NULL, &n, g->stream),
                            "encoded size", err, errlen);
     if (rc) return rc;
-    unsigned char *buf = malloc(n ? n : 1);
+    size_t room = n ? n : 1;
+    unsigned char *buf = malloc(room);
     if (!buf) {
         snprintf(err, errlen, "out of memory for a %zu-byte JPEG", n);
         return IP_ENOMEM;
     }
-    int pinned = reserve_encoded(g, n ? n : 1);
+    int pinned = reserve_encoded(g, room);
     rc = nvj_fail(g->api.nvjpegEncodeRetrieveBitstream(g->handle, g->enc_state, pinned ? g->encoded : buf, &n,
                                                        g->stream),
                   "encoded bytes", err, errlen);
