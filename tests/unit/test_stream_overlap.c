@@ -19,6 +19,8 @@ typedef struct {
     int n_heights, next_row, calls, fail_at;
     uint8_t *buf;
     ptrdiff_t stride;
+    int most;                 /* the tallest band */
+    int into_calls;           /* calls through source_next_into */
 } pattern_source;
 
 static int source_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
@@ -41,6 +43,25 @@ static int source_next(void *user, ip_image *rows, int *y0, char *err, size_t er
     *y0 = s->next_row;
     s->next_row += n;
     return IP_OK;
+}
+
+/* The same bands written straight into the queue's rows, which must be packed with room for the
+ * tallest band. */
+static int source_next_into(void *user, ip_image *dst, int *y0, char *err, size_t errlen)
+{
+    pattern_source *s = user;
+    s->into_calls++;
+    size_t row = img_row_bytes(&s->shape);
+    if (dst->stride != (ptrdiff_t)row || dst->shape.height < s->most) {
+        snprintf(err, errlen, "rows given with a stride of %td and room for %d", dst->stride, dst->shape.height);
+        return IP_EINVAL;
+    }
+    ip_image band;
+    int rc = source_next(user, &band, y0, err, errlen);
+    for (int y = 0; rc == IP_OK && y < band.shape.height; y++)
+        memcpy((uint8_t *)dst->data + (size_t)y * row, s->buf + (ptrdiff_t)y * s->stride, row);
+    if (rc == IP_OK) dst->shape.height = band.shape.height;
+    return rc;
 }
 
 /* Checks each row against the pattern, in order; fails at call fail_at. */
@@ -82,7 +103,7 @@ typedef struct {
 } driver;
 
 typedef struct {
-    int rc, source_calls;
+    int rc, source_calls, into_calls;
     char err[256];
     pattern_sink sink;
 } outcome;
@@ -120,17 +141,22 @@ static int drive(stream_overlap *ov, const driver *d, const ip_shape *shape, cha
     return rc;
 }
 
-static outcome run_overlap(const ip_shape *shape, const int *heights, int n_heights, int source_fail_at,
-                           int sink_fail_at, const driver *d)
+/* into: the source also decodes into the queue's rows (stream_source.next_into). */
+static outcome run_overlap_with(const ip_shape *shape, const int *heights, int n_heights, int source_fail_at,
+                                int sink_fail_at, const driver *d, int into)
 {
     outcome o = { 0 };
-    pattern_source src = { *shape, heights, n_heights, 0, 0, source_fail_at, NULL, 0 };
+    pattern_source src = { *shape, heights, n_heights, 0, 0, source_fail_at, NULL, 0, 0, 0 };
     src.stride = (ptrdiff_t)img_row_bytes(shape) + 5;
-    int most = 0;
-    for (int i = 0; i < n_heights; i++) most = heights[i] > most ? heights[i] : most;
-    src.buf = malloc((size_t)src.stride * (size_t)(most > 16 ? most : 16));
+    for (int i = 0; i < n_heights; i++) src.most = heights[i] > src.most ? heights[i] : src.most;
+    src.buf = malloc((size_t)src.stride * (size_t)(src.most > 16 ? src.most : 16));
     o.sink = (pattern_sink){ *shape, 0, 0, 0, 0, sink_fail_at };
-    stream_source s = { source_next, &src };
+    stream_source s = { .next = source_next, .user = &src };
+    if (into) {
+        s.next_into = source_next_into;
+        s.band = *shape;
+        s.band.height = src.most;
+    }
     band_sink k = { sink_rows, &o.sink };
     double source_ms = 0, sink_ms = 0;
     stream_overlap_options oo = { d->slots, *shape, d->sink_rows, &source_ms, &sink_ms };
@@ -141,8 +167,15 @@ static outcome run_overlap(const ip_shape *shape, const int *heights, int n_heig
         o.rc = stream_overlap_finish(ov, o.rc, o.err, sizeof o.err);
     }
     o.source_calls = src.calls;
+    o.into_calls = src.into_calls;
     free(src.buf);
     return o;
+}
+
+static outcome run_overlap(const ip_shape *shape, const int *heights, int n_heights, int source_fail_at,
+                           int sink_fail_at, const driver *d)
+{
+    return run_overlap_with(shape, heights, n_heights, source_fail_at, sink_fail_at, d, 0);
 }
 
 static void test_every_row_once(void)
@@ -162,6 +195,31 @@ static void test_every_row_once(void)
             CHECK(o.sink.most_rows <= d.sink_rows, "a sink call of %d rows, more than the %d of a slot", o.sink.most_rows,
                   d.sink_rows);
         }
+}
+
+/* A source that decodes into the queue's rows is only called that way, and every row arrives once
+ * and intact, from bands of every height up to the tallest and slots that are reused. */
+static void test_decoded_into_slots(void)
+{
+    static const ip_shape shapes[] = { { 1, 1, 1, IP_U8 }, { 13, 37, 3, IP_U8 }, { 7, 100, 1, IP_U8 } };
+    static const int heights[] = { 3, 1, 7, 2 }, pieces[] = { 2, 5, 1 };
+    for (int s = 0; s < 3; s++)
+        for (int slots = 2; slots <= 3; slots++) {
+            driver d = { slots, 4, pieces, 3, 0 };
+            outcome o = run_overlap_with(&shapes[s], heights, 4, -1, -1, &d, 1);
+            CHECK(o.rc == IP_OK, "%dx%d into %d slots: %s", shapes[s].width, shapes[s].height, slots, o.err);
+            CHECK(o.sink.rows_in == shapes[s].height && o.sink.bad_rows == 0, "%dx%d into %d slots: %d of %d rows, %d wrong",
+                  shapes[s].width, shapes[s].height, slots, o.sink.rows_in, shapes[s].height, o.sink.bad_rows);
+            CHECK(o.into_calls == o.source_calls && o.into_calls > 0, "%d of %d calls decoded into the slots",
+                  o.into_calls, o.source_calls);
+        }
+    ip_shape shape = { 9, 60, 1, IP_U8 };
+    static const int five[] = { 5 };
+    driver d = { 2, 3, one, 1, 0 };
+    outcome o = run_overlap_with(&shape, five, 1, 3, -1, &d, 1);
+    CHECK(o.rc == IP_EFORMAT && strcmp(o.err, "source failed at band 3") == 0, "decoding into slots, got %d: %s", o.rc,
+          o.err);
+    CHECK(o.source_calls == 4, "the source was called %d times, not stopped at its failure", o.source_calls);
 }
 
 /* The source fails at its fourth band: its error, no call after it, no row of a later band written. */
@@ -224,6 +282,7 @@ static void test_bad_options(void)
 int main(void)
 {
     test_every_row_once();
+    test_decoded_into_slots();
     test_source_failure();
     test_sink_failure();
     test_first_error_wins();

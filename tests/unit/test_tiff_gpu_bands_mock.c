@@ -95,7 +95,8 @@ int ipk_tiff_tiles_to_image(const void *tiles, int tile_w, int tile_h, size_t pi
 }
 
 /* path streamed in bands of about band_bytes, with the decoder when g: IP_OK and every row equal
- * to img's, or the code and err; *st the decoder's counts; *set what setting it returned. */
+ * to img's, or the code and err; *st the decoder's counts; *set what setting it returned. Every
+ * other band is decoded into rows of the caller's (io_stream_next_into), which must hold it. */
 static int stream_back(const char *path, const ip_image *img, uint64_t band_bytes, tiff_gpu_bands *g,
                        tiff_band_decode_stat *st, int *set, char *err, size_t errlen)
 {
@@ -110,13 +111,18 @@ static int stream_back(const char *path, const ip_image *img, uint64_t band_byte
     char why[256] = "";
     if (rc == IP_OK && g) *set = io_stream_set_band_decoder(r, tiff_gpu_bands_decoder(g), why, sizeof why);
     size_t row = img_row_bytes(&img->shape);
+    int block_rows = rc == IP_OK ? io_stream_block_rows(r) : 1;
+    unsigned char *into = malloc((size_t)block_rows * row);
+    if (!into && rc == IP_OK) rc = IP_ENOMEM;
     int same = 1, y_next = 0;
-    for (;;) {
-        ip_image rows;
+    for (int band = 0;; band++) {
+        ip_image rows = { into, (ptrdiff_t)row, shape, 0 };
         int y0 = 0;
-        if (rc == IP_OK) rc = io_stream_next(r, &rows, &y0, err, errlen);
+        rows.shape.height = block_rows;
+        if (rc == IP_OK && band % 2) rc = io_stream_next_into(r, &rows, &y0, err, errlen);
+        else if (rc == IP_OK) rc = io_stream_next(r, &rows, &y0, err, errlen);
         if (rc != IP_OK || rows.shape.height == 0) break;
-        same = same && y0 == y_next;
+        same = same && y0 == y_next && (band % 2 == 0 || rows.data == into);
         for (int y = 0; same && y < rows.shape.height; y++)
             same = memcmp((char *)rows.data + (size_t)y * rows.stride, (char *)img->data + (size_t)(y0 + y) * row,
                           row) == 0;
@@ -124,6 +130,7 @@ static int stream_back(const char *path, const ip_image *img, uint64_t band_byte
     }
     if (r) io_stream_band_decode_stat(r, st);
     io_stream_close(r);
+    free(into);
     if (rc == IP_OK && (!same || y_next != img->shape.height)) {
         snprintf(err, errlen, "rows differ (%d of %d read)", y_next, img->shape.height);
         rc = IP_EFORMAT;

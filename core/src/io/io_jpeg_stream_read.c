@@ -109,7 +109,7 @@ static uint64_t decoder_bytes(jpeg_stream_reader *r)
 
 static uint64_t reader_held_bytes(const void *codec) { return ((const jpeg_stream_reader *)codec)->held; }
 
-static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close, NULL,
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close, NULL, NULL,
                                              NULL };
 
 int io_jpeg_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape,

@@ -97,7 +97,7 @@ static uint64_t reader_held_bytes(const void *codec)
     return (uint64_t)(r->rows.band_rows + 3) * r->rows.band.stride + ((uint64_t)64 << 10);
 }
 
-static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close, NULL,
+static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close, NULL, NULL,
                                              NULL };
 
 /* The limits checked on IHDR alone, before libpng reads the chunks up to the image data, as the

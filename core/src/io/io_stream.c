@@ -162,6 +162,15 @@ int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size
     return r->ops->next(r->codec, rows, y0, err, errlen);
 }
 
+int io_stream_next_into(io_stream_reader *r, ip_image *dst, int *y0, char *err, size_t errlen)
+{
+    if (r->ops->next_into) return r->ops->next_into(r->codec, dst, y0, err, errlen);
+    snprintf(err, errlen, "only a TIFF's bands are decoded into the caller's rows");
+    return IP_EUNSUPPORTED;
+}
+
+int io_stream_reads_into(const io_stream_reader *r) { return r->ops->next_into != NULL; }
+
 int io_stream_block_rows(const io_stream_reader *r) { return r->ops->block_rows(r->codec); }
 
 uint64_t io_stream_held_bytes(const io_stream_reader *r) { return r->ops->held_bytes(r->codec); }

@@ -21,6 +21,11 @@ int io_stream_open_input(io_input *in, const io_options *opt, uint64_t band_byte
                          ip_shape *shape, char *err, size_t errlen);
 /* The next rows in order: *rows is valid until the next call, its height 0 after the last row. */
 int io_stream_next(io_stream_reader *r, ip_image *rows, int *y0, char *err, size_t errlen);
+/* io_stream_next decoding straight into dst (packed rows, room for dst->shape.height of them, at
+ * least io_stream_block_rows), which then holds the rows read: no copy of the reader's band.
+ * IP_EUNSUPPORTED for the readers that cannot (io_stream_reads_into says which). */
+int io_stream_next_into(io_stream_reader *r, ip_image *dst, int *y0, char *err, size_t errlen);
+int io_stream_reads_into(const io_stream_reader *r);
 /* Rows the reader hands out at a time (a strip or a row of tiles), for sizing bands. */
 int io_stream_block_rows(const io_stream_reader *r);
 /* About the most the reader holds at once: its band, the compressed data it reads, its decoder's

@@ -13,6 +13,8 @@ typedef struct {
     /* TIFF's only (NULL elsewhere): io_stream_set_band_decoder, io_stream_band_decode_stat */
     int (*set_band_decoder)(void *codec, const tiff_band_decoder *d, char *why, size_t whylen);
     void (*band_decode_stat)(const void *codec, tiff_band_decode_stat *st);
+    /* TIFF's only (NULL elsewhere): io_stream_next_into */
+    int (*next_into)(void *codec, ip_image *dst, int *y0, char *err, size_t errlen);
 } io_stream_read_ops;
 
 typedef struct {

@@ -394,8 +394,24 @@ static void reader_band_decode_stat(const void *codec, tiff_band_decode_stat *st
     if (r->decoder && r->decoder->describe) r->decoder->describe(r->decoder_state, st->steps, sizeof st->steps);
 }
 
+/* The next band decoded into dst's rows in place of the reader's own: every decoding path writes
+ * through r->band.data, so pointing it at dst for the one call is enough. */
+static int reader_next_into(void *codec, ip_image *dst, int *y0, char *err, size_t errlen)
+{
+    tiff_stream_reader *r = codec;
+    if (dst->stride != (ptrdiff_t)r->row_bytes || dst->shape.height < (int32_t)band_height(r)) {
+        snprintf(err, errlen, "a band of %u rows of %zu bytes does not fit the rows given", band_height(r), r->row_bytes);
+        return IP_EINVAL;
+    }
+    void *own = r->band.data;
+    r->band.data = dst->data;
+    int rc = reader_next(codec, dst, y0, err, errlen);
+    r->band.data = own;
+    return rc;
+}
+
 static const io_stream_read_ops read_ops = { reader_next, reader_block_rows, reader_held_bytes, reader_close,
-                                             reader_set_band_decoder, reader_band_decode_stat };
+                                             reader_set_band_decoder, reader_band_decode_stat, reader_next_into };
 
 int io_tiff_stream_open(int fd, const io_options *opt, uint64_t band_bytes, void **codec, ip_shape *shape, const io_stream_read_ops **ops,
                         char *err, size_t errlen)

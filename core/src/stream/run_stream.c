@@ -12,6 +12,7 @@ struct run_stream {
     const char *in_path, *out_path;
     run_stream_options o;
     io_stream_reader *reader;
+    ip_shape in_shape;        /* the reader's rows */
     int band_rows, chunk_rows;
     uint64_t planned_bytes, planned_device_bytes;
 };
@@ -19,6 +20,22 @@ struct run_stream {
 static int reader_next(void *user, ip_image *rows, int *y0, char *err, size_t errlen)
 {
     return io_stream_next(user, rows, y0, err, errlen);
+}
+
+static int reader_next_into(void *user, ip_image *dst, int *y0, char *err, size_t errlen)
+{
+    return io_stream_next_into(user, dst, y0, err, errlen);
+}
+
+/* The reader as the run's source; decoding into the caller's rows where the reader can. */
+static stream_source reader_source(const run_stream *rs)
+{
+    stream_source src = { reader_next, rs->reader, NULL, rs->in_shape };
+    if (io_stream_reads_into(rs->reader)) {
+        src.next_into = reader_next_into;
+        src.band.height = io_stream_block_rows(rs->reader);
+    }
+    return src;
 }
 
 /* The output: in bands to a streaming writer, or gathered whole for a format written whole. The
@@ -136,6 +153,7 @@ int run_stream_open(run_stream **out, plan *p, io_input *in, const char *in_path
         run_stream_cancel(rs);
         return rc;
     }
+    rs->in_shape = *in_shape;
     *out = rs;
     return IP_OK;
 }
@@ -181,7 +199,7 @@ int run_stream_finish(run_stream *rs, run_stream_report *rep, char *err, size_t 
     out.streams = io_stream_writes(io_format_from_ext(rs->out_path));
     int rc = out.streams ? IP_OK : stream_image_sink_init(&out.whole, final, err, errlen);
     if (out.streams) start_writer(&out);
-    stream_source src = { reader_next, rs->reader };
+    stream_source src = reader_source(rs);
     band_sink sink = { output_rows, &out };
     stream_options so = { rs->band_rows, rs->o.threads, rs->in_path, rs->o.place, rs->o.n_workers, { 0 },
                           OVERLAP_SLOTS, rs->band_rows, rs->chunk_rows };

@@ -28,7 +28,7 @@ stream_source stream_source_of_image(stream_image_source *s, const ip_image *img
     s->img = img;
     s->band_rows = band_rows > 0 ? band_rows : 1;
     s->next_row = 0;
-    return (stream_source){ image_next, s };
+    return (stream_source){ .next = image_next, .user = s };
 }
 
 static int image_rows(void *user, const ip_image *rows, int y0, char *err, size_t errlen)

@@ -13,6 +13,11 @@ typedef struct {
      * a height of 0 at the end. */
     int (*next)(void *user, ip_image *rows, int *y0, char *err, size_t errlen);
     void *user;
+    /* Optional (NULL: next, then a copy where the rows must be kept): the next rows decoded
+     * straight into dst, packed rows with room for band.height of them; dst's height then says
+     * how many came. */
+    int (*next_into)(void *user, ip_image *dst, int *y0, char *err, size_t errlen);
+    ip_shape band;            /* next_into's rows: a row's shape, and the most rows one call gives */
 } stream_source;
 
 typedef struct {

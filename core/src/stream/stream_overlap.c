@@ -94,6 +94,32 @@ static void ring_free_rows(ring *r)
     }
 }
 
+/* The source's next rows into s through its own band: copied, as the source reuses it. */
+static int read_copied(stream_overlap *ov, slot *s, int *y0, int *got, char *err, size_t errlen)
+{
+    ip_image rows;
+    int rc = ov->src.next(ov->src.user, &rows, y0, err, errlen);
+    *got = rc == IP_OK ? rows.shape.height : 0;
+    if (*got > 0) rc = slot_copy(s, &rows, rows.shape.height, 0, err, errlen);
+    return rc;
+}
+
+/* The source's next rows decoded into s itself: no copy on the decoding thread, which is the
+ * slower side of a streamed run whose output is cheap to write. */
+static int read_into(stream_overlap *ov, slot *s, int *y0, int *got, char *err, size_t errlen)
+{
+    int rc = IP_OK;
+    if (!s->rows.data || s->cap < ov->src.band.height || img_row_bytes(&s->rows.shape) != img_row_bytes(&ov->src.band))
+        rc = slot_alloc(s, &ov->src.band, ov->src.band.height, err, errlen);
+    ip_image dst = s->rows;
+    dst.shape = ov->src.band;
+    dst.shape.height = s->cap;
+    if (rc == IP_OK) rc = ov->src.next_into(ov->src.user, &dst, y0, err, errlen);
+    *got = rc == IP_OK ? dst.shape.height : 0;
+    if (*got > 0) s->rows.shape = dst.shape;
+    return rc;
+}
+
 /* The decoding thread: the source's bands into free slots of in, until its end, an error or the
  * caller's close. */
 static void *decode_main(void *arg)
@@ -108,23 +134,22 @@ static void *decode_main(void *arg)
         pthread_mutex_unlock(&ov->lock);
         if (done) break;
         double t0 = now_ms();
-        ip_image rows;
-        int y0 = 0;
+        int y0 = 0, got = 0;
         err[0] = '\0';
-        int rc = ov->src.next(ov->src.user, &rows, &y0, err, sizeof err);
-        if (rc == IP_OK && rows.shape.height > 0) rc = slot_copy(s, &rows, rows.shape.height, 0, err, sizeof err);
+        int rc = ov->src.next_into ? read_into(ov, s, &y0, &got, err, sizeof err)
+                                   : read_copied(ov, s, &y0, &got, err, sizeof err);
         s->y0 = y0;
         *ov->o.source_ms += now_ms() - t0;
         pthread_mutex_lock(&ov->lock);
         if (rc != IP_OK) {
             fail_locked(ov, rc, err);
-        } else if (rows.shape.height == 0) {
+        } else if (got == 0) {
             ov->in.ended = 1;
             ov->in.end_y0 = y0;
         } else {
             ov->in.count++;
         }
-        done = rc != IP_OK || rows.shape.height == 0;
+        done = rc != IP_OK || got == 0;
         pthread_cond_broadcast(&ov->changed);
         pthread_mutex_unlock(&ov->lock);
     }
@@ -239,7 +264,7 @@ static int queued_rows(void *user, const ip_image *rows, int y0, char *err, size
     return rc;
 }
 
-stream_source stream_overlap_source(stream_overlap *ov) { return (stream_source){ queued_next, ov }; }
+stream_source stream_overlap_source(stream_overlap *ov) { return (stream_source){ .next = queued_next, .user = ov }; }
 band_sink stream_overlap_sink(stream_overlap *ov) { return (band_sink){ queued_rows, ov }; }
 
 static void overlap_free(stream_overlap *ov)
