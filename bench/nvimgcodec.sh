@@ -49,15 +49,18 @@ run_py() {
 
 decode() { run_py nvimgcodec_decode.py "$@"; }
 
+# DIR: the JPEGs in it as the Python scripts take them (.jpg or .jpeg, any case)
+count_jpegs() { find "$1" -maxdepth 1 -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l; }
+
 # in batch color: one table row, the process timed from outside; its time stamps follow it
 transcode() {
     local in=$1 batch=$2 color=$3 out t0 t1 n
     unpack || return 1   # before the clock starts
-    out=$(mktemp -d) && n=$(find "$in" -maxdepth 1 -name '*.jpg' | wc -l)
+    out=$(mktemp -d) && n=$(count_jpegs "$in")
     t0=$(date +%s.%N)
     run_py nvimgcodec_transcode.py "$in" "$out" "$batch" "$color" 2>"$out.log" || { echo "nvimgcodec: transcode failed: $(tail -n 1 "$out.log")"; rm -rf "$out" "$out.log"; return 1; }
     t1=$(date +%s.%N)
-    awk -v a="$t0" -v b="$t1" -v n="$n" -v w="$(find "$out" -name '*.jpg' | wc -l)" -v c="$color" -v k="$batch" \
+    awk -v a="$t0" -v b="$t1" -v n="$n" -v w="$(count_jpegs "$out")" -v c="$color" -v k="$batch" \
         -v mb="$(du -sb "$out" | cut -f1)" 'BEGIN {
         printf "| nvImageCodec, JPEG -> JPEG q90 (%s), batches of %d | %d of %d written | %.3f s | %.1f images/s | %.1f MB |\n",
                c, k, w, n, b - a, n / (b - a), mb / 1e6 }'
