@@ -2,7 +2,8 @@
  * pulls the source's bands into a bounded queue ahead of the stages, another hands the stages'
  * rows from a bounded queue to the sink, so band k+1 is decoded while band k is processed and
  * band k-1 encoded. Rows are copied into the queues' slots: the source's rows and the rows a
- * band_sink gets are only valid during a call. The first error of any thread stops the others. */
+ * band_sink gets are only valid during a call; a source with next_into decodes into its slots
+ * instead. The first error of any thread stops the others. */
 #ifndef IMGPIPE_STREAM_OVERLAP_H
 #define IMGPIPE_STREAM_OVERLAP_H
 #include "stream/stream.h"
@@ -13,7 +14,8 @@ typedef struct {
     int slots;               /* bands each queue holds, the one in use included (>= 2) */
     ip_shape sink_shape;     /* the rows the sink takes (width, channels, sample type) */
     int sink_rows;           /* rows gathered into a sink slot before it goes to the encoder (>= 1) */
-    double *source_ms;       /* time in src->next and its copy, added up on the decoding thread */
+    double *source_ms;       /* time in the source (next and its copy, or next_into), added up on the decoding
+                                thread */
     double *sink_ms;         /* time in sink->rows, added up on the encoding thread */
 } stream_overlap_options;
 
