@@ -383,6 +383,44 @@ static void test_worker_failures(void)
     plan_free(&p);
 }
 
+/* Band workers with the decoding and encoding threads: the last segment's rows go to the sink from
+ * the workers' own emitting thread (the time in the sink counted as encoding, none handing rows to
+ * the encoder's queue), the same rows as one worker's, which goes through the queue; a sink that
+ * fails stops the run with its message. */
+static void test_workers_sink_directly(void)
+{
+    ip_shape gray = { 40, 300, 1, IP_U8 };
+    ip_image in = bt_random_image(&gray, 13, 255), one, two;
+    stream_options so = { 10, 1, "direct.png", BAND_ON_HOST, 1, { 0 }, 2, 1, 30 };
+    stream_profile p1, p2;
+    int ran = bt_run_streamed(&reg, "median radius=1", &in, &so, &one, &p1);
+    so.n_workers = 2;
+    ran = ran && bt_run_streamed(&reg, "median radius=1", &in, &so, &two, &p2);
+    if (ran) {
+        CHECK(bt_same_image(&one, &two), "two workers' rows differ from one's");
+        CHECK(p1.sink_wait_ms > 0 && p1.sink_ms > 0, "one worker: %.3f ms handing rows to the encoder, %.3f encoding",
+              p1.sink_wait_ms, p1.sink_ms);
+        CHECK(p2.n_workers == 2 && p2.sink_wait_ms == 0 && p2.sink_ms > 0,
+              "two workers: %d workers, %.3f ms handing rows to the encoder's queue (want none), %.3f encoding",
+              p2.n_workers, p2.sink_wait_ms, p2.sink_ms);
+        img_free(&one);
+        img_free(&two);
+    }
+    plan p;
+    if (tu_build_plan(&reg, "median radius=1", &gray, &p)) {
+        stream_image_source src_state;
+        stream_source src = stream_source_of_image(&src_state, &in, 10);
+        failing f = { &in, 0, INT32_MAX, 120, 0 };
+        band_sink sink = { failing_rows, &f };
+        char err[512] = "";
+        int rc = stream_run(&p, &src, &sink, &so, NULL, err, sizeof err);
+        CHECK(rc == IP_EIO && strstr(err, "sink broke at row 120") && f.rows_out == 120,
+              "two workers, a sink failing at row 120: rc %d, '%s', %d rows out", rc, err, f.rows_out);
+        plan_free(&p);
+    }
+    img_free(&in);
+}
+
 int main(void)
 {
     const char *build = getenv("IMGPIPE_BUILD_DIR"), *tp = getenv("IMGPIPE_TEST_PLUGINS");
@@ -397,6 +435,7 @@ int main(void)
     test_chunk_rows();
     test_fill_while_emitting();
     test_worker_failures();
+    test_workers_sink_directly();
     registry_free(&reg);
     return tu_finish();
 }

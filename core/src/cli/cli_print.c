@@ -118,8 +118,12 @@ static void print_stream_profile(const plan *p, const run_result *res)
     fprintf(stderr, "  %-22s %9.3f ms\n", "encode", pr->sink_ms);
     fprintf(stderr, "  %-22s %9.3f ms (sum of the steps %.3f ms: overlap %.2fx)\n", "run (wall)", pr->wall_ms, sum,
             pr->wall_ms > 0 ? sum / pr->wall_ms : 0.0);
-    /* where the stages' thread stood still: the slower of decode and encode shows here */
-    if (pr->overlapped)
+    /* where the stages' thread stood still: the slower of decode and encode shows here; band
+     * workers write their rows from a thread of their own, counted in encode */
+    if (pr->overlapped && pr->n_workers > 1 && pr->sink_wait_ms == 0)
+        fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands (their rows go to the writer from their own thread)\n",
+                "chunks' threads", pr->source_wait_ms);
+    else if (pr->overlapped)
         fprintf(stderr, "  %-22s %9.3f ms waiting for decoded bands, %.3f ms handing rows to the encoder\n",
                 pr->n_workers > 1 ? "chunks' threads" : "stages' thread", pr->source_wait_ms, pr->sink_wait_ms);
     print_workers(pr, place);

@@ -288,9 +288,14 @@ int stream_run(const plan *p, const stream_source *src, const band_sink *sink, c
     }
     timed t = { &from, &to, prof, ov ? &prof->source_wait_ms : &prof->source_ms, ov ? &prof->sink_wait_ms : &prof->sink_ms };
     band_sink timed_sink = { timed_rows, &t };
+    /* Band workers hand their chunks on from a thread of their own, in order: the last segment's
+     * rows go from there to the sink, not through the encoder's queue (a copy of the image fewer). */
+    timed direct = { &from, sink, prof, NULL, &prof->sink_ms };
+    band_sink direct_sink = { timed_rows, &direct };
+    const band_sink *last_sink = ov && o->n_workers > 1 ? &direct_sink : &timed_sink;
     ip_image held = { 0 };
     for (int i = 0; i < layout.n && rc == IP_OK; i++)
-        rc = run_segment(p, &layout.segs[i], i == layout.n - 1, &t, &held, &timed_sink, o, prof, err, errlen);
+        rc = run_segment(p, &layout.segs[i], i == layout.n - 1, &t, &held, last_sink, o, prof, err, errlen);
     if (rc == IP_OK && held.data) {   /* the last stage was global: its image goes out in bands */
         stream_image_source from_held;
         stream_source s = stream_source_of_image(&from_held, &held, o->band_rows);
