@@ -290,7 +290,7 @@ int stream_run(const plan *p, const stream_source *src, const band_sink *sink, c
     band_sink timed_sink = { timed_rows, &t };
     /* Band workers hand their chunks on from a thread of their own, in order: the last segment's
      * rows go from there to the sink, not through the encoder's queue (a copy of the image fewer). */
-    timed direct = { &from, sink, prof, NULL, &prof->sink_ms };
+    timed direct = { NULL, sink, prof, NULL, &prof->sink_ms };   /* a sink alone: no source */
     band_sink direct_sink = { timed_rows, &direct };
     const band_sink *last_sink = ov && o->n_workers > 1 ? &direct_sink : &timed_sink;
     ip_image held = { 0 };
