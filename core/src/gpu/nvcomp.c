@@ -340,14 +340,6 @@ static int queue_results(nvcomp_batch *b, int n, char *err, size_t errlen)
                       b->capacity * sizeof(uint64_t), (size_t)n * sizeof(uint64_t), 2, GPU_D2H, b->stream, err, errlen);
 }
 
-/* Waits for the batch, then brings back each chunk's size and status. */
-static int fetch_results(nvcomp_batch *b, int n, char *err, size_t errlen)
-{
-    int rc = queue_results(b, n, err, errlen);
-    if (!rc) rc = gpu_stream_sync(b->stream, err, errlen);
-    return rc;
-}
-
 /* Statuses are 4-byte enums packed in the status slots' space (4n bytes of 8n). */
 static nvc_status chunk_status(const nvcomp_batch *b, int i)
 {
@@ -457,10 +449,9 @@ static int launch_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, size_t 
     return nvc_fail(l, s, "decompression", err, errlen);
 }
 
-int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk, char *err,
-                      size_t errlen)
+int nvcomp_decompress_start(nvcomp_batch *b, nvcomp_codec codec, int n, const nvcomp_chunk *chunks, char *err,
+                            size_t errlen)
 {
-    if (bad_chunk) *bad_chunk = -1;
     int rc = check_algorithm(codec, 0, err, errlen);
     if (rc || n <= 0) return rc;
     nvc_alignments al;
@@ -469,7 +460,17 @@ int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *
     if (!rc) rc = decompress_alignments(b->lib, codec, &al, err, errlen);
     if (!rc) rc = stage_chunks(b, n, chunks, 0, &al, &max_chunk, &total, err, errlen);
     if (!rc) rc = launch_decompress(b, codec, n, max_chunk, total, err, errlen);
-    if (!rc) rc = fetch_results(b, n, err, errlen);
+    if (!rc) rc = queue_results(b, n, err, errlen);
+    return rc;
+}
+
+int nvcomp_decompress_finish(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
+                             char *err, size_t errlen)
+{
+    if (bad_chunk) *bad_chunk = -1;
+    if (n <= 0) return IP_OK;
+    int rc = gpu_select(b->device, err, errlen);
+    if (!rc) rc = gpu_stream_sync(b->stream, err, errlen);
     for (int i = 0; !rc && i < n; i++) {
         nvc_status s = chunk_status(b, i);
         chunks[i].dst_bytes = (size_t)host_slot(b, ARR_DST_BYTES)[i];
@@ -481,6 +482,14 @@ int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *
         }
     }
     return rc;
+}
+
+int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk, char *err,
+                      size_t errlen)
+{
+    if (bad_chunk) *bad_chunk = -1;
+    int rc = nvcomp_decompress_start(b, codec, n, chunks, err, errlen);
+    return rc ? rc : nvcomp_decompress_finish(b, codec, n, chunks, bad_chunk, err, errlen);
 }
 
 #else
@@ -539,6 +548,23 @@ int nvcomp_compress_start(nvcomp_batch *b, nvcomp_codec codec, int algorithm, in
 int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *err, size_t errlen)
 {
     (void)b, (void)n, (void)chunks;
+    snprintf(err, errlen, "nvCOMP needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+
+int nvcomp_decompress_start(nvcomp_batch *b, nvcomp_codec codec, int n, const nvcomp_chunk *chunks, char *err,
+                            size_t errlen)
+{
+    (void)b, (void)codec, (void)n, (void)chunks;
+    snprintf(err, errlen, "nvCOMP needs a CUDA build");
+    return IP_EUNSUPPORTED;
+}
+
+int nvcomp_decompress_finish(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
+                             char *err, size_t errlen)
+{
+    (void)b, (void)codec, (void)n, (void)chunks;
+    if (bad_chunk) *bad_chunk = -1;
     snprintf(err, errlen, "nvCOMP needs a CUDA build");
     return IP_EUNSUPPORTED;
 }

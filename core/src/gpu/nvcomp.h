@@ -76,4 +76,10 @@ int nvcomp_compress_finish(nvcomp_batch *b, int n, nvcomp_chunk *chunks, char *e
  * valid (its index in *bad_chunk when not NULL) and nothing else is trusted then. */
 int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
                       char *err, size_t errlen);
+/* nvcomp_decompress in two halves, as compressing: start queues the batch on b's stream, finish
+ * waits for it and judges the same n chunks. Nothing else may use b in between. */
+int nvcomp_decompress_start(nvcomp_batch *b, nvcomp_codec codec, int n, const nvcomp_chunk *chunks, char *err,
+                            size_t errlen);
+int nvcomp_decompress_finish(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
+                             char *err, size_t errlen);
 #endif

@@ -21,4 +21,14 @@ int tiff_gpu_blocks_adler(const tiff_gpu_layout *l, const unsigned char *blocks,
  * take, IP_ECUDA. */
 int tiff_gpu_blocks_finish(const tiff_gpu_layout *l, unsigned char *blocks, uint64_t n, uint32_t rows,
                            unsigned char *dst, void *stream, char *err, size_t errlen);
+/* The same in parts that only queue work on the stream, for a caller that waits once for many:
+ * the adler32s computed and copied to host_sums, then compared with want (1 when block *bad
+ * differs); the predictor undone in place; tiles copied into rows at dst (nothing for strips). */
+int tiff_gpu_blocks_queue_adler(const tiff_gpu_layout *l, const unsigned char *blocks, uint64_t n, uint64_t last_bytes,
+                                uint32_t *dev_sums, uint32_t *host_sums, void *stream, char *err, size_t errlen);
+int tiff_gpu_blocks_sums_differ(const uint32_t *host_sums, const uint32_t *want, uint64_t n, uint64_t *bad);
+int tiff_gpu_blocks_queue_predictor(const tiff_gpu_layout *l, unsigned char *blocks, uint64_t n, uint32_t rows,
+                                    void *stream, char *err, size_t errlen);
+int tiff_gpu_blocks_queue_tiles(const tiff_gpu_layout *l, const unsigned char *blocks, uint32_t rows,
+                                unsigned char *dst, void *stream, char *err, size_t errlen);
 #endif
