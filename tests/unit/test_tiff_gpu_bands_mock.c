@@ -1,12 +1,13 @@
 /* The GPU's band decoder for streamed TIFFs (tiff_gpu_bands.h) on a mock device whose memory is
  * host memory: nvCOMP's inflate replaced by zlib's, the predictor and adler32 kernels by host
  * loops. Files libtiff wrote (deflate with and without the predictor, u8 and u16, 1 to 4
- * channels, 1x1 to prime sizes, strips and 16x16 tiles, bands of one block row to many) stream back as their pixels with
- * every band taken by the decoder; a band whose inflate fails, comes back with another adler32 or
- * another size is decoded by libtiff, pixels still right, in groups of bands inflated together or
- * one at a time; a damaged strip fails with the CPU
- * reader's own message; LZW files and bands over its device memory are not taken; and without
- * IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
+ * channels, 1x1 to prime sizes, strips and 16x16 tiles, bands of one block row to many) stream
+ * back as their pixels with every band taken by the decoder, each read on all threads straight
+ * into its staging, with one group or two in flight; a band whose inflate fails, comes back with
+ * another adler32 or another size is decoded by libtiff, pixels still right, in groups of bands
+ * inflated together or one at a time; a damaged strip, or one past the file's end, fails with
+ * the CPU reader's own message; LZW files and bands over its device memory are not taken; and
+ * without IMGPIPE_TIFF_GPU_READ_BANDS=1 there is no decoder. A build without CUDA has none either. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -36,25 +37,76 @@ size_t nvcomp_max_chunk(const nvcomp_lib *lib)
     return (size_t)64 << 20;
 }
 
-int nvcomp_decompress(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk, char *err,
-                      size_t errlen)
+/* The mock runs each call as it is made, as the card runs a stream in order: start inflates (the
+ * checks queued behind it then see the rows) and goes wrong as it was told to; finish gives the
+ * sizes and the verdict back. Batches may be in flight together: each is found by its chunks. */
+typedef struct {
+    const nvcomp_chunk *chunks;
+    int rc, bad;
+    size_t *sizes;
+    int faulty;
+} mock_batch_run;
+static mock_batch_run started[4];
+static int in_flight, most_in_flight;
+
+static int mock_inflate(int n, const nvcomp_chunk *chunks, size_t *sizes, int *bad)
 {
-    (void)b;
-    *bad_chunk = -1;
-    int faulty = fault_from && ++calls >= fault_from ? (int)fault : GOOD;
-    if (codec != NVCOMP_DEFLATE || faulty == FAILS) {
-        snprintf(err, errlen, "mock: inflate failed");
-        return IP_EFORMAT;
-    }
-    for (int i = 0; i < n; i++)
-        if (codec_mock_inflate(&chunks[i]) != Z_STREAM_END) {
-            snprintf(err, errlen, "chunk %d is not valid deflate data (mock)", i);
-            *bad_chunk = i;
+    for (int i = 0; i < n; i++) {
+        nvcomp_chunk c = chunks[i];
+        if (codec_mock_inflate(&c) != Z_STREAM_END) {
+            *bad = i;
             return IP_EFORMAT;
         }
-    if (faulty == FLIPS_A_BYTE) ((unsigned char *)chunks[n - 1].dst)[chunks[n - 1].dst_bytes / 2] ^= 0x10;
-    if (faulty == SHORT) chunks[0].dst_bytes--;
+        sizes[i] = c.dst_bytes;
+    }
     return IP_OK;
+}
+
+int nvcomp_decompress_start(nvcomp_batch *b, nvcomp_codec codec, int n, const nvcomp_chunk *chunks, char *err,
+                            size_t errlen)
+{
+    (void)b;
+    if (codec != NVCOMP_DEFLATE) {
+        snprintf(err, errlen, "mock: deflate only");
+        return IP_EUNSUPPORTED;
+    }
+    int faulty = fault_from && ++calls >= fault_from ? (int)fault : GOOD;
+    for (int i = 0; i < 4; i++) {
+        if (started[i].chunks) continue;
+        size_t *sizes = calloc((size_t)n, sizeof *sizes);
+        if (!sizes) return IP_ENOMEM;
+        started[i] = (mock_batch_run){ chunks, IP_OK, -1, sizes, faulty };
+        if (faulty != FAILS) started[i].rc = mock_inflate(n, chunks, sizes, &started[i].bad);
+        if (started[i].rc == IP_OK && faulty == FLIPS_A_BYTE)
+            ((unsigned char *)chunks[n - 1].dst)[sizes[n - 1] / 2] ^= 0x10;
+        if (++in_flight > most_in_flight) most_in_flight = in_flight;
+        return IP_OK;
+    }
+    snprintf(err, errlen, "mock: more than 4 batches in flight");
+    return IP_EINVAL;
+}
+
+int nvcomp_decompress_finish(nvcomp_batch *b, nvcomp_codec codec, int n, nvcomp_chunk *chunks, int *bad_chunk,
+                             char *err, size_t errlen)
+{
+    (void)b, (void)codec;
+    *bad_chunk = -1;
+    for (int i = 0; i < 4; i++) {
+        if (started[i].chunks != chunks) continue;
+        int rc = started[i].rc, faulty = started[i].faulty;
+        for (int c = 0; c < n; c++) chunks[c].dst_bytes = started[i].sizes[c];
+        *bad_chunk = started[i].bad;
+        free(started[i].sizes);
+        started[i].chunks = NULL;
+        in_flight--;
+        if (faulty == FAILS) snprintf(err, errlen, "mock: inflate failed");
+        else if (rc) snprintf(err, errlen, "chunk %d is not valid deflate data (mock)", *bad_chunk);
+        if (faulty == FAILS) return IP_EFORMAT;
+        if (!rc && faulty == SHORT) chunks[0].dst_bytes--;
+        return rc;
+    }
+    snprintf(err, errlen, "mock: finish without start");
+    return IP_EINVAL;
 }
 
 int ipk_tiff_predictor_undo(void *rows, size_t pitch, int width, int height, int channels, int sample_bytes,
@@ -188,6 +240,8 @@ static void good_files(tiff_gpu_bands *g, tu_rng *r)
         CHECK(st.bands >= 1 && st.bands <= down && st.declined == 0, "%dx%dx%d: %llu bands, %llu declined (%s)",
               cases[i].w, cases[i].h, cases[i].c, (unsigned long long)st.bands, (unsigned long long)st.declined,
               st.first_why);
+        CHECK(st.placed == st.bands, "%dx%dx%d: %llu of %llu bands read straight to the staging", cases[i].w,
+              cases[i].h, cases[i].c, (unsigned long long)st.placed, (unsigned long long)st.bands);
         img_free(&img);
     }
 }
@@ -231,6 +285,37 @@ static void faulty_decoder(tiff_gpu_bands *g, tu_rng *r)
     img_free(&img);
 }
 
+/* Groups of one band each, 5 of them: two inflate at once by default (the next queued before the
+ * first's rows are taken), one with IMGPIPE_TIFF_GPU_BAND_DEPTH=1; the pixels right either way. */
+static void groups_in_flight(tu_rng *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/flight.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, 333, 90, 3, IP_U8, r) != 0) return;
+    CHECK(ttu_write_libtiff(path, &img, 10, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
+    setenv("IMGPIPE_TIFF_GPU_BAND_GROUP", "1", 1);
+    for (int depth = 1; depth <= 2; depth++) {
+        if (depth == 1) setenv("IMGPIPE_TIFF_GPU_BAND_DEPTH", "1", 1);
+        tiff_gpu_bands *g = bands();
+        char err[512] = "";
+        tiff_band_decode_stat st;
+        int set = 0;
+        most_in_flight = in_flight = 0;
+        int rc = g ? stream_back(path, &img, 333 * 3 * 20, g, &st, &set, err, sizeof err) : IP_EINVAL;
+        unsetenv("IMGPIPE_TIFF_GPU_BAND_DEPTH");
+        CHECK(rc == IP_OK && st.bands == 5 && st.declined == 0, "depth %d: rc %d, %llu bands, %llu declined: %s %s",
+              depth, rc, (unsigned long long)st.bands, (unsigned long long)st.declined, err, st.first_why);
+        CHECK(most_in_flight == depth && in_flight == 0, "depth %d: %d groups inflating at once at most, %d left",
+              depth, most_in_flight, in_flight);
+        CHECK(strstr(st.steps, depth == 1 ? "1 batches in flight" : "2 batches in flight"), "depth %d: '%s'", depth,
+              st.steps);
+        tiff_gpu_bands_destroy(g);
+    }
+    unsetenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
+    img_free(&img);
+}
+
 /* A strip damaged in the file: the same failure as without the decoder. */
 static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
 {
@@ -258,6 +343,59 @@ static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
     int rc_without = stream_back(path, &img, 200 * 4, NULL, &st, &set, without, sizeof without);
     CHECK(rc_with == IP_EFORMAT && rc_with == rc_without && strcmp(with, without) == 0,
           "damaged: with the decoder %d '%s', without %d '%s'", rc_with, with, rc_without, without);
+    img_free(&img);
+}
+
+/* Strip 7's offset in path's offsets array (little-endian LONGs, found by its neighbours' values)
+ * moved to 8 bytes before the file's end, so that its bytes run past it. 0 when done. */
+static int point_past_end(const char *path, const uint64_t *offsets)
+{
+    FILE *f = fopen(path, "r+b");
+    unsigned char *bytes = NULL;
+    long len = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len > 12 && (bytes = malloc((size_t)len)) && fseek(f, 0, SEEK_SET) == 0 && fread(bytes, 1, (size_t)len, f) == (size_t)len) {
+        unsigned char want[12];
+        for (int i = 0; i < 12; i++) want[i] = (unsigned char)(offsets[6 + i / 4] >> (8 * (i % 4)));
+        for (long at = 0; at + 12 <= len; at++) {
+            if (memcmp(bytes + at, want, 12) != 0) continue;
+            uint32_t past = (uint32_t)(len - 8);
+            unsigned char le[4] = { (unsigned char)past, (unsigned char)(past >> 8), (unsigned char)(past >> 16),
+                                    (unsigned char)(past >> 24) };
+            int ok = fseek(f, at + 4, SEEK_SET) == 0 && fwrite(le, 1, 4, f) == 4;
+            free(bytes);
+            return fclose(f) == 0 && ok ? 0 : -1;
+        }
+    }
+    free(bytes);
+    if (f) fclose(f);
+    return -1;
+}
+
+/* Strip 7 (of 10) running past the file's end: the band is left to libtiff, whose failure is the
+ * one without the decoder. */
+static void past_the_end(tiff_gpu_bands *g, tu_rng *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/past.tif", tu_tmpdir());
+    ip_image img;
+    if (image(&img, 150, 40, 1, IP_U8, r) != 0) return;
+    CHECK(ttu_write_libtiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
+    TIFF *tif = TIFFOpen(path, "r");
+    uint64_t *offsets = NULL, copy[10] = { 0 };
+    if (tif && TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets)) memcpy(copy, offsets, sizeof copy);
+    if (tif) TIFFClose(tif);
+    CHECK(copy[9] && point_past_end(path, copy) == 0, "moving strip 7 past the end");
+    char with[512] = "", without[512] = "";
+    tiff_band_decode_stat st;
+    int set = 0;
+    int rc_with = stream_back(path, &img, 150 * 8, g, &st, &set, with, sizeof with);
+    CHECK(st.declined == 1 && strstr(st.first_why, "cannot be read raw"), "%llu declined, first '%s'",
+          (unsigned long long)st.declined, st.first_why);
+    int rc_without = stream_back(path, &img, 150 * 8, NULL, &st, &set, without, sizeof without);
+    /* libtiff's text names the handle's last row, which depends on what the handle read before */
+    CHECK(rc_with == IP_EFORMAT && rc_with == rc_without && strstr(with, "got 8 bytes, expected") &&
+          strstr(with, "(strip 7)") && strstr(without, "got 8 bytes, expected") && strstr(without, "(strip 7)"),
+          "past the end: with the decoder %d '%s', without %d '%s'", rc_with, with, rc_without, without);
     img_free(&img);
 }
 
@@ -302,8 +440,13 @@ int main(void)
         setenv("IMGPIPE_TIFF_GPU_BAND_GROUP", "3", 1);   /* groups that end mid-image */
         good_files(g, &r);
         unsetenv("IMGPIPE_TIFF_GPU_BAND_GROUP");
+        setenv("IMGPIPE_TIFF_GPU_BAND_DEPTH", "1", 1);   /* one group at a time */
+        good_files(g, &r);
+        unsetenv("IMGPIPE_TIFF_GPU_BAND_DEPTH");
         faulty_decoder(g, &r);
+        groups_in_flight(&r);
         damaged_strip(g, &r);
+        past_the_end(g, &r);
         not_taken(g, &r);
     }
     tiff_gpu_bands_destroy(g);

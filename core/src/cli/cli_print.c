@@ -142,7 +142,8 @@ static void print_stream_profile(const plan *p, const run_result *res)
                 (unsigned long long)(b->bands - b->declined), (unsigned long long)b->bands,
                 b->declined ? ", the others by libtiff; the first because: " : "", b->declined ? b->first_why : "");
     if (b->bands)
-        fprintf(stderr, "  %-22s raw reads %.0f ms, decoder %.0f ms (%s)\n", "", b->read_ms, b->decode_ms,
+        fprintf(stderr, "  %-22s raw reads %.0f ms (%llu bands on every thread, straight to the GPU's staging), "
+                "decoder %.0f ms (%s)\n", "", b->read_ms, (unsigned long long)b->placed, b->decode_ms,
                 b->steps[0] ? b->steps : "no account");
     if (g->states)
         fprintf(stderr, "  %-22s %llu strips (%.1f%% of the rows) in %llu pieces, %llu batches on %d streams, "

@@ -48,11 +48,17 @@ typedef struct {
     io_warnings seen;         /* libtiff's warnings since the last band, settled after it */
     const tiff_band_decoder *decoder;   /* set: each band goes to it first */
     void *decoder_state;
-    unsigned char *raw;       /* a band's blocks as stored, for the decoder */
+    unsigned char *raw;       /* a band's blocks as stored, for a decoder that places none */
     size_t raw_cap;
     tiff_band_block *blocks;  /* a band's, for the decoder */
-    int *staged;              /* the group's bands the decoder holds */
-    uint32_t group_len, group_next;   /* bands in the decoder's group, and those handed out */
+    unsigned char **block_at; /* where the decoder placed them */
+    int raw_failed;           /* a placed block read short (under failed_mu) */
+    int *staged;              /* the groups' bands the decoder holds, group after group */
+    uint32_t group, depth;    /* bands a group, groups at once (tiff_band_decode.h) */
+    uint32_t *group_len;      /* bands in each group */
+    uint32_t cur, cur_next;   /* the group being handed out, and its bands handed out */
+    uint64_t fill_y;          /* the row the next group staged starts at */
+    int filled;               /* every group staged once */
     tiff_band_decode_stat decoded;
 } tiff_stream_reader;
 
@@ -159,7 +165,9 @@ static void reader_close(void *codec)
     if (r->decoder) r->decoder->close(r->decoder_state);
     free(r->raw);
     free(r->blocks);
+    free(r->block_at);
     free(r->staged);
+    free(r->group_len);
     free(r);
 }
 
@@ -211,6 +219,49 @@ static void band_at(const tiff_stream_reader *r, uint32_t y, uint64_t *first, ui
     *count = (uint64_t)((*band_rows + r->bh - 1) / r->bh) * r->across;
 }
 
+/* Block i of the band, read raw where the decoder placed it, on the pool's thread-th handle. */
+static void read_raw_one(void *user, int thread, uint64_t i)
+{
+    tiff_stream_reader *r = user;
+    TIFF *tif = r->workers[thread].tif;
+    const tiff_band_block *b = &r->blocks[i];
+    tmsize_t got = r->tiled ? TIFFReadRawTile(tif, b->index, r->block_at[i], (tmsize_t)b->raw_len)
+                            : TIFFReadRawStrip(tif, b->index, r->block_at[i], (tmsize_t)b->raw_len);
+    if (got == (tmsize_t)b->raw_len) return;
+    pthread_mutex_lock(&r->failed_mu);
+    r->raw_failed = 1;
+    pthread_mutex_unlock(&r->failed_mu);
+}
+
+/* The band's count blocks read raw: where the decoder places them, on all threads; else one after
+ * another into the reader's buffer. 1 when read, 0 when the band goes to libtiff. */
+static int read_raw(tiff_stream_reader *r, uint32_t k, uint64_t count)
+{
+    char why[160] = "";
+    if (r->decoder->place) {
+        int rc = r->decoder->place(r->decoder_state, k, r->blocks, (uint32_t)count, r->block_at, why, sizeof why);
+        if (rc != IP_OK) return band_declined(r, why);
+        r->raw_failed = 0;
+        task_pool_run(r->pool, count, r->threads, read_raw_one, r);
+        if (r->raw_failed) return band_declined(r, "a block that cannot be read raw");
+        for (uint64_t i = 0; i < count; i++) r->blocks[i].raw = r->block_at[i];
+        r->decoded.placed++;
+        return 1;
+    }
+    size_t at = 0;
+    TIFF *tif = r->workers[0].tif;
+    for (uint64_t i = 0; i < count; i++) {
+        tiff_band_block *b = &r->blocks[i];
+        if (b->raw_len > r->raw_cap - at) return band_declined(r, "blocks larger than the decoder's buffer");
+        tmsize_t got = r->tiled ? TIFFReadRawTile(tif, b->index, r->raw + at, (tmsize_t)b->raw_len)
+                                : TIFFReadRawStrip(tif, b->index, r->raw + at, (tmsize_t)b->raw_len);
+        if (got != (tmsize_t)b->raw_len) return band_declined(r, "a block that cannot be read raw");
+        b->raw = r->raw + at;
+        at += b->raw_len;
+    }
+    return 1;
+}
+
 /* The band from row y read raw and staged as the group's kth: 1 when the decoder took it, 0 to
  * decode it with libtiff (which then also judges a block that could not be read). */
 static int stage_band(tiff_stream_reader *r, uint32_t k, uint32_t y)
@@ -222,50 +273,65 @@ static int stage_band(tiff_stream_reader *r, uint32_t k, uint32_t y)
     r->decoded.bands++;
     if (!TIFFGetField(tif, r->tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &sizes) || !sizes)
         return band_declined(r, "no block sizes");
-    size_t at = 0;
-    double t0 = now_ms();
     for (uint64_t i = 0; i < count; i++) {
         uint64_t raw = sizes[first + i];
-        if (raw == 0 || raw > r->raw_cap - at) return band_declined(r, "blocks larger than the decoder's buffer");
-        tmsize_t got = r->tiled ? TIFFReadRawTile(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw)
-                                : TIFFReadRawStrip(tif, (uint32_t)(first + i), r->raw + at, (tmsize_t)raw);
-        if (got != (tmsize_t)raw) return band_declined(r, "a block that cannot be read raw");
-        r->blocks[i] = (tiff_band_block){ (uint32_t)(first + i), r->raw + at, (size_t)raw, block_len(r, first + i) };
-        at += (size_t)raw;
+        if (raw == 0 || raw > SIZE_MAX / 2) return band_declined(r, "blocks larger than the decoder's buffer");
+        r->blocks[i] = (tiff_band_block){ (uint32_t)(first + i), NULL, (size_t)raw, block_len(r, first + i) };
     }
-    char why[160] = "";
+    double t0 = now_ms();
+    int read = read_raw(r, k, count);
     double t1 = now_ms();
-    int rc = r->decoder->stage(r->decoder_state, k, r->blocks, (uint32_t)count, band_rows, why, sizeof why);
     r->decoded.read_ms += t1 - t0;
+    if (!read) return 0;
+    char why[160] = "";
+    int rc = r->decoder->stage(r->decoder_state, k, r->blocks, (uint32_t)count, band_rows, why, sizeof why);
     r->decoded.decode_ms += now_ms() - t1;
     return rc == IP_OK ? 1 : band_declined(r, why);
 }
 
-/* The decoder's next group from row y: its bands read raw, staged and inflated together. */
-static void fill_group(tiff_stream_reader *r, uint32_t y)
+/* Group g staged from row fill_y on, its bands read raw, then inflated together. */
+static void fill_group(tiff_stream_reader *r, uint32_t g)
 {
-    uint32_t most = r->decoder->group(r->decoder_state), k = 0;
+    int *staged = r->staged + (size_t)g * r->group;
+    uint32_t k = 0;
     int any = 0;
-    for (uint64_t at = y; k < most && at < r->height; k++) {
-        r->staged[k] = stage_band(r, k, (uint32_t)at);
-        any |= r->staged[k];
-        at += (uint64_t)r->blocks_down_per_band * r->bh;
+    for (; k < r->group && r->fill_y < r->height; k++) {
+        staged[k] = stage_band(r, g * r->group + k, (uint32_t)r->fill_y);
+        any |= staged[k];
+        r->fill_y += (uint64_t)r->blocks_down_per_band * r->bh;
     }
-    r->group_len = k;
-    r->group_next = 0;
+    r->group_len[g] = k;
     char why[160] = "";
     double t0 = now_ms();
     int rc = any ? r->decoder->inflate(r->decoder_state, why, sizeof why) : IP_OK;
     r->decoded.decode_ms += now_ms() - t0;
     for (uint32_t i = 0; rc != IP_OK && i < k; i++)
-        if (r->staged[i]) r->staged[i] = band_declined(r, why);
+        if (staged[i]) staged[i] = band_declined(r, why);
 }
 
-/* The band from row y, the group's next: 1 when the decoder gave its rows, 0 for libtiff. */
+/* The next group to hand out: at first every group staged in turn from row y; then the group
+ * after the one just handed out, whose place is staged again with the rows after the others. */
+static void next_group(tiff_stream_reader *r, uint32_t y)
+{
+    if (!r->filled) {
+        r->fill_y = y;
+        for (uint32_t g = 0; g < r->depth; g++) fill_group(r, g);
+        r->filled = 1;
+        r->cur = 0;
+    } else {
+        uint32_t done = r->cur;
+        r->cur = (r->cur + 1) % r->depth;
+        fill_group(r, done);
+    }
+    r->cur_next = 0;
+}
+
+/* The band from row y, the current group's next: 1 when the decoder gave its rows, 0 for libtiff. */
 static int decoded_band(tiff_stream_reader *r, uint32_t y)
 {
-    if (r->group_next == r->group_len) fill_group(r, y);
-    uint32_t k = r->group_next++;
+    if (!r->filled || r->cur_next == r->group_len[r->cur]) next_group(r, y);
+    if (r->cur_next == r->group_len[r->cur]) return 0;
+    uint32_t k = r->cur * r->group + r->cur_next++;
     if (!r->staged[k]) return 0;
     char why[160] = "";
     double t0 = now_ms();
@@ -364,26 +430,34 @@ static int reader_set_band_decoder(void *codec, const tiff_band_decoder *d, char
     void *state = NULL;
     int rc = d->open(d, r->workers[0].tif, r->blocks_down_per_band, &state, why, whylen);
     if (rc != IP_OK) return rc;
-    if (d->group(state) < 1) {
+    uint32_t group = d->group(state), depth = d->depth ? d->depth(state) : 1;
+    if (group < 1 || depth < 1 || group > UINT32_MAX / depth) {
         d->close(state);
         snprintf(why, whylen, "a band decoder that takes no bands");
         return IP_EINVAL;
     }
-    r->raw_cap = d->raw_capacity(state);
-    r->raw = malloc(r->raw_cap ? r->raw_cap : 1);
-    r->blocks = calloc((size_t)r->blocks_down_per_band * r->across, sizeof *r->blocks);
-    r->staged = calloc(d->group(state), sizeof *r->staged);
-    if (!r->raw || !r->blocks || !r->staged) {
+    size_t n = (size_t)r->blocks_down_per_band * r->across;
+    r->raw_cap = d->place ? 0 : d->raw_capacity(state);
+    r->raw = d->place ? NULL : malloc(r->raw_cap ? r->raw_cap : 1);
+    r->blocks = calloc(n, sizeof *r->blocks);
+    r->block_at = calloc(n, sizeof *r->block_at);
+    r->staged = calloc((size_t)group * depth, sizeof *r->staged);
+    r->group_len = calloc(depth, sizeof *r->group_len);
+    if ((!d->place && !r->raw) || !r->blocks || !r->block_at || !r->staged || !r->group_len) {
         d->close(state);
         free(r->raw);
         free(r->blocks);
+        free(r->block_at);
         free(r->staged);
-        r->raw = NULL, r->blocks = NULL, r->staged = NULL, r->raw_cap = 0;
+        free(r->group_len);
+        r->raw = NULL, r->blocks = NULL, r->block_at = NULL, r->staged = NULL, r->group_len = NULL, r->raw_cap = 0;
         snprintf(why, whylen, "out of memory");
         return IP_ENOMEM;
     }
     r->decoder = d;
     r->decoder_state = state;
+    r->group = group;
+    r->depth = depth;
     return IP_OK;
 }
 

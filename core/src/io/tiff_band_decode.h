@@ -28,15 +28,26 @@ typedef struct tiff_band_decoder {
     /* Bands it decodes together at most: a GPU inflates each block on few threads, so one band's
      * blocks would leave it mostly idle. */
     uint32_t (*group)(const void *state);
-    /* Band k of the next group (0, 1, ... in order, some perhaps left out) from its blocks: strips,
+    /* Optional (NULL: 1): groups it holds at once. Group g's bands are k = g * group + 0, 1, ...;
+     * the reader stages and inflates every group in turn, then, each time it has taken the last
+     * rows of one, stages that group again with the rows after all the others, so that the next
+     * groups inflate while their turn comes. */
+    uint32_t (*depth)(const void *state);
+    /* Band k of the group being staged (in order, some perhaps left out) from its blocks: strips,
      * or rows of tiles across then down. The state keeps what it needs; the reader may reuse the
      * bytes. IP_OK, or why that band goes to libtiff. */
     int (*stage)(void *state, uint32_t k, const tiff_band_block *blocks, uint32_t n, uint32_t band_rows, char *why,
                  size_t whylen);
-    /* The group staged so far decoded: IP_OK, or why all of its bands go to libtiff. */
+    /* Optional: where band k's blocks (raw_len set, raw not) are to be read, at[i] for the ith, so
+     * that stage, called next for the same k with raw pointing there, copies nothing; the reader
+     * then reads them on all its threads. IP_OK, or why the band goes to libtiff. */
+    int (*place)(void *state, uint32_t k, const tiff_band_block *blocks, uint32_t n, unsigned char **at, char *why,
+                 size_t whylen);
+    /* The group staged so far decoded (or queued for it): IP_OK, or why all of its bands go to
+     * libtiff. */
     int (*inflate)(void *state, char *why, size_t whylen);
-    /* Band k's rows (packed) after inflate: IP_OK only when they are libtiff's pixels; anything
-     * else leaves the band to libtiff. */
+    /* Band k's rows (packed) after its group's inflate: IP_OK only when they are libtiff's pixels;
+     * anything else (the group's inflate failing among it) leaves the band to libtiff. */
     int (*rows)(void *state, uint32_t k, unsigned char *rows, char *why, size_t whylen);
     void (*close)(void *state);
     /* A band's raw bytes the state takes at most; a larger band goes to libtiff. */
@@ -50,6 +61,7 @@ typedef struct tiff_band_decoder {
 /* Bands the reader gave a decoder, and those libtiff decoded after it declined them. */
 typedef struct {
     uint64_t bands, declined;
+    uint64_t placed;         /* bands read straight where the decoder asked, on all threads */
     char first_why[160];     /* why the first declined band was */
     double read_ms, decode_ms;   /* reading the bands' blocks raw, and the decoder's calls */
     char steps[160];         /* the decoder's own account of its time */

@@ -142,9 +142,9 @@ static int gpu_strips_for(run_worker *w, const plan *p, const run_sink *out, con
 
 /* A TIFF streamed into a GPU run with IMGPIPE_TIFF_GPU_READ_BANDS=1: its bands inflated on the
  * first card, unless --codecs cpu, so that the cores are left to the writer, within a quarter of
- * the run's GPU memory. Off by default: the whole run measured slower than with libtiff on the
- * cores (RESULTS.md). Not in a folder, as gpu_strips_for. A file the card does not take reads as
- * before. */
+ * the run's GPU memory. Off by default: faster on one H200 with 16 cores, slower beside heavy
+ * stages on two with 32 (RESULTS.md). Not in a folder, as gpu_strips_for. A file the card does
+ * not take reads as before. */
 static tiff_gpu_bands *gpu_bands_for(run_worker *w, run_stream *rs, const run_source *in, const run_probe *pr,
                                      const run_options *o, const run_stream_options *so, run_result *res)
 {
