@@ -316,14 +316,24 @@ static void groups_in_flight(tu_rng *r)
     img_free(&img);
 }
 
+/* A random gray image w x 40 written to name in the test's folder as deflate strips of 4 rows:
+ * 0, or -1 with nothing to free. */
+static int gray_strips(char *path, size_t len, const char *name, ip_image *img, int w, uint16_t predictor, tu_rng *r)
+{
+    snprintf(path, len, "%s/%s", tu_tmpdir(), name);
+    if (image(img, w, 40, 1, IP_U8, r) != 0) return -1;
+    int wrote = ttu_write_libtiff(path, img, 4, COMPRESSION_ADOBE_DEFLATE, predictor, 0) == 0;
+    CHECK(wrote, "writing %s", name);
+    if (!wrote) img_free(img);
+    return wrote ? 0 : -1;
+}
+
 /* A strip damaged in the file: the same failure as without the decoder. */
 static void damaged_strip(tiff_gpu_bands *g, tu_rng *r)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/damaged.tif", tu_tmpdir());
     ip_image img;
-    if (image(&img, 200, 40, 1, IP_U8, r) != 0) return;
-    CHECK(ttu_write_libtiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_NONE, 0) == 0, "write");
+    if (gray_strips(path, sizeof path, "damaged.tif", &img, 200, PREDICTOR_NONE, r) != 0) return;
     TIFF *tif = TIFFOpen(path, "r");
     uint64_t *offsets = NULL, *sizes = NULL;
     int ok = tif && TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) && TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &sizes);
@@ -376,10 +386,8 @@ static int point_past_end(const char *path, const uint64_t *offsets)
 static void past_the_end(tiff_gpu_bands *g, tu_rng *r)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/past.tif", tu_tmpdir());
     ip_image img;
-    if (image(&img, 150, 40, 1, IP_U8, r) != 0) return;
-    CHECK(ttu_write_libtiff(path, &img, 4, COMPRESSION_ADOBE_DEFLATE, PREDICTOR_HORIZONTAL, 0) == 0, "write");
+    if (gray_strips(path, sizeof path, "past.tif", &img, 150, PREDICTOR_HORIZONTAL, r) != 0) return;
     TIFF *tif = TIFFOpen(path, "r");
     uint64_t *offsets = NULL, copy[10] = { 0 };
     if (tif && TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets)) memcpy(copy, offsets, sizeof copy);
