@@ -47,10 +47,11 @@ typedef struct tiff_band_decoder {
      * libtiff. */
     int (*inflate)(void *state, char *why, size_t whylen);
     /* Band k's rows (packed) after its group's inflate: IP_OK only when they are libtiff's pixels;
-     * anything else (the group's inflate failing among it) leaves the band to libtiff. */
+     * anything else (among them its group's inflate failing) leaves the band to libtiff. */
     int (*rows)(void *state, uint32_t k, unsigned char *rows, char *why, size_t whylen);
     void (*close)(void *state);
-    /* A band's raw bytes the state takes at most; a larger band goes to libtiff. */
+    /* A band's raw bytes the state takes at most, for a decoder without place (the reader then
+     * keeps a buffer of this size); a larger band goes to libtiff. */
     size_t (*raw_capacity)(const void *state);
     uint64_t (*held_bytes)(const void *state);   /* host memory the state holds */
     /* Where its time went so far, for --profile (a line without its newline). */
